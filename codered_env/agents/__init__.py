@@ -1,0 +1,33 @@
+"""Built-in agents: ``noop``, ``random`` (seeded) and ``heuristic`` (the expert rule set).
+
+``make_agent(name, seed)`` builds one; the LLM agent lives in ``codered_env.agents.llm`` and is
+built by ``make_agent("llm")`` only when that module is importable and configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import MAINTAIN, Agent, NoopAgent
+from .heuristic import HeuristicAgent
+from .random_agent import RandomAgent
+
+BUILTIN_AGENTS: tuple[str, ...] = ("noop", "random", "heuristic")
+
+
+def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
+    """Build an agent by name: noop, random, heuristic, or llm (needs an API key)."""
+    if name == "noop":
+        return NoopAgent()
+    if name == "random":
+        return RandomAgent(seed)
+    if name == "heuristic":
+        return HeuristicAgent(seed)
+    if name == "llm":
+        from .llm import LLMAgent  # imported lazily: pulls in the openai client
+
+        return LLMAgent(**kwargs)
+    raise ValueError(f"unknown agent {name!r}; choose from {', '.join((*BUILTIN_AGENTS, 'llm'))}")
+
+
+__all__ = ["BUILTIN_AGENTS", "MAINTAIN", "Agent", "HeuristicAgent", "NoopAgent", "RandomAgent", "make_agent"]

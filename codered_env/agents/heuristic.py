@@ -1,0 +1,277 @@
+"""The expert rule-set baseline. It reads only the observation (plus the public city map and
+the medical care table every dispatcher knows) and applies, in order, the first rule that fires:
+
+1. Triage every untriaged call from the caller's report (triage_rule.py).
+2. Dispatch: most urgent first (P1 > P2 > P3, then lower vitals); P1 gets the ALS unit with
+   the shortest ETA unless a BLS is more than 5 min closer; P2/P3 get the nearest BLS (P2 falls
+   back to ALS); P4 callers get advice only.
+3. Mutual aid when more patients/calls wait for a unit than units are free.
+4. Destination: the hospital maximising care quality x 100 - travel minutes - 15 if crowded
+   - 25 if the needed OR is out of service, - 40 if the specialist is unavailable;
+   hospitals on diversion excluded.
+5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient) and page the
+   needed specialist at the destination.
+6. Blood for haemorrhage: type the patient, then reserve 2 compatible units at the
+   destination (2 O-negative if the crew is about to arrive and the type is still unknown).
+7. Otherwise ``maintain_plan``.
+Actions refused once are not repeated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..sim.city import RoadNetwork
+from ..sim.conditions import CONDITIONS
+from ..sim.world import COMPATIBLE_DONORS
+from .base import MAINTAIN
+from .triage_rule import triage_report
+
+BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
+_PRIORITY_RANK = {"P1": 0, "P2": 1, "P3": 2, "P4": 3}
+
+
+def _road_view(obs: dict[str, Any]) -> RoadNetwork:
+    roads = obs["roads"]
+    net = RoadNetwork(roads["peak_hour"])
+    for r in roads["closed"]:
+        net.close(*r["edge"])
+    for r in roads["congested"]:
+        net.set_congestion(r["edge"][0], r["edge"][1], r["factor"])
+    return net
+
+
+class HeuristicAgent:
+    name = "heuristic"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self._refused: set[str] = set()
+        self._last: str | None = None
+
+    def reset(self, task_id: str, seed: int) -> None:
+        self._refused = set()
+        self._last = None
+
+    # ------------------------------------------------------------------ main loop
+    def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        if obs.get("last_action_error") and self._last:
+            self._refused.add(self._last)
+        legal = obs.get("legal_actions") or {}
+        net = _road_view(obs)
+        for rule in (
+            self._triage,
+            self._dispatch,
+            self._mutual_aid,
+            self._assign,
+            self._prepare,
+            self._blood,
+        ):
+            for action in rule(obs, legal, net):
+                key = json.dumps(action, sort_keys=True)
+                if key not in self._refused and action["action_type"] in legal:
+                    self._last = key
+                    return action
+        self._last = None
+        return dict(MAINTAIN)
+
+    # ------------------------------------------------------------------ rules
+    def _triage(self, obs, legal, net):
+        for call in obs["calls"]:
+            if call["priority"] is None and call["status"] == "pending":
+                yield {
+                    "action_type": "triage_call",
+                    "call_id": call["call_id"],
+                    "priority": triage_report(call["report"]),
+                }
+
+    def _dispatch(self, obs, legal, net):
+        free = [a for a in obs["ambulances"] if a["status"] in ("available", "returning")]
+        if not free:
+            return
+        for job in self._jobs(obs):
+            unit = self._pick_unit(free, job, net)
+            if unit is None:
+                continue
+            if obs["phase"] == 1:
+                yield {
+                    "action_type": "dispatch_ambulance",
+                    "ambulance_id": unit["ambulance_id"],
+                    "patient_id": job["id"],
+                }
+            else:
+                kind = "dispatch_als" if unit["kind"] == "ALS" else "dispatch_bls"
+                yield {"action_type": kind, "ambulance_id": unit["ambulance_id"], "call_id": job["id"]}
+
+    def _jobs(self, obs) -> list[dict[str, Any]]:
+        jobs = []
+        for p in obs["patients"]:
+            if p["status"] == "awaiting_unit":
+                jobs.append(
+                    {
+                        "id": p["patient_id"],
+                        "node": p["node"],
+                        "priority": p["priority"],
+                        "vitals": p["vitals"]["score"],
+                    }
+                )
+        for c in obs["calls"]:
+            if c["status"] == "pending" and c["priority"] in ("P1", "P2", "P3"):
+                jobs.append(
+                    {
+                        "id": c["call_id"],
+                        "node": c["node"],
+                        "priority": c["priority"],
+                        "vitals": 1.0 - c["waiting_min"] / 100,
+                    }
+                )
+        jobs.sort(key=lambda j: (_PRIORITY_RANK[j["priority"]], j["vitals"], j["id"]))
+        return jobs
+
+    @staticmethod
+    def _eta(unit: dict[str, Any], node: str, net: RoadNetwork) -> float:
+        origin = unit["next_node"] or unit["node"]
+        return net.minutes(origin, node)
+
+    def _pick_unit(self, free, job, net):
+        def nearest(kind):
+            pool = [u for u in free if u["kind"] == kind]
+            return min(pool, key=lambda u: (self._eta(u, job["node"], net), u["ambulance_id"]), default=None)
+
+        als, bls = nearest("ALS"), nearest("BLS")
+        if job["priority"] == "P1":
+            if als is None:
+                return bls
+            if bls is not None and self._eta(bls, job["node"], net) + 5 < self._eta(als, job["node"], net):
+                return bls
+            return als
+        if job["priority"] == "P2":
+            return bls or als
+        return bls
+
+    def _mutual_aid(self, obs, legal, net):
+        if "request_mutual_aid" not in legal:
+            return
+        waiting = [p["patient_id"] for p in obs["patients"] if p["status"] == "awaiting_unit"]
+        waiting += [
+            c["call_id"] for c in obs["calls"] if c["status"] == "pending" and c["priority"] in ("P1", "P2")
+        ]
+        free = [a for a in obs["ambulances"] if a["status"] in ("available", "returning")]
+        if len(waiting) > len(free):
+            yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
+
+    def _assign(self, obs, legal, net):
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
+        inbound = self._inbound(obs)
+        for p in obs["patients"]:
+            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL:
+                if not CONDITIONS[p["condition"]].transport:
+                    continue
+                best = self._best_hospital(p, hospitals, inbound, net)
+                if best:
+                    inbound[best] = inbound.get(best, 0) + 1
+                    yield {
+                        "action_type": "assign_hospital",
+                        "patient_id": p["patient_id"],
+                        "hospital_id": best,
+                    }
+
+    @staticmethod
+    def _inbound(obs) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for p in obs["patients"]:
+            if p["destination"] and p["status"] in BEFORE_ARRIVAL:
+                counts[p["destination"]] = counts.get(p["destination"], 0) + 1
+        return counts
+
+    def _best_hospital(self, p, hospitals, inbound, net) -> str | None:
+        cond = CONDITIONS[p["condition"]]
+        best, best_score = None, float("-inf")
+        for hid, h in hospitals.items():
+            care = cond.care_at(h["tier"])
+            if care is None or h["diverted_until"] is not None:
+                continue
+            score = care.quality * 100 - net.minutes(p["node"], h["node"])
+            if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
+                score -= 15
+            if care.procedure and not any(
+                care.procedure in r["procedures"] and r["state"] != "out_of_service" for r in h["ors"]
+            ):
+                score -= 25
+            if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
+                score -= 40
+            if score > best_score:
+                best, best_score = hid, score
+        return best
+
+    def _prepare(self, obs, legal, net):
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
+        need_rooms: dict[tuple[str, str], int] = {}
+        for p in obs["patients"]:
+            if p["destination"] is None or p["status"] not in BEFORE_ARRIVAL:
+                continue
+            h = hospitals[p["destination"]]
+            care = CONDITIONS[p["condition"]].care_at(h["tier"])
+            if care is None:
+                continue
+            if care.procedure:
+                key = (h["hospital_id"], care.procedure)
+                need_rooms[key] = need_rooms.get(key, 0) + 1
+                ready = sum(
+                    1
+                    for r in h["ors"]
+                    if r["procedure"] == care.procedure
+                    and r["state"] in ("preparing", "ready")
+                    and r["patient_id"] is None
+                )
+                if ready < need_rooms[key]:
+                    yield {
+                        "action_type": "prepare_or",
+                        "hospital_id": h["hospital_id"],
+                        "procedure": care.procedure,
+                    }
+            if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "on_call":
+                yield {
+                    "action_type": "page_specialist",
+                    "hospital_id": h["hospital_id"],
+                    "specialty": care.specialist,
+                }
+
+    def _blood(self, obs, legal, net):
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
+        queryable = set()
+        for opt in legal.get("query_blood_type", []):
+            queryable.update(opt.get("patient_id", []))
+        for p in obs["patients"]:
+            if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
+                continue
+            if p["patient_id"] in queryable:
+                yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
+                continue
+            dest = p["destination"]
+            if dest is None or p["blood_reserved"].get(dest):
+                continue
+            stock = hospitals[dest]["blood"]
+            if p["blood_type"]:
+                donors = sorted(
+                    COMPATIBLE_DONORS[p["blood_type"]], key=lambda t: (t != p["blood_type"], t == "O-")
+                )
+                for t in donors:
+                    if stock.get(t, 0) >= 2:
+                        yield {
+                            "action_type": "allocate_blood",
+                            "patient_id": p["patient_id"],
+                            "hospital_id": dest,
+                            "blood_type": t,
+                            "units": 2,
+                        }
+                        break
+            elif p["status"] == "transporting" and (p["eta_min"] or 0) <= 6 and stock.get("O-", 0) >= 2:
+                yield {
+                    "action_type": "allocate_blood",
+                    "patient_id": p["patient_id"],
+                    "hospital_id": dest,
+                    "blood_type": "O-",
+                    "units": 2,
+                }

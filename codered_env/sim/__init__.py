@@ -1,0 +1,24 @@
+"""CodeRedEnv simulation core: pure Python, no I/O, no web stack.
+
+Start with ``CodeRedSim`` (env.py). The city map is in city.py, the parameters with their
+sources in params.py, conditions and outcome curves in conditions.py, the caller reports and
+triage levels in triage.py, the tasks in tasks.py, the rubric in rubric.py.
+"""
+
+from .actions import ACTION_TYPES, action_json_schemas, parse_action
+from .env import CodeRedSim, StepResult, grade_episode
+from .render import render_text
+from .tasks import TASK_IDS, TASKS, TaskSpec
+
+__all__ = [
+    "ACTION_TYPES",
+    "TASKS",
+    "TASK_IDS",
+    "CodeRedSim",
+    "StepResult",
+    "TaskSpec",
+    "action_json_schemas",
+    "grade_episode",
+    "parse_action",
+    "render_text",
+]

@@ -1,0 +1,172 @@
+"""``CodeRedSim``: one episode of CodeRedEnv, the pure-Python core every adapter wraps.
+
+Observation
+    ``observation()`` returns a JSON-serialisable dict (observation.py): clock, step budget,
+    visible patients (status, node, displayed vitals, ETA, destination, what they wait for),
+    ambulances (status, position, ETA), hospitals (OR states, specialists, ICU, blood, crowding,
+    diversion), open calls (caller reports only -- never the true condition), roads, alerts,
+    events since the last step, mutual aid, the result of a query, the running score preview,
+    ``last_action_error`` and the legal actions now. ``render_text()`` renders it compactly for
+    LLM prompts (render.py).
+Action
+    A wire dict ``{"action_type": name, **params}`` for one of the 14 actions in actions.py.
+    Anything invalid is answered with ``last_action_error``; the world is unchanged, except that
+    the decision minute still passes and the efficiency component counts an invalid action.
+Time
+    A decision costs 1 simulated minute. ``maintain_plan`` advances minute by minute to the next
+    event (arrival, call, disruption, resource ready, vitals band, death...), at most 10 minutes.
+Reward
+    The change in the running score preview (rubric.py), so an episode's rewards add up to its
+    final score, which lies in [0.01, 0.99].
+Termination
+    When every patient is treated, released or dead and no call is still to come; when the clock
+    reaches the task's horizon; or when the step budget is spent. In the last case the world
+    plays on without new decisions until it resolves or reaches the horizon (plans in motion
+    finish), and the final grade is taken then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from .actions import parse_action
+from .handlers import apply_action
+from .observation import build_observation
+from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
+from .render import render_text
+from .rubric import grade
+from .tasks import TASK_IDS, TASKS, TaskSpec
+from .world import World
+
+
+@dataclass(frozen=True)
+class StepResult:
+    reward: float
+    done: bool
+    error: str | None
+
+
+def _as_logged(action: object) -> Any:
+    """The action as received, in a JSON-friendly form for the trajectory log."""
+    if isinstance(action, BaseModel):
+        return action.model_dump(exclude_none=True)
+    if isinstance(action, Mapping):
+        return dict(action)
+    if action is None or isinstance(action, (str, int, float, bool, list)):
+        return action
+    return repr(action)
+
+
+class CodeRedSim:
+    """One CodeRedEnv episode. See the module docstring for the full contract."""
+
+    def __init__(self, task_id: str = "task1", seed: int = 0) -> None:
+        if task_id not in TASKS:
+            raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.task: TaskSpec = TASKS[task_id]
+        self.seed = seed
+        self.world = World(self.task, seed)
+        self.max_steps = self.task.max_steps
+        self.step_count = 0
+        self.done = False
+        self.score_preview = 0.0
+        self.last_error: str | None = None
+        self.action_log: list[Any] = []
+        self._events: list[str] = list(self.world.events)
+        self.world.events = []
+        self._final: dict[str, Any] | None = None
+
+    @property
+    def clock(self) -> int:
+        return self.world.clock
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, action: object) -> StepResult:
+        if self.done:
+            return StepResult(0.0, True, "the episode is over; reset to start a new one")
+        world = self.world
+        world.events, world.notable, world.query_result = [], False, None
+        self.action_log.append(_as_logged(action))
+        parsed, error = parse_action(action)
+        if parsed is not None:
+            error = apply_action(world, parsed)
+        if error is not None:
+            world.count("invalid_action")
+        waiting = parsed is not None and error is None and parsed.action_type == "maintain_plan"
+        self._advance(waiting)
+        self.step_count += 1
+        self.last_error = error
+        if world.resolved() or world.clock >= self.task.horizon_min or self.step_count >= self.max_steps:
+            self._finish()
+        self._events = world.events
+        previous = self.score_preview
+        self.score_preview = self.grade()["score"]
+        return StepResult(self.score_preview - previous, self.done, error)
+
+    def _advance(self, waiting: bool) -> None:
+        world = self.world
+        if not waiting:
+            for _ in range(DECISION_COST_MIN):
+                world.tick()
+            return
+        world.notable = False
+        for _ in range(MAINTAIN_PLAN_CAP_MIN):
+            world.tick()
+            if world.notable or world.clock >= self.task.horizon_min:
+                return
+
+    def finish(self) -> None:
+        """End the episode now: the world plays on without decisions, then the final grade."""
+        if not self.done:
+            self._finish()
+            self._events = self.world.events
+            self.score_preview = self.grade()["score"]
+
+    def _finish(self) -> None:
+        world = self.world
+        while not world.resolved() and world.clock < self.task.horizon_min:
+            world.tick()
+        self.done = True
+        self._final = grade(world, final=True) | {"steps": self.step_count}
+
+    # ------------------------------------------------------------------ views
+    def grade(self) -> dict[str, Any]:
+        """Score breakdown: final once done, else the running preview."""
+        if self._final is not None:
+            return self._final
+        return grade(self.world, final=False) | {"steps": self.step_count}
+
+    def observation(self) -> dict[str, Any]:
+        return build_observation(
+            self.world,
+            step=self.step_count,
+            max_steps=self.max_steps,
+            done=self.done,
+            preview=self.score_preview,
+            last_error=self.last_error,
+            events=self._events,
+        )
+
+    def render_text(self) -> str:
+        return render_text(self.observation())
+
+
+def grade_episode(task_id: str, seed: int, actions: list[Any]) -> dict[str, Any]:
+    """Replay ``actions`` from reset and return the final grade (a pure function).
+
+    Actions past the end of the episode are ignored; a list that ends before the episode does
+    is graded as if the agent stopped deciding there (the world plays on, as at the budget).
+    """
+    sim = CodeRedSim(task_id, seed)
+    for action in actions:
+        if sim.done:
+            break
+        sim.step(action)
+    sim.finish()
+    return sim.grade()

@@ -1,0 +1,414 @@
+"""Scenario generation: everything the seed varies, and nothing else.
+
+``generate(task, seed)`` returns a fresh ``Scenario``: hospitals (elective OR load, blood stock,
+baseline ED load, specialists' page delays), the fleet, the patients known at the start
+(phase 1) or the schedule of calls (phase 2), later spawns (secondary casualties), the
+disruptions, and whether it is peak hour. One ``random.Random`` seeded from the task id and seed
+drives it, so the same (task, seed) always yields the same scenario.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from random import Random
+
+from .city import EDGE_BASE, EDGE_LABEL, NODE_NAMES, RIVERSIDE_EDGES, RoadNetwork, edge_key
+from .conditions import CONDITIONS
+from .params import (
+    ACCIDENT_CONGESTION_FACTOR,
+    BLOOD_TYPE_FREQUENCY,
+    BLOOD_TYPES,
+    CATH_LAB_PREP_RANGE,
+    NEWS_CYCLE_SURGE_CALLS,
+    NEWS_CYCLE_SURGE_SPREAD_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
+    STROKE_ONSET_BEFORE_CALL_RANGE,
+)
+from .tasks import TaskSpec
+from .triage import caller_report
+from .types import (
+    Ambulance,
+    Call,
+    Disruption,
+    Hospital,
+    OperatingRoom,
+    Patient,
+    PendingSpawn,
+    Specialist,
+)
+
+PATIENT_NODES = ("N0", "N1", "N2", "N3", "N4", "N5", "N6", "N8")
+FLEET = (
+    ("ALS1", "ALS", "N0"),
+    ("ALS2", "ALS", "N6"),
+    ("BLS1", "BLS", "N2"),
+    ("BLS2", "BLS", "N4"),
+    ("BLS3", "BLS", "N8"),
+)
+ENTRY_NODE = "N7"
+# Phase-2 call mix (share of 108 calls; ~30 % pregnancy-related in Tamil Nadu 108, many
+# non-emergency calls -- Financial Express; Arunachal Times 2022).
+CALL_MIX = {
+    "stemi": 0.11,
+    "stroke": 0.08,
+    "trauma_haemorrhage": 0.07,
+    "trauma_major": 0.09,
+    "labour": 0.20,
+    "minor_injury": 0.13,
+    "fever": 0.10,
+    "gastritis": 0.10,
+    "anxiety": 0.12,
+}
+SURGE_MIX = {"anxiety": 0.35, "minor_injury": 0.2, "fever": 0.2, "gastritis": 0.15, "stemi": 0.1}
+_BLOOD_BASE = {
+    "H1": {"O-": 6, "O+": 12, "A-": 2, "A+": 8, "B-": 2, "B+": 10, "AB-": 1, "AB+": 3},
+    "H2": {"O-": 3, "O+": 6, "A-": 1, "A+": 4, "B-": 1, "B+": 5, "AB-": 0, "AB+": 1},
+    "H3": {"O-": 4},  # CHC blood storage fridge (IPHS 2012): a few O-negative units
+}
+
+
+@dataclass
+class Scenario:
+    peak_hour: bool
+    hospitals: dict[str, Hospital]
+    ambulances: dict[str, Ambulance]
+    patients: dict[str, Patient]
+    calls: dict[str, Call]
+    spawns: list[PendingSpawn]
+    disruptions: list[Disruption]
+    incident_node: str | None
+    mci_patients: set[str] = field(default_factory=set)
+
+
+def _weighted(rng: Random, table: dict[str, float]) -> str:
+    x = rng.random() * sum(table.values())
+    for key, weight in table.items():
+        x -= weight
+        if x <= 0:
+            return key
+    return next(reversed(table))
+
+
+def _hospitals(rng: Random) -> dict[str, Hospital]:
+    def page(tier: int) -> int:
+        lo, hi = SPECIALIST_PAGE_DELAY_BY_TIER[tier]
+        return rng.randint(lo, hi)
+
+    def specialists(tier: int, names: tuple[str, ...]) -> dict[str, Specialist]:
+        return {s: Specialist(s, page(tier)) for s in names}
+
+    def blood(hid: str) -> dict[str, int]:
+        stock = {t: 0 for t in BLOOD_TYPES}
+        for t, n in _BLOOD_BASE[hid].items():
+            stock[t] = max(0, n + rng.randint(-1, 1)) if n > 1 else n
+        return stock
+
+    cath_prep = rng.randint(*CATH_LAB_PREP_RANGE)
+    h1 = Hospital(
+        "H1",
+        "AIIMS Prakashnagar",
+        1,
+        "H1",
+        capacity=8,
+        base_load=rng.randint(5, 6),
+        icu_beds=4,
+        ors=[
+            OperatingRoom("OR1", ("cath_lab", "stroke_intervention"), prep_total=cath_prep),
+            OperatingRoom("OR2", ("trauma_surgery", "general")),
+            OperatingRoom("OR3", ("trauma_surgery", "general")),
+        ],
+        specialists=specialists(1, ("cardiology", "neurology", "trauma_surgery", "obstetrics")),
+        blood=blood("H1"),
+        icu_used=rng.randint(1, 3),
+    )
+    h2 = Hospital(
+        "H2",
+        "District Hospital",
+        2,
+        "H2",
+        capacity=6,
+        base_load=rng.randint(3, 4),
+        icu_beds=2,
+        ors=[
+            OperatingRoom("OR1", ("trauma_surgery", "general")),
+            OperatingRoom("OR2", ("trauma_surgery", "general")),
+        ],
+        specialists=specialists(2, ("trauma_surgery", "obstetrics")),
+        blood=blood("H2"),
+        icu_used=rng.randint(0, 1),
+    )
+    h3 = Hospital(
+        "H3",
+        "CHC Nadi Ghat",
+        3,
+        "H3",
+        capacity=4,
+        base_load=rng.randint(1, 2),
+        icu_beds=0,
+        ors=[],
+        specialists={},
+        blood=blood("H3"),
+    )
+    for hospital in (h1, h2):
+        for room in hospital.ors:
+            if rng.random() < 0.45:  # elective list already running
+                room.state, room.elective = "in_use", True
+                room.procedure = room.procedures[-1] if "general" in room.procedures else room.procedures[0]
+                room.until = rng.randint(10, 90)
+    return {h.hospital_id: h for h in (h1, h2, h3)}
+
+
+def _patient(
+    rng: Random, pid: str, condition: str, node: str, at: int, secondary: bool = False, visible: bool = True
+) -> Patient:
+    spec = CONDITIONS[condition]
+    lo, hi = spec.initial_reserve
+    return Patient(
+        patient_id=pid,
+        condition=condition,
+        node=node,
+        appeared_at=at,
+        reserve=round(rng.uniform(lo, hi), 3),
+        blood_type=_weighted(rng, BLOOD_TYPE_FREQUENCY),
+        hr0=rng.randint(68, 92),
+        sbp0=rng.randint(118, 142),
+        onset_min=rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
+        secondary=secondary,
+        visible=visible,
+    )
+
+
+def _call(rng: Random, cid: str, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
+    report = caller_report(patient.condition, NODE_NAMES[patient.node], rng)
+    patient.call_id = cid
+    return Call(
+        cid,
+        patient.appeared_at,
+        patient.node,
+        report,
+        patient.patient_id,
+        CONDITIONS[patient.condition].true_priority,
+        secondary=secondary,
+        surge=surge,
+    )
+
+
+def _route_edges(net: RoadNetwork, origins: list[str], target: str) -> list[tuple[str, str]]:
+    """Edges on current shortest routes from origins to target (candidates for disruptions)."""
+    found: list[tuple[str, str]] = []
+    for origin in origins:
+        route = net.path(origin, target) or []
+        for a, b in itertools.pairwise(route):
+            key = edge_key(a, b)
+            if key not in found:
+                found.append(key)
+    return found
+
+
+def _road_disruption(
+    rng: Random, net: RoadNetwork, kind: str, origins: list[str], start: int, end: int
+) -> Disruption:
+    candidates = _route_edges(net, origins, "H1") + _route_edges(net, ["N0", "N6", "N2"], origins[0])
+    candidates = [e for e in candidates if net.is_connected_without([e])]
+    if kind == "road_closure":
+        if not candidates or rng.random() < 0.3:
+            candidates = [edge_key(a, b) for a, b in RIVERSIDE_EDGES if net.is_connected_without([(a, b)])]
+        edge = rng.choice(candidates)
+        label = EDGE_LABEL[edge]
+        text = f"Waterlogging closes {label} ({edge[0]}-{edge[1]})"
+        return Disruption(kind, start, end, edges=(edge,), text=text)
+    edge = rng.choice(candidates or sorted(EDGE_BASE))
+    factor = f"x{ACCIDENT_CONGESTION_FACTOR:g} travel time"
+    text = f"Accident blocks lanes on {EDGE_LABEL[edge]} ({edge[0]}-{edge[1]}), {factor}"
+    return Disruption(kind, start, end, edges=(edge,), text=text)
+
+
+def _disruption(rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec) -> Disruption:
+    if kind in ("road_closure", "accident_congestion"):
+        start = rng.randint(3, 15)
+        return _road_disruption(rng, net, kind, origins, start, start + rng.randint(40, 70))
+    if kind == "hospital_diversion":
+        hid = "H1" if rng.random() < 0.5 else "H2"
+        start = rng.randint(5, 20)
+        return Disruption(
+            kind,
+            start,
+            start + rng.randint(30, 45),
+            hospital_id=hid,
+            text=f"{hid} on diversion: ED beds full",
+        )
+    if kind == "or_failure":
+        hid, or_id = ("H1", "OR1") if task.task_id in ("task2", "task4", "task5") else ("H1", "OR2")
+        if task.task_id == "task5" and rng.random() < 0.5:
+            or_id = "OR2"
+        start = rng.randint(0, 10)
+        label = "cath lab" if or_id == "OR1" else "trauma theatre"
+        return Disruption(
+            kind,
+            start,
+            start + rng.randint(45, 90),
+            hospital_id=hid,
+            or_id=or_id,
+            text=f"{hid} {or_id} ({label}) equipment failure",
+        )
+    specialty = {"task2": rng.choice(("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
+        task.task_id, rng.choice(("cardiology", "neurology", "trauma_surgery"))
+    )
+    start = rng.randint(0, 5)
+    return Disruption(
+        "specialist_unavailable",
+        start,
+        start + rng.randint(40, 70),
+        hospital_id="H1",
+        specialty=specialty,
+        text=f"H1 {specialty} on-call team tied up in another case",
+    )
+
+
+DISRUPTION_POOLS = {
+    "task2": ("or_failure", "specialist_unavailable", "road_closure", "accident_congestion"),
+    "task3": (
+        "road_closure",
+        "accident_congestion",
+        "hospital_diversion",
+        "or_failure",
+        "specialist_unavailable",
+    ),
+    "task4": ("road_closure", "accident_congestion", "hospital_diversion", "or_failure"),
+    "task5": (
+        "road_closure",
+        "accident_congestion",
+        "hospital_diversion",
+        "or_failure",
+        "specialist_unavailable",
+    ),
+}
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.patients = 0
+        self.calls = 0
+
+    def patient(self) -> str:
+        self.patients += 1
+        return f"P{self.patients}"
+
+    def call(self) -> str:
+        self.calls += 1
+        return f"C{self.calls}"
+
+
+def generate(task: TaskSpec, seed: int) -> Scenario:
+    rng = Random(f"codered:{task.task_id}:{seed}:scenario")
+    peak = rng.random() < 0.4
+    hospitals = _hospitals(rng)
+    ambulances = {aid: Ambulance(aid, kind, home, home) for aid, kind, home in FLEET}
+    ids = _Ids()
+    builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
+    patients, calls, spawns, incident, mci = builder(rng, ids, task)
+    net = RoadNetwork(peak)
+    origins = [p.node for p in patients.values()] or [s.patient.node for s in spawns]
+    kinds = rng.sample(DISRUPTION_POOLS.get(task.task_id, ()), task.disruptions) if task.disruptions else []
+    disruptions = [_disruption(rng, k, net, origins, task) for k in kinds]
+    return Scenario(peak, hospitals, ambulances, patients, calls, spawns, disruptions, incident, mci)
+
+
+def _task1(rng: Random, ids: _Ids, task: TaskSpec):
+    p = _patient(rng, ids.patient(), "stemi", rng.choice(PATIENT_NODES), 0)
+    return {p.patient_id: p}, {}, [], None, set()
+
+
+def _task2(rng: Random, ids: _Ids, task: TaskSpec):
+    a, b = rng.sample(PATIENT_NODES, 2)
+    first, second = ("stemi", "stroke") if rng.random() < 0.5 else ("stroke", "stemi")
+    p1 = _patient(rng, ids.patient(), first, a, 0)
+    p2 = _patient(rng, ids.patient(), second, b, 0)
+    return {p1.patient_id: p1, p2.patient_id: p2}, {}, [], None, set()
+
+
+def _task3(rng: Random, ids: _Ids, task: TaskSpec):
+    incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
+    others = [n for n in PATIENT_NODES if n != incident]
+    casualties = ["trauma_haemorrhage", "trauma_haemorrhage", "trauma_major", "minor_injury"]
+    patients = {}
+    mci = set()
+    for cond in casualties:
+        p = _patient(rng, ids.patient(), cond, incident, 0)
+        patients[p.patient_id] = p
+        mci.add(p.patient_id)
+    medical = _patient(rng, ids.patient(), rng.choice(("stemi", "stroke")), rng.choice(others), 0)
+    patients[medical.patient_id] = medical
+    at = rng.randint(18, 30)
+    secondary = _patient(
+        rng, ids.patient(), rng.choice(("trauma_haemorrhage", "trauma_major")), incident, at, secondary=True
+    )
+    spawns = [PendingSpawn(at, secondary, None, "secondary casualty found in the wreckage")]
+    return patients, {}, spawns, incident, mci
+
+
+def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
+    n_calls = 8 if task.task_id == "task4" else 9
+    last_call = 45 if task.task_id == "task4" else 50
+    times = sorted([rng.randint(0, 2)] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
+    conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
+    conditions += [_weighted(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
+    rng.shuffle(conditions)
+    spawns: list[PendingSpawn] = []
+    for at, cond in zip(times, conditions, strict=False):
+        p = _patient(rng, ids.patient(), cond, rng.choice(PATIENT_NODES), at, visible=False)
+        spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p), "call"))
+    incident = None
+    mci: set[str] = set()
+    if task.cascades:
+        incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
+        at = rng.randint(5, 15)
+        for cond in ("trauma_haemorrhage", "trauma_major"):
+            p = _patient(rng, ids.patient(), cond, incident, at, visible=False)
+            mci.add(p.patient_id)
+            spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p), "incident call"))
+        later = at + rng.randint(15, 25)
+        p = _patient(
+            rng,
+            ids.patient(),
+            rng.choice(("trauma_haemorrhage", "trauma_major")),
+            incident,
+            later,
+            secondary=True,
+            visible=False,
+        )
+        mci.add(p.patient_id)
+        spawns.append(
+            PendingSpawn(
+                later, p, _call(rng, ids.call(), p, secondary=True), "secondary casualty at the incident"
+            )
+        )
+    spawns.sort(key=lambda s: (s.at, s.patient.patient_id))
+    return {}, {}, spawns, incident, mci
+
+
+_PHASE1_BUILDERS = {"task1": _task1, "task2": _task2, "task3": _task3}
+
+
+def surge_calls(rng: Random, ids_start: tuple[int, int], start: int) -> list[PendingSpawn]:
+    """The low-acuity calls a news cycle brings (drawn when the cascade fires)."""
+    ids = _Ids()
+    ids.patients, ids.calls = ids_start
+    spawns = []
+    for _ in range(rng.randint(*NEWS_CYCLE_SURGE_CALLS)):
+        at = start + rng.randint(1, NEWS_CYCLE_SURGE_SPREAD_MIN)
+        p = _patient(
+            rng, ids.patient(), _weighted(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False
+        )
+        spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p, surge=True), "news-cycle surge"))
+    return spawns
+
+
+def escalation_casualty(
+    rng: Random, pid: str, node: str, at: int, phase: int, cid: str | None
+) -> PendingSpawn:
+    """One more casualty at an incident nobody has reached in time."""
+    p = _patient(rng, pid, "trauma_major", node, at, secondary=True, visible=phase == 1)
+    call = _call(rng, cid, p, secondary=True) if cid else None
+    return PendingSpawn(at, p, call, "incident escalated: bystander injured")

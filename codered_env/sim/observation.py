@@ -1,0 +1,349 @@
+"""What the agent sees: the structured observation and the currently legal actions.
+
+Hidden on purpose: a caller's true condition (only the report is shown until a crew is on
+scene), a patient's physiological reserve (shown only through vitals), blood types before a
+lab result, per-OR timers (``query_or_status`` reveals them), and future calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .conditions import CONDITIONS
+from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
+from .triage import PRIORITIES
+from .types import Patient
+from .world import COMPATIBLE_DONORS, World
+
+MAX_UNITS = 6
+
+
+def displayed_vitals(p: Patient) -> dict[str, float | int]:
+    """Vitals derived from the hidden reserve (1 stable .. 0 dead) and the patient's baseline."""
+    if p.status == "deceased":
+        return {"hr": 0, "sbp": 0, "spo2": 0, "rr": 0, "gcs": 3, "score": 0.0}
+    r = p.reserve_at_treatment if p.reserve_at_treatment is not None else max(0.0, p.reserve)
+    loss = 1.0 - r
+    gcs_drop = 10 if p.condition == "stroke" else 6
+    return {
+        "hr": round(p.hr0 + 60 * loss),
+        "sbp": round(p.sbp0 - 75 * loss),
+        "spo2": round(99 - 16 * loss),
+        "rr": round(14 + 16 * loss),
+        "gcs": max(3, 15 - round(gcs_drop * loss)),
+        "score": round(r, 2),
+    }
+
+
+def _waiting_for(world: World, p: Patient) -> list[str]:
+    if p.status != "at_hospital" or p.hospital is None:
+        return []
+    h = world.hospitals[p.hospital]
+    care = world.care_for(p, h)
+    if care is None:
+        return [f"transfer to {p.transfer_to}"]
+    needs = []
+    if care.procedure:
+        room = h.or_by_id(p.or_ref[1]) if p.or_ref else None
+        if room is None or room.state != "ready":
+            needs.append("or")
+    if care.specialist and h.specialists[care.specialist].state != "present":
+        needs.append(care.specialist)
+    if CONDITIONS[p.condition].needs_blood and not (
+        p.blood_at_hand or (p.auto_blood_at is not None and p.auto_blood_at <= world.clock)
+    ):
+        needs.append("blood")
+    return needs
+
+
+def _reserved(world: World, p: Patient) -> dict[str, int]:
+    """Units the agent has reserved for this patient, per hospital (not yet transfused)."""
+    out: dict[str, int] = {}
+    for a in world.allocations:
+        if a.patient_id == p.patient_id and a.by_agent and not a.used:
+            out[a.hospital_id] = out.get(a.hospital_id, 0) + a.units
+    return out
+
+
+def _patient(world: World, p: Patient) -> dict[str, Any]:
+    cond = CONDITIONS[p.condition]
+    amb = world.ambulances.get(p.ambulance_id or "")
+    eta = None
+    if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
+        eta = max(0, amb.trip.arrival - world.clock)
+    elif p.status == "transferring" and p.transfer_arrives_at is not None:
+        eta = max(0, p.transfer_arrives_at - world.clock)
+    return {
+        "patient_id": p.patient_id,
+        "condition": p.condition,
+        "label": cond.label,
+        "priority": cond.true_priority,
+        "secondary": p.secondary,
+        "status": p.status,
+        "node": p.node,
+        "call_id": p.call_id,
+        "vitals": displayed_vitals(p),
+        "blood_type": p.blood_type if p.blood_type_known else None,
+        "ambulance_id": p.ambulance_id,
+        "destination": p.destination,
+        "hospital": p.hospital,
+        "eta_min": eta,
+        "waiting_for": _waiting_for(world, p),
+        "blood_reserved": _reserved(world, p),
+        "minutes_since_call": world.clock - p.appeared_at,
+        "treatment_start_min": p.treatment_start,
+    }
+
+
+def _ambulance(world: World, amb) -> dict[str, Any]:
+    trip = amb.trip
+    nxt = trip.position(world.clock)[1] if trip else None
+    busy = amb.busy_until - world.clock if amb.status in ("on_scene", "at_hospital") else None
+    return {
+        "ambulance_id": amb.ambulance_id,
+        "kind": amb.kind,
+        "mutual_aid": amb.mutual_aid,
+        "status": amb.status,
+        "node": amb.node,
+        "next_node": nxt,
+        "destination": trip.target if trip else None,
+        "eta_min": max(0, trip.arrival - world.clock) if trip else None,
+        "busy_min": None if busy is None else max(0, busy),
+        "patient_id": amb.patient_id,
+        "call_id": amb.call_id,
+        "held": amb.held,
+    }
+
+
+def _hospital(world: World, h) -> dict[str, Any]:
+    return {
+        "hospital_id": h.hospital_id,
+        "name": h.name,
+        "tier": h.tier,
+        "node": h.node,
+        "occupancy": h.occupancy,
+        "capacity": h.capacity,
+        "crowded": h.crowded,
+        "diverted_until": h.diverted_until if world.diverted(h.hospital_id) else None,
+        "ors": [
+            {
+                "or_id": r.or_id,
+                "procedures": list(r.procedures),
+                "state": r.state,
+                "procedure": r.procedure,
+                "patient_id": r.patient_id,
+                "elective": r.elective,
+            }
+            for r in h.ors
+        ],
+        "specialists": {
+            s.specialty: {
+                "state": s.state,
+                "until": s.until if s.state in ("paged", "present", "unavailable") else None,
+            }
+            for s in h.specialists.values()
+        },
+        "icu_free": max(0, h.icu_beds - h.icu_used),
+        "blood": {t: n for t, n in h.blood.items() if n > 0},
+    }
+
+
+def _call(world: World, c) -> dict[str, Any]:
+    return {
+        "call_id": c.call_id,
+        "received_min": c.received_at,
+        "waiting_min": world.clock - c.received_at,
+        "node": c.node,
+        "report": c.report,
+        "priority": c.priority,
+        "status": c.status,
+        "ambulance_id": c.ambulance_id,
+        "patient_id": c.patient_id if c.status == "on_scene" else None,
+    }
+
+
+def _roads(world: World) -> dict[str, Any]:
+    closed, congested = [], []
+    for d in world.disruptions:
+        if not d.active:
+            continue
+        for a, b in d.edges:
+            if d.kind == "road_closure":
+                closed.append({"edge": [a, b], "until": d.end})
+            elif d.kind == "accident_congestion":
+                congested.append(
+                    {"edge": [a, b], "factor": world.net.congestion.get((a, b), 1.0), "until": d.end}
+                )
+    return {"closed": closed, "congested": congested, "peak_hour": world.peak_hour}
+
+
+def _alerts(world: World) -> list[str]:
+    alerts = [f"{d.text} (until ~t{d.end})" for d in world.disruptions if d.active]
+    for h in world.hospitals.values():
+        if world.diverted(h.hospital_id) and h.diversion_reason == "overcrowded":
+            alerts.append(f"{h.hospital_id} overcrowded: on diversion until t{h.diverted_until}")
+    if world.news_cycle_at is not None:
+        alerts.append(f"news cycle since t{world.news_cycle_at}: {world.news_cycle_reason}")
+    return alerts
+
+
+def _mutual_aid(world: World) -> dict[str, Any]:
+    limit = world.task.mutual_aid_limit
+    return {
+        "limit": limit,
+        "used": len(world.mutual_aid),
+        "remaining": limit - len(world.mutual_aid),
+        "pending": [
+            {"unit_id": r.unit_id, "arrives_min": r.arrives_at, "target_id": r.target_id}
+            for r in world.mutual_aid
+            if not r.arrived
+        ],
+    }
+
+
+def visible_calls(world: World) -> list:
+    return [c for c in world.calls.values() if c.status in ("pending", "dispatched")]
+
+
+def build_observation(
+    world: World,
+    *,
+    step: int,
+    max_steps: int,
+    done: bool,
+    preview: float,
+    last_error: str | None,
+    events: list[str],
+) -> dict[str, Any]:
+    return {
+        "task_id": world.task.task_id,
+        "seed": world.seed,
+        "step": step,
+        "max_steps": max_steps,
+        "clock_min": world.clock,
+        "horizon_min": world.task.horizon_min,
+        "phase": world.task.phase,
+        "done": done,
+        "patients": [_patient(world, p) for p in world.patients.values() if p.visible],
+        "ambulances": [_ambulance(world, a) for a in world.ambulances.values()],
+        "hospitals": [_hospital(world, h) for h in world.hospitals.values()],
+        "calls": [_call(world, c) for c in visible_calls(world)],
+        "roads": _roads(world),
+        "alerts": _alerts(world),
+        "events": list(events),
+        "mutual_aid": _mutual_aid(world),
+        "query_result": world.query_result,
+        "score_preview": preview,
+        "last_action_error": last_error,
+        "legal_actions": {} if done else legal_actions(world),
+    }
+
+
+# ------------------------------------------------------------------------------ legal actions
+def legal_actions(world: World) -> dict[str, list[dict[str, list[Any]]]]:
+    """Legal actions now: action_type -> list of options; each option maps every parameter to
+    its allowed values, and every combination inside one option is legal."""
+    legal: dict[str, list[dict[str, list[Any]]]] = {}
+    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    visible = [p for p in world.patients.values() if p.visible]
+    if world.task.phase == 1:
+        waiting = [p.patient_id for p in visible if p.status == "awaiting_unit"]
+        units = [a.ambulance_id for a in free]
+        if waiting and units:
+            legal["dispatch_ambulance"] = [{"ambulance_id": units, "patient_id": waiting}]
+    else:
+        _phase2_legal(world, legal, free)
+    _hospital_legal(world, legal, visible)
+    _blood_legal(world, legal, visible)
+    if world.task.mutual_aid_limit > len(world.mutual_aid):
+        options: list[dict[str, list[Any]]] = [{}]
+        targets = [p.patient_id for p in visible if p.status == "awaiting_unit"]
+        targets += [c.call_id for c in world.calls.values() if c.status == "pending"]
+        if targets:
+            options.append({"target_id": targets})
+        legal["request_mutual_aid"] = options
+    legal["query_or_status"] = [{"hospital_id": list(world.hospitals)}]
+    legal["maintain_plan"] = [{}]
+    return legal
+
+
+def _phase2_legal(world: World, legal: dict, free: list) -> None:
+    pending = [c.call_id for c in world.calls.values() if c.status == "pending"]
+    dispatched = [c.call_id for c in world.calls.values() if c.status == "dispatched"]
+    for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
+        units = [a.ambulance_id for a in free if a.kind == kind]
+        if units and pending:
+            legal[name] = [{"ambulance_id": units, "call_id": pending}]
+    options = []
+    if pending:
+        options.append({"call_id": pending, "priority": list(PRIORITIES)})
+    if dispatched:
+        options.append({"call_id": dispatched, "priority": list(PRIORITIES[:3])})
+    if options:
+        legal["triage_call"] = options
+
+
+def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
+    assignable = [p.patient_id for p in visible if p.status in BEFORE_ARRIVAL]
+    open_ids = [h for h in world.hospitals if not world.diverted(h)]
+    if assignable and open_ids:
+        legal["assign_hospital"] = [{"patient_id": assignable, "hospital_id": open_ids}]
+    prep, page, preempt = [], [], []
+    for h in world.hospitals.values():
+        procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})
+        if procs:
+            prep.append({"hospital_id": [h.hospital_id], "procedure": procs})
+        on_call = [s.specialty for s in h.specialists.values() if s.state == "on_call"]
+        if on_call:
+            page.append({"hospital_id": [h.hospital_id], "specialty": on_call})
+        electives = [r.or_id for r in h.ors if r.state == "in_use" and r.elective]
+        if electives:
+            preempt.append({"hospital_id": [h.hospital_id], "or_id": electives})
+    for name, options in (("prepare_or", prep), ("page_specialist", page), ("preempt_or", preempt)):
+        if options:
+            legal[name] = options
+
+
+def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
+    allocate = []
+    query = []
+    for p in visible:
+        if p.status in ("in_treatment", "treated", "released", "deceased"):
+            continue
+        if not p.blood_type_known and p.blood_type_ready_at is None:
+            query.append(p.patient_id)
+        donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else ("O-",)
+        for h in world.hospitals.values():
+            types = [t for t in donors if h.blood.get(t, 0) > 0]
+            if types:
+                most = min(MAX_UNITS, min(h.blood[t] for t in types))
+                allocate.append(
+                    {
+                        "patient_id": [p.patient_id],
+                        "hospital_id": [h.hospital_id],
+                        "blood_type": types,
+                        "units": list(range(1, most + 1)),
+                    }
+                )
+    if allocate:
+        legal["allocate_blood"] = allocate
+    if query:
+        legal["query_blood_type"] = [{"patient_id": query}]
+    transfer = []
+    for src in world.hospitals.values():
+        types = [t for t, n in src.blood.items() if n > 0]
+        if not types:
+            continue
+        most = min(MAX_UNITS, min(src.blood[t] for t in types))
+        for dst in world.hospitals.values():
+            if dst is not src and world.net.minutes(src.node, dst.node) != float("inf"):
+                transfer.append(
+                    {
+                        "from_hospital_id": [src.hospital_id],
+                        "to_hospital_id": [dst.hospital_id],
+                        "blood_type": types,
+                        "units": list(range(1, most + 1)),
+                    }
+                )
+    if transfer:
+        legal["transfer_blood"] = transfer

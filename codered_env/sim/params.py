@@ -1,0 +1,134 @@
+"""Every tunable number of the simulation, in one place, with its source.
+
+Nothing else in the package hard-codes a clinical, logistic or grading constant: modules import
+from here. Values marked ``[assumption]`` are modelling choices with no public figure behind them;
+the others cite the study or standard they come from (full references in ``docs/MODEL.md``).
+All times are in simulated minutes.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------------------------------------
+# Clock
+# --------------------------------------------------------------------------------------------
+DECISION_COST_MIN = 1  # a dispatcher decision takes about a minute (108 call handling 60-90 s)
+MAINTAIN_PLAN_CAP_MIN = 10  # maintain_plan jumps to the next event, at most this far [assumption]
+
+# --------------------------------------------------------------------------------------------
+# Travel (city graph in city.py)
+# --------------------------------------------------------------------------------------------
+LIGHTS_AND_SIRENS_FACTOR = 0.70  # response legs: -30..-38 % (Ho 1998/2001)
+TRANSPORT_FACTOR = 0.92  # transport legs: <= 1 min saved (Hunt 1995; O'Brien 1999)
+NON_URGENT_FACTOR = 1.0  # P3 responses without lights and sirens (MPDS Alpha/Bravo plans)
+TRAVEL_NOISE_CV = 0.20  # lognormal trip-time noise, CV 0.2-0.35 (Westgate 2016; Waterloo thesis)
+PEAK_HOUR_FACTOR = 1.25  # 25-30 km/h peak vs 30-35 off-peak (Hindustan Times 2022)
+ACCIDENT_CONGESTION_FACTOR = 2.5  # peak speeds x0.4-0.5 of free flow on blocked links [assumption]
+BLOOD_COURIER_DISPATCH_MIN = 10  # packing and hand-off before an inter-hospital blood run [assumption]
+
+# --------------------------------------------------------------------------------------------
+# Ambulance cycle
+# --------------------------------------------------------------------------------------------
+ON_SCENE_JITTER_MIN = 2  # +/- uniform jitter on the condition's scene time (JEMSS: mean 12-15)
+MCI_EXTRA_SCENE_MIN = 5  # mass-casualty scenes take ~5 min longer (PubMed 33843570)
+NO_TRANSPORT_SCENE_MIN = 10  # treat-and-release on scene (anxiety / panic)
+HANDOVER_MIN = 12  # median offload 11-16 min (NSW 2012; intjem)
+HANDOVER_JITTER_MIN = 3
+CROWDED_HANDOVER_FACTOR = 1.28  # transport intervals +28 % under crowding (Schull 2003)
+ALS_DETERIORATION_FACTOR = 0.5  # paramedic care slows decline [assumption, ALS scope]
+BLS_DETERIORATION_FACTOR = 0.85  # basic care (oxygen, positioning) [assumption]
+ED_DETERIORATION_FACTOR = 0.6  # monitored in the emergency department [assumption]
+
+# --------------------------------------------------------------------------------------------
+# Hospitals
+# --------------------------------------------------------------------------------------------
+CATH_LAB_PREP_RANGE = (20, 30)  # cath lab ready 20-30 min after activation (Bradley 2006; SCAI)
+OR_PREP_MIN_BY_TIER = {1: 15, 2: 30, 3: 30}  # OR staffed 15 min L-I/II, 30 min L-III (ACS COT)
+OR_HOLD_WINDOW_MIN = 40  # a prepared OR is held this long, then the set-up is wasted [assumption]
+OR_TURNOVER_MIN = 10  # cleaning after a pre-empted elective case [assumption]
+SPECIALIST_PAGE_DELAY_BY_TIER = {1: (10, 15), 2: (15, 20), 3: (20, 25)}  # ACS COT 15 / 30 min
+SPECIALIST_WINDOW_MIN = 90  # a paged specialist stays this long without a patient [assumption]
+PROCEDURE_DURATION_MIN = {  # table time, after which the room is free again [assumption]
+    "cath_lab": 60,
+    "stroke_intervention": 60,
+    "trauma_surgery": 90,
+    "general": 45,
+}
+DOOR_TO_TREATMENT_MIN = 10  # ED assessment before the procedure starts, all else ready
+TRANSFER_DOOR_IN_DOOR_OUT_MIN = 45  # DIDO median 60-90 unless optimised; 45 here (Herrin 2011)
+CROWDED_DOOR_FACTOR = 1.3  # slower ED care when crowded (Sprivulis 2006)
+CROWDING_HAZARD = 1.25  # mortality HR 1.2-1.3 when overcrowded (Sprivulis 2006)
+CROWDING_DIVERSION_MIN = 30  # a hospital over capacity goes on diversion this long [assumption]
+ED_STAY_AFTER_TREATMENT_MIN = 0  # treated patients leave the ED for OR/ward/ICU
+
+# --------------------------------------------------------------------------------------------
+# Blood (per-hospital stock in generator.py)
+# --------------------------------------------------------------------------------------------
+BLOOD_TYPES = ("O-", "O+", "A-", "A+", "B-", "B+", "AB-", "AB+")
+# Indian ABO/Rh distribution (Agrawal 2014, Asian J Transfus Sci: O+ 37, B+ 32, A+ 22, AB+ 7 %;
+# Rh-negative ~5 %).
+BLOOD_TYPE_FREQUENCY = {
+    "O+": 0.355,
+    "B+": 0.31,
+    "A+": 0.215,
+    "AB+": 0.07,
+    "O-": 0.02,
+    "B-": 0.015,
+    "A-": 0.01,
+    "AB-": 0.005,
+}
+O_NEG_RELEASE_MIN = 5  # emergency O-neg issue < 10 min (HSE Waterford)
+TYPE_SPECIFIC_MIN = 12  # group-specific uncrossmatched 10-15 min (NZ Blood)
+BLOOD_TYPE_QUERY_MIN = 5  # ABO/Rh typing result (focosi table: ABO-Rh 5-15 min)
+HOSPITAL_TYPING_MIN = 5  # the receiving lab types an untyped patient on arrival
+BLOOD_UNITS_PER_CASE = 2  # units started before surgery in haemorrhagic shock [assumption]
+MAX_BLOOD_UNITS_PER_ACTION = 6
+BLOOD_TRANSFUSION_FACTOR = 0.35  # blood at hand slows haemorrhagic decline [assumption, PROPPR]
+NO_BLOOD_SURGERY_WAIT_MIN = 30  # surgery goes ahead without blood after this wait [assumption]
+NO_BLOOD_QUALITY = 0.85
+
+# --------------------------------------------------------------------------------------------
+# Patients
+# --------------------------------------------------------------------------------------------
+VITALS_BANDS = (0.75, 0.5, 0.25)  # reserve thresholds that raise a vitals event
+STROKE_ONSET_BEFORE_CALL_RANGE = (30, 120)  # minutes from symptom onset to the 108 call
+
+# --------------------------------------------------------------------------------------------
+# Mutual aid and cascades
+# --------------------------------------------------------------------------------------------
+MUTUAL_AID_DELAY_RANGE = (10, 20)  # mobilisation before the unit reaches the entry node [assumption]
+NEWS_CYCLE_DEATH_PROBABILITY = 0.7  # a death makes the news [assumption]
+NEWS_CYCLE_P1_WAIT_MIN = 25  # a P1 caller left this long without a unit makes the news [assumption]
+NEWS_CYCLE_SURGE_CALLS = (4, 6)  # extra low-acuity calls over the next 20 min [assumption]
+NEWS_CYCLE_SURGE_SPREAD_MIN = 20
+INCIDENT_ESCALATION_MIN = 15  # an unattended incident produces one more casualty after this
+CALLBACK_DELAY_BY_PRIORITY = {"P1": 12, "P2": 20, "P3": 40}  # under-triaged callers ring back
+
+# --------------------------------------------------------------------------------------------
+# Grading (rubric.py) -- weights are part of the public contract (MODEL.md section 5)
+# --------------------------------------------------------------------------------------------
+RUBRIC_WEIGHTS = {
+    "time_score": 0.32,
+    "efficiency": 0.16,
+    "secondary_harm": 0.16,
+    "prep_ready": 0.16,
+    "vitals_score_avg": 0.10,
+    "cascade_score": 0.10,
+}
+PRIORITY_WEIGHT = {"P1": 3.0, "P2": 2.0, "P3": 1.0}
+TIME_SCORE_AT_TARGET = 0.75  # time score falls linearly 1 -> 0.75 up to the target, then to 0 at 2x
+PENALTY = {
+    "invalid_action": 0.03,
+    "wasted_page": 0.08,
+    "unused_or_prep": 0.08,
+    "preempt_or": 0.05,
+    "unneeded_blood": 0.05,
+    "over_triage": 0.06,
+    "dispatch_no_need": 0.04,
+}
+MUTUAL_AID_PENALTY_UNNEEDED = 0.04
+MUTUAL_AID_PENALTY_UNUSED = 0.03
+MUTUAL_AID_PENALTY_CAP = 0.10
+SECONDARY_RESPONSE_FULL_MIN = 10  # a secondary casualty reached within this earns full credit
+SECONDARY_RESPONSE_ZERO_MIN = 40
+SCORE_FLOOR = 0.01
+SCORE_CEIL = 0.99

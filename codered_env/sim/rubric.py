@@ -1,0 +1,224 @@
+"""The grading rubric (MODEL.md section 5): a pure function of the episode's world state.
+
+::
+
+    final_score = 0.32 x time_score + 0.16 x efficiency + 0.16 x secondary_harm
+                + 0.16 x prep_ready + 0.10 x vitals_score_avg + 0.10 x cascade_score
+                - mutual_aid_penalty
+
+Scored patients are those with a real need (true priority P1-P3), including callers whose call
+has come in but whom no crew has seen yet. P4 callers are not patients for grading.
+
+* ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of
+  ``s(d) x q``: ``s`` falls linearly from 1 at d = 0 to 0.75 at the condition's target and on to
+  0 at twice the target; ``d`` is minutes from the call to the start of definitive care; ``q``
+  is the care quality (1 for definitive care, 0.8 thrombolysis for STEMI, ...). Never treated: 0.
+* ``efficiency`` -- ``coverage x max(0, 1 - penalties)``; coverage is the share of scored
+  patients a crew reached. Penalties: invalid action 0.03, wasted specialist page 0.08, OR
+  preparation never used 0.08, pre-empted elective case 0.05, blood reserved for a patient who
+  does not need it or never used 0.05, ALS sent to a P3/P4 caller 0.06, any unit sent to a P4
+  caller 0.04.
+* ``prep_ready`` -- mean over patients whose condition needs an OR, a specialist or blood, of the
+  readiness measured when they first reached a hospital (each of OR / specialist / blood in 0..1;
+  partial while preparing; 0 at a hospital that cannot treat them; 0 if they never arrived).
+* ``vitals_score_avg`` -- mean vitals score (0..1) at the start of treatment; 0 if never treated.
+* ``secondary_harm`` -- mean over secondary casualties of their outcome gain, normalised:
+  (expected outcome - untreated outcome) / (best outcome - untreated outcome), clipped to 0..1.
+* ``cascade_score`` -- mean of: secondary casualties reached in time (1 within 10 min, 0 at 40),
+  hospital load handled (share of patients delivered x (1 - 0.5 x overcrowding diversions)),
+  and in phase 2 the share of calls triaged (halved if a news cycle broke out).
+* ``mutual_aid_penalty`` -- 0.04 per request made while own units stood idle with nobody
+  waiting, 0.03 per mutual-aid unit never given a job; capped at 0.10.
+
+``secondary_harm`` and ``cascade_score`` are ``None`` (not applicable) in tasks without
+cascades; their weight is shared out over the other components in proportion. The score is
+rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .conditions import CONDITIONS, best_outcome, expected_outcome
+from .params import (
+    MUTUAL_AID_PENALTY_CAP,
+    MUTUAL_AID_PENALTY_UNNEEDED,
+    MUTUAL_AID_PENALTY_UNUSED,
+    PENALTY,
+    PRIORITY_WEIGHT,
+    RUBRIC_WEIGHTS,
+    SCORE_CEIL,
+    SCORE_FLOOR,
+    SECONDARY_RESPONSE_FULL_MIN,
+    SECONDARY_RESPONSE_ZERO_MIN,
+    TIME_SCORE_AT_TARGET,
+)
+from .types import Patient
+from .world import World
+
+
+def time_curve(delay: float, target: float) -> float:
+    """1 at zero delay, TIME_SCORE_AT_TARGET at the target, 0 at twice the target."""
+    if delay <= target:
+        return 1.0 - (1.0 - TIME_SCORE_AT_TARGET) * delay / target
+    return max(0.0, TIME_SCORE_AT_TARGET * (1.0 - (delay - target) / target))
+
+
+def _patient_record(p: Patient) -> dict[str, Any]:
+    cond = CONDITIONS[p.condition]
+    treated = p.treatment_start is not None
+    delay = p.treatment_start - p.appeared_at if treated else None
+    ts = time_curve(delay, cond.target_min) * p.treatment_quality if treated else 0.0
+    if treated:
+        outcome = expected_outcome(cond, delay, p.treatment_quality, p.onset_min)
+    else:
+        outcome = 0.0 if p.status == "deceased" else cond.untreated_outcome
+    prep = None
+    if cond.needs_prep:
+        parts = p.arrival_prep or {}
+        prep = sum(parts.values()) / len(parts) if parts else 0.0
+    return {
+        "patient_id": p.patient_id,
+        "condition": p.condition,
+        "priority": cond.true_priority,
+        "secondary": p.secondary,
+        "status": p.status,
+        "hospital": p.hospital,
+        "delay_min": delay,
+        "target_min": cond.target_min,
+        "quality": round(p.treatment_quality, 3),
+        "time_score": round(ts, 4),
+        "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
+        "prep": None if prep is None else round(prep, 4),
+        "prep_parts": dict(p.arrival_prep or {}),
+        "expected_outcome": round(outcome, 4),
+        "first_unit_min": None if p.first_unit_at is None else p.first_unit_at - p.appeared_at,
+    }
+
+
+def _scored(world: World) -> list[Patient]:
+    return [p for p in world.patients.values() if CONDITIONS[p.condition].true_priority != "P4"]
+
+
+def _penalties(world: World, final: bool) -> dict[str, int]:
+    counts = dict(world.ledger)
+    if final:
+        extra_pages = sum(
+            1
+            for h in world.hospitals.values()
+            for s in h.specialists.values()
+            if s.agent_paged and not s.used and s.state in ("paged", "present")
+        )
+        extra_preps = sum(
+            1
+            for h in world.hospitals.values()
+            for r in h.ors
+            if r.agent_prepared and r.patient_id is None and r.state in ("preparing", "ready")
+        )
+        unused_blood = sum(
+            1
+            for a in world.allocations
+            if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
+        )
+        for key, n in (
+            ("wasted_page", extra_pages),
+            ("unused_or_prep", extra_preps),
+            ("unneeded_blood", unused_blood),
+        ):
+            if n:
+                counts[key] = counts.get(key, 0) + n
+    return counts
+
+
+def _secondary_gain(rec: dict[str, Any], p: Patient) -> float:
+    cond = CONDITIONS[p.condition]
+    base = cond.untreated_outcome
+    best = best_outcome(cond, p.onset_min)
+    if p.treatment_start is None or best <= base:
+        return 0.0
+    return min(1.0, max(0.0, (rec["expected_outcome"] - base) / (best - base)))
+
+
+def _secondary_response(p: Patient) -> float:
+    if p.first_unit_at is None:
+        return 0.0
+    r = p.first_unit_at - p.appeared_at
+    span = SECONDARY_RESPONSE_ZERO_MIN - SECONDARY_RESPONSE_FULL_MIN
+    return min(1.0, max(0.0, 1.0 - (r - SECONDARY_RESPONSE_FULL_MIN) / span))
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _cascade(world: World, scored: list[Patient]) -> float:
+    secondary = [p for p in scored if p.secondary]
+    subs = [_mean([_secondary_response(p) for p in secondary])]
+    delivered = sum(1 for p in scored if p.first_hospital_arrival is not None)
+    events = sum(h.overcrowding_events for h in world.hospitals.values())
+    share = delivered / len(scored) if scored else 0.0
+    subs.append(share * max(0.0, 1.0 - 0.5 * events))
+    if world.task.phase == 2:
+        received = [c for c in world.calls.values() if c.callback_of is None]
+        triaged = sum(1 for c in received if c.priority is not None)
+        factor = 0.5 if world.news_cycle_at is not None else 1.0
+        subs.append(factor * (triaged / len(received) if received else 0.0))
+    return _mean(subs)
+
+
+def _mutual_aid_penalty(world: World, final: bool) -> float:
+    total = sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
+    if final:
+        for r in world.mutual_aid:
+            amb = world.ambulances.get(r.unit_id)
+            if amb is None or amb.dispatches == 0:
+                total += MUTUAL_AID_PENALTY_UNUSED
+    return min(MUTUAL_AID_PENALTY_CAP, total)
+
+
+def grade(world: World, final: bool) -> dict[str, Any]:
+    """Score breakdown of the episode so far (``final`` adds end-of-episode waste checks)."""
+    scored = _scored(world)
+    records = {p.patient_id: _patient_record(p) for p in scored}
+    weights = {p.patient_id: PRIORITY_WEIGHT[CONDITIONS[p.condition].true_priority] for p in scored}
+    total_w = sum(weights.values())
+    time_score = sum(weights[i] * r["time_score"] for i, r in records.items()) / total_w if total_w else 0.0
+    vitals = _mean([r["vitals_at_treatment"] for r in records.values()])
+    preps = [r["prep"] for r in records.values() if r["prep"] is not None]
+    coverage = _mean([1.0 if p.first_unit_at is not None else 0.0 for p in scored])
+    counts = _penalties(world, final)
+    penalty = sum(PENALTY[k] * n for k, n in counts.items() if k in PENALTY)
+    components: dict[str, float | None] = {
+        "time_score": time_score,
+        "efficiency": coverage * max(0.0, 1.0 - penalty),
+        "secondary_harm": None,
+        "prep_ready": _mean(preps),
+        "vitals_score_avg": vitals,
+        "cascade_score": None,
+    }
+    if world.task.cascades:
+        secondary = [p for p in scored if p.secondary]
+        components["secondary_harm"] = _mean([_secondary_gain(records[p.patient_id], p) for p in secondary])
+        components["cascade_score"] = _cascade(world, scored)
+    applicable = {k: w for k, w in RUBRIC_WEIGHTS.items() if components[k] is not None}
+    norm = sum(applicable.values())
+    effective = {k: (applicable[k] / norm if k in applicable else 0.0) for k in RUBRIC_WEIGHTS}
+    ma_penalty = _mutual_aid_penalty(world, final)
+    raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
+    score = min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
+    return {
+        "task_id": world.task.task_id,
+        "seed": world.seed,
+        "final": final,
+        "clock_min": world.clock,
+        "score": score,
+        "raw_score": round(raw, 4),
+        "components": {k: (None if v is None else round(v, 4)) for k, v in components.items()},
+        "weights": {k: round(v, 4) for k, v in effective.items()},
+        "penalties": {k: counts[k] for k in sorted(counts)},
+        "mutual_aid_penalty": round(ma_penalty, 4),
+        "coverage": round(coverage, 4),
+        "news_cycle": world.news_cycle_reason or None,
+        "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
+        "patients": [records[p.patient_id] for p in scored],
+    }

@@ -1,0 +1,231 @@
+"""State records of the world: patients, calls, ambulances, hospitals, ORs, specialists, events.
+
+These are plain mutable dataclasses owned by ``World``; the agent never sees them directly (it
+gets the observation built in observation.py). Status strings are enumerated in the ``*_STATES``
+tuples so tests can assert that every entity is always in exactly one valid state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PATIENT_STATES = (
+    "awaiting_unit",  # known, no unit assigned (phase 1) / call pending (phase 2, hidden)
+    "unit_en_route",
+    "on_scene",
+    "transporting",
+    "at_hospital",  # in the ED waiting for definitive care (or for a transfer out)
+    "transferring",  # inter-facility transfer to a capable hospital
+    "in_treatment",
+    "treated",
+    "released",  # treated and released on scene (no transport needed)
+    "deceased",
+)
+AMBULANCE_STATES = ("available", "en_route", "on_scene", "transporting", "at_hospital", "returning")
+OR_STATES = ("idle", "preparing", "ready", "in_use", "out_of_service")
+SPECIALIST_STATES = ("on_call", "paged", "present", "unavailable")
+CALL_STATES = ("pending", "dispatched", "on_scene", "closed_advice", "closed_callback")
+
+
+@dataclass(slots=True)
+class Patient:
+    patient_id: str
+    condition: str
+    node: str
+    appeared_at: int  # call time (phase 2) or the start of the emergency (phase 1)
+    reserve: float  # hidden physiological reserve: 1 stable .. 0 dead
+    blood_type: str
+    hr0: int
+    sbp0: int
+    onset_min: int  # symptom onset before the call (stroke outcome)
+    secondary: bool = False
+    call_id: str | None = None
+    visible: bool = True  # phase 2: hidden until a crew is on scene
+    status: str = "awaiting_unit"
+    ambulance_id: str | None = None
+    destination: str | None = None  # assigned by the agent
+    hospital: str | None = None  # where the patient is now / was treated
+    blood_type_known: bool = False
+    blood_type_ready_at: int | None = None  # query result time
+    band: int = 0  # index of the last vitals band crossed
+    first_unit_at: int | None = None  # crew on scene
+    first_hospital_arrival: int | None = None
+    arrival_prep: dict[str, float] | None = None  # prep credit measured at first arrival
+    wait_started: int | None = None
+    auto_blood_at: int | None = None  # time the hospital's own blood is at hand
+    blood_at_hand: bool = False
+    transfer_arrives_at: int | None = None
+    transfer_to: str | None = None
+    treatment_start: int | None = None
+    treatment_end: int | None = None
+    treatment_quality: float = 0.0
+    reserve_at_treatment: float | None = None
+    or_ref: tuple[str, str] | None = None
+    died_at: int | None = None
+    transfused_units: int = 0
+    needs_icu: bool = False
+
+
+@dataclass(slots=True)
+class Call:
+    call_id: str
+    received_at: int
+    node: str
+    report: str
+    patient_id: str  # hidden link to the patient behind the call
+    true_priority: str
+    secondary: bool = False
+    surge: bool = False
+    status: str = "pending"
+    priority: str | None = None  # the agent's triage
+    ambulance_id: str | None = None
+    callback_of: str | None = None
+
+
+@dataclass(slots=True)
+class Trip:
+    nodes: list[str]
+    times: list[int]  # absolute arrival minute at each node (times[0] = departure)
+    noise: float
+    speed_factor: float
+    purpose: str  # "scene" | "hospital" | "home"
+    target: str  # final node
+
+    @property
+    def arrival(self) -> int:
+        return self.times[-1]
+
+    def position(self, now: int) -> tuple[str, str | None]:
+        """(last node passed, next node or None) at minute ``now``."""
+        for i in range(len(self.times) - 1, -1, -1):
+            if self.times[i] <= now:
+                nxt = self.nodes[i + 1] if i + 1 < len(self.nodes) else None
+                return self.nodes[i], nxt
+        return self.nodes[0], self.nodes[1] if len(self.nodes) > 1 else None
+
+
+@dataclass(slots=True)
+class Ambulance:
+    ambulance_id: str
+    kind: str  # "ALS" | "BLS"
+    home: str
+    node: str
+    mutual_aid: bool = False
+    status: str = "available"
+    trip: Trip | None = None
+    busy_until: int = 0
+    patient_id: str | None = None
+    call_id: str | None = None
+    held: bool = False  # waiting at a node because every route is closed
+    dispatches: int = 0
+
+
+@dataclass(slots=True)
+class OperatingRoom:
+    or_id: str
+    procedures: tuple[str, ...]
+    state: str = "idle"
+    procedure: str | None = None  # what it is prepared for / in use for
+    until: int = 0  # end of the current preparing / ready / in_use / out_of_service period
+    prep_total: int = 0
+    elective: bool = False
+    agent_prepared: bool = False
+    patient_id: str | None = None  # claimed by / operating on
+    resume_state: str = "idle"  # state after an out-of-service period ends
+
+
+@dataclass(slots=True)
+class Specialist:
+    specialty: str
+    page_delay: int
+    state: str = "on_call"
+    until: int = 0  # arrival time (paged) / leave time (present) / end of unavailability
+    agent_paged: bool = False
+    used: bool = False  # a patient needing them was treated during this presence
+
+
+@dataclass(slots=True)
+class Hospital:
+    hospital_id: str
+    name: str
+    tier: int
+    node: str
+    capacity: int
+    base_load: int
+    icu_beds: int
+    ors: list[OperatingRoom]
+    specialists: dict[str, Specialist]
+    blood: dict[str, int]
+    icu_used: int = 0
+    ed_patients: list[str] = field(default_factory=list)
+    boarders: int = 0
+    diverted_until: int = 0
+    diversion_reason: str = ""
+    overcrowding_events: int = 0
+
+    @property
+    def occupancy(self) -> int:
+        return self.base_load + len(self.ed_patients) + self.boarders
+
+    @property
+    def crowded(self) -> bool:
+        return self.occupancy > self.capacity
+
+    def or_by_id(self, or_id: str) -> OperatingRoom | None:
+        for room in self.ors:
+            if room.or_id == or_id:
+                return room
+        return None
+
+
+@dataclass(slots=True)
+class BloodAllocation:
+    patient_id: str
+    hospital_id: str
+    blood_type: str
+    units: int
+    made_at: int
+    by_agent: bool = False
+    used: bool = False
+
+
+@dataclass(slots=True)
+class BloodTransfer:
+    from_hospital: str
+    to_hospital: str
+    blood_type: str
+    units: int
+    arrives_at: int
+
+
+@dataclass(slots=True)
+class Disruption:
+    kind: str  # road_closure | accident_congestion | hospital_diversion | or_failure | specialist_unavailable
+    start: int
+    end: int
+    edges: tuple[tuple[str, str], ...] = ()
+    hospital_id: str | None = None
+    or_id: str | None = None
+    specialty: str | None = None
+    text: str = ""
+    active: bool = False
+
+
+@dataclass(slots=True)
+class MutualAidRequest:
+    unit_id: str
+    requested_at: int
+    arrives_at: int
+    target_id: str | None
+    unneeded: bool
+    arrived: bool = False
+
+
+@dataclass(slots=True)
+class PendingSpawn:
+    """A patient or call that will appear later (scheduled by the generator or a cascade)."""
+
+    at: int
+    patient: Patient
+    call: Call | None
+    reason: str
