@@ -351,7 +351,7 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
 def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
     n_calls = 8 if task.task_id == "task4" else 9
     last_call = 45 if task.task_id == "task4" else 50
-    times = sorted([rng.randint(0, 2)] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
+    times = sorted([0] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
     conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
     conditions += [_weighted(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
     rng.shuffle(conditions)

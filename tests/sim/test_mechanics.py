@@ -1,0 +1,287 @@
+"""One test per mechanic: each shows that the mechanic changes what happens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codered_env.sim import CodeRedSim
+from codered_env.sim.types import Disruption
+
+WAIT = {"action_type": "maintain_plan"}
+
+
+def play(sim: CodeRedSim, actions: list[dict[str, Any]]) -> None:
+    for action in actions:
+        out = sim.step(action)
+        assert out.error is None, (action, out.error)
+
+
+def run_until_done(sim: CodeRedSim, limit: int = 200) -> None:
+    for _ in range(limit):
+        if sim.done:
+            return
+        sim.step(WAIT)
+    sim.finish()
+
+
+def patient(sim: CodeRedSim, pid: str = "P1"):
+    return sim.world.patients[pid]
+
+
+def stemi_plan(hospital: str, prep: bool = True) -> list[dict[str, Any]]:
+    plan = [
+        {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"},
+        {"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": hospital},
+    ]
+    if prep:
+        plan += [
+            {"action_type": "prepare_or", "hospital_id": hospital, "procedure": "cath_lab"},
+            {"action_type": "page_specialist", "hospital_id": hospital, "specialty": "cardiology"},
+        ]
+    return plan
+
+
+def free_cath_lab_seed() -> int:
+    """A task1 seed whose cath lab is idle at the start (no elective case running)."""
+    for seed in range(50):
+        sim = CodeRedSim("task1", seed)
+        if sim.world.hospitals["H1"].or_by_id("OR1").state == "idle":
+            return seed
+    raise AssertionError("no seed with an idle cath lab")
+
+
+# ------------------------------------------------------------------------------ roads
+def test_road_closure_lengthens_eta_and_reroutes_a_unit_en_route() -> None:
+    sim = CodeRedSim("task1", 0)
+    play(sim, [{"action_type": "dispatch_ambulance", "ambulance_id": "BLS2", "patient_id": "P1"}])
+    amb = sim.world.ambulances["BLS2"]
+    before_nodes, before_eta = list(amb.trip.nodes), amb.trip.arrival
+    assert len(before_nodes) >= 3, "needs a multi-edge route to close a later edge"
+    a, b = before_nodes[-2], before_nodes[-1]
+    now = sim.clock
+    sim.world.disruptions.append(Disruption("road_closure", now + 1, now + 60, edges=((a, b),), text="test"))
+    sim.step(WAIT)
+    assert amb.status == "en_route"
+    assert (a, b) not in list(zip(amb.trip.nodes[-2:], amb.trip.nodes[-1:])), "still uses the closed edge"
+    assert amb.trip.nodes != before_nodes
+    assert amb.trip.arrival > before_eta
+    assert any("rerouted" in e for e in sim.observation()["events"]) or amb.trip.arrival > before_eta
+
+
+def test_congestion_raises_travel_time() -> None:
+    sim = CodeRedSim("task1", 0)
+    net = sim.world.net
+    base = net.minutes("N8", "N0")
+    net.set_congestion("N8", "N0", 2.5)
+    assert net.edge_minutes("N0", "N8") == 2.5 * net.edge_minutes("N1", "N8")  # both 3 base minutes
+    assert base < net.minutes("N8", "N0") <= 2.5 * base
+    assert net.path("N8", "N0") == ["N8", "N1", "N0"]  # the detour now beats the jammed lane
+
+
+# ------------------------------------------------------------------------------ hospital readiness
+def test_prepared_or_and_paged_specialist_earn_prep_credit_and_time() -> None:
+    seed = free_cath_lab_seed()
+    ready = CodeRedSim("task1", seed)
+    play(ready, stemi_plan("H1", prep=True))
+    run_until_done(ready)
+    cold = CodeRedSim("task1", seed)
+    play(cold, stemi_plan("H1", prep=False) + [WAIT, WAIT])
+    run_until_done(cold)
+    g_ready, g_cold = ready.grade(), cold.grade()
+    assert g_ready["components"]["prep_ready"] > 0.5
+    assert g_cold["components"]["prep_ready"] == 0.0
+    assert patient(ready).treatment_start < patient(cold).treatment_start
+    assert g_ready["score"] > g_cold["score"]
+
+
+def test_preparation_expires_unused_and_is_counted_as_waste() -> None:
+    seed = free_cath_lab_seed()
+    sim = CodeRedSim("task1", seed)
+    play(sim, [{"action_type": "prepare_or", "hospital_id": "H2", "procedure": "general"}])
+    for _ in range(12):
+        sim.step(WAIT)
+    assert sim.world.ledger.get("unused_or_prep") == 1
+
+
+# ------------------------------------------------------------------------------ blood
+def _haemorrhage_run(allocate: bool, empty_stock: bool) -> CodeRedSim:
+    sim = CodeRedSim("task3", 0)
+    pid = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
+    if empty_stock:
+        for h in sim.world.hospitals.values():
+            h.blood = dict.fromkeys(h.blood, 0)
+        sim.world.hospitals["H1"].blood["O-"] = 2 if allocate else 0
+        sim.world.initial_blood = sim.world.blood_in_circulation()
+    plan = [
+        {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": pid},
+        {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": "H1"},
+        {"action_type": "prepare_or", "hospital_id": "H1", "procedure": "trauma_surgery"},
+        {"action_type": "page_specialist", "hospital_id": "H1", "specialty": "trauma_surgery"},
+    ]
+    if allocate:
+        plan.append({"action_type": "allocate_blood", "patient_id": pid, "hospital_id": "H1",
+                     "blood_type": "O-", "units": 2})
+    play(sim, plan)
+    sim.world.spawns.clear()  # keep the comparison about one patient
+    for _ in range(60):
+        if patient(sim, pid).treatment_start is not None:
+            break
+        sim.step(WAIT)
+    sim.pid = pid  # type: ignore[attr-defined]
+    return sim
+
+
+def test_blood_at_hand_improves_a_haemorrhaging_patients_outcome() -> None:
+    with_blood = _haemorrhage_run(allocate=True, empty_stock=True)
+    without = _haemorrhage_run(allocate=False, empty_stock=True)
+    p_with, p_without = patient(with_blood, with_blood.pid), patient(without, without.pid)
+    assert p_with.treatment_start is not None and p_without.treatment_start is not None
+    assert p_with.treatment_start < p_without.treatment_start  # surgery waits for blood
+    assert p_with.reserve_at_treatment > p_without.reserve_at_treatment
+    rec_with = next(r for r in with_blood.grade()["patients"] if r["patient_id"] == with_blood.pid)
+    rec_without = next(r for r in without.grade()["patients"] if r["patient_id"] == without.pid)
+    assert rec_with["expected_outcome"] > rec_without["expected_outcome"]
+    assert rec_with["prep_parts"]["blood"] == 1.0 and rec_without["prep_parts"]["blood"] == 0.0
+
+
+# ------------------------------------------------------------------------------ diversion and crowding
+def _stemi_treatment_start(seed: int, setup) -> tuple[CodeRedSim, int]:
+    sim = CodeRedSim("task1", seed)
+    setup(sim)
+    play(sim, stemi_plan("H2", prep=False)[:1])
+    run_until_done(sim)
+    return sim, patient(sim).treatment_start
+
+
+def test_diversion_refuses_assignment_and_sends_the_crew_elsewhere() -> None:
+    sim = CodeRedSim("task1", 0)
+    sim.world.hospitals["H1"].diverted_until = 500
+    out = sim.step({"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H1"})
+    assert out.error and "diversion" in out.error
+    assert patient(sim).destination is None
+    play(sim, [{"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}])
+    run_until_done(sim)
+    assert patient(sim).first_hospital_arrival is not None
+    assert sim.world.patients["P1"].hospital != "H1" or patient(sim).status == "transferring"
+
+
+def test_crowding_slows_care() -> None:
+    seed = free_cath_lab_seed()
+
+    def normal(sim: CodeRedSim) -> None:
+        pass
+
+    def crowded(sim: CodeRedSim) -> None:
+        for h in sim.world.hospitals.values():
+            h.base_load = h.capacity + 2
+
+    calm_sim, calm = _stemi_treatment_start(seed, normal)
+    busy_sim, busy = _stemi_treatment_start(seed, crowded)
+    assert busy > calm
+    assert patient(busy_sim).reserve_at_treatment < patient(calm_sim).reserve_at_treatment
+
+
+def test_overcrowding_tips_a_hospital_into_diversion_in_cascade_tasks() -> None:
+    sim = CodeRedSim("task3", 0)
+    h1 = sim.world.hospitals["H1"]
+    h1.base_load = h1.capacity + 1
+    sim.step(WAIT)
+    assert h1.diverted_until > sim.clock and h1.overcrowding_events == 1
+    assert any("overcrowded" in a for a in sim.observation()["alerts"])
+
+
+# ------------------------------------------------------------------------------ wrong tier
+def test_wrong_tier_hospital_costs_time_and_score() -> None:
+    seed = free_cath_lab_seed()
+    right = CodeRedSim("task1", seed)
+    play(right, stemi_plan("H1", prep=False))
+    run_until_done(right)
+    wrong = CodeRedSim("task1", seed)
+    play(wrong, stemi_plan("H3", prep=False))
+    run_until_done(wrong)
+    assert patient(wrong).first_hospital_arrival is not None
+    assert patient(wrong).treatment_start is None or patient(wrong).treatment_start > patient(right).treatment_start
+    assert wrong.grade()["components"]["time_score"] < right.grade()["components"]["time_score"]
+    assert wrong.grade()["patients"][0]["prep"] == 0.0
+
+
+# ------------------------------------------------------------------------------ cascades and surge
+def test_news_cycle_brings_a_surge_of_calls() -> None:
+    for seed in range(10):
+        sim = CodeRedSim("task5", seed)
+        scheduled = len(sim.world.spawns) + len(sim.world.calls)
+        run_until_done(sim)
+        if sim.world.news_cycle_at is not None:
+            surge = [c for c in sim.world.calls.values() if c.surge]
+            assert surge, "news cycle fired but no surge call arrived"
+            assert len(sim.world.calls) > scheduled - 1
+            assert all(c.received_at >= sim.world.news_cycle_at for c in surge)
+            return
+    raise AssertionError("ignoring every call never triggered a news cycle")
+
+
+def test_unattended_incident_escalates() -> None:
+    sim = CodeRedSim("task3", 1)
+    start = len(sim.world.patients) + len(sim.world.spawns)
+    for _ in range(5):
+        sim.step(WAIT)
+    assert sim.world.escalated
+    assert len(sim.world.patients) + len(sim.world.spawns) == start + 1
+
+
+def test_under_triage_to_p4_brings_a_callback_from_a_sick_caller() -> None:
+    for seed in range(30):
+        sim = CodeRedSim("task4", seed)
+        serious = [c for c in sim.world.calls.values() if c.true_priority == "P1"]
+        if serious:
+            call = serious[0]
+            play(sim, [{"action_type": "triage_call", "call_id": call.call_id, "priority": "P4"}])
+            assert call.status == "closed_advice"
+            for _ in range(4):
+                sim.step(WAIT)
+            callbacks = [c for c in sim.world.calls.values() if c.callback_of == call.call_id]
+            assert callbacks and callbacks[0].report.startswith("CALLBACK")
+            return
+    raise AssertionError("no task4 seed with an early P1 call")
+
+
+# ------------------------------------------------------------------------------ mutual aid and ALS
+def test_mutual_aid_adds_a_unit_after_its_delay() -> None:
+    sim = CodeRedSim("task2", 0)
+    play(sim, [{"action_type": "request_mutual_aid"}])
+    request = sim.world.mutual_aid[0]
+    assert 10 <= request.arrives_at - request.requested_at <= 20
+    assert "MA1" not in sim.world.ambulances
+    while sim.clock < request.arrives_at:
+        assert "MA1" not in sim.world.ambulances
+        sim.step(WAIT)
+    unit = sim.world.ambulances["MA1"]
+    assert unit.kind == "ALS" and unit.node == "N7" and unit.status == "available"
+    assert "MA1" in sim.observation()["legal_actions"]["dispatch_ambulance"][0]["ambulance_id"] or all(
+        p.status != "awaiting_unit" for p in sim.world.patients.values())
+
+
+def test_als_care_slows_deterioration_compared_with_bls() -> None:
+    def reserve_on_arrival(unit: str) -> float:
+        sim = CodeRedSim("task1", 0)
+        play(sim, [{"action_type": "dispatch_ambulance", "ambulance_id": unit, "patient_id": "P1"},
+                   {"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H1"}])
+        sim.world.ambulances[unit].trip.times[-1] = sim.clock + 1  # same response time for both
+        while patient(sim).status != "at_hospital" and not sim.done:
+            sim.step(WAIT)
+        return patient(sim).reserve
+
+    assert reserve_on_arrival("ALS1") > reserve_on_arrival("BLS1")
+
+
+def test_phase2_observation_hides_the_true_condition_until_a_crew_arrives() -> None:
+    sim = CodeRedSim("task4", 0)
+    obs = sim.observation()
+    assert obs["calls"], "task4 starts with a call"
+    assert obs["patients"] == []
+    text = sim.render_text().lower()
+    assert all("condition" not in call and "true_priority" not in call for call in obs["calls"])
+    for secret in ("stemi", "haemorrhage", "gastritis", "anxiety"):
+        for call in obs["calls"]:
+            assert secret not in call["report"].lower()
+        assert secret not in text.split("legal:")[0]

@@ -1,0 +1,51 @@
+"""Better play scores higher, on every task, over seeds the calibration did not use."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from codered_env.agents import make_agent
+from codered_env.runner import run_episode
+from codered_env.sim import TASK_IDS
+
+SEEDS = range(1000, 1012)
+
+
+def mean_score(agent: str, task_id: str) -> tuple[float, list[float]]:
+    scores = [run_episode(task_id, s, make_agent(agent, s)).score for s in SEEDS]
+    return statistics.fmean(scores), scores
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_policy_ordering(task_id: str) -> None:
+    noop, _ = mean_score("noop", task_id)
+    rand, _ = mean_score("random", task_id)
+    heur, heur_scores = mean_score("heuristic", task_id)
+    assert noop <= 0.15
+    assert rand < heur
+    assert heur >= noop + 0.3
+    assert len(set(heur_scores)) > 1, "the heuristic's score should vary with the seed"
+    assert heur <= 0.95, "no task may be saturated by the baseline"
+
+
+def test_task1_heuristic_is_strong() -> None:
+    mean, _ = mean_score("heuristic", "task1")
+    assert mean >= 0.75
+
+
+@pytest.mark.parametrize("task_id", ["task3", "task4", "task5"])
+def test_hard_tasks_leave_headroom(task_id: str) -> None:
+    mean, _ = mean_score("heuristic", task_id)
+    assert mean <= 0.8
+
+
+def test_heuristic_dispatches_transports_and_treats_in_task1() -> None:
+    result = run_episode("task1", 0, make_agent("heuristic"))
+    kinds = [a["action_type"] for a in result.actions]
+    assert kinds[0] == "dispatch_ambulance"
+    patient = result.grade["patients"][0]
+    assert patient["status"] in ("in_treatment", "treated")
+    assert patient["hospital"] == "H1" and patient["delay_min"] <= 90
+    assert result.steps <= 30 and result.score > 0.75
