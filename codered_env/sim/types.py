@@ -95,13 +95,17 @@ class Trip:
     def arrival(self) -> int:
         return self.times[-1]
 
-    def position(self, now: int) -> tuple[str, str | None]:
-        """(last node passed, next node or None) at minute ``now``."""
+    def last_index(self, now: int) -> int:
+        """Index of the last node reached by minute ``now`` (a route may revisit a node)."""
         for i in range(len(self.times) - 1, -1, -1):
             if self.times[i] <= now:
-                nxt = self.nodes[i + 1] if i + 1 < len(self.nodes) else None
-                return self.nodes[i], nxt
-        return self.nodes[0], self.nodes[1] if len(self.nodes) > 1 else None
+                return i
+        return 0
+
+    def position(self, now: int) -> tuple[str, str | None]:
+        """(last node passed, next node or None) at minute ``now``."""
+        i = self.last_index(now)
+        return self.nodes[i], self.nodes[i + 1] if i + 1 < len(self.nodes) else None
 
 
 @dataclass(slots=True)

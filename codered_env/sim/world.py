@@ -191,22 +191,24 @@ class World:
 
     def departure_point(self, amb: Ambulance) -> tuple[str, int]:
         """Where and when a unit can start a new route (finishes its current road segment)."""
-        if amb.trip is None:
-            return amb.node, self.clock
-        last, nxt = amb.trip.position(self.clock)
-        if nxt is None:
-            return last, max(self.clock, amb.trip.times[-1])
-        i = amb.trip.nodes.index(last)
-        return nxt, max(self.clock, amb.trip.times[i + 1])
+        node, depart, _ = self._split_point(amb)
+        return node, depart
+
+    def _split_point(self, amb: Ambulance) -> tuple[str, int, int]:
+        """(node, departure minute, index of that node in the current trip; -1 without a trip)."""
+        trip = amb.trip
+        if trip is None:
+            return amb.node, self.clock, -1
+        i = min(trip.last_index(self.clock) + 1, len(trip.nodes) - 1)
+        return trip.nodes[i], max(self.clock, trip.times[i]), i
 
     def reroute(self, amb: Ambulance) -> None:
         """Re-plan a moving unit after a road change, keeping its trip noise."""
         trip = amb.trip
         if trip is None:
             return
-        node, depart = self.departure_point(amb)
+        node, depart, k = self._split_point(amb)
         new = self.plan_trip(node, trip.target, depart, trip.purpose, trip.speed_factor, trip.noise)
-        k = trip.nodes.index(node) if node in trip.nodes else len(trip.nodes) - 1
         head_nodes, head_times = trip.nodes[: k + 1], trip.times[: k + 1]
         if new is None:
             amb.trip = Trip(head_nodes, head_times, trip.noise, trip.speed_factor, trip.purpose, trip.target)
