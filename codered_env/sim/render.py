@@ -92,10 +92,8 @@ def _legal_line(legal: dict[str, list[dict[str, list[Any]]]]) -> str:
         if name in ("allocate_blood", "transfer_blood"):
             chunks.append(f"{name}({len(options)} options)")
             continue
-        shown = []
-        for opt in options:
-            shown.append(",".join(f"{k}={'/'.join(map(str, v))}" for k, v in opt.items()))
-        chunks.append(f"{name}[{'; '.join(s for s in shown if s) or '-'}]")
+        shown = [", ".join("/".join(map(str, v)) for v in opt.values()) for opt in options]
+        chunks.append(f"{name}({'; '.join(s for s in shown if s)})")
     return " ".join(chunks)
 
 
@@ -154,7 +152,7 @@ def render_text(obs: dict[str, Any]) -> str:
         )
         lines.append(f"OR STATUS {q['hospital_id']}: {rooms or 'no operating rooms'}")
     if obs["legal_actions"]:
-        lines.append("LEGAL: " + _legal_line(obs["legal_actions"]))
+        lines.append("LEGAL (values in parameter order): " + _legal_line(obs["legal_actions"]))
     return "\n".join(lines)
 
 
