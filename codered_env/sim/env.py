@@ -38,7 +38,7 @@ from .handlers import apply_action
 from .observation import build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
-from .rubric import grade
+from .rubric import grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
@@ -106,7 +106,7 @@ class CodeRedSim:
             self._finish()
         self._events = world.events
         previous = self.score_preview
-        self.score_preview = self.grade()["score"]
+        self.score_preview = self._final["score"] if self._final else preview_score(world)
         return StepResult(self.score_preview - previous, self.done, error)
 
     def _advance(self, waiting: bool) -> None:

@@ -280,6 +280,11 @@ def transfer_blood(world: World, a: Any) -> str | None:
 
 
 # ---------------------------------------------------------------- mutual aid and queries
+def _waiting_ids(world: World) -> list[str]:
+    ids = [p.patient_id for p in world.patients.values() if p.visible and p.status == "awaiting_unit"]
+    return ids + [c.call_id for c in world.calls.values() if c.status == "pending"]
+
+
 def _unserved(world: World) -> int:
     """Patients and calls waiting for a unit (the demand side of the mutual-aid test)."""
     patients = sum(1 for p in world.patients.values() if p.visible and p.status == "awaiting_unit")
@@ -302,7 +307,8 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
             and world.patients[target].status == "awaiting_unit"
         )
         if not (call_ok or patient_ok):
-            return f"{target!r} is not a patient or call waiting for a unit"
+            waiting = _ids(_waiting_ids(world))
+            return f"{target!r} is not a patient or call waiting for a unit; waiting now: {waiting}"
     free = len(_free_units(world))
     unneeded = _unserved(world) < free
     delay = world.narrative_rng.randint(10, 20)

@@ -64,19 +64,31 @@ def time_curve(delay: float, target: float) -> float:
     return max(0.0, TIME_SCORE_AT_TARGET * (1.0 - (delay - target) / target))
 
 
+def _outcome(p: Patient) -> float:
+    cond = CONDITIONS[p.condition]
+    if p.treatment_start is not None:
+        return expected_outcome(cond, p.treatment_start - p.appeared_at, p.treatment_quality, p.onset_min)
+    return 0.0 if p.status == "deceased" else cond.untreated_outcome
+
+
+def _time_score(p: Patient) -> float:
+    if p.treatment_start is None:
+        return 0.0
+    target = CONDITIONS[p.condition].target_min
+    return time_curve(p.treatment_start - p.appeared_at, target) * p.treatment_quality
+
+
+def _prep(p: Patient) -> float | None:
+    if not CONDITIONS[p.condition].needs_prep:
+        return None
+    parts = p.arrival_prep
+    return sum(parts.values()) / len(parts) if parts else 0.0
+
+
 def _patient_record(p: Patient) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
-    delay = p.treatment_start - p.appeared_at if treated else None
-    ts = time_curve(delay, cond.target_min) * p.treatment_quality if treated else 0.0
-    if treated:
-        outcome = expected_outcome(cond, delay, p.treatment_quality, p.onset_min)
-    else:
-        outcome = 0.0 if p.status == "deceased" else cond.untreated_outcome
-    prep = None
-    if cond.needs_prep:
-        parts = p.arrival_prep or {}
-        prep = sum(parts.values()) / len(parts) if parts else 0.0
+    prep = _prep(p)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -84,14 +96,14 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "secondary": p.secondary,
         "status": p.status,
         "hospital": p.hospital,
-        "delay_min": delay,
+        "delay_min": p.treatment_start - p.appeared_at if treated else None,
         "target_min": cond.target_min,
         "quality": round(p.treatment_quality, 3),
-        "time_score": round(ts, 4),
+        "time_score": round(_time_score(p), 4),
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
         "prep": None if prep is None else round(prep, 4),
         "prep_parts": dict(p.arrival_prep or {}),
-        "expected_outcome": round(outcome, 4),
+        "expected_outcome": round(_outcome(p), 4),
         "first_unit_min": None if p.first_unit_at is None else p.first_unit_at - p.appeared_at,
     }
 
@@ -130,13 +142,13 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
     return counts
 
 
-def _secondary_gain(rec: dict[str, Any], p: Patient) -> float:
+def _secondary_gain(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     base = cond.untreated_outcome
     best = best_outcome(cond, p.onset_min)
     if p.treatment_start is None or best <= base:
         return 0.0
-    return min(1.0, max(0.0, (rec["expected_outcome"] - base) / (best - base)))
+    return min(1.0, max(0.0, (_outcome(p) - base) / (best - base)))
 
 
 def _secondary_response(p: Patient) -> float:
@@ -176,49 +188,71 @@ def _mutual_aid_penalty(world: World, final: bool) -> float:
     return min(MUTUAL_AID_PENALTY_CAP, total)
 
 
-def grade(world: World, final: bool) -> dict[str, Any]:
-    """Score breakdown of the episode so far (``final`` adds end-of-episode waste checks)."""
+def _summary(world: World, final: bool) -> dict[str, Any]:
+    """Components, effective weights, penalties and the raw score (no per-patient records)."""
     scored = _scored(world)
-    records = {p.patient_id: _patient_record(p) for p in scored}
-    weights = {p.patient_id: PRIORITY_WEIGHT[CONDITIONS[p.condition].true_priority] for p in scored}
-    total_w = sum(weights.values())
-    time_score = sum(weights[i] * r["time_score"] for i, r in records.items()) / total_w if total_w else 0.0
-    vitals = _mean([r["vitals_at_treatment"] for r in records.values()])
-    preps = [r["prep"] for r in records.values() if r["prep"] is not None]
-    coverage = _mean([1.0 if p.first_unit_at is not None else 0.0 for p in scored])
+    total_w = time_sum = vitals_sum = covered = 0.0
+    preps: list[float] = []
+    for p in scored:
+        w = PRIORITY_WEIGHT[CONDITIONS[p.condition].true_priority]
+        total_w += w
+        if p.treatment_start is not None:
+            time_sum += w * _time_score(p)
+            vitals_sum += p.reserve_at_treatment or 0.0
+        prep = _prep(p)
+        if prep is not None:
+            preps.append(prep)
+        if p.first_unit_at is not None:
+            covered += 1
+    n = len(scored)
+    coverage = covered / n if n else 0.0
     counts = _penalties(world, final)
-    penalty = sum(PENALTY[k] * n for k, n in counts.items() if k in PENALTY)
+    penalty = sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
     components: dict[str, float | None] = {
-        "time_score": time_score,
+        "time_score": time_sum / total_w if total_w else 0.0,
         "efficiency": coverage * max(0.0, 1.0 - penalty),
         "secondary_harm": None,
         "prep_ready": _mean(preps),
-        "vitals_score_avg": vitals,
+        "vitals_score_avg": vitals_sum / n if n else 0.0,
         "cascade_score": None,
     }
     if world.task.cascades:
-        secondary = [p for p in scored if p.secondary]
-        components["secondary_harm"] = _mean([_secondary_gain(records[p.patient_id], p) for p in secondary])
+        components["secondary_harm"] = _mean([_secondary_gain(p) for p in scored if p.secondary])
         components["cascade_score"] = _cascade(world, scored)
-    applicable = {k: w for k, w in RUBRIC_WEIGHTS.items() if components[k] is not None}
-    norm = sum(applicable.values())
-    effective = {k: (applicable[k] / norm if k in applicable else 0.0) for k in RUBRIC_WEIGHTS}
+    norm = sum(w for k, w in RUBRIC_WEIGHTS.items() if components[k] is not None)
+    effective = {k: (w / norm if components[k] is not None else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
-    score = min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
+    return {"scored": scored, "components": components, "effective": effective, "counts": counts,
+            "coverage": coverage, "ma_penalty": ma_penalty, "raw": raw}
+
+
+def _clamp(raw: float, final: bool) -> float:
+    return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
+
+
+def preview_score(world: World) -> float:
+    """The running score now (the same number ``grade(world, False)["score"]`` reports)."""
+    return _clamp(_summary(world, final=False)["raw"], final=False)
+
+
+def grade(world: World, final: bool) -> dict[str, Any]:
+    """Score breakdown of the episode so far (``final`` adds end-of-episode waste checks)."""
+    s = _summary(world, final)
+    counts = s["counts"]
     return {
         "task_id": world.task.task_id,
         "seed": world.seed,
         "final": final,
         "clock_min": world.clock,
-        "score": score,
-        "raw_score": round(raw, 4),
-        "components": {k: (None if v is None else round(v, 4)) for k, v in components.items()},
-        "weights": {k: round(v, 4) for k, v in effective.items()},
+        "score": _clamp(s["raw"], final),
+        "raw_score": round(s["raw"], 4),
+        "components": {k: (None if v is None else round(v, 4)) for k, v in s["components"].items()},
+        "weights": {k: round(v, 4) for k, v in s["effective"].items()},
         "penalties": {k: counts[k] for k in sorted(counts)},
-        "mutual_aid_penalty": round(ma_penalty, 4),
-        "coverage": round(coverage, 4),
+        "mutual_aid_penalty": round(s["ma_penalty"], 4),
+        "coverage": round(s["coverage"], 4),
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
-        "patients": [records[p.patient_id] for p in scored],
+        "patients": [_patient_record(p) for p in s["scored"]],
     }
