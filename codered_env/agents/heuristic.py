@@ -5,7 +5,7 @@ the medical care table every dispatcher knows) and applies, in order, the first 
 2. Dispatch: most urgent first (P1 > P2 > P3, then lower vitals); P1 gets the ALS unit with
    the shortest ETA unless a BLS is more than 5 min closer; P2/P3 get the nearest BLS (P2 falls
    back to ALS); P4 callers get advice only.
-3. Mutual aid when more patients/calls wait for a unit than units are free.
+3. Mutual aid when more patients/calls wait for a unit than units are free or already coming.
 4. Destination: the hospital maximising care quality x 100 - travel minutes - 15 if crowded
    - 25 if the needed OR is out of service, - 40 if the specialist is unavailable;
    hospitals on diversion excluded.
@@ -158,7 +158,8 @@ class HeuristicAgent:
             c["call_id"] for c in obs["calls"] if c["status"] == "pending" and c["priority"] in ("P1", "P2")
         ]
         free = [a for a in obs["ambulances"] if a["status"] in ("available", "returning")]
-        if len(waiting) > len(free):
+        coming = len(obs["mutual_aid"]["pending"])
+        if len(waiting) > len(free) + coming:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
 
     def _assign(self, obs, legal, net):

@@ -309,8 +309,8 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
         if not (call_ok or patient_ok):
             waiting = _ids(_waiting_ids(world))
             return f"{target!r} is not a patient or call waiting for a unit; waiting now: {waiting}"
-    free = len(_free_units(world))
-    unneeded = _unserved(world) < free
+    coming = sum(1 for r in world.mutual_aid if not r.arrived)
+    unneeded = _unserved(world) < len(_free_units(world)) + coming
     delay = world.narrative_rng.randint(10, 20)
     unit_id = f"MA{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))

@@ -27,8 +27,9 @@ has come in but whom no crew has seen yet. P4 callers are not patients for gradi
 * ``cascade_score`` -- mean of: secondary casualties reached in time (1 within 10 min, 0 at 40),
   hospital load handled (share of patients delivered x (1 - 0.5 x overcrowding diversions)),
   and in phase 2 the share of calls triaged (halved if a news cycle broke out).
-* ``mutual_aid_penalty`` -- 0.04 per request made while own units stood idle with nobody
-  waiting, 0.03 per mutual-aid unit never given a job; capped at 0.10.
+* ``mutual_aid_penalty`` -- 0.04 per request made while the free units (plus mutual-aid units
+  already on their way) outnumbered the patients and calls waiting for one, 0.03 per mutual-aid
+  unit never given a job; capped at 0.10.
 
 ``secondary_harm`` and ``cascade_score`` are ``None`` (not applicable) in tasks without
 cascades; their weight is shared out over the other components in proportion. The score is
