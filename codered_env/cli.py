@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,6 +19,8 @@ from rich.table import Table
 
 from . import runlog
 from .agents import BUILTIN_AGENTS, make_agent
+from .evaluation.commands import replay_command, report_command
+from .evaluation.store import DEFAULT_DB
 from .runner import EpisodeResult, run_episode
 from .sim import TASK_IDS, TASKS
 
@@ -27,6 +30,7 @@ app = typer.Typer(
 err_console = Console(stderr=True)
 out_console = Console(width=120)
 BENCHMARK = "codered_env"
+DEFAULT_AGENTS = "noop,random,heuristic"
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -131,33 +135,43 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 @app.command("eval")
 def evaluate(
-    agents: Annotated[
-        str, typer.Option(help="comma-separated: noop,random,heuristic,llm")
-    ] = "noop,random,heuristic",
+    agents: Annotated[str, typer.Option(help="comma-separated: noop,random,heuristic,llm")] = DEFAULT_AGENTS,
     tasks: Annotated[str, typer.Option(help="'all' or comma-separated task ids")] = "all",
     seeds: Annotated[str, typer.Option(help="e.g. 0-19 or 0,3,7")] = "0-9",
+    db: Annotated[Path, typer.Option(help="SQLite file every episode is stored in")] = Path(DEFAULT_DB),
     as_json: Annotated[bool, typer.Option("--json", help="JSON list of episodes on stdout")] = False,
 ) -> None:
-    """Evaluate agents over tasks and seeds: a table of mean ± std, or --json per episode."""
+    """Evaluate agents over tasks and seeds: a table of mean ± std, or --json per episode.
+
+    Every episode is stored in the SQLite file; episodes already stored are read back, not re-run.
+    """
+    from .agents.llm import LLMConfig
+    from .evaluation.evaluate import EvalEvent, run_evaluation
+    from .evaluation.store import StoreError
+
     agent_names, task_ids, seed_list = parse_agents(agents), parse_tasks(tasks), parse_seeds(seeds)
-    episodes: list[dict] = []
+    config = LLMConfig.from_env()
+    if "llm" in agent_names and config is None:
+        raise typer.BadParameter("agent 'llm' needs an API key: set HF_TOKEN, API_KEY or OPENAI_API_KEY")
     total = len(agent_names) * len(task_ids) * len(seed_list)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
         bar = progress.add_task("episodes", total=total)
-        for name in agent_names:
-            for task_id in task_ids:
-                for seed in seed_list:
-                    progress.update(bar, description=f"{name} {task_id} seed {seed}")
-                    result = run_episode(task_id, seed, make_agent(name, seed))
-                    episodes.append(result.summary())
-                    progress.advance(bar)
+
+        def advance(event: EvalEvent) -> None:
+            label = f"{event.agent} {event.task_id} seed {event.seed}: {event.status}"
+            progress.update(bar, description=label)
+            progress.advance(bar)
+
+        try:
+            summary = run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
+                                     progress=advance)
+        except StoreError as exc:
+            err_console.print(f"error: {exc}")
+            raise typer.Exit(code=1) from None
+    err_console.print(f"stored {summary.ran}, reused {summary.skipped}, invalid {summary.invalid}, "
+                      f"failed {summary.failed} -> {db}", highlight=False)
+    episodes = summary.episodes()
     if as_json:
         json.dump(episodes, sys.stdout)
         sys.stdout.write("\n")
@@ -189,6 +203,10 @@ def serve(
     from .server.app import serve as run_server
 
     run_server(host, port)
+
+
+app.command("report")(report_command)
+app.command("replay")(replay_command)
 
 
 def main() -> None:

@@ -22,6 +22,12 @@ def action_to_text(action: Any) -> str:
         return _one_line(repr(action))
 
 
+def _reward(value: float) -> str:
+    """Two decimals, never ``-0.00`` (a tiny negative reward prints as 0.00)."""
+    rounded = round(float(value), 2)
+    return f"{0.0 if rounded == 0 else rounded:.2f}"
+
+
 def format_start(task: str, env: str, model: str) -> str:
     return f"[START] task={_one_line(task)} env={_one_line(env)} model={_one_line(model)}"
 
@@ -29,11 +35,11 @@ def format_start(task: str, env: str, model: str) -> str:
 def format_step(step: int, action: Any, reward: float, done: bool, error: str | None) -> str:
     err = "null" if error is None else _one_line(error) or "null"
     return (
-        f"[STEP] step={step} action={action_to_text(action)} reward={reward:.2f} "
+        f"[STEP] step={step} action={action_to_text(action)} reward={_reward(reward)} "
         f"done={str(bool(done)).lower()} error={err}"
     )
 
 
 def format_end(success: bool, steps: int, score: float, rewards: list[float]) -> str:
-    joined = ",".join(f"{r:.2f}" for r in rewards)
+    joined = ",".join(_reward(r) for r in rewards)
     return f"[END] success={str(bool(success)).lower()} steps={steps} score={score:.3f} rewards={joined}"

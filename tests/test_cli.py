@@ -29,21 +29,24 @@ def test_play_prints_the_run_log_contract() -> None:
     assert steps[-1].group(3) == "true"
 
 
-def test_eval_json_is_deterministic_and_complete() -> None:
-    args = ["eval", "--agents", "noop,heuristic", "--tasks", "task1,task4", "--seeds", "0-2", "--json"]
+def test_eval_json_is_deterministic_and_complete(tmp_path) -> None:
+    args = ["eval", "--agents", "noop,heuristic", "--tasks", "task1,task4", "--seeds", "0-2", "--json",
+            "--db", str(tmp_path / "eval.db")]
     first = runner.invoke(app, args)
-    second = runner.invoke(app, args)
+    second = runner.invoke(app, args)  # read back from the database
+    fresh = runner.invoke(app, [*args[:-1], str(tmp_path / "other.db")])  # re-run from scratch
     assert first.exit_code == 0, first.output
-    assert first.stdout == second.stdout
+    assert first.stdout == second.stdout == fresh.stdout
     episodes = json.loads(first.stdout)
     assert len(episodes) == 2 * 2 * 3
     assert {"agent", "task", "seed", "score", "components", "steps"} <= set(episodes[0])
 
 
-def test_eval_table_and_bad_arguments() -> None:
-    table = runner.invoke(app, ["eval", "--agents", "noop", "--tasks", "task1", "--seeds", "0-1"])
+def test_eval_table_and_bad_arguments(tmp_path) -> None:
+    db = str(tmp_path / "eval.db")
+    table = runner.invoke(app, ["eval", "--agents", "noop", "--tasks", "task1", "--seeds", "0-1", "--db", db])
     assert table.exit_code == 0 and "0.010" in table.stdout
     for bad in (["--tasks", "task9"], ["--agents", "genius"], ["--seeds", "5-1"], ["--seeds", "x"]):
-        result = runner.invoke(app, ["eval", *bad])
+        result = runner.invoke(app, ["eval", *bad, "--db", db])
         assert result.exit_code != 0
     assert parse_seeds("0-2,7") == [0, 1, 2, 7]

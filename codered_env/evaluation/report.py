@@ -1,0 +1,234 @@
+"""Turn an evaluation database into a markdown table and PNG plots (``codered report``).
+
+Every number comes from stored episodes; nothing is estimated or filled in.  Rows are grouped
+by task, agent and model; each shows the mean ± sample standard deviation of the score over the
+stored seeds, the mean of each rubric component (``—`` where the component is ``null``), the
+seeds and the date(s) of the runs.  Plots use matplotlib's Agg canvas (no display needed).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
+from codered_env.evaluation.trajectory import package_version
+
+AGENT_ORDER = ("noop", "random", "heuristic", "llm")
+RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
+                "cascade_score")
+
+
+@dataclass(frozen=True)
+class Row:
+    """Aggregate of one (task, agent, model) group."""
+
+    task_id: str
+    agent: str
+    model: str
+    scores: tuple[float, ...]
+    seeds: tuple[int, ...]
+    components: dict[str, float | None]
+    dates: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.scores)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.scores)
+
+    @property
+    def std(self) -> float:
+        return statistics.stdev(self.scores) if self.n > 1 else 0.0
+
+    @property
+    def label(self) -> str:
+        return self.agent if self.model == self.agent else f"{self.agent} ({self.model})"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`generate_report` wrote."""
+
+    markdown: str
+    markdown_path: Path
+    scores_png: Path
+    components_png: Path
+    version: str
+    episodes: int
+
+
+def _agent_rank(agent: str) -> tuple[int, str]:
+    return (AGENT_ORDER.index(agent) if agent in AGENT_ORDER else len(AGENT_ORDER), agent)
+
+
+def component_names(records: Iterable[EpisodeRecord]) -> list[str]:
+    """Component names: the rubric's order first, then any others in first-seen order."""
+    names: dict[str, None] = {}
+    for record in records:
+        names.update(dict.fromkeys(record.components))
+    known = [n for n in RUBRIC_ORDER if n in names]
+    return known + [n for n in names if n not in RUBRIC_ORDER]
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def summarize(records: Sequence[EpisodeRecord]) -> list[Row]:
+    """Group episodes by (task, agent, model), ordered by task then agent."""
+    groups: dict[tuple[str, str, str], list[EpisodeRecord]] = {}
+    for record in sorted(records, key=lambda r: r.seed):
+        groups.setdefault((record.task_id, record.agent, record.model), []).append(record)
+    names = component_names(records)
+    rows = [
+        Row(task_id=task, agent=agent, model=model,
+            scores=tuple(r.score for r in items), seeds=tuple(r.seed for r in items),
+            components={n: _mean_or_none([r.components.get(n) for r in items]) for n in names},
+            dates=tuple(sorted({r.created_at[:10] for r in items})))
+        for (task, agent, model), items in groups.items()
+    ]
+    return sorted(rows, key=lambda r: (r.task_id, _agent_rank(r.agent), r.model))
+
+
+def format_seeds(seeds: Iterable[int]) -> str:
+    """Compact seed list: ``0–19`` or ``0–2, 5, 7``."""
+    ordered = sorted(set(seeds))
+    parts: list[str] = []
+    start = prev = None
+    for seed in [*ordered, None]:
+        if start is not None and (seed is None or seed != prev + 1):
+            parts.append(str(start) if start == prev else f"{start}–{prev}")
+            start = None
+        if seed is not None and start is None:
+            start = seed
+        prev = seed
+    return ", ".join(parts)
+
+
+def _dates(row: Row) -> str:
+    return row.dates[0] if len(row.dates) == 1 else f"{row.dates[0]} to {row.dates[-1]}"
+
+
+def markdown_table(rows: Sequence[Row], names: Sequence[str]) -> str:
+    """The results table in GitHub markdown."""
+    header = ["Task", "Agent", "Model", "n", "Score (mean ± std)", *names, "Seeds", "Date"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        comps = ["—" if row.components[n] is None else f"{row.components[n]:.3f}" for n in names]
+        cells = [row.task_id, row.agent, row.model, str(row.n), f"{row.mean:.3f} ± {row.std:.3f}",
+                 *comps, format_seeds(row.seeds), _dates(row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _figure(width: float, height: float):  # -> matplotlib.figure.Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _labels(rows: Sequence[Row]) -> list[str]:
+    labels: dict[str, None] = {}
+    for row in sorted(rows, key=lambda r: (_agent_rank(r.agent), r.model)):
+        labels[row.label] = None
+    return list(labels)
+
+
+def plot_scores(rows: Sequence[Row], path: Path) -> None:
+    """Grouped bars: mean score per task per agent, with standard-deviation error bars."""
+    tasks = sorted({r.task_id for r in rows})
+    labels = _labels(rows)
+    by_key = {(r.task_id, r.label): r for r in rows}
+    figure = _figure(max(6.0, 1.6 * len(tasks) + 2), 4.5)
+    axes = figure.add_subplot()
+    width = 0.8 / max(1, len(labels))
+    for i, label in enumerate(labels):
+        xs, means, stds = [], [], []
+        for t, task in enumerate(tasks):
+            row = by_key.get((task, label))
+            if row is not None:
+                xs.append(t + (i - (len(labels) - 1) / 2) * width)
+                means.append(row.mean)
+                stds.append(row.std)
+        axes.bar(xs, means, width, yerr=stds, capsize=3, label=label)
+    axes.set_xticks(range(len(tasks)), tasks)
+    axes.set_ylim(0, 1)
+    axes.set_ylabel("score (mean ± std over seeds)")
+    axes.set_title("CodeRedEnv score per task and agent")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def plot_components(rows: Sequence[Row], names: Sequence[str], path: Path) -> None:
+    """One panel per task: mean of each rubric component per agent (null components omitted)."""
+    tasks = sorted({r.task_id for r in rows})
+    labels = _labels(rows)
+    figure = _figure(max(7.0, 1.1 * len(names) + 3), 2.8 * max(1, len(tasks)))
+    width = 0.8 / max(1, len(labels))
+    for t, task in enumerate(tasks):
+        axes = figure.add_subplot(len(tasks), 1, t + 1)
+        for i, label in enumerate(labels):
+            row = next((r for r in rows if r.task_id == task and r.label == label), None)
+            if row is None:
+                continue
+            points = [(c, row.components[n]) for c, n in enumerate(names)
+                      if row.components.get(n) is not None]
+            xs = [c + (i - (len(labels) - 1) / 2) * width for c, _ in points]
+            axes.bar(xs, [v for _, v in points], width, label=label)
+        for c, name in enumerate(names):
+            if all(r.components.get(name) is None for r in rows if r.task_id == task):
+                axes.text(c, 0.05, "n/a", ha="center", fontsize=7, color="grey")
+        axes.set_xticks(range(len(names)), names, fontsize=8)
+        axes.set_ylim(0, 1)
+        axes.set_title(task, fontsize=9)
+        if t == 0:
+            axes.legend(fontsize=7, ncol=max(1, len(labels)))
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def choose_version(store: EpisodeStore, version: str | None) -> str:
+    """The requested version, else the installed one if stored, else the newest stored."""
+    versions = store.versions()
+    if version is not None:
+        if version not in versions:
+            raise StoreError(f"no episodes of version {version} in {store.path}")
+        return version
+    if not versions:
+        raise StoreError(f"{store.path} holds no episodes")
+    current = package_version()
+    return current if current in versions else versions[-1]
+
+
+def generate_report(db_path: str | Path, out_dir: str | Path,
+                    version: str | None = None) -> Report:
+    """Write ``report.md``, ``scores.png`` and ``components.png`` into ``out_dir``."""
+    if not Path(db_path).is_file():
+        raise StoreError(f"{db_path}: no such evaluation database")
+    with EpisodeStore(db_path) as store:
+        chosen = choose_version(store, version)
+        records = store.records(chosen)
+    rows = summarize(records)
+    names = component_names(records)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    text = (f"Results from `codered report` ({len(records)} episodes, codered-env {chosen}; "
+            "score = mean ± sample std over the listed seeds).\n\n"
+            f"{markdown_table(rows, names)}\n")
+    report = Report(markdown=text, markdown_path=out / "report.md",
+                    scores_png=out / "scores.png", components_png=out / "components.png",
+                    version=chosen, episodes=len(records))
+    report.markdown_path.write_text(text, encoding="utf-8")
+    plot_scores(rows, report.scores_png)
+    plot_components(rows, names, report.components_png)
+    return report

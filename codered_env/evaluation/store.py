@@ -1,0 +1,185 @@
+"""SQLite store of evaluated episodes (one row per agent x model x task x seed x version).
+
+Schema (``episodes`` table; ``meta`` holds ``schema_version``):
+
+=================  =======  ====================================================================
+column             type     meaning
+=================  =======  ====================================================================
+id                 INTEGER  row id
+agent              TEXT     agent name (``noop``, ``random``, ``heuristic``, ``llm``)
+model              TEXT     model name for ``llm``; the agent name otherwise
+task_id, seed      TEXT/INT the episode
+package_version    TEXT     ``codered-env`` version that produced it
+score              REAL     final reported score in [0.01, 0.99]
+raw_score          REAL     unclamped score (NULL when unknown)
+components         TEXT     JSON ``{component: float | null}``
+steps              INTEGER  number of steps played
+invalid_actions    INTEGER  steps whose action the environment rejected
+agent_errors       INTEGER  steps where the agent substituted ``maintain_plan``
+wall_time_s        REAL     wall-clock seconds for the episode
+trajectory         TEXT     the episode in the trajectory JSONL format
+llm_stats          TEXT     JSON call/retry/token counters (NULL for non-LLM agents)
+created_at         TEXT     ISO-8601 UTC time the row was written
+=================  =======  ====================================================================
+
+``UNIQUE(agent, model, task_id, seed, package_version)`` plus ``INSERT OR IGNORE`` means a re-run
+never duplicates an episode; callers check :meth:`EpisodeStore.has` to skip work.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codered_env.evaluation.trajectory import package_version, utc_now
+
+SCHEMA_VERSION = "1"
+DEFAULT_DB = "codered_eval.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    model TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    package_version TEXT NOT NULL,
+    score REAL NOT NULL,
+    raw_score REAL,
+    components TEXT NOT NULL,
+    steps INTEGER NOT NULL,
+    invalid_actions INTEGER NOT NULL DEFAULT 0,
+    agent_errors INTEGER NOT NULL DEFAULT 0,
+    wall_time_s REAL NOT NULL,
+    trajectory TEXT NOT NULL,
+    llm_stats TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (agent, model, task_id, seed, package_version)
+);
+"""
+
+_COLUMNS = ("agent", "model", "task_id", "seed", "package_version", "score", "raw_score",
+            "components", "steps", "invalid_actions", "agent_errors", "wall_time_s",
+            "trajectory", "llm_stats", "created_at")
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or is not an evaluation database."""
+
+
+@dataclass
+class EpisodeRecord:
+    """One stored episode."""
+
+    agent: str
+    model: str
+    task_id: str
+    seed: int
+    score: float
+    components: dict[str, float | None]
+    steps: int
+    wall_time_s: float
+    trajectory: str
+    raw_score: float | None = None
+    invalid_actions: int = 0
+    agent_errors: int = 0
+    llm_stats: dict[str, Any] | None = None
+    package_version: str = field(default_factory=package_version)
+    created_at: str = field(default_factory=utc_now)
+
+    def key(self) -> tuple[str, str, str, int, str]:
+        return (self.agent, self.model, self.task_id, self.seed, self.package_version)
+
+    def _row(self) -> tuple[Any, ...]:
+        values = {**self.__dict__, "components": json.dumps(self.components),
+                  "llm_stats": None if self.llm_stats is None else json.dumps(self.llm_stats)}
+        return tuple(values[c] for c in _COLUMNS)
+
+    @classmethod
+    def _from_row(cls, row: sqlite3.Row) -> EpisodeRecord:
+        values = {c: row[c] for c in _COLUMNS}
+        values["components"] = json.loads(values["components"] or "{}")
+        values["llm_stats"] = json.loads(values["llm_stats"]) if values["llm_stats"] else None
+        return cls(**values)
+
+
+class EpisodeStore:
+    """Open (creating if needed) an evaluation database.  Use as a context manager."""
+
+    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
+        self.path = Path(path)
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=30)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.executescript(_SCHEMA)
+            self._check_version()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable evaluation database ({exc})") from exc
+
+    def _check_version(self) -> None:
+        with self._conn:
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                               (SCHEMA_VERSION,))
+        found = self._conn.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if found != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {found}, expected {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> EpisodeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, agent: str, model: str, task_id: str, seed: int,
+            version: str | None = None) -> EpisodeRecord | None:
+        """The stored episode (for this package version), or ``None``."""
+        row = self._conn.execute(
+            "SELECT * FROM episodes WHERE agent=? AND model=? AND task_id=? AND seed=? "
+            "AND package_version=?",
+            (agent, model, task_id, seed, version or package_version())).fetchone()
+        return None if row is None else EpisodeRecord._from_row(row)
+
+    def has(self, agent: str, model: str, task_id: str, seed: int,
+            version: str | None = None) -> bool:
+        """Whether this episode is already stored (for this package version)."""
+        return self.get(agent, model, task_id, seed, version) is not None
+
+    def add(self, record: EpisodeRecord) -> bool:
+        """Store an episode; ``False`` (and no change) when it is already stored."""
+        placeholders = ",".join("?" * len(_COLUMNS))
+        with self._conn:
+            cursor = self._conn.execute(
+                f"INSERT OR IGNORE INTO episodes ({','.join(_COLUMNS)}) VALUES ({placeholders})",
+                record._row())
+        return cursor.rowcount == 1
+
+    def records(self, version: str | None = None) -> list[EpisodeRecord]:
+        """All episodes (of one package version, if given), in a stable order."""
+        query = "SELECT * FROM episodes"
+        params: tuple[Any, ...] = ()
+        if version is not None:
+            query += " WHERE package_version = ?"
+            params = (version,)
+        query += " ORDER BY task_id, agent, model, seed"
+        return [EpisodeRecord._from_row(r) for r in self._conn.execute(query, params)]
+
+    def versions(self) -> list[str]:
+        """Package versions present, oldest row first."""
+        rows = self._conn.execute(
+            "SELECT package_version FROM episodes GROUP BY package_version ORDER BY MIN(id)")
+        return [r[0] for r in rows]
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])

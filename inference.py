@@ -1,0 +1,269 @@
+#!/usr/bin/env python
+"""CodeRedEnv inference script (the entry point OpenEnv evaluators run).
+
+    python inference.py --task task2 --seed 3 [--max-steps N] [--agent llm|heuristic|random|noop]
+                        [--env-url http://host:8000] [--trajectory run.jsonl]
+
+stdout carries exactly the agent run log of MODEL.md §8 (one START line, one STEP line per step,
+one END line - also after an error or Ctrl-C); everything else goes to stderr.  Environment:
+HF_TOKEN (or API_KEY / OPENAI_API_KEY), API_BASE_URL, MODEL_NAME, BENCHMARK, MAX_STEPS,
+SUCCESS_THRESHOLD.  Without a key the built-in heuristic agent plays (model shown as
+``heuristic``).  See docs/INFERENCE.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+AGENTS = ("llm", "heuristic", "random", "noop")
+DEFAULT_BENCHMARK = "codered_env"
+DEFAULT_THRESHOLD = 0.1
+
+
+def warn(message: str) -> None:
+    """A diagnostic line on stderr (never stdout)."""
+    print(f"inference: {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Play one CodeRedEnv episode and print the "
+                                     "agent run log (MODEL.md §8) on stdout.")
+    parser.add_argument("--task", default="task1", help="task id, task1..task5 (default task1)")
+    parser.add_argument("--seed", type=int, default=0, help="episode seed (default 0)")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="step cap (default: MAX_STEPS, else the task's step budget)")
+    parser.add_argument("--env-url", default=None,
+                        help="play against a running server (default: in-process simulator)")
+    parser.add_argument("--agent", choices=AGENTS, default=None,
+                        help="default: llm when an API key is set, else heuristic")
+    parser.add_argument("--trajectory", default=None,
+                        help="also write the episode as a trajectory JSONL file")
+    return parser.parse_args(argv)
+
+
+@dataclass(frozen=True)
+class Settings:
+    benchmark: str
+    threshold: float
+    max_steps_env: int | None
+
+
+def read_settings(env: Mapping[str, str]) -> Settings:
+    """BENCHMARK, SUCCESS_THRESHOLD and MAX_STEPS; malformed values fall back with a warning."""
+    threshold = DEFAULT_THRESHOLD
+    raw = env.get("SUCCESS_THRESHOLD", "").strip()
+    if raw:
+        try:
+            threshold = float(raw)
+            if not math.isfinite(threshold):
+                raise ValueError(raw)
+        except ValueError:
+            warn(f"ignoring SUCCESS_THRESHOLD={raw!r}; using {DEFAULT_THRESHOLD}")
+            threshold = DEFAULT_THRESHOLD
+    max_steps = None
+    raw = env.get("MAX_STEPS", "").strip()
+    if raw:
+        try:
+            max_steps = int(raw)
+        except ValueError:
+            warn(f"ignoring MAX_STEPS={raw!r}")
+    benchmark = " ".join(env.get("BENCHMARK", "").split()) or DEFAULT_BENCHMARK
+    return Settings(benchmark=benchmark, threshold=threshold, max_steps_env=max_steps)
+
+
+def _endpoint(url: str) -> str:
+    """Scheme, host and path of the endpoint, without any credentials or query."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(unparsable API_BASE_URL)"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def choose_agent(requested: str | None, env: Mapping[str, str],
+                 seed: int = 0) -> tuple[Any, str]:
+    """The agent to play and the model name for the START line."""
+    from codered_env.agents.llm import LLMAgent, LLMConfig
+
+    config = LLMConfig.from_env(env)
+    name = requested or "llm"
+    if name == "llm" and config is None:
+        warn("no API key set (HF_TOKEN, API_KEY or OPENAI_API_KEY): "
+             "playing the built-in heuristic agent instead of the LLM")
+        name = "heuristic"
+    if name == "llm" and config is not None:
+        warn(f"LLM agent: model {config.model} at {_endpoint(config.base_url)}")
+        return LLMAgent(config), config.model
+    from codered_env.agents import make_agent
+
+    return make_agent(name, seed=seed), name
+
+
+def task_budget(task_id: str) -> int | None:
+    """The task's step budget, or ``None`` for an unknown task."""
+    from codered_env.sim import TASKS
+
+    spec = TASKS.get(task_id) if isinstance(TASKS, Mapping) else None
+    return int(spec.max_steps) if spec is not None else None
+
+
+def step_cap(arg: int | None, settings: Settings, budget: int) -> int:
+    for source, value in (("--max-steps", arg), ("MAX_STEPS", settings.max_steps_env)):
+        if value is None:
+            continue
+        if value >= 1:
+            return value
+        warn(f"ignoring {source}={value} (must be >= 1)")
+    return budget
+
+
+class RunLog:
+    """Prints the §8 lines to the real stdout, flushing each one; START always comes first."""
+
+    def __init__(self, out: TextIO, task: str, benchmark: str) -> None:
+        self.out = out
+        self.task = task
+        self.benchmark = benchmark
+        self.started = False
+        self.steps = 0
+        self.rewards: list[float] = []
+
+    def start(self, model: str) -> None:
+        from codered_env.runlog import format_start
+
+        if not self.started:
+            self.started = True
+            self._emit(format_start(self.task, self.benchmark, model))
+
+    def step(self, record: Any) -> None:
+        from codered_env.runlog import format_step
+
+        self.steps += 1
+        self.rewards.append(record.reward)
+        self._emit(format_step(self.steps, record.action, record.reward, record.done,
+                               record.error))
+
+    def end(self, model: str, success: bool, score: float) -> None:
+        from codered_env.runlog import format_end
+
+        self.start(model)
+        self._emit(format_end(success, self.steps, score, self.rewards))
+
+    def _emit(self, line: str) -> None:
+        self.out.write(" ".join(line.split()) + "\n")
+        self.out.flush()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run(args: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> int:
+    """Play one episode; prints START/STEP/END on ``out`` whatever happens.  Returns the exit
+    code: 0 when the episode ran, 1 on an error, 130 on an interrupt."""
+    from codered_env.evaluation.episode import EpisodeOutcome, LocalEnv, RemoteEnv, play_episode
+
+    settings = read_settings(env)
+    log = RunLog(out, " ".join(str(args.task).split()) or "unknown", settings.benchmark)
+    outcome = EpisodeOutcome(task_id=args.task, seed=args.seed)
+    environment: Any = None
+    model = "unknown"
+    code = 0
+    try:
+        agent, model = choose_agent(args.agent, env, max(0, args.seed))
+        log.start(model)
+        budget = task_budget(args.task)
+        if budget is None:
+            raise ValueError(f"unknown task {args.task!r}")
+        if args.seed < 0:
+            raise ValueError("seed must be >= 0")
+        environment = RemoteEnv(args.env_url) if args.env_url else LocalEnv()
+        args.step_cap = step_cap(args.max_steps, settings, budget)
+        play_episode(environment, agent, args.task, args.seed, args.step_cap,
+                     on_step=log.step, outcome=outcome)
+    except KeyboardInterrupt:
+        warn("interrupted; the episode is cut short")
+        outcome.failure, code = "interrupted", 130
+    except Exception as exc:
+        warn(f"episode stopped: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+        outcome.failure, code = f"{type(exc).__name__}", 1
+    finally:
+        previous = _set_sigint(signal.SIG_IGN)  # a second Ctrl-C must not stop the END line
+        try:
+            _close_out(log, model, args, settings, environment, outcome)
+        finally:
+            _set_sigint(previous)
+    return code
+
+
+def _set_sigint(handler: Any) -> Any:
+    """Install a SIGINT handler, returning the previous one (no-op off the main thread)."""
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _close_out(log: RunLog, model: str, args: argparse.Namespace, settings: Settings,
+               environment: Any, outcome: Any) -> None:
+    """Grade, print END (and START if it never got out), save the trajectory, close the env."""
+    from codered_env.evaluation.episode import finish
+
+    try:
+        finish(environment if outcome.steps else None, outcome)
+    except Exception as exc:  # finish() already guards; this is belt and braces
+        warn(f"grading failed: {type(exc).__name__}")
+    success = outcome.score >= settings.threshold
+    log.end(model, success, outcome.score)
+    _save_trajectory(args, model, outcome)
+    if environment is not None:
+        try:
+            environment.close()
+        except Exception as exc:
+            warn(f"closing the environment failed: {type(exc).__name__}")
+
+
+def _save_trajectory(args: argparse.Namespace, model: str, outcome: Any) -> None:
+    if not args.trajectory:
+        return
+    from codered_env.evaluation.trajectory import Trajectory
+
+    agent = "llm" if model not in AGENTS else model
+    grade = outcome.grade or {}
+    trajectory = Trajectory(task_id=args.task, seed=args.seed, agent=agent, model=model,
+                            max_steps=getattr(args, "step_cap", None), steps=outcome.steps,
+                            end={"score": outcome.score, "components": grade.get("components"),
+                                 "interrupted": outcome.failure is not None,
+                                 "reason": outcome.failure})
+    try:
+        trajectory.save(args.trajectory)
+        warn(f"trajectory written to {args.trajectory}")
+    except OSError as exc:
+        warn(f"cannot write trajectory: {exc}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything printed by libraries lands on stderr, not in the log
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return run(args, out, os.environ)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sys.stdout = out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
