@@ -344,6 +344,7 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
     secondary = _patient(
         rng, ids.patient(), rng.choice(("trauma_haemorrhage", "trauma_major")), incident, at, secondary=True
     )
+    mci.add(secondary.patient_id)
     spawns = [PendingSpawn(at, secondary, None, "secondary casualty found in the wreckage")]
     return patients, {}, spawns, incident, mci
 

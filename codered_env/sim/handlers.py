@@ -12,7 +12,7 @@ from typing import Any
 
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
-from .params import BLOOD_COURIER_DISPATCH_MIN, OR_PREP_MIN_BY_TIER
+from .params import BLOOD_COURIER_DISPATCH_MIN, MUTUAL_AID_DELAY_RANGE, OR_PREP_MIN_BY_TIER
 from .types import (
     Ambulance,
     BloodAllocation,
@@ -47,12 +47,20 @@ def _ambulance(world: World, amb_id: str, kind: str | None) -> tuple[Ambulance |
     if kind and amb.kind != kind:
         return None, f"{amb_id} is a {amb.kind} unit; free {kind} units now: {_ids(_free_units(world, kind))}"
     if amb.status not in DISPATCHABLE:
-        job = f" ({amb.patient_id})" if amb.patient_id else ""
+        job = f" ({_job_label(world, amb)})" if amb.patient_id else ""
         return None, (
             f"{amb_id} is {amb.status}{job} and cannot take a job; free units now: "
             f"{_ids(_free_units(world, kind))}"
         )
     return amb, None
+
+
+def _job_label(world: World, amb: Ambulance) -> str:
+    """What a unit is busy with, as the agent may know it (a call until the crew is on scene)."""
+    p = world.patients.get(amb.patient_id or "")
+    if p is not None and not p.visible and amb.call_id:
+        return amb.call_id
+    return amb.patient_id or ""
 
 
 def _visible_patient(world: World, pid: str) -> tuple[Patient | None, str | None]:
@@ -175,11 +183,10 @@ def prepare_or(world: World, a: Any) -> str | None:
         return f"{h.hospital_id} has no OR for {a.procedure}; it offers: {_ids(offered)}"
     idle = [r for r in capable if r.state == "idle"]
     if not idle:
-        states = ", ".join(
-            f"{r.or_id} {r.state}" + (f" until t{r.until}" if r.until > world.clock else "") for r in capable
-        )
+        states = ", ".join(f"{r.or_id} {r.state}" for r in capable)
         return (
-            f"no idle OR for {a.procedure} at {h.hospital_id} ({states}); preempt_or frees an elective case"
+            f"no idle OR for {a.procedure} at {h.hospital_id} ({states}); "
+            "preempt_or frees an elective case, query_or_status shows the timers"
         )
     room = idle[0]
     if "cath_lab" not in room.procedures:
@@ -311,7 +318,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
             return f"{target!r} is not a patient or call waiting for a unit; waiting now: {waiting}"
     coming = sum(1 for r in world.mutual_aid if not r.arrived)
     unneeded = _unserved(world) < len(_free_units(world)) + coming
-    delay = world.narrative_rng.randint(10, 20)
+    delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
     unit_id = f"MA{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")

@@ -70,7 +70,7 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
     amb = world.ambulances.get(p.ambulance_id or "")
     eta = None
     if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
-        eta = max(0, amb.trip.arrival - world.clock)
+        eta = amb.trip.eta_minutes(world.clock)
     elif p.status == "transferring" and p.transfer_arrives_at is not None:
         eta = max(0, p.transfer_arrives_at - world.clock)
     return {
@@ -95,6 +95,10 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
     }
 
 
+def _known(world: World, patient_id: str | None) -> bool:
+    return patient_id is not None and world.patients[patient_id].visible
+
+
 def _ambulance(world: World, amb) -> dict[str, Any]:
     trip = amb.trip
     nxt = trip.position(world.clock)[1] if trip else None
@@ -107,9 +111,9 @@ def _ambulance(world: World, amb) -> dict[str, Any]:
         "node": amb.node,
         "next_node": nxt,
         "destination": trip.target if trip else None,
-        "eta_min": max(0, trip.arrival - world.clock) if trip else None,
+        "eta_min": trip.eta_minutes(world.clock) if trip else None,
         "busy_min": None if busy is None else max(0, busy),
-        "patient_id": amb.patient_id,
+        "patient_id": amb.patient_id if _known(world, amb.patient_id) else None,
         "call_id": amb.call_id,
         "held": amb.held,
     }

@@ -44,8 +44,9 @@ ED_DETERIORATION_FACTOR = 0.6  # monitored in the emergency department [assumpti
 CATH_LAB_PREP_RANGE = (20, 30)  # cath lab ready 20-30 min after activation (Bradley 2006; SCAI)
 OR_PREP_MIN_BY_TIER = {1: 15, 2: 30, 3: 30}  # OR staffed 15 min L-I/II, 30 min L-III (ACS COT)
 OR_HOLD_WINDOW_MIN = 40  # a prepared OR is held this long, then the set-up is wasted [assumption]
-OR_TURNOVER_MIN = 10  # cleaning after a pre-empted elective case [assumption]
-SPECIALIST_PAGE_DELAY_BY_TIER = {1: (10, 15), 2: (15, 20), 3: (20, 25)}  # ACS COT 15 / 30 min
+# Paged specialist arrives 10-15 min (tier 1) .. 20-25 min (tier 3): inside the ACS COT 15-min
+# (level I/II) and 30-min (level III) surgeon response mandates.
+SPECIALIST_PAGE_DELAY_BY_TIER = {1: (10, 15), 2: (15, 20), 3: (20, 25)}
 SPECIALIST_WINDOW_MIN = 90  # a paged specialist stays this long without a patient [assumption]
 PROCEDURE_DURATION_MIN = {  # table time, after which the room is free again [assumption]
     "cath_lab": 60,
@@ -53,12 +54,10 @@ PROCEDURE_DURATION_MIN = {  # table time, after which the room is free again [as
     "trauma_surgery": 90,
     "general": 45,
 }
-DOOR_TO_TREATMENT_MIN = 10  # ED assessment before the procedure starts, all else ready
 TRANSFER_DOOR_IN_DOOR_OUT_MIN = 45  # DIDO median 60-90 unless optimised; 45 here (Herrin 2011)
 CROWDED_DOOR_FACTOR = 1.3  # slower ED care when crowded (Sprivulis 2006)
 CROWDING_HAZARD = 1.25  # mortality HR 1.2-1.3 when overcrowded (Sprivulis 2006)
 CROWDING_DIVERSION_MIN = 30  # a hospital over capacity goes on diversion this long [assumption]
-ED_STAY_AFTER_TREATMENT_MIN = 0  # treated patients leave the ED for OR/ward/ICU
 
 # --------------------------------------------------------------------------------------------
 # Blood (per-hospital stock in generator.py)

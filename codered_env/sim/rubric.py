@@ -6,8 +6,10 @@
                 + 0.16 x prep_ready + 0.10 x vitals_score_avg + 0.10 x cascade_score
                 - mutual_aid_penalty
 
-Scored patients are those with a real need (true priority P1-P3), including callers whose call
-has come in but whom no crew has seen yet. P4 callers are not patients for grading.
+Scored patients are those with a real need (true priority P1-P3). The final grade includes
+callers whose call has come in but whom no crew has seen yet; the running preview counts only
+patients the agent can see, so it never leaks a caller's true condition (the difference lands in
+the last step's reward). P4 callers are not patients for grading.
 
 * ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of
   ``s(d) x q``: ``s`` falls linearly from 1 at d = 0 to 0.75 at the condition's target and on to
@@ -26,7 +28,8 @@ has come in but whom no crew has seen yet. P4 callers are not patients for gradi
   (expected outcome - untreated outcome) / (best outcome - untreated outcome), clipped to 0..1.
 * ``cascade_score`` -- mean of: secondary casualties reached in time (1 within 10 min, 0 at 40),
   hospital load handled (share of patients delivered x (1 - 0.5 x overcrowding diversions)),
-  and in phase 2 the share of calls triaged (halved if a news cycle broke out).
+  and in phase 2 the triage accuracy over received calls (1 for the right level, 0.5 one level
+  off, 0 otherwise or untriaged), halved if a news cycle broke out.
 * ``mutual_aid_penalty`` -- 0.04 per request made while the free units (plus mutual-aid units
   already on their way) outnumbered the patients and calls waiting for one, 0.03 per mutual-aid
   unit never given a job; capped at 0.10.
@@ -109,8 +112,14 @@ def _patient_record(p: Patient) -> dict[str, Any]:
     }
 
 
-def _scored(world: World) -> list[Patient]:
-    return [p for p in world.patients.values() if CONDITIONS[p.condition].true_priority != "P4"]
+def _scored(world: World, final: bool) -> list[Patient]:
+    """Patients with a real need. The running preview counts only those the agent can see, so it
+    never reveals what a caller really has; the final grade counts every caller."""
+    return [
+        p
+        for p in world.patients.values()
+        if CONDITIONS[p.condition].true_priority != "P4" and (final or p.visible)
+    ]
 
 
 def _penalties(world: World, final: bool) -> dict[str, int]:
@@ -164,6 +173,14 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _triage_accuracy(given: str | None, truth: str) -> float:
+    """1 for the right level, 0.5 one level off, 0 otherwise or untriaged."""
+    if given is None:
+        return 0.0
+    gap = abs(int(given[1]) - int(truth[1]))
+    return 1.0 if gap == 0 else 0.5 if gap == 1 else 0.0
+
+
 def _cascade(world: World, scored: list[Patient]) -> float:
     secondary = [p for p in scored if p.secondary]
     subs = [_mean([_secondary_response(p) for p in secondary])]
@@ -173,9 +190,8 @@ def _cascade(world: World, scored: list[Patient]) -> float:
     subs.append(share * max(0.0, 1.0 - 0.5 * events))
     if world.task.phase == 2:
         received = [c for c in world.calls.values() if c.callback_of is None]
-        triaged = sum(1 for c in received if c.priority is not None)
-        factor = 0.5 if world.news_cycle_at is not None else 1.0
-        subs.append(factor * (triaged / len(received) if received else 0.0))
+        accuracy = _mean([_triage_accuracy(c.priority, c.true_priority) for c in received])
+        subs.append(accuracy * (0.5 if world.news_cycle_at is not None else 1.0))
     return _mean(subs)
 
 
@@ -191,7 +207,7 @@ def _mutual_aid_penalty(world: World, final: bool) -> float:
 
 def _summary(world: World, final: bool) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score (no per-patient records)."""
-    scored = _scored(world)
+    scored = _scored(world, final)
     total_w = time_sum = vitals_sum = covered = 0.0
     preps: list[float] = []
     for p in scored:

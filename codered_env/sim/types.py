@@ -63,7 +63,6 @@ class Patient:
     or_ref: tuple[str, str] | None = None
     died_at: int | None = None
     transfused_units: int = 0
-    needs_icu: bool = False
 
 
 @dataclass(slots=True)
@@ -94,6 +93,14 @@ class Trip:
     @property
     def arrival(self) -> int:
         return self.times[-1]
+
+    def eta_minutes(self, now: int) -> int:
+        """What dispatch can estimate: the remaining time without this trip's traffic noise.
+
+        The true arrival (``arrival``) includes a lognormal noise factor drawn for the trip; the
+        agent sees only the noise-free estimate, so ETAs are estimates, not oracles.
+        """
+        return max(0, round((self.arrival - now) / self.noise))
 
     def last_index(self, now: int) -> int:
         """Index of the last node reached by minute ``now`` (a route may revisit a node)."""
@@ -135,7 +142,7 @@ class OperatingRoom:
     elective: bool = False
     agent_prepared: bool = False
     patient_id: str | None = None  # claimed by / operating on
-    resume_state: str = "idle"  # state after an out-of-service period ends
+    failure_until: int = 0  # an equipment failure found while a case was running ends here
 
 
 @dataclass(slots=True)

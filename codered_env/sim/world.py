@@ -46,6 +46,7 @@ from .params import (
     NO_TRANSPORT_SCENE_MIN,
     NON_URGENT_FACTOR,
     O_NEG_RELEASE_MIN,
+    ON_SCENE_JITTER_MIN,
     OR_HOLD_WINDOW_MIN,
     OR_PREP_MIN_BY_TIER,
     SPECIALIST_WINDOW_MIN,
@@ -109,7 +110,9 @@ class World:
         self.disruptions: list[Disruption] = scenario.disruptions
         self.incident_node = scenario.incident_node
         self.mci: set[str] = scenario.mci_patients
-        self.incident_start = min((s.at for s in self.spawns if s.patient.patient_id in self.mci), default=0)
+        arrivals = [p.appeared_at for p in self.patients.values() if p.patient_id in self.mci]
+        arrivals += [s.at for s in self.spawns if s.patient.patient_id in self.mci]
+        self.incident_start = min(arrivals, default=0)
         self.travel_rng = Random(f"codered:{task.task_id}:{seed}:travel")
         self.narrative_rng = Random(f"codered:{task.task_id}:{seed}:narrative")
         self.clock = 0
@@ -117,7 +120,6 @@ class World:
         self.notable = False
         self.allocations: list[BloodAllocation] = []
         self.transfers: list[BloodTransfer] = []
-        self.transfused: dict[str, int] = {}
         self.initial_blood = self._blood_totals_by_type()
         self.mutual_aid: list[MutualAidRequest] = []
         self.ledger: dict[str, int] = {}
@@ -225,7 +227,8 @@ class World:
             trip.target,
         )
         if amb.trip.arrival != old_arrival:
-            self.event(f"{amb.ambulance_id} rerouted via {'-'.join(amb.trip.nodes)}, ETA t{amb.trip.arrival}")
+            eta = self.clock + amb.trip.eta_minutes(self.clock)
+            self.event(f"{amb.ambulance_id} rerouted via {'-'.join(amb.trip.nodes)}, ETA ~t{eta}")
 
     def reroute_all(self) -> None:
         for amb in self.ambulances.values():
@@ -271,11 +274,13 @@ class World:
         if room is None:
             return
         if not on:
+            room.failure_until = 0
             if room.state == "out_of_service":
                 room.state, room.procedure, room.until = "idle", None, 0
             return
         if room.state == "in_use" and room.patient_id:
-            return  # the running case finishes; the fault is found afterwards
+            room.failure_until = d.end  # the running case finishes; the room fails afterwards
+            return
         if room.patient_id and room.patient_id in self.patients:
             self.patients[room.patient_id].or_ref = None
         room.state, room.until, room.elective, room.patient_id = "out_of_service", d.end, False, None
@@ -366,13 +371,9 @@ class World:
         p.ambulance_id = amb.ambulance_id
         if call is not None:
             call.status, call.ambulance_id = "dispatched", amb.ambulance_id
-        true_priority = CONDITIONS[p.condition].true_priority
-        if amb.kind == "ALS" and true_priority in ("P3", "P4"):
-            self.count("over_triage")
-        if true_priority == "P4":
-            self.count("dispatch_no_need")
         target = call.call_id if call else p.patient_id
-        self.event(f"{amb.ambulance_id} dispatched to {target} at {p.node}, ETA t{trip.arrival}")
+        eta = self.clock + trip.eta_minutes(self.clock)
+        self.event(f"{amb.ambulance_id} dispatched to {target} at {p.node}, ETA ~t{eta}")
         return True
 
     # ------------------------------------------------------------------ blood
@@ -469,6 +470,7 @@ class World:
             elif status == "on_scene" and t >= amb.busy_until:
                 self._leave_scene(amb)
             elif status == "at_hospital" and t >= amb.busy_until:
+                self.event(f"{amb.ambulance_id} clear at {amb.node}, free for a new job")
                 self._return_home(amb)
 
     def _arrive_scene(self, amb: Ambulance) -> None:
@@ -479,12 +481,17 @@ class World:
         if p.call_id and p.call_id in self.calls:
             self.calls[p.call_id].status = "on_scene"
         if p.status == "deceased":
+            p.visible = True
             amb.busy_until = self.clock + 5
             self.event(f"{amb.ambulance_id} on scene: {p.patient_id} found dead")
             return
         p.status = "on_scene"
         p.visible = True
-        jitter = self.travel_rng.randint(-2, 2)
+        if cond.true_priority in ("P3", "P4") and amb.kind == "ALS":
+            self.count("over_triage")
+        if cond.true_priority == "P4":
+            self.count("dispatch_no_need")
+        jitter = self.travel_rng.randint(-ON_SCENE_JITTER_MIN, ON_SCENE_JITTER_MIN)
         scene = (cond.scene_min if cond.transport else NO_TRANSPORT_SCENE_MIN) + jitter
         if p.patient_id in self.mci:
             scene += MCI_EXTRA_SCENE_MIN
@@ -515,7 +522,8 @@ class World:
         amb.status, amb.trip = "transporting", trip
         p.status, p.hospital = "transporting", None
         p.destination = hid
-        self.event(f"{amb.ambulance_id} transporting {p.patient_id} to {hid}, ETA t{trip.arrival}")
+        eta = self.clock + trip.eta_minutes(self.clock)
+        self.event(f"{amb.ambulance_id} transporting {p.patient_id} to {hid}, ETA ~t{eta}")
 
     def transport_destination(self, p: Patient) -> str:
         """The agent's choice unless that hospital is on diversion; else the nearest open ED."""
@@ -628,18 +636,26 @@ class World:
         if self.allocated_units(p.patient_id, h.hospital_id) > 0:
             p.blood_at_hand = True
             return
+        """The hospital's own supply: type-specific for a typed patient, else emergency O-neg."""
         units = BLOOD_UNITS_PER_CASE
-        if h.blood.get("O-", 0) >= 1:
-            take = min(units, h.blood["O-"])
-            self._reserve(p, h, "O-", take)
+        donors = sorted(COMPATIBLE_DONORS[p.blood_type], key=lambda t: (t == "O-", t != p.blood_type))
+        type_specific = [t for t in donors if t != "O-"]
+        if p.blood_type_known and self._reserve_first(p, h, type_specific, units):
+            p.auto_blood_at = self.clock + TYPE_SPECIFIC_MIN
+            return
+        if self._reserve_first(p, h, ["O-"], units):
             p.auto_blood_at = self.clock + O_NEG_RELEASE_MIN
             return
-        typing = 0 if p.blood_type_known else HOSPITAL_TYPING_MIN
-        for donor in COMPATIBLE_DONORS[p.blood_type]:
-            if h.blood.get(donor, 0) >= 1:
-                self._reserve(p, h, donor, min(units, h.blood[donor]))
-                p.auto_blood_at = self.clock + typing + TYPE_SPECIFIC_MIN
-                return
+        if self._reserve_first(p, h, type_specific, units):
+            typing = 0 if p.blood_type_known else HOSPITAL_TYPING_MIN
+            p.auto_blood_at = self.clock + typing + TYPE_SPECIFIC_MIN
+
+    def _reserve_first(self, p: Patient, h: Hospital, types: list[str], units: int) -> bool:
+        for blood_type in types:
+            if h.blood.get(blood_type, 0) >= 1:
+                self._reserve(p, h, blood_type, min(units, h.blood[blood_type]))
+                return True
+        return False
 
     def _reserve(self, p: Patient, h: Hospital, blood_type: str, units: int) -> None:
         h.blood[blood_type] -= units
@@ -769,6 +785,8 @@ class World:
             if room is not None and room.patient_id == p.patient_id:
                 room.state, room.patient_id, room.procedure = "idle", None, None
                 room.agent_prepared = False
+                if room.failure_until > self.clock:
+                    room.state, room.until = "out_of_service", room.failure_until
         elif p.patient_id in h.ed_patients:
             h.ed_patients.remove(p.patient_id)
         if care and care.specialist:
@@ -808,7 +826,9 @@ class World:
             factor = ED_DETERIORATION_FACTOR
             if status == "at_hospital" and self.hospitals[p.hospital or ""].crowded:
                 factor *= CROWDING_HAZARD
-            if p.blood_at_hand or (p.auto_blood_at is not None and p.auto_blood_at <= self.clock):
+            if CONDITIONS[p.condition].needs_blood and (
+                p.blood_at_hand or (p.auto_blood_at is not None and p.auto_blood_at <= self.clock)
+            ):
                 factor *= BLOOD_TRANSFUSION_FACTOR
         return factor
 

@@ -17,8 +17,11 @@ def transcript(task_id: str, seed: int, agent_name: str) -> tuple[str, list]:
     frames = [json.dumps(sim.observation(), sort_keys=True)]
     while not sim.done:
         out = sim.step(agent.act(sim.observation()))
-        frames.append(json.dumps([out.reward, out.done, out.error, sim.observation(), sim.render_text()],
-                                 sort_keys=True))
+        frames.append(
+            json.dumps(
+                [out.reward, out.done, out.error, sim.observation(), sim.render_text()], sort_keys=True
+            )
+        )
     frames.append(json.dumps(sim.grade(), sort_keys=True))
     return "\n".join(frames), list(sim.action_log)
 
@@ -32,7 +35,9 @@ def test_same_inputs_same_episode(task_id: str, agent_name: str) -> None:
     sim = CodeRedSim(task_id, 7)
     for action in actions:
         sim.step(action)
-    assert json.dumps(sim.grade(), sort_keys=True) == json.dumps(grade_episode(task_id, 7, actions), sort_keys=True)
+    assert json.dumps(sim.grade(), sort_keys=True) == json.dumps(
+        grade_episode(task_id, 7, actions), sort_keys=True
+    )
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)

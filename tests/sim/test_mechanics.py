@@ -62,7 +62,9 @@ def test_road_closure_lengthens_eta_and_reroutes_a_unit_en_route() -> None:
     sim.world.disruptions.append(Disruption("road_closure", now + 1, now + 60, edges=((a, b),), text="test"))
     sim.step(WAIT)
     assert amb.status == "en_route"
-    assert (a, b) not in list(zip(amb.trip.nodes[-2:], amb.trip.nodes[-1:])), "still uses the closed edge"
+    assert (a, b) not in list(zip(amb.trip.nodes[-2:], amb.trip.nodes[-1:], strict=False)), (
+        "still uses the closed edge"
+    )
     assert amb.trip.nodes != before_nodes
     assert amb.trip.arrival > before_eta
     assert any("rerouted" in e for e in sim.observation()["events"]) or amb.trip.arrival > before_eta
@@ -85,7 +87,7 @@ def test_prepared_or_and_paged_specialist_earn_prep_credit_and_time() -> None:
     play(ready, stemi_plan("H1", prep=True))
     run_until_done(ready)
     cold = CodeRedSim("task1", seed)
-    play(cold, stemi_plan("H1", prep=False) + [WAIT, WAIT])
+    play(cold, [*stemi_plan("H1", prep=False), WAIT, WAIT])
     run_until_done(cold)
     g_ready, g_cold = ready.grade(), cold.grade()
     assert g_ready["components"]["prep_ready"] > 0.5
@@ -119,8 +121,15 @@ def _haemorrhage_run(allocate: bool, empty_stock: bool) -> CodeRedSim:
         {"action_type": "page_specialist", "hospital_id": "H1", "specialty": "trauma_surgery"},
     ]
     if allocate:
-        plan.append({"action_type": "allocate_blood", "patient_id": pid, "hospital_id": "H1",
-                     "blood_type": "O-", "units": 2})
+        plan.append(
+            {
+                "action_type": "allocate_blood",
+                "patient_id": pid,
+                "hospital_id": "H1",
+                "blood_type": "O-",
+                "units": 2,
+            }
+        )
     play(sim, plan)
     sim.world.spawns.clear()  # keep the comparison about one patient
     for _ in range(60):
@@ -200,7 +209,10 @@ def test_wrong_tier_hospital_costs_time_and_score() -> None:
     play(wrong, stemi_plan("H3", prep=False))
     run_until_done(wrong)
     assert patient(wrong).first_hospital_arrival is not None
-    assert patient(wrong).treatment_start is None or patient(wrong).treatment_start > patient(right).treatment_start
+    assert (
+        patient(wrong).treatment_start is None
+        or patient(wrong).treatment_start > patient(right).treatment_start
+    )
     assert wrong.grade()["components"]["time_score"] < right.grade()["components"]["time_score"]
     assert wrong.grade()["patients"][0]["prep"] == 0.0
 
@@ -258,14 +270,20 @@ def test_mutual_aid_adds_a_unit_after_its_delay() -> None:
     unit = sim.world.ambulances["MA1"]
     assert unit.kind == "ALS" and unit.node == "N7" and unit.status == "available"
     assert "MA1" in sim.observation()["legal_actions"]["dispatch_ambulance"][0]["ambulance_id"] or all(
-        p.status != "awaiting_unit" for p in sim.world.patients.values())
+        p.status != "awaiting_unit" for p in sim.world.patients.values()
+    )
 
 
 def test_als_care_slows_deterioration_compared_with_bls() -> None:
     def reserve_on_arrival(unit: str) -> float:
         sim = CodeRedSim("task1", 0)
-        play(sim, [{"action_type": "dispatch_ambulance", "ambulance_id": unit, "patient_id": "P1"},
-                   {"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H1"}])
+        play(
+            sim,
+            [
+                {"action_type": "dispatch_ambulance", "ambulance_id": unit, "patient_id": "P1"},
+                {"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H1"},
+            ],
+        )
         sim.world.ambulances[unit].trip.times[-1] = sim.clock + 1  # same response time for both
         while patient(sim).status != "at_hospital" and not sim.done:
             sim.step(WAIT)

@@ -1,0 +1,383 @@
+"""Wire types of the CodeRedEnv OpenEnv server and client: Action, Observation, State.
+
+* :class:`CodeRedAction` is the flat wire action ``{"action_type": ..., **params}``. Its
+  fields are the union of the parameters of the 14 actions in :mod:`codered_env.sim.actions`,
+  and every instance is validated by the simulation's own per-action models, so a missing,
+  misspelt or out-of-range parameter is a schema error (HTTP 422 / WebSocket
+  ``VALIDATION_ERROR``). The published JSON schema is tight: a ``oneOf`` with one branch per
+  action type that names its required parameters and allows no others.
+* :class:`CodeRedObservation` types every key of the simulation's observation dict, plus
+  ``text`` (the compact rendering for LLM prompts).
+* :class:`CodeRedState` is what ``state`` returns: episode id, step count, task, seed, clock,
+  running score and whether the episode is over.
+
+This module imports openenv (for the base classes); ``codered_env.sim`` never imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic_core import PydanticCustomError
+
+from codered_env.sim.actions import (
+    ACTION_TYPES,
+    MODEL_BY_TYPE,
+    BloodType,
+    Id,
+    Priority,
+    Procedure,
+    Specialty,
+    Units,
+    parse_action,
+)
+
+ActionType = Literal[
+    "dispatch_ambulance",
+    "dispatch_als",
+    "dispatch_bls",
+    "triage_call",
+    "assign_hospital",
+    "prepare_or",
+    "page_specialist",
+    "preempt_or",
+    "allocate_blood",
+    "transfer_blood",
+    "request_mutual_aid",
+    "query_blood_type",
+    "query_or_status",
+    "maintain_plan",
+]
+assert set(ActionType.__args__) == set(ACTION_TYPES)  # type: ignore[attr-defined]
+
+
+# Parameters of which at most one may be given (non-null) -- RequestMutualAid._one_target.
+_AT_MOST_ONE: dict[str, tuple[str, ...]] = {
+    "request_mutual_aid": ("target_id", "patient_id", "call_id"),
+}
+
+
+def _at_most_one(names: tuple[str, ...]) -> dict[str, Any]:
+    pairs = [
+        {"required": [a, b], "properties": {a: {"type": "string"}, b: {"type": "string"}}}
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    ]
+    return {"not": {"anyOf": pairs}}
+
+
+def _action_variants() -> list[dict[str, Any]]:
+    """One JSON-schema branch per action type: its required and its allowed parameters."""
+    variants = []
+    for name, model in MODEL_BY_TYPE.items():
+        params = [f for f in model.model_fields if f != "action_type"]
+        required = [f for f in params if model.model_fields[f].is_required()]
+        properties = model.model_json_schema()["properties"]
+        assert "$ref" not in str(properties), "action parameters must be inline schemas"
+        variant: dict[str, Any] = {
+            "title": name,
+            "description": (model.__doc__ or name).strip().splitlines()[0],
+            "properties": {**properties, "action_type": {"const": name}},
+            "required": ["action_type", *required],
+            "propertyNames": {"enum": ["action_type", "metadata", *params]},
+        }
+        if name in _AT_MOST_ONE:
+            variant.update(_at_most_one(_AT_MOST_ONE[name]))
+        variants.append(variant)
+    return variants
+
+
+def _tighten_action_schema(schema: dict[str, Any]) -> None:
+    schema["oneOf"] = _action_variants()
+
+
+class CodeRedAction(Action):
+    """One dispatcher decision, in the flat wire shape ``{"action_type": ..., **params}``.
+
+    Only the parameters of the chosen ``action_type`` may be given (see ``/tasks`` or the
+    ``oneOf`` of this schema for each action's parameters).
+    """
+
+    model_config = ConfigDict(json_schema_extra=_tighten_action_schema)
+
+    action_type: ActionType = Field(description="Which of the 14 actions to take.")
+    ambulance_id: Id | None = Field(default=None, description="Ambulance id, e.g. 'A1'.")
+    patient_id: Id | None = Field(default=None, description="Patient id, e.g. 'P1'.")
+    call_id: Id | None = Field(default=None, description="Pending call id, e.g. 'C1'.")
+    hospital_id: Id | None = Field(default=None, description="Hospital id, e.g. 'H1'.")
+    priority: Priority | None = Field(default=None, description="Triage priority P1..P4.")
+    procedure: Procedure | None = Field(default=None, description="Procedure to prepare for.")
+    specialty: Specialty | None = Field(default=None, description="Specialist to page.")
+    or_id: Id | None = Field(default=None, description="Operating room id at the hospital.")
+    blood_type: BloodType | None = Field(default=None, description="ABO/Rh blood type.")
+    units: Units | None = Field(default=None, description="Units of blood.")
+    from_hospital_id: Id | None = Field(default=None, description="Blood transfer source.")
+    to_hospital_id: Id | None = Field(default=None, description="Blood transfer destination.")
+    target_id: Id | None = Field(default=None, description="Mutual aid: the patient or call the unit is for.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_for_its_type(cls, data: Any) -> Any:
+        """Check the raw input against the simulation's model for its action type.
+
+        This runs before field parsing so that a parameter that does not belong to the
+        action type is refused even when it is ``null``, exactly as the schema says.
+        """
+        if isinstance(data, dict):
+            units = data.get("units")
+            if isinstance(units, float) and units.is_integer():  # JSON Schema: 2.0 is 2
+                data = {**data, "units": int(units)}
+            _, error = parse_action(data)
+            if error is not None:
+                # A custom error keeps only strings in the error context, so the error list
+                # stays JSON-serialisable (OpenEnv sends it back in VALIDATION_ERROR frames).
+                raise PydanticCustomError("invalid_action", "{reason}", {"reason": error})
+        return data
+
+    def to_wire(self) -> dict[str, Any]:
+        """The flat wire dict the simulation takes (unset parameters and metadata left out)."""
+        return self.model_dump(exclude_none=True, exclude={"metadata"})
+
+
+class CodeRedState(State):
+    """The episode's bookkeeping, as returned by ``state`` (WebSocket) and ``GET /state``."""
+
+    task_id: str | None = Field(default=None, description="Task of the current episode.")
+    seed: int | None = Field(default=None, description="Seed of the current episode.")
+    clock_min: int = Field(default=0, description="Simulated minutes since the emergency began.")
+    max_steps: int = Field(default=0, description="Step budget of the task.")
+    score: float = Field(
+        default=0.0,
+        description="Running score preview in [0, 1]; the final score once the episode is done.",
+    )
+    total_reward: float = Field(default=0.0, description="Sum of the step rewards so far.")
+    invalid_actions: int = Field(default=0, description="Steps answered with last_action_error.")
+    done: bool = Field(default=False, description="Whether the episode is over.")
+
+
+# ---------------------------------------------------------------------------- observation parts
+
+
+class _Part(BaseModel):
+    """Observation parts: every field the simulation sends is declared and typed.
+
+    Extra keys are tolerated (and published as allowed) so that a newer simulation never
+    breaks a running server; tests/server check that the declared fields match the sim.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Vitals(_Part):
+    """Displayed vitals; ``score`` is a 0-1 summary (0 dead .. 1 stable)."""
+
+    hr: int
+    sbp: int
+    spo2: int
+    rr: int
+    gcs: int
+    score: float
+
+
+class PatientView(_Part):
+    """A known patient (phase 2: only once a crew is on scene)."""
+
+    patient_id: str
+    condition: str
+    label: str
+    priority: str
+    secondary: bool
+    status: str
+    node: str
+    call_id: str | None
+    vitals: Vitals
+    blood_type: str | None = Field(description="Known only after query_blood_type returns.")
+    ambulance_id: str | None
+    destination: str | None = Field(description="Hospital chosen with assign_hospital.")
+    hospital: str | None = Field(description="Hospital the patient is at / was treated at.")
+    eta_min: int | None
+    waiting_for: list[str] = Field(description="What treatment at the hospital waits for.")
+    blood_reserved: dict[str, int] = Field(
+        description="Units reserved for the patient and not yet used, per hospital_id."
+    )
+    minutes_since_call: int
+    treatment_start_min: int | None
+
+
+class AmbulanceView(_Part):
+    ambulance_id: str
+    kind: str = Field(description="ALS or BLS.")
+    mutual_aid: bool
+    status: str
+    node: str
+    next_node: str | None
+    destination: str | None
+    eta_min: int | None
+    busy_min: int | None
+    patient_id: str | None
+    call_id: str | None
+    held: bool = Field(description="Waiting at a node because every route is closed.")
+
+
+class OperatingRoomView(_Part):
+    or_id: str
+    procedures: list[str]
+    state: str
+    procedure: str | None
+    patient_id: str | None
+    elective: bool
+
+
+class SpecialistView(_Part):
+    state: str
+    until: int | None
+
+
+class HospitalView(_Part):
+    hospital_id: str
+    name: str
+    tier: int
+    node: str
+    occupancy: int
+    capacity: int
+    crowded: bool
+    diverted_until: int | None
+    ors: list[OperatingRoomView]
+    specialists: dict[str, SpecialistView]
+    icu_free: int
+    blood: dict[str, int] = Field(description="Units in stock per blood type (zeros omitted).")
+
+
+class CallView(_Part):
+    """A 108/112 call in the queue (phase 2); the caller's report, not the true condition."""
+
+    call_id: str
+    received_min: int
+    waiting_min: int
+    node: str
+    report: str
+    priority: str | None = Field(description="The agent's triage, if any.")
+    status: str
+    ambulance_id: str | None
+    patient_id: str | None
+
+
+class ClosedRoad(_Part):
+    edge: list[str]
+    until: int
+
+
+class CongestedRoad(_Part):
+    edge: list[str]
+    factor: float
+    until: int
+
+
+class RoadsView(_Part):
+    closed: list[ClosedRoad]
+    congested: list[CongestedRoad]
+    peak_hour: bool
+
+
+class MutualAidPending(_Part):
+    unit_id: str
+    arrives_min: int
+    target_id: str | None
+
+
+class MutualAidView(_Part):
+    limit: int
+    used: int
+    remaining: int
+    pending: list[MutualAidPending]
+
+
+class OperatingRoomStatus(_Part):
+    or_id: str
+    procedures: list[str]
+    state: str
+    procedure: str | None
+    minutes_left: int | None
+    elective: bool
+    patient_id: str | None
+
+
+class ORStatusResult(_Part):
+    """The answer to the last ``query_or_status``."""
+
+    hospital_id: str
+    at: int
+    ors: list[OperatingRoomStatus]
+
+
+LegalActions = dict[str, list[dict[str, list[Any]]]]
+
+
+class CodeRedObservation(Observation):
+    """What the agent sees after reset and after every step.
+
+    ``text`` is the compact rendering of the same information for LLM prompts;
+    ``legal_actions`` maps each action type that is legal now to options, each option
+    mapping every parameter to its allowed values.
+    """
+
+    task_id: str
+    seed: int
+    step: int
+    max_steps: int
+    clock_min: int = Field(description="Simulated minutes since the emergency began.")
+    horizon_min: int
+    phase: int = Field(description="1: patients known at the start; 2: patients arrive as calls.")
+    patients: list[PatientView]
+    ambulances: list[AmbulanceView]
+    hospitals: list[HospitalView]
+    calls: list[CallView]
+    roads: RoadsView
+    alerts: list[str]
+    events: list[str] = Field(description="What happened since the last step.")
+    mutual_aid: MutualAidView
+    query_result: ORStatusResult | None
+    score_preview: float = Field(description="Running score in [0, 1].")
+    last_action_error: str | None = Field(
+        description="Why the last action was invalid (the world did not change), else null."
+    )
+    legal_actions: LegalActions
+    text: str = Field(description="Compact text rendering for LLM prompts.")
+
+    @classmethod
+    def from_sim(cls, data: dict[str, Any], text: str, reward: float | None) -> CodeRedObservation:
+        """Build from ``CodeRedSim.observation()`` and ``render_text()``."""
+        return cls.model_validate({**data, "text": text, "reward": reward})
+
+
+class WireObservation(CodeRedObservation):
+    """A server-side observation that carries the simulation's JSON-ready dict unchanged.
+
+    The WebSocket server sends thousands of these per second; building the nested models and
+    dumping them again costs more than the rest of a step. A WireObservation skips both: it is
+    created without validation and ``model_dump()`` returns the stored dict. The simulation's
+    output is checked against this schema by the test suite (every task, random play). Its
+    nested fields are plain dicts; ``CodeRedObservation.model_validate(obs.model_dump())``
+    gives the typed form.
+    """
+
+    _wire: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def from_sim(
+        cls, data: dict[str, Any], text: str, reward: float | None
+    ) -> WireObservation:
+        wire = {**data, "text": text, "reward": reward, "metadata": {}}
+        obs = cls.model_construct(**wire)
+        obs._wire = wire
+        return obs
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        exclude = kwargs.pop("exclude", None)
+        if kwargs or not isinstance(exclude, (set, frozenset, type(None))):
+            typed = CodeRedObservation.model_validate(self._wire)
+            return typed.model_dump(exclude=exclude, **kwargs)
+        skip = exclude or set()
+        return {key: value for key, value in self._wire.items() if key not in skip}

@@ -1,0 +1,136 @@
+"""Request and response bodies of the CodeRedEnv HTTP routes (beyond OpenEnv's own)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from codered_env.models import CodeRedAction
+
+TaskId = Literal["task1", "task2", "task3", "task4", "task5"]
+BuiltinAgent = Literal["heuristic", "random", "noop"]
+BaselineAgent = Literal["heuristic", "random", "noop", "llm"]
+
+
+def _json_integer(value: Any) -> Any:
+    """JSON Schema counts 3.0 as an integer; accept it as 3 (strings and booleans stay out)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+SeedInt = Annotated[int, Field(ge=0, le=2**32 - 1, strict=True), BeforeValidator(_json_integer)]
+EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=255)]
+
+MAX_GRADER_ACTIONS = 500
+MAX_BASELINE_SEEDS = 10
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResetBody(_Body):
+    """Body of ``POST /reset`` (all optional: an empty body starts task1 with seed 0)."""
+
+    task_id: TaskId = Field(default="task1", description="Which task to play.")
+    seed: SeedInt | None = Field(default=None, description="Episode seed (default 0).")
+    episode_id: EpisodeIdStr | None = Field(
+        default=None, description="Id for the new episode (a UUID is generated when omitted)."
+    )
+
+
+class StepBody(_Body):
+    """Body of ``POST /step``: the OpenEnv step request plus the episode to continue."""
+
+    action: CodeRedAction
+    episode_id: EpisodeIdStr | None = Field(
+        default=None,
+        description="Episode to continue; defaults to the episode most recently reset over HTTP.",
+    )
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="Accepted for OpenEnv compatibility; a step never takes long."
+    )
+    request_id: str | None = Field(default=None, max_length=255)
+
+
+class EpisodeResponse(BaseModel):
+    """OpenEnv's reset/step response shape plus the ``episode_id`` it belongs to."""
+
+    observation: dict[str, Any]
+    reward: float | None = None
+    done: bool = False
+    episode_id: str
+
+
+# Fields of /grader that must not both be given (non-null), with their JSON types.
+_GRADER_EXCLUSIVE = (
+    ("episode_id", "actions"),
+    ("episode_id", "task_id"),
+    ("episode_id", "seed"),
+    ("episode_id", "agent"),
+    ("agent", "actions"),
+)
+_GRADER_TYPES = {
+    "episode_id": "string",
+    "actions": "array",
+    "task_id": "string",
+    "seed": "integer",
+    "agent": "string",
+}
+
+
+def _grader_schema(schema: dict[str, Any]) -> None:
+    schema["not"] = {
+        "anyOf": [
+            {"required": [a, b], "properties": {a: {"type": _GRADER_TYPES[a]}, b: {"type": _GRADER_TYPES[b]}}}
+            for a, b in _GRADER_EXCLUSIVE
+        ]
+    }
+
+
+class GraderBody(_Body):
+    """Body of ``POST /grader``: give ``actions`` (replay), or ``episode_id`` (live episode),
+    or neither (the built-in ``agent`` plays ``task_id``/``seed``)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_grader_schema)
+
+    task_id: TaskId | None = Field(default=None, description="Task (default task1).")
+    seed: SeedInt | None = Field(default=None, description="Episode seed (default 0).")
+    actions: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=MAX_GRADER_ACTIONS,
+        description="Wire actions to replay from the start of the episode.",
+    )
+    episode_id: EpisodeIdStr | None = Field(default=None, description="A live episode's id.")
+    agent: BuiltinAgent | None = Field(
+        default=None,
+        description="Built-in agent to run when neither actions nor episode_id is given (default heuristic).",
+    )
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> GraderBody:
+        for a, b in _GRADER_EXCLUSIVE:
+            if getattr(self, a) is not None and getattr(self, b) is not None:
+                raise ValueError(
+                    f"give either {a} or {b}, not both: episode_id grades a live episode, "
+                    "actions are replayed on (task_id, seed), and agent plays (task_id, seed) "
+                    "when neither is given"
+                )
+        return self
+
+
+class BaselineBody(_Body):
+    """Body of ``POST /baseline`` (all optional)."""
+
+    agent: BaselineAgent = Field(default="heuristic", description="Agent to evaluate.")
+    seeds: list[SeedInt] = Field(
+        default_factory=lambda: [0, 1, 2],
+        min_length=1,
+        max_length=MAX_BASELINE_SEEDS,
+        description="Seeds to play on every task.",
+    )
+    tasks: list[TaskId] | None = Field(
+        default=None, min_length=1, max_length=5, description="Tasks (default: all five)."
+    )

@@ -1,0 +1,406 @@
+"""The grader's contract (MODEL.md section 5).
+
+No credit for inaction; ``null`` components only where nothing can be measured, their weight
+shared out in proportion; the score rounded to 4 decimals and clamped to [0.01, 0.99]; a
+per-patient breakdown; a running preview that ends at the final grade; the grade as a pure
+function of (task, seed, actions); and penalties that respond to waste.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from codered_env.agents import make_agent
+from codered_env.runner import run_episode
+from codered_env.sim import TASK_IDS, TASKS, CodeRedSim, grade_episode
+from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.params import (
+    MUTUAL_AID_PENALTY_UNNEEDED,
+    MUTUAL_AID_PENALTY_UNUSED,
+    PENALTY,
+    PRIORITY_WEIGHT,
+    RUBRIC_WEIGHTS,
+    SCORE_CEIL,
+    SCORE_FLOOR,
+)
+from codered_env.sim.rubric import grade, time_curve
+
+WAIT: dict[str, Any] = {"action_type": "maintain_plan"}
+NULLABLE = ("secondary_harm", "cascade_score")
+NO_CASCADES = ("task1", "task2", "task4")
+
+
+def act(action_type: str, **params: Any) -> dict[str, Any]:
+    return {"action_type": action_type, **params}
+
+
+def play(sim: CodeRedSim, actions: list[dict[str, Any]]) -> None:
+    for action in actions:
+        out = sim.step(action)
+        assert out.error is None, (action, out.error)
+
+
+def run_policy(task_id: str, seed: int, policy: Callable[[dict[str, Any]], Any]) -> tuple[CodeRedSim, list]:
+    """Play ``policy(observation)`` to the end; return the sim and the per-step rewards."""
+    sim = CodeRedSim(task_id, seed)
+    rewards = []
+    while not sim.done:
+        rewards.append(sim.step(policy(sim.observation())).reward)
+    return sim, rewards
+
+
+def heuristic_episode(task_id: str, seed: int = 0):
+    return run_episode(task_id, seed, make_agent("heuristic"))
+
+
+# ------------------------------------------------------------------------------ no credit for inaction
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_noop_scores_the_floor(task_id: str, seed: int) -> None:
+    sim, rewards = run_policy(task_id, seed, lambda obs: WAIT)
+    g = sim.grade()
+    assert g["final"] is True
+    assert g["score"] == SCORE_FLOOR
+    assert g["raw_score"] <= 0.0
+    for key, value in g["components"].items():
+        if value is None:
+            assert key in NULLABLE and task_id in NO_CASCADES
+        else:
+            assert value == 0.0, (key, value)
+    assert g["coverage"] == 0.0
+    # the running preview gives nothing either: only the final floor shows up in the rewards
+    assert all(r == 0.0 for r in rewards[:-1])
+    assert math.fsum(rewards) == pytest.approx(SCORE_FLOOR, abs=1e-9)
+
+
+def _queries_only(obs: dict[str, Any]) -> dict[str, Any]:
+    """Looks busy, does nothing: OR queries, blood typing, waiting."""
+    legal = obs["legal_actions"]
+    step = obs["step"]
+    if step % 3 == 0 and "query_blood_type" in legal:
+        return act("query_blood_type", patient_id=legal["query_blood_type"][0]["patient_id"][0])
+    if step % 3 == 1:
+        return act("query_or_status", hospital_id=("H1", "H2", "H3")[step % 3])
+    return WAIT
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_queries_and_waiting_earn_no_efficiency(task_id: str) -> None:
+    sim, _ = run_policy(task_id, 1, _queries_only)
+    g = sim.grade()
+    assert sim.step_count > 3
+    assert g["penalties"].get("invalid_action", 0) == 0
+    assert g["components"]["efficiency"] == 0.0
+    assert g["components"]["time_score"] == 0.0
+    assert g["score"] == SCORE_FLOOR
+
+
+def test_grader_is_not_constant() -> None:
+    """Failure mode of the earlier implementation: the same score whatever the agent did."""
+    for task_id in TASK_IDS:
+        noop = run_episode(task_id, 0, make_agent("noop")).score
+        rand = run_episode(task_id, 0, make_agent("random")).score
+        expert = heuristic_episode(task_id).score
+        assert noop == SCORE_FLOOR
+        assert expert > max(noop, rand) + 0.05, (task_id, noop, rand, expert)
+
+
+# ------------------------------------------------------------------------------ nulls and weights
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_null_components_and_redistributed_weights(task_id: str) -> None:
+    g = heuristic_episode(task_id).grade
+    comps, weights = g["components"], g["weights"]
+    assert set(comps) == set(RUBRIC_WEIGHTS) == set(weights)
+    if TASKS[task_id].cascades:
+        assert all(v is not None for v in comps.values())
+        assert weights == RUBRIC_WEIGHTS
+    else:
+        assert task_id in NO_CASCADES
+        assert [k for k, v in comps.items() if v is None] == list(NULLABLE)
+        assert all(weights[k] == 0.0 for k in NULLABLE)
+        applicable = sum(w for k, w in RUBRIC_WEIGHTS.items() if k not in NULLABLE)
+        for key, w in RUBRIC_WEIGHTS.items():
+            if key not in NULLABLE:
+                assert weights[key] == pytest.approx(w / applicable, abs=1e-4)
+                assert weights[key] > w  # the shared-out weight went somewhere
+    assert sum(weights.values()) == pytest.approx(1.0, abs=5e-4)
+    # the score is the weighted sum of the reported components minus the mutual-aid penalty
+    recomputed = sum(weights[k] * (comps[k] or 0.0) for k in weights) - g["mutual_aid_penalty"]
+    assert g["raw_score"] == pytest.approx(recomputed, abs=1e-3)
+    assert g["score"] == min(SCORE_CEIL, max(SCORE_FLOOR, g["raw_score"]))
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_nullness_depends_on_the_task_not_the_episode(task_id: str) -> None:
+    """A cascade task reports 0 (not null) for cascades when nothing was done about them."""
+    sim, _ = run_policy(task_id, 5, lambda obs: WAIT)
+    comps = sim.grade()["components"]
+    for key in NULLABLE:
+        assert (comps[key] is None) == (task_id in NO_CASCADES)
+
+
+# ------------------------------------------------------------------------------ clamping and rounding
+def test_score_is_clamped_at_the_ceiling() -> None:
+    """A flawless episode (instant, full-quality, fully prepared care) is reported as 0.99."""
+    sim = CodeRedSim("task1", 0)
+    p = sim.world.patients["P1"]
+    p.status, p.hospital = "treated", "H1"
+    p.treatment_start, p.treatment_end, p.treatment_quality = p.appeared_at, p.appeared_at + 60, 1.0
+    p.reserve_at_treatment, p.first_unit_at, p.first_hospital_arrival = 1.0, 0, 0
+    p.arrival_prep = {"or": 1.0, "specialist": 1.0}
+    g = grade(sim.world, final=True)
+    assert g["raw_score"] == 1.0
+    assert g["score"] == SCORE_CEIL
+    preview = grade(sim.world, final=False)
+    assert preview["score"] == SCORE_CEIL
+
+
+def test_score_is_clamped_at_the_floor() -> None:
+    """Doing nothing but call unneeded mutual aid gives a negative raw score, reported as 0.01."""
+    sim = CodeRedSim("task2", 0)
+    play(sim, [act("request_mutual_aid")])
+    while not sim.done:
+        sim.step(WAIT)
+    g = sim.grade()
+    assert g["mutual_aid_penalty"] == pytest.approx(MUTUAL_AID_PENALTY_UNNEEDED + MUTUAL_AID_PENALTY_UNUSED)
+    assert g["raw_score"] < 0.0
+    assert g["score"] == SCORE_FLOOR
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("agent", ["heuristic", "random"])
+def test_score_rounded_to_four_decimals(task_id: str, agent: str) -> None:
+    g = run_episode(task_id, 2, make_agent(agent, seed=1)).grade
+    assert SCORE_FLOOR <= g["score"] <= SCORE_CEIL
+    assert g["score"] == round(g["score"], 4)
+    assert g["raw_score"] == round(g["raw_score"], 4)
+    assert g["score"] == min(SCORE_CEIL, max(SCORE_FLOOR, g["raw_score"]))
+    for value in g["components"].values():
+        assert value is None or value == round(value, 4)
+
+
+def test_time_curve_shape() -> None:
+    target = 90
+    assert time_curve(0, target) == 1.0
+    assert time_curve(target, target) == pytest.approx(0.75)
+    assert time_curve(2 * target, target) == 0.0
+    assert time_curve(5 * target, target) == 0.0
+    values = [time_curve(d, target) for d in range(0, 3 * target)]
+    assert all(a >= b for a, b in itertools.pairwise(values))
+
+
+# ------------------------------------------------------------------------------ per-patient breakdown
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_per_patient_breakdown(task_id: str) -> None:
+    sim = CodeRedSim(task_id, 0)
+    agent = make_agent("heuristic")
+    agent.reset(task_id, 0)
+    while not sim.done:
+        sim.step(agent.act(sim.observation()))
+    g = sim.grade()
+    scored = [p for p in sim.world.patients.values() if CONDITIONS[p.condition].true_priority != "P4"]
+    records = {r["patient_id"]: r for r in g["patients"]}
+    assert len(records) == len(g["patients"])
+    assert set(records) == {p.patient_id for p in scored}
+    assert scored, "every task has patients to score"
+    for p in scored:
+        rec = records[p.patient_id]
+        assert rec["condition"] == p.condition
+        assert rec["status"] == p.status
+        assert rec["priority"] == CONDITIONS[p.condition].true_priority
+        assert 0.0 <= rec["time_score"] <= 1.0
+        assert (rec["delay_min"] is None) == (p.treatment_start is None)
+        if p.treatment_start is None:
+            assert rec["time_score"] == 0.0 and rec["vitals_at_treatment"] == 0.0
+    # the components are the aggregates of the breakdown
+    weights = {i: PRIORITY_WEIGHT[r["priority"]] for i, r in records.items()}
+    time_score = sum(weights[i] * r["time_score"] for i, r in records.items()) / sum(weights.values())
+    assert g["components"]["time_score"] == pytest.approx(time_score, abs=1e-3)
+    vitals = sum(r["vitals_at_treatment"] for r in records.values()) / len(records)
+    assert g["components"]["vitals_score_avg"] == pytest.approx(vitals, abs=1e-3)
+    preps = [r["prep"] for r in records.values() if r["prep"] is not None]
+    assert g["components"]["prep_ready"] == pytest.approx(sum(preps) / len(preps) if preps else 0.0, abs=1e-3)
+    reached = [r["first_unit_min"] is not None for r in records.values()]
+    assert g["coverage"] == pytest.approx(sum(reached) / len(reached), abs=1e-4)
+    assert any(r["time_score"] > 0 for r in records.values()), "the heuristic treats someone"
+
+
+# ------------------------------------------------------------------------------ preview and replay
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_preview_never_exceeds_ceiling_and_ends_at_the_final_grade(task_id: str) -> None:
+    previews: list[float] = []
+    finals: list[bool] = []
+
+    def hook(n: int, action: Any, reward: float, done: bool, error: str | None, sim: CodeRedSim) -> None:
+        previews.append(sim.score_preview)
+        finals.append(sim.grade()["final"])
+        assert sim.observation()["score_preview"] == sim.score_preview
+
+    result = run_episode(task_id, 0, make_agent("heuristic"), on_step=hook)
+    assert previews and all(0.0 <= s <= SCORE_CEIL for s in previews)
+    assert finals[-1] is True and not any(finals[:-1])
+    assert previews[-1] == result.score == result.grade["score"]
+    assert math.fsum(result.rewards) == pytest.approx(result.score, abs=1e-9)
+    assert max(previews) > 0.0
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("agent", ["heuristic", "random"])
+def test_grade_episode_equals_live_grade(task_id: str, agent: str) -> None:
+    result = run_episode(task_id, 4, make_agent(agent, seed=3))
+    saved = json.loads(json.dumps(result.actions))  # as stored in a trajectory file
+    assert grade_episode(task_id, 4, saved) == result.grade
+    # extra actions after the end are ignored
+    assert grade_episode(task_id, 4, [*saved, WAIT, {"action_type": "bogus"}]) == result.grade
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_grade_episode_of_a_truncated_list_equals_stopping_early(task_id: str) -> None:
+    early = run_episode(task_id, 0, make_agent("heuristic"), max_steps=6)
+    assert early.steps == 6
+    assert grade_episode(task_id, 0, early.actions) == early.grade
+    full = heuristic_episode(task_id)
+    assert full.grade != early.grade
+
+
+# ------------------------------------------------------------------------------ penalties respond
+def _heuristic_with_first_action(task_id: str, seed: int, first: Any) -> tuple[CodeRedSim, list[Any]]:
+    """Play ``first``, then let the heuristic agent finish the episode."""
+    sim = CodeRedSim(task_id, seed)
+    agent = make_agent("heuristic")
+    agent.reset(task_id, seed)
+    sim.step(first)
+    actions = []
+    while not sim.done:
+        action = agent.act(sim.observation())
+        actions.append(action)
+        sim.step(action)
+    return sim, actions
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_invalid_action_lowers_efficiency(task_id: str) -> None:
+    ref, ref_actions = _heuristic_with_first_action(task_id, 0, act("query_or_status", hospital_id="H1"))
+    bad, bad_actions = _heuristic_with_first_action(task_id, 0, act("query_or_status", hospital_id="H7"))
+    assert bad_actions == ref_actions  # same play after the refused action
+    g_ref, g_bad = ref.grade(), bad.grade()
+    assert g_bad["penalties"]["invalid_action"] == g_ref["penalties"].get("invalid_action", 0) + 1
+    eff_ref, eff_bad = g_ref["components"]["efficiency"], g_bad["components"]["efficiency"]
+    assert eff_ref > 0
+    assert eff_bad == pytest.approx(eff_ref - g_ref["coverage"] * PENALTY["invalid_action"], abs=2e-4)
+    assert g_bad["score"] < g_ref["score"]
+    assert {k: v for k, v in g_bad["components"].items() if k != "efficiency"} == {
+        k: v for k, v in g_ref["components"].items() if k != "efficiency"
+    }
+
+
+def _stemi_plan_then(extra: dict[str, Any]) -> tuple[CodeRedSim, dict[str, Any]]:
+    """task1: dispatch, destination H1, then ``extra``; returns the sim and the preview after it."""
+    seed = next(
+        s
+        for s in range(60)
+        if CodeRedSim("task1", s).world.hospitals["H2"].ors[0].state == "idle"
+        and CodeRedSim("task1", s).world.hospitals["H1"].or_by_id("OR1").state == "idle"
+    )
+    sim = CodeRedSim("task1", seed)
+    play(
+        sim,
+        [
+            act("dispatch_ambulance", ambulance_id="ALS1", patient_id="P1"),
+            act("assign_hospital", patient_id="P1", hospital_id="H1"),
+            act("prepare_or", hospital_id="H1", procedure="cath_lab"),
+            act("page_specialist", hospital_id="H1", specialty="cardiology"),
+            extra,
+        ],
+    )
+    return sim, sim.grade()
+
+
+def _finish(sim: CodeRedSim) -> dict[str, Any]:
+    while not sim.done:
+        sim.step(WAIT)
+    return sim.grade()
+
+
+WASTE = [
+    ("unused_or_prep", act("prepare_or", hospital_id="H2", procedure="general")),
+    ("wasted_page", act("page_specialist", hospital_id="H2", specialty="obstetrics")),
+    ("wasted_page", act("page_specialist", hospital_id="H1", specialty="neurology")),
+]
+
+
+@pytest.mark.parametrize(("key", "waste"), WASTE, ids=[f"{k}-{w['hospital_id']}" for k, w in WASTE])
+def test_waste_is_counted_once_the_episode_ends(key: str, waste: dict[str, Any]) -> None:
+    ref, _ = _stemi_plan_then(act("query_or_status", hospital_id="H2"))
+    sim, preview = _stemi_plan_then(waste)
+    assert key not in preview["penalties"], "not yet wasted while it may still be used"
+    g_ref, g = _finish(ref), _finish(sim)
+    assert g["final"] is True
+    assert g["penalties"].get(key) == 1
+    assert key not in g_ref["penalties"]
+    assert g_ref["components"]["time_score"] > 0  # the patient was treated in both
+    eff_ref, eff = g_ref["components"]["efficiency"], g["components"]["efficiency"]
+    assert eff == pytest.approx(eff_ref - g_ref["coverage"] * PENALTY[key], abs=2e-4)
+    assert g["score"] < g_ref["score"]
+
+
+def test_used_preparation_is_not_penalised() -> None:
+    """The same preparation, when the patient uses it, costs nothing."""
+    sim, _ = _stemi_plan_then(WAIT)
+    g = _finish(sim)
+    assert sim.world.patients["P1"].treatment_start is not None
+    assert "unused_or_prep" not in g["penalties"] and "wasted_page" not in g["penalties"]
+    assert g["components"]["prep_ready"] > 0.5
+
+
+def test_unneeded_blood_is_penalised() -> None:
+    sim, preview = _stemi_plan_then(
+        act("allocate_blood", patient_id="P1", hospital_id="H1", blood_type="O-", units=2)
+    )
+    assert preview["penalties"].get("unneeded_blood") == 1  # a STEMI never needs blood: counted at once
+    g = _finish(sim)
+    assert g["penalties"].get("unneeded_blood") == 1  # and not counted twice at the end
+
+
+def test_unused_blood_for_a_bleeding_patient_is_penalised_at_the_end() -> None:
+    """task3: blood reserved at a hospital the casualty never reaches is wasted (counted at the end)."""
+    sim = CodeRedSim("task3", 0)
+    bleeding = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
+    play(sim, [act("allocate_blood", patient_id=bleeding, hospital_id="H3", blood_type="O-", units=1)])
+    assert "unneeded_blood" not in sim.grade()["penalties"]
+    g = _finish(sim)
+    assert g["penalties"].get("unneeded_blood") == 1
+
+
+def test_mutual_aid_that_is_needed_and_used_costs_nothing() -> None:
+    sim = CodeRedSim("task3", 0)
+    waiting = sum(1 for p in sim.world.patients.values() if p.status == "awaiting_unit")
+    assert waiting >= len(sim.world.ambulances)  # more demand than own units
+    play(sim, [act("request_mutual_aid", patient_id="P1")])
+    g = _finish(sim)
+    assert sim.world.ambulances["MA1"].dispatches == 1
+    assert g["mutual_aid_penalty"] == 0.0
+
+
+def test_over_triage_is_penalised() -> None:
+    """An ALS unit sent to a low-acuity (P3/P4) caller costs efficiency."""
+    for seed in range(40):
+        sim = CodeRedSim("task4", seed)
+        for _ in range(15):
+            low = [
+                c.call_id
+                for c in sim.world.calls.values()
+                if c.status == "pending" and c.true_priority in ("P3", "P4")
+            ]
+            if low:
+                play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=low[0])])
+                assert sim.grade()["penalties"].get("over_triage") == 1
+                return
+            sim.step(WAIT)
+    raise AssertionError("no low-acuity call found")
