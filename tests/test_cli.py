@@ -30,8 +30,18 @@ def test_play_prints_the_run_log_contract() -> None:
 
 
 def test_eval_json_is_deterministic_and_complete(tmp_path) -> None:
-    args = ["eval", "--agents", "noop,heuristic", "--tasks", "task1,task4", "--seeds", "0-2", "--json",
-            "--db", str(tmp_path / "eval.db")]
+    args = [
+        "eval",
+        "--agents",
+        "noop,heuristic",
+        "--tasks",
+        "task1,task4",
+        "--seeds",
+        "0-2",
+        "--json",
+        "--db",
+        str(tmp_path / "eval.db"),
+    ]
     first = runner.invoke(app, args)
     second = runner.invoke(app, args)  # read back from the database
     fresh = runner.invoke(app, [*args[:-1], str(tmp_path / "other.db")])  # re-run from scratch

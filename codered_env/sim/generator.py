@@ -20,6 +20,7 @@ from .params import (
     BLOOD_TYPE_FREQUENCY,
     BLOOD_TYPES,
     CATH_LAB_PREP_RANGE,
+    ELECTIVE_CASE_PROBABILITY,
     NEWS_CYCLE_SURGE_CALLS,
     NEWS_CYCLE_SURGE_SPREAD_MIN,
     SPECIALIST_PAGE_DELAY_BY_TIER,
@@ -152,7 +153,7 @@ def _hospitals(rng: Random) -> dict[str, Hospital]:
     )
     for hospital in (h1, h2):
         for room in hospital.ors:
-            if rng.random() < 0.45:  # elective list already running
+            if rng.random() < ELECTIVE_CASE_PROBABILITY:
                 room.state, room.elective = "in_use", True
                 room.procedure = room.procedures[-1] if "general" in room.procedures else room.procedures[0]
                 room.until = rng.randint(10, 90)

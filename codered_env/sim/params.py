@@ -31,6 +31,8 @@ BLOOD_COURIER_DISPATCH_MIN = 10  # packing and hand-off before an inter-hospital
 ON_SCENE_JITTER_MIN = 2  # +/- uniform jitter on the condition's scene time (JEMSS: mean 12-15)
 MCI_EXTRA_SCENE_MIN = 5  # mass-casualty scenes take ~5 min longer (PubMed 33843570)
 NO_TRANSPORT_SCENE_MIN = 10  # treat-and-release on scene (anxiety / panic)
+FOUND_DEAD_SCENE_MIN = 5  # a crew that finds the patient dead clears the scene quickly [assumption]
+MIN_SCENE_MIN = 3  # floor on any jittered scene time [assumption]
 HANDOVER_MIN = 12  # median offload 11-16 min (NSW 2012; intjem)
 HANDOVER_JITTER_MIN = 3
 CROWDED_HANDOVER_FACTOR = 1.28  # transport intervals +28 % under crowding (Schull 2003)
@@ -43,10 +45,12 @@ ED_DETERIORATION_FACTOR = 0.6  # monitored in the emergency department [assumpti
 # --------------------------------------------------------------------------------------------
 CATH_LAB_PREP_RANGE = (20, 30)  # cath lab ready 20-30 min after activation (Bradley 2006; SCAI)
 OR_PREP_MIN_BY_TIER = {1: 15, 2: 30, 3: 30}  # OR staffed 15 min L-I/II, 30 min L-III (ACS COT)
+ELECTIVE_CASE_PROBABILITY = 0.45  # an OR starts the episode running an elective list [assumption]
 OR_HOLD_WINDOW_MIN = 40  # a prepared OR is held this long, then the set-up is wasted [assumption]
 # Paged specialist arrives 10-15 min (tier 1) .. 20-25 min (tier 3): inside the ACS COT 15-min
 # (level I/II) and 30-min (level III) surgeon response mandates.
 SPECIALIST_PAGE_DELAY_BY_TIER = {1: (10, 15), 2: (15, 20), 3: (20, 25)}
+SPECIALIST_STAY_AFTER_CASE_MIN = 15  # a specialist stays at least this long after a case [assumption]
 SPECIALIST_WINDOW_MIN = 90  # a paged specialist stays this long without a patient [assumption]
 PROCEDURE_DURATION_MIN = {  # table time, after which the room is free again [assumption]
     "cath_lab": 60,
@@ -103,7 +107,8 @@ INCIDENT_ESCALATION_MIN = 15  # an unattended incident produces one more casualt
 CALLBACK_DELAY_BY_PRIORITY = {"P1": 12, "P2": 20, "P3": 40}  # under-triaged callers ring back
 
 # --------------------------------------------------------------------------------------------
-# Grading (rubric.py) -- weights are part of the public contract (MODEL.md section 5)
+# Grading (rubric.py) -- weights are part of the public contract (product brief section 5;
+# documented in docs/MODEL.md section 8)
 # --------------------------------------------------------------------------------------------
 RUBRIC_WEIGHTS = {
     "time_score": 0.32,

@@ -1,4 +1,5 @@
-"""The grading rubric (MODEL.md section 5): a pure function of the episode's world state.
+"""The grading rubric (product brief section 5, docs/MODEL.md section 8): a pure function of
+the episode's world state.
 
 ::
 
@@ -181,7 +182,7 @@ def _triage_accuracy(given: str | None, truth: str) -> float:
     return 1.0 if gap == 0 else 0.5 if gap == 1 else 0.0
 
 
-def _cascade(world: World, scored: list[Patient]) -> float:
+def _cascade(world: World, scored: list[Patient], final: bool) -> float:
     secondary = [p for p in scored if p.secondary]
     subs = [_mean([_secondary_response(p) for p in secondary])]
     delivered = sum(1 for p in scored if p.first_hospital_arrival is not None)
@@ -190,6 +191,8 @@ def _cascade(world: World, scored: list[Patient]) -> float:
     subs.append(share * max(0.0, 1.0 - 0.5 * events))
     if world.task.phase == 2:
         received = [c for c in world.calls.values() if c.callback_of is None]
+        if not final:  # the preview judges only triage the crews have already checked
+            received = [c for c in received if world.patients[c.patient_id].visible]
         accuracy = _mean([_triage_accuracy(c.priority, c.true_priority) for c in received])
         subs.append(accuracy * (0.5 if world.news_cycle_at is not None else 1.0))
     return _mean(subs)
@@ -235,7 +238,7 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
     }
     if world.task.cascades:
         components["secondary_harm"] = _mean([_secondary_gain(p) for p in scored if p.secondary])
-        components["cascade_score"] = _cascade(world, scored)
+        components["cascade_score"] = _cascade(world, scored, final)
     norm = sum(w for k, w in RUBRIC_WEIGHTS.items() if components[k] is not None)
     effective = {k: (w / norm if components[k] is not None else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
     ma_penalty = _mutual_aid_penalty(world, final)

@@ -33,12 +33,14 @@ from .params import (
     CROWDING_DIVERSION_MIN,
     CROWDING_HAZARD,
     ED_DETERIORATION_FACTOR,
+    FOUND_DEAD_SCENE_MIN,
     HANDOVER_JITTER_MIN,
     HANDOVER_MIN,
     HOSPITAL_TYPING_MIN,
     INCIDENT_ESCALATION_MIN,
     LIGHTS_AND_SIRENS_FACTOR,
     MCI_EXTRA_SCENE_MIN,
+    MIN_SCENE_MIN,
     NEWS_CYCLE_DEATH_PROBABILITY,
     NEWS_CYCLE_P1_WAIT_MIN,
     NO_BLOOD_QUALITY,
@@ -49,6 +51,7 @@ from .params import (
     ON_SCENE_JITTER_MIN,
     OR_HOLD_WINDOW_MIN,
     OR_PREP_MIN_BY_TIER,
+    SPECIALIST_STAY_AFTER_CASE_MIN,
     SPECIALIST_WINDOW_MIN,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
@@ -482,7 +485,7 @@ class World:
             self.calls[p.call_id].status = "on_scene"
         if p.status == "deceased":
             p.visible = True
-            amb.busy_until = self.clock + 5
+            amb.busy_until = self.clock + FOUND_DEAD_SCENE_MIN
             self.event(f"{amb.ambulance_id} on scene: {p.patient_id} found dead")
             return
         p.status = "on_scene"
@@ -495,7 +498,7 @@ class World:
         scene = (cond.scene_min if cond.transport else NO_TRANSPORT_SCENE_MIN) + jitter
         if p.patient_id in self.mci:
             scene += MCI_EXTRA_SCENE_MIN
-        amb.busy_until = self.clock + max(3, scene)
+        amb.busy_until = self.clock + max(MIN_SCENE_MIN, scene)
         where = f" (call {p.call_id})" if p.call_id else ""
         self.event(
             f"{amb.ambulance_id} on scene{where}: {p.patient_id} is {cond.label} [{cond.true_priority}]"
@@ -563,6 +566,7 @@ class World:
     def admit(self, p: Patient, h: Hospital) -> None:
         p.status, p.hospital, p.node = "at_hospital", h.hospital_id, h.node
         p.wait_started = self.clock
+        p.blood_at_hand, p.auto_blood_at, p.or_ref = False, None, None
         h.ed_patients.append(p.patient_id)
         care = self.care_for(p, h)
         if p.first_hospital_arrival is None:
@@ -633,10 +637,11 @@ class World:
         return options[0].hospital_id
 
     def _hospital_blood(self, p: Patient, h: Hospital) -> None:
+        """Blood reserved by the agent, else the hospital's own supply: type-specific for a typed
+        patient, else emergency O-neg, else typing then type-specific."""
         if self.allocated_units(p.patient_id, h.hospital_id) > 0:
             p.blood_at_hand = True
             return
-        """The hospital's own supply: type-specific for a typed patient, else emergency O-neg."""
         units = BLOOD_UNITS_PER_CASE
         donors = sorted(COMPATIBLE_DONORS[p.blood_type], key=lambda t: (t == "O-", t != p.blood_type))
         type_specific = [t for t in donors if t != "O-"]
@@ -792,7 +797,7 @@ class World:
         if care and care.specialist:
             spec = h.specialists[care.specialist]
             if spec.state == "present":
-                spec.until = max(spec.until, self.clock + 15)
+                spec.until = max(spec.until, self.clock + SPECIALIST_STAY_AFTER_CASE_MIN)
         if CONDITIONS[p.condition].true_priority == "P1":
             if h.icu_used < h.icu_beds:
                 h.icu_used += 1
@@ -870,7 +875,7 @@ class World:
                     and call.true_priority == "P1"
                     and t - call.received_at >= NEWS_CYCLE_P1_WAIT_MIN
                 ):
-                    self._news_cycle(f"a P1 caller ({call.call_id}) waited {t - call.received_at} min")
+                    self._news_cycle(f"caller {call.call_id} waited {t - call.received_at} min for a unit")
                     break
 
     def _maybe_escalate_incident(self, t: int) -> None:

@@ -1,0 +1,354 @@
+"""WebSocket step latency and throughput of the CodeRedEnv server vs a trivial OpenEnv env.
+
+Both servers run as uvicorn subprocesses on 127.0.0.1 (same uvicorn settings, same OpenEnv
+``create_app`` session machinery, ``MAX_CONCURRENT_ENVS=64``). For each concurrency level
+N (1, 8, 32, 64 by default) the benchmark opens N raw WebSocket sessions from one asyncio
+client process, resets each, and then has every session step as fast as it can; an episode
+that ends is reset (resets are timed separately and not counted as steps). It reports the
+p50/p99 round-trip latency of a step and the aggregate steps per second.
+
+CodeRedEnv sessions cycle through task1..task5 and send ``maintain_plan`` (the action that
+advances the clock to the next event, i.e. the costliest simulation step); the trivial
+environment increments a counter.
+
+Usage::
+
+    uv run python bench/bench_ws.py                      # print a markdown report
+    uv run python bench/bench_ws.py --write docs/PERFORMANCE_SERVER.md
+    uv run python bench/bench_ws.py --levels 1 8 --total-steps 400   # quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ("task1", "task2", "task3", "task4", "task5")
+WARMUP_STEPS = 5
+
+
+@dataclass
+class Target:
+    name: str
+    command: list[str]
+    reset_data: Callable[[int], dict[str, Any]]
+    action: dict[str, Any]
+
+
+@dataclass
+class LevelResult:
+    target: str
+    sessions: int
+    steps: int
+    wall_s: float
+    step_ms: list[float] = field(repr=False)
+    reset_ms: list[float] = field(repr=False)
+    errors: int = 0
+    ready: int = 0
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.wall_s if self.wall_s > 0 else 0.0
+
+    def pct(self, q: float, data: list[float] | None = None) -> float:
+        values = sorted(self.step_ms if data is None else data)
+        if not values:
+            return float("nan")
+        index = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
+        return values[index]
+
+
+def targets() -> list[Target]:
+    py = sys.executable
+    return [
+        Target(
+            "trivial",
+            [py, str(ROOT / "bench" / "trivial_env.py")],
+            lambda i: {"seed": i, "episode_id": f"bench-{i}"},
+            {"increment": 1},
+        ),
+        Target(
+            "codered",
+            [py, "-m", "codered_env.server.app", "--log-level", "warning"],
+            lambda i: {"seed": i, "episode_id": f"bench-{i}", "task_id": TASKS[i % len(TASKS)]},
+            {"action_type": "maintain_plan"},
+        ),
+    ]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(target: Target) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    env = {**os.environ, "MAX_CONCURRENT_ENVS": "64", "PYTHONUNBUFFERED": "1"}
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [*target.command, "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        return proc, port
+            except OSError:
+                time.sleep(0.1)
+        proc.kill()
+        proc.wait()
+        log.seek(0)
+        tail = log.read().decode(errors="replace")[-4000:]
+    raise RuntimeError(f"{target.name} server failed to start:\n{tail}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def _session(
+    url: str, target: Target, index: int, steps: int, result: LevelResult, start_gate: asyncio.Event
+) -> None:
+    async with connect(url, max_size=1 << 22, compression=None) as ws:
+
+        async def call(message: dict[str, Any]) -> dict[str, Any]:
+            await ws.send(json.dumps(message))
+            reply: dict[str, Any] = json.loads(await ws.recv())
+            if reply.get("type") == "error":
+                result.errors += 1
+            return reply
+
+        async def reset() -> None:
+            began = time.perf_counter()
+            await call({"type": "reset", "data": target.reset_data(index)})
+            result.reset_ms.append((time.perf_counter() - began) * 1000)
+
+        await reset()
+        for _ in range(WARMUP_STEPS):
+            reply = await call({"type": "step", "data": target.action})
+            if reply.get("data", {}).get("done"):
+                await reset()
+        result.ready += 1
+        await start_gate.wait()
+        for _ in range(steps):
+            began = time.perf_counter()
+            reply = await call({"type": "step", "data": target.action})
+            result.step_ms.append((time.perf_counter() - began) * 1000)
+            result.steps += 1
+            if reply.get("data", {}).get("done"):
+                await reset()
+
+
+async def run_level(port: int, target: Target, sessions: int, total_steps: int) -> LevelResult:
+    url = f"ws://127.0.0.1:{port}/ws"
+    steps = max(20, total_steps // sessions)
+    result = LevelResult(target.name, sessions, 0, 0.0, [], [])
+    gate = asyncio.Event()
+    tasks = [asyncio.create_task(_session(url, target, i, steps, result, gate)) for i in range(sessions)]
+    while result.ready < sessions and not any(t.done() for t in tasks):
+        await asyncio.sleep(0.01)  # every session connected, reset and warmed up
+    began = time.perf_counter()
+    gate.set()
+    await asyncio.gather(*tasks)
+    result.wall_s = time.perf_counter() - began
+    return result
+
+
+def step_breakdown(episodes: int = 3) -> list[tuple[str, dict[str, float]]]:
+    """In-process cost (microseconds per step) of each stage of a CodeRedEnv WebSocket step."""
+    from openenv.core.env_server.serialization import serialize_observation
+
+    from codered_env.models import CodeRedObservation, WireObservation
+    from codered_env.sim import CodeRedSim, render_text
+
+    rows = []
+    for task_id in TASKS:
+        costs = {
+            "sim.step": 0.0,
+            "observation()": 0.0,
+            "render_text": 0.0,
+            "wire obs + serialize": 0.0,
+            "validated obs + serialize": 0.0,
+        }
+        steps = 0
+        for seed in range(episodes):
+            sim = CodeRedSim(task_id, seed)
+            while not sim.done:
+                t0 = time.perf_counter()
+                sim.step({"action_type": "maintain_plan"})
+                t1 = time.perf_counter()
+                data = sim.observation()
+                t2 = time.perf_counter()
+                text = render_text(data)
+                t3 = time.perf_counter()
+                serialize_observation(WireObservation.from_sim(data, text, 0.0))
+                t4 = time.perf_counter()
+                serialize_observation(CodeRedObservation.from_sim(data, text, 0.0))
+                t5 = time.perf_counter()
+                for key, dt in zip(costs, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
+                    costs[key] += dt
+                steps += 1
+        rows.append((task_id, {k: v / steps * 1e6 for k, v in costs.items()}))
+    return rows
+
+
+def breakdown_markdown(rows: list[tuple[str, dict[str, float]]]) -> list[str]:
+    keys = list(rows[0][1])
+    lines = [
+        "",
+        "In-process cost of one `maintain_plan` step by stage (microseconds, mean over 3 "
+        "episodes per task). The WebSocket path pays the first four; the stateful HTTP routes "
+        "pay the validated form instead of the wire form.",
+        "",
+        "| task | " + " | ".join(keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
+    for task_id, costs in rows:
+        lines.append(f"| {task_id} | " + " | ".join(f"{costs[k]:.0f}" for k in keys) + " |")
+    return lines
+
+
+def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
+    by_key = {(r.target, r.sessions): r for r in results}
+    lines = [
+        "# WebSocket server performance (CodeRedEnv vs a trivial OpenEnv environment)",
+        "",
+        "Generated by `uv run python bench/bench_ws.py"
+        + (f" --total-steps {args.total_steps}" if args.total_steps != 3000 else "")
+        + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
+        + "`.",
+        f"Machine: {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPU cores, {platform.system()} {platform.machine()}; the client "
+        "(one asyncio process) and the server share these cores, loopback only.",
+        "Each level opens N WebSocket sessions and steps them concurrently; latency is the "
+        "client-side round trip of one `step` frame. CodeRedEnv sends `maintain_plan` "
+        "(advance to the next event) over task1..task5; resets are excluded from step "
+        "latency and reported separately. Each level runs 3 interleaved rounds per env "
+        "(trivial, codered, trivial, ...) and pools them, so background load hits both alike.",
+        "",
+        "| sessions | env | steps | p50 step ms | p99 step ms | steps/s | p50 reset ms | errors |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.sessions} | {r.target} | {r.steps} | {r.pct(50):.2f} | {r.pct(99):.2f} | "
+            f"{r.steps_per_s:.0f} | {r.pct(50, r.reset_ms):.2f} | {r.errors} |"
+        )
+    lines += ["", "| sessions | p50 ratio codered/trivial | throughput ratio |", "|---:|---:|---:|"]
+    for n in args.levels:
+        cr, tr = by_key.get(("codered", n)), by_key.get(("trivial", n))
+        if cr and tr:
+            lines.append(f"| {n} | {cr.pct(50) / tr.pct(50):.2f}x | {cr.steps_per_s / tr.steps_per_s:.2f}x |")
+    lines += ["", "Target: CodeRedEnv p50 step latency <= 1.5x the trivial environment's."]
+    lines += breakdown_markdown(step_breakdown())
+    return "\n".join([*lines, ""])
+
+
+def merge(parts: list[LevelResult]) -> LevelResult:
+    """Pool interleaved rounds of one (env, level): all latencies, summed steps and time."""
+    return LevelResult(
+        parts[0].target,
+        parts[0].sessions,
+        sum(p.steps for p in parts),
+        sum(p.wall_s for p in parts),
+        [x for p in parts for x in p.step_ms],
+        [x for p in parts for x in p.reset_ms],
+        sum(p.errors for p in parts),
+    )
+
+
+ANALYSIS_MARKER = "<!-- analysis: kept when bench_ws.py rewrites the results above -->"
+
+
+def write_report(path: Path, report: str) -> None:
+    """Replace the generated results, keeping any hand-written analysis below the marker."""
+    kept = ""
+    if path.exists() and ANALYSIS_MARKER in (text := path.read_text()):
+        kept = text[text.index(ANALYSIS_MARKER) :]
+    path.write_text(report + ("\n" + kept if kept else ""))
+
+
+async def main_async(args: argparse.Namespace) -> list[LevelResult]:
+    servers = {t.name: (t, *start(t)) for t in targets()}
+    results: list[LevelResult] = []
+    per_round = max(1, args.total_steps // args.rounds)
+    try:
+        for n in args.levels:
+            rounds: dict[str, list[LevelResult]] = {"trivial": [], "codered": []}
+            for _ in range(args.rounds):  # interleaved, so load drift hits both alike
+                for name, parts in rounds.items():
+                    target, _, port = servers[name]
+                    parts.append(await run_level(port, target, n, per_round))
+            for parts in rounds.values():
+                res = merge(parts)
+                print(
+                    f"{res.target:8s} N={n:3d} p50={res.pct(50):7.2f}ms "
+                    f"p99={res.pct(99):7.2f}ms {res.steps_per_s:8.0f} steps/s "
+                    f"errors={res.errors}",
+                    file=sys.stderr,
+                )
+                results.append(res)
+    finally:
+        for _, proc, _ in servers.values():
+            stop(proc)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--total-steps", type=int, default=3000, help="steps per level and env")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per level")
+    parser.add_argument("--write", type=Path, help="also write the markdown report here")
+    parser.add_argument("--json", type=Path, help="write raw summary numbers as JSON")
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    report = markdown(results, args)
+    print(report)
+    if args.write:
+        write_report(args.write, report)
+    if args.json:
+        summary = [
+            {
+                "env": r.target,
+                "sessions": r.sessions,
+                "steps": r.steps,
+                "p50_ms": r.pct(50),
+                "p99_ms": r.pct(99),
+                "steps_per_s": r.steps_per_s,
+                "errors": r.errors,
+            }
+            for r in results
+        ]
+        args.json.write_text(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
