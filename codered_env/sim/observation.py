@@ -308,22 +308,29 @@ def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
             legal[name] = options
 
 
+_NOT_BEFORE_TREATMENT = frozenset({"in_treatment", "treated", "released", "deceased"})
+
+
 def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
-    allocate = []
+    by_donors: dict[tuple[str, ...], list[str]] = {}
     query = []
     for p in visible:
-        if p.status in ("in_treatment", "treated", "released", "deceased"):
+        if p.status in _NOT_BEFORE_TREATMENT:
             continue
         if not p.blood_type_known and p.blood_type_ready_at is None:
             query.append(p.patient_id)
         donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else ("O-",)
+        by_donors.setdefault(donors, []).append(p.patient_id)
+    allocate = []
+    for donors, patient_ids in by_donors.items():  # patients who can take the same types share an option
         for h in world.hospitals.values():
-            types = [t for t in donors if h.blood.get(t, 0) > 0]
+            stock = h.blood
+            types = [t for t in donors if stock.get(t, 0) > 0]
             if types:
-                most = min(MAX_UNITS, min(h.blood[t] for t in types))
+                most = min(MAX_UNITS, *(stock[t] for t in types))
                 allocate.append(
                     {
-                        "patient_id": [p.patient_id],
+                        "patient_id": patient_ids,
                         "hospital_id": [h.hospital_id],
                         "blood_type": types,
                         "units": list(range(1, most + 1)),
@@ -338,16 +345,20 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
         types = [t for t, n in src.blood.items() if n > 0]
         if not types:
             continue
-        most = min(MAX_UNITS, min(src.blood[t] for t in types))
-        for dst in world.hospitals.values():
-            if dst is not src and world.net.minutes(src.node, dst.node) != float("inf"):
-                transfer.append(
-                    {
-                        "from_hospital_id": [src.hospital_id],
-                        "to_hospital_id": [dst.hospital_id],
-                        "blood_type": types,
-                        "units": list(range(1, most + 1)),
-                    }
-                )
+        units = list(range(1, min(MAX_UNITS, *(src.blood[t] for t in types)) + 1))
+        targets = [
+            d.hospital_id
+            for d in world.hospitals.values()
+            if d is not src and world.net.minutes(src.node, d.node) != float("inf")
+        ]
+        if targets:
+            transfer.append(
+                {
+                    "from_hospital_id": [src.hospital_id],
+                    "to_hospital_id": targets,
+                    "blood_type": types,
+                    "units": units,
+                }
+            )
     if transfer:
         legal["transfer_blood"] = transfer
