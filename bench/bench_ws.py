@@ -14,7 +14,7 @@ environment increments a counter.
 Usage::
 
     uv run python bench/bench_ws.py                      # print a markdown report
-    uv run python bench/bench_ws.py --write docs/PERFORMANCE_SERVER.md
+    uv run python bench/bench_ws.py --write /tmp/ws.md   # then paste into docs/PERFORMANCE.md
     uv run python bench/bench_ws.py --levels 1 8 --total-steps 400   # quick run
 """
 

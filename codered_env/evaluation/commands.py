@@ -1,11 +1,5 @@
-"""Typer commands for stored evaluation: ``eval`` (with ``--db``), ``report`` and ``replay``.
-
-They run standalone as ``python -m codered_env.evaluation eval|report|replay ...`` and are meant
-to be mounted on the ``codered`` CLI::
-
-    from codered_env.evaluation.commands import report_command, replay_command
-    app.command("report")(report_command)
-    app.command("replay")(replay_command)
+"""Typer commands ``report`` and ``replay`` for stored evaluation, mounted on the ``codered`` CLI
+(``codered eval --db`` itself lives in cli.py).
 
 stdout carries only machine-readable output (JSON, the markdown table); progress and
 diagnostics go to stderr.  Bad input gives a one-line error and exit code 1 or 2, never a
@@ -24,77 +18,10 @@ import typer
 from codered_env.evaluation.store import DEFAULT_DB, StoreError
 from codered_env.evaluation.trajectory import TrajectoryError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="CodeRedEnv stored evaluation: eval, report, replay.")
-
 
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code=1)
-
-
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _seeds(text: str) -> list[int]:
-    seeds: set[int] = set()
-    for part in _split(text):
-        low, sep, high = part.partition("-")
-        if not low.isdigit() or (sep and not high.isdigit()):
-            raise typer.BadParameter(f"bad seed range {part!r}: use e.g. 0-19 or 0,3,7")
-        start, end = int(low), int(high) if sep else int(low)
-        if end < start or end - start > 10_000:
-            raise typer.BadParameter(f"bad seed range {part!r}")
-        seeds.update(range(start, end + 1))
-    if not seeds:
-        raise typer.BadParameter("no seeds given")
-    return sorted(seeds)
-
-
-def _tasks(text: str) -> list[str]:
-    from codered_env.sim import TASK_IDS
-
-    tasks = list(TASK_IDS) if text.strip() == "all" else _split(text)
-    unknown = [t for t in tasks if t not in TASK_IDS]
-    if unknown or not tasks:
-        raise typer.BadParameter(f"unknown task(s) {unknown}; valid: all, {', '.join(TASK_IDS)}")
-    return tasks
-
-
-def _agents(text: str) -> list[str]:
-    valid = ("noop", "random", "heuristic", "llm")
-    agents = _split(text)
-    unknown = [a for a in agents if a not in valid]
-    if unknown or not agents:
-        raise typer.BadParameter(f"unknown agent(s) {unknown}; valid: {', '.join(valid)}")
-    return agents
-
-
-def eval_command(
-    agents: Annotated[str, typer.Option(help="comma-separated: noop,random,heuristic,llm")] = (
-        "noop,random,heuristic"),
-    tasks: Annotated[str, typer.Option(help="'all' or comma-separated task ids")] = "all",
-    seeds: Annotated[str, typer.Option(help="e.g. 0-19 or 0,3,7")] = "0-9",
-    db: Annotated[Path, typer.Option(help="SQLite file (created if missing)")] = Path(DEFAULT_DB),
-    as_json: Annotated[bool, typer.Option("--json", help="JSON summary on stdout")] = False,
-) -> None:
-    """Evaluate agents on tasks x seeds, storing every episode; stored ones are skipped."""
-    from codered_env.agents.llm import LLMConfig
-    from codered_env.evaluation.evaluate import run_evaluation
-
-    agent_names, task_ids, seed_list = _agents(agents), _tasks(tasks), _seeds(seeds)
-    config = LLMConfig.from_env()
-    if "llm" in agent_names and config is None:
-        raise _fail("agent 'llm' needs an API key: set HF_TOKEN, API_KEY or OPENAI_API_KEY")
-    try:
-        summary = run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config)
-    except StoreError as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(f"stored {summary.ran}, skipped {summary.skipped}, invalid {summary.invalid}, "
-               f"failed {summary.failed} -> {db}", err=True)
-    if as_json:
-        typer.echo(json.dumps(summary.as_dict()))
 
 
 def report_command(
@@ -137,8 +64,3 @@ def replay_command(
         typer.echo(f"warning: recorded score {result.recorded_score} differs from the re-graded "
                    f"{result.score:.4f}", err=True)
         raise typer.Exit(code=3)
-
-
-app.command("eval")(eval_command)
-app.command("report")(report_command)
-app.command("replay")(replay_command)

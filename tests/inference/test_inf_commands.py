@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codered_env.evaluation.commands import app
+from codered_env.cli import app
 from codered_env.evaluation.trajectory import StepRecord, Trajectory
 
 runner = CliRunner()
@@ -25,10 +25,9 @@ def test_eval_then_report(tmp_path: Path) -> None:
     args = ["eval", "--agents", "noop,heuristic", "--tasks", "task1", "--seeds", "0-2", "--db", db]
     first = runner.invoke(app, [*args, "--json"])
     assert first.exit_code == 0, first.output
-    summary = json.loads(first.stdout)
-    assert (summary["ran"], summary["skipped"]) == (6, 0)
+    assert len(json.loads(first.stdout)) == 6 and "stored 6, reused 0" in first.stderr
     second = runner.invoke(app, [*args, "--json"])
-    assert json.loads(second.stdout)["skipped"] == 6
+    assert second.stdout == first.stdout and "stored 0, reused 6" in second.stderr
     out = tmp_path / "rep"
     report = runner.invoke(app, ["report", "--db", db, "--out", str(out)])
     assert report.exit_code == 0, report.output
@@ -45,7 +44,7 @@ def test_eval_then_report(tmp_path: Path) -> None:
 def test_eval_llm_without_key_and_bad_input(tmp_path: Path) -> None:
     db = str(tmp_path / "e.db")
     result = runner.invoke(app, ["eval", "--agents", "llm", "--tasks", "task1", "--db", db])
-    assert result.exit_code == 1 and "API key" in result.output
+    assert result.exit_code != 0 and "API key" in result.output
     assert runner.invoke(app, ["eval", "--agents", "wizard", "--db", db]).exit_code == 2
     assert runner.invoke(app, ["eval", "--seeds", "9-2", "--db", db]).exit_code == 2
     assert runner.invoke(app, ["eval", "--tasks", "task9", "--db", db]).exit_code == 2
