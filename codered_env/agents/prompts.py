@@ -80,6 +80,25 @@ _TEXT_FORMAT = (
 )
 
 
+def care_table() -> str:
+    """Where each condition gets definitive care, from the simulation's own condition table."""
+    from codered_env.sim.conditions import CONDITIONS
+
+    lines = ["Definitive care (tier: treatment [procedure / specialist needed]):"]
+    for cond in CONDITIONS.values():
+        if not cond.care_by_tier:
+            lines.append(f"- {cond.label} ({cond.true_priority}): no transport needed")
+            continue
+        options = []
+        for tier, care in sorted(cond.care_by_tier.items()):
+            needs = "/".join(x for x in (care.procedure, care.specialist) if x) or "nothing to prepare"
+            options.append(f"T{tier} {care.label} [{needs}]")
+        blood = ", needs blood" if cond.needs_blood else ""
+        lines.append(f"- {cond.label} ({cond.true_priority}, target {cond.target_min} min{blood}): "
+                     + "; ".join(options))
+    return "\n".join(lines)
+
+
 def action_catalogue(action_types: Sequence[str]) -> str:
     """Render the list of actions, one per line, in the given order."""
     lines = [f"- {name} {ACTION_HELP.get(name, '')}".rstrip() for name in action_types]
@@ -95,11 +114,14 @@ def build_system_prompt(action_types: Sequence[str], *, use_tools: bool) -> str:
         "108/112 calls, choose destination hospitals, ready ORs and specialists before patients "
         "arrive, manage blood and call for mutual aid, while roads close and hospitals divert. "
         "Every observation lists the clock, what happened, and the currently legal actions; an "
-        "invalid action changes nothing, costs a minute and lowers efficiency."
+        "invalid action changes nothing, costs a minute and lowers efficiency. In call-queue tasks "
+        "you see only what each caller says until a crew is on scene: triage from the report "
+        "(P1 life threat, P2 urgent, P3 non-urgent, P4 advice only, no ambulance) and send ALS to "
+        "the sickest callers."
     )
     answer = _TOOLS_FORMAT if use_tools else _TEXT_FORMAT
     return "\n\n".join(
-        [role, "Actions:\n" + action_catalogue(action_types), _RUBRIC, _CLOCK, answer]
+        [role, "Actions:\n" + action_catalogue(action_types), care_table(), _RUBRIC, _CLOCK, answer]
     )
 
 
