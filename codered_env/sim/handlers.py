@@ -12,7 +12,13 @@ from typing import Any
 
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
-from .params import BLOOD_COURIER_DISPATCH_MIN, MUTUAL_AID_DELAY_RANGE, OR_PREP_MIN_BY_TIER
+from .params import (
+    BLOOD_COURIER_DISPATCH_MIN,
+    MUTUAL_AID_DELAY_RANGE,
+    O_NEG_RELEASE_MIN,
+    OR_PREP_MIN_BY_TIER,
+    TYPE_SPECIFIC_MIN,
+)
 from .types import (
     Ambulance,
     BloodAllocation,
@@ -254,14 +260,19 @@ def allocate_blood(world: World, a: Any) -> str | None:
     stock = h.blood.get(a.blood_type, 0)
     if stock < a.units:
         return f"{h.hospital_id} has {stock} unit(s) of {a.blood_type}; asked for {a.units}"
+    issue = O_NEG_RELEASE_MIN if a.blood_type == "O-" else TYPE_SPECIFIC_MIN
+    ready_at = world.clock + issue
     world.allocations.append(
-        BloodAllocation(p.patient_id, h.hospital_id, a.blood_type, a.units, world.clock, by_agent=True)
+        BloodAllocation(
+            p.patient_id, h.hospital_id, a.blood_type, a.units, world.clock, ready_at=ready_at, by_agent=True
+        )
     )
     h.blood[a.blood_type] -= a.units
     if not CONDITIONS[p.condition].needs_blood:
         world.count("unneeded_blood")
     if p.status == "at_hospital" and p.hospital == h.hospital_id:
-        p.blood_at_hand = True
+        current = p.blood_ready_at if p.blood_ready_at is not None else ready_at
+        p.blood_ready_at = min(current, ready_at)
     return None
 
 

@@ -49,9 +49,7 @@ def _waiting_for(world: World, p: Patient) -> list[str]:
             needs.append("or")
     if care.specialist and h.specialists[care.specialist].state != "present":
         needs.append(care.specialist)
-    if CONDITIONS[p.condition].needs_blood and not (
-        p.blood_at_hand or (p.auto_blood_at is not None and p.auto_blood_at <= world.clock)
-    ):
+    if CONDITIONS[p.condition].needs_blood and not p.has_blood(world.clock):
         needs.append("blood")
     return needs
 

@@ -52,8 +52,7 @@ class Patient:
     first_hospital_arrival: int | None = None
     arrival_prep: dict[str, float] | None = None  # prep credit measured at first arrival
     wait_started: int | None = None
-    auto_blood_at: int | None = None  # time the hospital's own blood is at hand
-    blood_at_hand: bool = False
+    blood_ready_at: int | None = None  # when blood is at hand at the current hospital
     transfer_arrives_at: int | None = None
     transfer_to: str | None = None
     treatment_start: int | None = None
@@ -63,6 +62,9 @@ class Patient:
     or_ref: tuple[str, str] | None = None
     died_at: int | None = None
     transfused_units: int = 0
+
+    def has_blood(self, now: int) -> bool:
+        return self.blood_ready_at is not None and self.blood_ready_at <= now
 
 
 @dataclass(slots=True)
@@ -196,6 +198,7 @@ class BloodAllocation:
     blood_type: str
     units: int
     made_at: int
+    ready_at: int = 0  # issued and at hand from this minute
     by_agent: bool = False
     used: bool = False
 

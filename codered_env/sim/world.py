@@ -393,13 +393,6 @@ class World:
                 f"BLOOD {tr.units}u {tr.blood_type} arrived at {tr.to_hospital} from {tr.from_hospital}"
             )
 
-    def allocated_units(self, patient_id: str, hospital_id: str) -> int:
-        return sum(
-            a.units
-            for a in self.allocations
-            if a.patient_id == patient_id and a.hospital_id == hospital_id and not a.used
-        )
-
     def blood_in_circulation(self) -> dict[str, int]:
         """stock + reserved + in transit + transfused, per type (must equal the initial totals)."""
         totals = self._blood_totals_by_type()
@@ -566,7 +559,7 @@ class World:
     def admit(self, p: Patient, h: Hospital) -> None:
         p.status, p.hospital, p.node = "at_hospital", h.hospital_id, h.node
         p.wait_started = self.clock
-        p.blood_at_hand, p.auto_blood_at, p.or_ref = False, None, None
+        p.blood_ready_at, p.or_ref = None, None
         h.ed_patients.append(p.patient_id)
         care = self.care_for(p, h)
         if p.first_hospital_arrival is None:
@@ -598,10 +591,17 @@ class World:
             spec = h.specialists.get(care.specialist)
             parts["specialist"] = self._specialist_readiness(spec)
         if cond.needs_blood:
-            parts["blood"] = 1.0 if self.allocated_units(p.patient_id, h.hospital_id) > 0 else 0.0
+            parts["blood"] = self._blood_readiness(p, h)
         if not parts:  # partial care that needs nothing prepared (thrombolysis at tier 2)
             parts["ed"] = 0.5
         return parts
+
+    def _blood_readiness(self, p: Patient, h: Hospital) -> float:
+        """1 if blood reserved by the agent is issued and waiting, 0.5 if still being issued."""
+        reserved = self._agent_blood(p, h)
+        if not reserved:
+            return 0.0
+        return 1.0 if min(a.ready_at for a in reserved) <= self.clock else 0.5
 
     def _or_readiness(self, h: Hospital, procedure: str) -> float:
         best = 0.0
@@ -639,21 +639,29 @@ class World:
     def _hospital_blood(self, p: Patient, h: Hospital) -> None:
         """Blood reserved by the agent, else the hospital's own supply: type-specific for a typed
         patient, else emergency O-neg, else typing then type-specific."""
-        if self.allocated_units(p.patient_id, h.hospital_id) > 0:
-            p.blood_at_hand = True
+        reserved = self._agent_blood(p, h)
+        if reserved:
+            p.blood_ready_at = min(a.ready_at for a in reserved)
             return
         units = BLOOD_UNITS_PER_CASE
         donors = sorted(COMPATIBLE_DONORS[p.blood_type], key=lambda t: (t == "O-", t != p.blood_type))
         type_specific = [t for t in donors if t != "O-"]
         if p.blood_type_known and self._reserve_first(p, h, type_specific, units):
-            p.auto_blood_at = self.clock + TYPE_SPECIFIC_MIN
+            p.blood_ready_at = self.clock + TYPE_SPECIFIC_MIN
             return
         if self._reserve_first(p, h, ["O-"], units):
-            p.auto_blood_at = self.clock + O_NEG_RELEASE_MIN
+            p.blood_ready_at = self.clock + O_NEG_RELEASE_MIN
             return
         if self._reserve_first(p, h, type_specific, units):
             typing = 0 if p.blood_type_known else HOSPITAL_TYPING_MIN
-            p.auto_blood_at = self.clock + typing + TYPE_SPECIFIC_MIN
+            p.blood_ready_at = self.clock + typing + TYPE_SPECIFIC_MIN
+
+    def _agent_blood(self, p: Patient, h: Hospital) -> list[BloodAllocation]:
+        return [
+            a
+            for a in self.allocations
+            if a.by_agent and not a.used and a.patient_id == p.patient_id and a.hospital_id == h.hospital_id
+        ]
 
     def _reserve_first(self, p: Patient, h: Hospital, types: list[str], units: int) -> bool:
         for blood_type in types:
@@ -664,7 +672,9 @@ class World:
 
     def _reserve(self, p: Patient, h: Hospital, blood_type: str, units: int) -> None:
         h.blood[blood_type] -= units
-        self.allocations.append(BloodAllocation(p.patient_id, h.hospital_id, blood_type, units, self.clock))
+        self.allocations.append(
+            BloodAllocation(p.patient_id, h.hospital_id, blood_type, units, self.clock, ready_at=self.clock)
+        )
 
     def _claim_resources(self, p: Patient, h: Hospital, care: Care) -> None:
         if care.procedure and p.or_ref is None:
@@ -751,12 +761,10 @@ class World:
         if care.specialist and h.specialists[care.specialist].state != "present":
             return
         quality = care.quality
-        if CONDITIONS[p.condition].needs_blood:
-            has_blood = p.blood_at_hand or (p.auto_blood_at is not None and p.auto_blood_at <= t)
-            if not has_blood:
-                if waited < NO_BLOOD_SURGERY_WAIT_MIN:
-                    return
-                quality *= NO_BLOOD_QUALITY
+        if CONDITIONS[p.condition].needs_blood and not p.has_blood(t):
+            if waited < NO_BLOOD_SURGERY_WAIT_MIN:
+                return
+            quality *= NO_BLOOD_QUALITY
         self._start_treatment(p, h, care, room, quality)
 
     def _start_treatment(
@@ -831,9 +839,7 @@ class World:
             factor = ED_DETERIORATION_FACTOR
             if status == "at_hospital" and self.hospitals[p.hospital or ""].crowded:
                 factor *= CROWDING_HAZARD
-            if CONDITIONS[p.condition].needs_blood and (
-                p.blood_at_hand or (p.auto_blood_at is not None and p.auto_blood_at <= self.clock)
-            ):
+            if CONDITIONS[p.condition].needs_blood and p.has_blood(self.clock):
                 factor *= BLOOD_TRANSFUSION_FACTOR
         return factor
 

@@ -303,3 +303,42 @@ def test_phase2_observation_hides_the_true_condition_until_a_crew_arrives() -> N
         for call in obs["calls"]:
             assert secret not in call["report"].lower()
         assert secret not in text.split("legal:")[0]
+
+
+def test_reserved_blood_takes_its_issue_time() -> None:
+    sim = CodeRedSim("task3", 0)
+    pid = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
+    play(sim, [{"action_type": "query_blood_type", "patient_id": pid}])
+    for _ in range(5):
+        sim.step(WAIT)
+    blood_type = patient(sim, pid).blood_type
+    assert patient(sim, pid).blood_type_known
+    play(
+        sim,
+        [
+            {
+                "action_type": "allocate_blood",
+                "patient_id": pid,
+                "hospital_id": "H1",
+                "blood_type": "O-",
+                "units": 2,
+            }
+        ],
+    )
+    o_neg = sim.world.allocations[-1]
+    assert o_neg.ready_at == o_neg.made_at + 5  # emergency O-neg issue
+    donors = [t for t in ("O+", "A+", "B+", "AB+", "A-", "B-", "AB-") if t == blood_type]
+    if donors and sim.world.hospitals["H1"].blood.get(donors[0], 0) >= 1:
+        play(
+            sim,
+            [
+                {
+                    "action_type": "allocate_blood",
+                    "patient_id": pid,
+                    "hospital_id": "H1",
+                    "blood_type": donors[0],
+                    "units": 1,
+                }
+            ],
+        )
+        assert sim.world.allocations[-1].ready_at == sim.world.allocations[-1].made_at + 12  # type-specific
