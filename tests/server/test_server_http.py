@@ -165,3 +165,21 @@ def test_metadata_schema_and_index(http: httpx.Client) -> None:
     assert "legal_actions" in schema["observation"]["properties"]
     assert "score" in schema["state"]["properties"]
     assert "ws" in http.get("/").json()["endpoints"]
+
+
+def test_grader_accepts_a_trajectory_files_actions(http: httpx.Client, tmp_path) -> None:
+    from codered_env.agents import make_agent
+    from codered_env.evaluation.trajectory import StepRecord, Trajectory, replay
+    from codered_env.runner import run_episode
+
+    played = run_episode("task4", 2, make_agent("heuristic"))
+    steps = [
+        StepRecord(i + 1, a, r, False, e)
+        for i, (a, r, e) in enumerate(zip(played.actions, played.rewards, played.errors, strict=True))
+    ]
+    path = tmp_path / "run.jsonl"
+    Trajectory("task4", 2, "heuristic", "heuristic", steps=steps, end={"score": played.score}).save(path)
+    request = {"task_id": "task4", "seed": 2, "actions": Trajectory.load(path).actions()}
+    graded = http.post("/grader", json=request)
+    assert graded.status_code == 200
+    assert graded.json()["score"] == played.score == replay(path).score
