@@ -23,6 +23,7 @@ from .evaluation.commands import replay_command, report_command
 from .evaluation.store import DEFAULT_DB
 from .runner import EpisodeResult, run_episode
 from .sim import TASK_IDS, TASKS
+from .viewer import view_command
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="CodeRedEnv: emergency medical coordination benchmark."
@@ -207,6 +208,7 @@ def serve(
 
 app.command("report")(report_command)
 app.command("replay")(replay_command)
+app.command("view")(view_command)
 
 
 def main() -> None:

@@ -3,8 +3,9 @@
 Nodes, edges, base minutes, road names, the flood-prone riverside links, the mutual-aid entry
 node and the ambulance home stations are all read from the simulation package
 (``codered_env.sim.city`` and ``codered_env.sim.generator``), so the picture cannot drift from
-the code. Only the node *positions* live here: a schematic hub-and-spoke layout, not to scale.
-The script refuses to draw if the map gains or loses a node it has no position for.
+the code. The node *positions* (a schematic hub-and-spoke layout, not to scale) come from
+``codered_env.viewer.NODE_POSITIONS``, which the HTML episode viewer draws with too. The script
+refuses to draw if the map gains or loses a node it has no position for.
 
 Usage::
 
@@ -26,23 +27,8 @@ from matplotlib.lines import Line2D
 
 from codered_env.sim.city import EDGES, NODE_IDS, NODES, RIVERSIDE_EDGES, edge_key
 from codered_env.sim.generator import ENTRY_NODE, FLEET
+from codered_env.viewer import NODE_POSITIONS as POSITIONS  # the schematic layout, shared with the viewer
 
-# Schematic positions (x east, y north). Clockwise around the hub N0 from the north-west:
-# H2, H1, N6, N5, N4, N2, N1, N8 -- an order in which no two roads cross.
-POSITIONS: dict[str, tuple[float, float]] = {
-    "N0": (0.0, 0.0),
-    "H1": (0.3, 3.3),
-    "N6": (2.5, 1.7),
-    "N5": (2.9, -0.1),
-    "N7": (6.0, 1.9),
-    "N4": (1.9, -2.9),
-    "N2": (-1.5, -2.7),
-    "N3": (-4.5, -2.0),
-    "H3": (-5.4, -3.5),
-    "N1": (-2.8, -0.5),
-    "N8": (-2.2, 1.1),
-    "H2": (-2.7, 3.2),
-}
 # Where each node's name goes (default: above the node; home stations are listed below it).
 NAME_SIDE: dict[str, str] = {"N8": "left", "N1": "left", "N6": "right", "N5": "below", "H3": "below"}
 # Where to put each edge label along the edge (0 = first node, 1 = second), to dodge nodes.
@@ -63,7 +49,7 @@ TIER_OF = {"H1": 1, "H2": 2, "H3": 3}
 def draw(out: Path) -> None:
     missing = set(NODE_IDS) ^ set(POSITIONS)
     if missing:
-        raise SystemExit(f"city.py and make_city_map.py disagree on nodes: {sorted(missing)}")
+        raise SystemExit(f"city.py and viewer.NODE_POSITIONS disagree on nodes: {sorted(missing)}")
     riverside = {edge_key(a, b) for a, b in RIVERSIDE_EDGES}
     bypass = {edge_key("N4", "N7"), edge_key("N7", "H1"), edge_key("N5", "N7")}
 
