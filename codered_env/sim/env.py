@@ -19,10 +19,11 @@ Reward
     The change in the running score preview (rubric.py), so an episode's rewards add up to its
     final score, which lies in [0.01, 0.99].
 Termination
-    When every patient is treated, released or dead and no call is still to come; when the clock
-    reaches the task's horizon; or when the step budget is spent. In the last case the world
-    plays on without new decisions until it resolves or reaches the horizon (plans in motion
-    finish), and the final grade is taken then.
+    When every patient is in treatment, treated, released or dead and no call is still to come
+    (``end_reason`` "resolved"); when the clock reaches the task's horizon ("horizon"); or when the
+    step budget is spent ("step_budget", a truncation). In the last case the world plays on
+    without new decisions until it resolves or reaches the horizon (plans in motion finish), and
+    the final grade is taken then. ``finish()`` ends an episode early the same way ("stopped").
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class CodeRedSim:
         self._events: list[str] = list(self.world.events)
         self.world.events = []
         self._final: dict[str, Any] | None = None
+        self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
 
     @property
     def clock(self) -> int:
@@ -102,12 +104,23 @@ class CodeRedSim:
         self._advance(waiting)
         self.step_count += 1
         self.last_error = error
-        if world.resolved() or world.clock >= self.task.horizon_min or self.step_count >= self.max_steps:
+        reason = self._end_reason()
+        if reason is not None:
+            self.end_reason = reason
             self._finish()
         self._events = world.events
         previous = self.score_preview
         self.score_preview = self._final["score"] if self._final else preview_score(world)
         return StepResult(self.score_preview - previous, self.done, error)
+
+    def _end_reason(self) -> str | None:
+        if self.world.resolved():
+            return "resolved"
+        if self.world.clock >= self.task.horizon_min:
+            return "horizon"
+        if self.step_count >= self.max_steps:
+            return "step_budget"
+        return None
 
     def _advance(self, waiting: bool) -> None:
         world = self.world
@@ -124,6 +137,7 @@ class CodeRedSim:
     def finish(self) -> None:
         """End the episode now: the world plays on without decisions, then the final grade."""
         if not self.done:
+            self.end_reason = "stopped"
             self._finish()
             self._events = self.world.events
             self.score_preview = self.grade()["score"]

@@ -1,0 +1,282 @@
+"""The Gymnasium adapter (codered_env/gym_env.py): spaces, masking, determinism, rewards, episode end."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
+from codered_env import gym_env  # noqa: E402
+from codered_env.agents import make_agent  # noqa: E402
+from codered_env.gym_env import CodeRedGymEnv, encode_observation, enumerate_actions  # noqa: E402
+from codered_env.sim import TASK_IDS, TASKS  # noqa: E402
+
+
+def masked_random_episode(env: CodeRedGymEnv, seed: int, rng: np.random.Generator) -> dict[str, Any]:
+    """One episode of a uniform policy over the legal indices; checks every step on the way."""
+    obs, info = env.reset(seed=seed)
+    total, steps = 0.0, 0
+    while True:
+        assert env.observation_space.contains(obs)
+        index = int(rng.choice(np.flatnonzero(info["action_mask"])))
+        chosen = info["actions"][index]
+        obs, reward, terminated, truncated, info = env.step(index)
+        assert info["last_action_error"] is None, (index, info["last_action_error"])
+        assert env.sim.action_log[-1] == chosen
+        total, steps = total + reward, steps + 1
+        if terminated or truncated:
+            assert env.observation_space.contains(obs)
+            return {"total": total, "info": info, "steps": steps, "truncated": truncated}
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_check_env_passes(task_id: str) -> None:
+    check_env(CodeRedGymEnv(task_id), skip_render_check=True)
+    check_env(gymnasium.make(f"CodeRedEnv-{task_id}-v0", render_mode="ansi").unwrapped)
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_masked_in_indices_are_accepted_and_rewards_sum_to_score(task_id: str) -> None:
+    env, rng, steps = CodeRedGymEnv(task_id), np.random.default_rng(11), 0
+    seed = 0
+    while steps < 300:
+        episode = masked_random_episode(env, seed, rng)
+        assert episode["total"] == pytest.approx(episode["info"]["grade"]["score"], abs=1e-9)
+        steps, seed = steps + episode["steps"], seed + 1
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_every_legal_index_is_accepted_and_nothing_else_is_listed(task_id: str) -> None:
+    env, rng = CodeRedGymEnv(task_id), np.random.default_rng(3)
+    obs, info = env.reset(seed=2)
+    for step in range(40):
+        legal = np.flatnonzero(info["action_mask"])
+        assert legal[0] == 0 and list(legal) == list(range(len(info["actions"])))
+        assert np.array_equal(obs["action_mask"], info["action_mask"].astype(np.float32))
+        if step % 5 == 0:
+            for index in legal:
+                probe = copy.deepcopy(env)
+                probe.step(int(index))
+                assert probe.sim.last_error is None, info["actions"][index]
+        obs, _, terminated, truncated, info = env.step(int(rng.choice(legal)))
+        if terminated or truncated:
+            break
+
+
+@pytest.mark.parametrize("task_id", ["task1", "task4"])
+def test_masked_out_index_is_an_invalid_action(task_id: str) -> None:
+    env = CodeRedGymEnv(task_id)
+    _, info = env.reset(seed=1)
+    n_legal = len(info["actions"])
+    assert n_legal < 255 and not info["action_mask"][n_legal]
+    clock = env.sim.clock
+    obs, _, _, _, info = env.step(n_legal)
+    assert info["last_action_error"] is not None
+    assert str(n_legal) in info["last_action_error"]
+    assert env.sim.grade()["penalties"].get("invalid_action") == 1
+    assert (
+        env.sim.clock == clock + 1 and obs["global"][gym_env.GLOBAL_FEATURES.index("last_action_error")] == 1
+    )
+    assert not info["action_mask"][255]
+    env.step(255)
+    assert env.sim.grade()["penalties"].get("invalid_action") == 2
+
+
+def test_truncation_to_max_actions_keeps_the_most_useful_types_first() -> None:
+    env = CodeRedGymEnv("task3", max_actions=8)
+    obs, info = env.reset(seed=0)
+    assert len(info["actions"]) == 8 and info["action_mask"].sum() == 8
+    assert info["actions"][0] == {"action_type": "maintain_plan"}
+    assert {a["action_type"] for a in info["actions"][1:]} == {"dispatch_ambulance"}
+    assert env.observation_space.contains(obs)
+
+
+def test_enumeration_expands_options_and_keeps_canonical_blood_units() -> None:
+    legal = {
+        "query_or_status": [{"hospital_id": ["H1", "H2"]}],
+        "allocate_blood": [
+            {
+                "patient_id": ["P1"],
+                "hospital_id": ["H1"],
+                "blood_type": ["O-", "O+"],
+                "units": [1, 2, 3, 4, 5],
+            }
+        ],
+        "request_mutual_aid": [{}, {"target_id": ["P2"]}],
+        "assign_hospital": [{"patient_id": ["P1", "P2"], "hospital_id": ["H1", "H3"]}],
+        "maintain_plan": [{}],
+    }
+    actions = enumerate_actions(legal)
+    types = [a["action_type"] for a in actions]
+    assert (
+        types
+        == ["maintain_plan"]
+        + ["assign_hospital"] * 4
+        + ["allocate_blood"] * 6
+        + ["request_mutual_aid"] * 2
+        + ["query_or_status"] * 2
+    )
+    assert sorted({a["units"] for a in actions if "units" in a}) == [1, 2, 4]
+    assert actions[1] == {"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H1"}
+    assert {"action_type": "request_mutual_aid"} in actions
+
+
+def run_indices(task_id: str, seed: int, indices: list[int]) -> tuple[list[dict], list[float]]:
+    env = CodeRedGymEnv(task_id)
+    obs, _ = env.reset(seed=seed)
+    frames, rewards = [obs], []
+    for index in indices:
+        obs, reward, terminated, truncated, _ = env.step(index)
+        frames.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    return frames, rewards
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_same_seed_same_indices_same_episode(task_id: str) -> None:
+    indices = [int(i) for i in np.random.default_rng(5).integers(0, 12, size=80)]
+    frames_a, rewards_a = run_indices(task_id, 9, indices)
+    frames_b, rewards_b = run_indices(task_id, 9, indices)
+    assert rewards_a == rewards_b and len(frames_a) == len(frames_b)
+    for a, b in zip(frames_a, frames_b, strict=True):
+        assert all(np.array_equal(a[k], b[k]) for k in a)
+    frames_c, _ = run_indices(task_id, 10, indices)
+    assert not all(np.array_equal(frames_a[0][k], frames_c[0][k]) for k in frames_a[0])
+
+
+def test_unseeded_reset_draws_the_sim_seed_from_np_random() -> None:
+    first, second = CodeRedGymEnv("task4"), CodeRedGymEnv("task4")
+    first.reset(seed=123)
+    second.reset(seed=123)
+    assert first.sim.seed == 123
+    first.reset()
+    second.reset()
+    assert first.sim.seed == second.sim.seed
+
+
+def test_options_switch_the_task() -> None:
+    env = CodeRedGymEnv("task1")
+    obs, _ = env.reset(seed=0, options={"task_id": "task4"})
+    assert env.sim.task.task_id == "task4" and obs["global"][gym_env.GLOBAL_FEATURES.index("phase2")] == 1
+    with pytest.raises(ValueError, match="unknown task_id"):
+        env.reset(seed=0, options={"task_id": "task9"})
+
+
+@pytest.mark.parametrize("task_id", ["task1", "task3"])
+def test_masked_random_beats_noop(task_id: str) -> None:
+    env, rng = CodeRedGymEnv(task_id), np.random.default_rng(0)
+    random_scores, noop_scores = [], []
+    for seed in range(5):
+        random_scores.append(masked_random_episode(env, seed, rng)["info"]["grade"]["score"])
+        env.reset(seed=seed)
+        while True:
+            _, _, terminated, truncated, info = env.step(0)
+            if terminated or truncated:
+                noop_scores.append(info["grade"]["score"])
+                break
+    assert np.mean(random_scores) > np.mean(noop_scores) + 0.05
+
+
+def test_episode_end_reasons() -> None:
+    env = CodeRedGymEnv("task1")
+    env.reset(seed=0)
+    while True:  # noop: maintain_plan jumps up to 10 min, so the 150-min horizon comes first
+        _, _, terminated, truncated, info = env.step(0)
+        if terminated or truncated:
+            break
+    assert (terminated, truncated, info["termination_reason"]) == (True, False, "horizon")
+    assert env.sim.step_count < TASKS["task1"].max_steps
+
+    agent = make_agent("heuristic")
+    agent.reset("task1", 0)
+    _, info = env.reset(seed=0)
+    while True:
+        wire = agent.act(env.sim.observation())
+        index = info["actions"].index(wire) if wire in info["actions"] else 0
+        _, _, terminated, truncated, info = env.step(index)
+        if terminated or truncated:
+            break
+    assert (terminated, truncated, info["termination_reason"]) == (True, False, "resolved")
+    final = ("in_treatment", "treated", "released", "deceased")
+    assert all(p["status"] in final for p in env.sim.observation()["patients"])
+
+    episode = masked_random_episode(CodeRedGymEnv("task4"), 0, np.random.default_rng(1))
+    assert episode["truncated"] and episode["info"]["termination_reason"] == "step_budget"
+    assert episode["steps"] == TASKS["task4"].max_steps
+
+
+def _hidden_caller(env: CodeRedGymEnv) -> str:
+    """Step a phase-2 episode until some caller with an open call is still hidden; its patient id."""
+    for _ in range(30):
+        calls = env.sim.world.calls.values()
+        hidden = [c.patient_id for c in calls if c.status in ("pending", "dispatched")]
+        if hidden:
+            return hidden[0]
+        env.step(0)
+    raise AssertionError("no open call appeared")
+
+
+def test_hidden_caller_condition_does_not_change_the_observation() -> None:
+    env = CodeRedGymEnv("task4")
+    env.reset(seed=3)
+    patient_id = _hidden_caller(env)
+    world = env.sim.world
+    assert not world.patients[patient_id].visible
+    before = encode_observation(env.sim.observation(), env._actions, env.max_actions)
+    twin = copy.deepcopy(env)
+    hidden = twin.sim.world.patients[patient_id]
+    hidden.condition = "anxiety" if hidden.condition != "anxiety" else "stemi"
+    hidden.reserve, hidden.blood_type = 0.11, "AB+"
+    after = encode_observation(twin.sim.observation(), twin._actions, twin.max_actions)
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    # once the crew has seen the caller, the same facts do show (so the comparison above can fail)
+    hidden.visible = True
+    revealed = encode_observation(twin.sim.observation(), twin._actions, twin.max_actions)
+    assert not np.array_equal(before["patients"], revealed["patients"])
+
+
+def test_observation_is_built_from_the_structured_observation_only() -> None:
+    env = CodeRedGymEnv("task5")
+    obs, info = env.reset(seed=4)
+    for _ in range(10):
+        structured = env.sim.observation()
+        rebuilt = encode_observation(structured, enumerate_actions(structured["legal_actions"]), 256)
+        assert all(np.array_equal(obs[k], rebuilt[k]) for k in obs)
+        obs, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+
+
+def test_make_render_and_action_masks_through_wrappers() -> None:
+    assert gym_env.register_envs() == gym_env.register_envs() == [f"CodeRedEnv-{t}-v0" for t in TASK_IDS]
+    env = gymnasium.make("CodeRedEnv-task3-v0", render_mode="ansi")
+    _, info = env.reset(seed=0)
+    assert env.render() == env.unwrapped.sim.render_text()
+    mask = env.unwrapped.action_masks()
+    assert mask.dtype == bool and np.array_equal(mask, info["action_mask"].astype(bool))
+    assert info["action_mask"].dtype == np.int8 and info["action_mask"].shape == (256,)
+    assert CodeRedGymEnv("task1").render() is None
+
+
+def test_missing_gymnasium_gives_a_clear_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gymnasium", None)
+    path = Path(gym_env.__file__)
+    spec = importlib.util.spec_from_file_location("codered_env._gym_env_without_gymnasium", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(ImportError, match="pip install gymnasium"):
+        spec.loader.exec_module(module)
+
+
+def test_simulation_core_does_not_import_gymnasium() -> None:
+    root = Path(gym_env.__file__).parent / "sim"
+    offenders = [p.name for p in root.glob("*.py") if "gymnasium" in p.read_text()]
+    assert offenders == []
