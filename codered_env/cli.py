@@ -79,7 +79,7 @@ def play(
     agent: Annotated[str, typer.Option(help="noop, random or heuristic")] = "heuristic",
     quiet: Annotated[bool, typer.Option(help="no narration on stderr")] = False,
 ) -> None:
-    """Play one episode and print the agent run log (MODEL.md section 8) on stdout."""
+    """Play one episode and print the agent run log ([START] / [STEP] / [END]) on stdout."""
     parse_tasks(task)
     if agent not in BUILTIN_AGENTS:
         raise typer.BadParameter(

@@ -9,8 +9,9 @@ the medical care table every dispatcher knows) and applies, in order, the first 
 4. Destination: the hospital maximising care quality x 100 - travel minutes - 15 if crowded
    - 25 if the needed OR is out of service, - 40 if the specialist is unavailable;
    hospitals on diversion excluded.
-5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient) and page the
-   needed specialist at the destination.
+5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
+   whose every capable room is running an elective case, pre-empt it) and page the needed
+   specialist at the destination.
 6. Blood for haemorrhage: type the patient, then reserve 2 compatible units at the
    destination (2 O-negative if the crew is about to arrive and the type is still unknown).
 7. Otherwise ``maintain_plan``.
@@ -227,17 +228,26 @@ class HeuristicAgent:
                     and r["patient_id"] is None
                 )
                 if ready < need_rooms[key]:
-                    yield {
-                        "action_type": "prepare_or",
-                        "hospital_id": h["hospital_id"],
-                        "procedure": care.procedure,
-                    }
+                    yield from self._free_room(h, care.procedure, p["priority"])
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "on_call":
                 yield {
                     "action_type": "page_specialist",
                     "hospital_id": h["hospital_id"],
                     "specialty": care.specialist,
                 }
+
+    @staticmethod
+    def _free_room(h: dict[str, Any], procedure: str, priority: str):
+        """Prepare an idle room; for a P1 patient with every capable room busy with an elective
+        case, pre-empt that case first."""
+        capable = [r for r in h["ors"] if procedure in r["procedures"]]
+        if any(r["state"] == "idle" for r in capable):
+            yield {"action_type": "prepare_or", "hospital_id": h["hospital_id"], "procedure": procedure}
+            return
+        electives = [r for r in capable if r["state"] == "in_use" and r["elective"]]
+        if priority == "P1" and electives and not any(r["state"] in ("preparing", "ready") for r in capable):
+            room = electives[0]["or_id"]
+            yield {"action_type": "preempt_or", "hospital_id": h["hospital_id"], "or_id": room}
 
     def _blood(self, obs, legal, net):
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
