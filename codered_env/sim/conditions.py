@@ -47,6 +47,10 @@ class Condition:
     initial_reserve: tuple[float, float] = (0.9, 1.0)
     scene_min: int = 12
     untreated_outcome: float = 0.9
+    transfer_target_min: int | None = None  # target when the patient needed an inter-facility transfer
+
+    def target_for(self, transferred: bool) -> int:
+        return self.transfer_target_min if transferred and self.transfer_target_min else self.target_min
 
     def care_at(self, tier: int) -> Care | None:
         return self.care_by_tier.get(tier)
@@ -84,6 +88,7 @@ CONDITIONS: dict[str, Condition] = {
             label="STEMI",
             true_priority="P1",
             target_min=90,  # FMC-to-device 90 min (ACC/AHA 2025)
+            transfer_target_min=120,  # 120 min when first taken to a non-PCI hospital (ACC/AHA, ESC)
             care_by_tier={
                 1: Care("cath_lab", "cardiology", 1.0, 10, "primary PCI"),
                 2: Care(None, None, 0.8, 30, "thrombolysis"),  # door-to-needle 30 min

@@ -14,7 +14,8 @@ the last step's reward). P4 callers are not patients for grading.
 
 * ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of
   ``s(d) x q``: ``s`` falls linearly from 1 at d = 0 to 0.75 at the condition's target and on to
-  0 at twice the target; ``d`` is minutes from the call to the start of definitive care; ``q``
+  0 at twice the target (STEMI: 90 min, 120 min after an inter-facility transfer); ``d`` is
+  minutes from the call to the start of definitive care; ``q``
   is the care quality (1 for definitive care, 0.8 thrombolysis for STEMI, ...). Never treated: 0.
 * ``efficiency`` -- ``coverage x max(0, 1 - penalties)``; coverage is the share of scored
   patients a crew reached. Penalties: invalid action 0.03, wasted specialist page 0.08, OR
@@ -79,7 +80,7 @@ def _outcome(p: Patient) -> float:
 def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
-    target = CONDITIONS[p.condition].target_min
+    target = CONDITIONS[p.condition].target_for(p.transferred)
     return time_curve(p.treatment_start - p.appeared_at, target) * p.treatment_quality
 
 
@@ -102,7 +103,7 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "status": p.status,
         "hospital": p.hospital,
         "delay_min": p.treatment_start - p.appeared_at if treated else None,
-        "target_min": cond.target_min,
+        "target_min": cond.target_for(p.transferred),
         "quality": round(p.treatment_quality, 3),
         "time_score": round(_time_score(p), 4),
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,

@@ -55,6 +55,7 @@ class Patient:
     blood_ready_at: int | None = None  # when blood is at hand at the current hospital
     transfer_arrives_at: int | None = None
     transfer_to: str | None = None
+    transferred: bool = False
     treatment_start: int | None = None
     treatment_end: int | None = None
     treatment_quality: float = 0.0

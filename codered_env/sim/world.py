@@ -740,7 +740,7 @@ class World:
         if minutes == float("inf"):
             return
         h.ed_patients.remove(p.patient_id)
-        p.status, p.hospital = "transferring", None
+        p.status, p.hospital, p.transferred = "transferring", None, True
         p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
         self.event(
             f"{p.patient_id} leaves {h.hospital_id} for {target.hospital_id}, ETA t{p.transfer_arrives_at}"
