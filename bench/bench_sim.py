@@ -242,6 +242,25 @@ def bench_cartpole(steps: int, repeats: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- reporting
+def memory_per_episode(rec: Recording, live: int = 50) -> dict[str, float]:
+    """Heap bytes one live episode holds mid-way (tracemalloc over ``live`` episodes at once)."""
+    import tracemalloc
+
+    episodes = list(rec.actions.items())[:live]
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    sims = []
+    for seed, actions in episodes:
+        sim = CodeRedSim(rec.task_id, seed)
+        for action in actions[: len(actions) // 2]:
+            sim.step(action)
+        sims.append(sim)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    total = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    return {"episodes": len(sims), "kib_per_episode": round(total / len(sims) / 1024, 1)}
+
+
 def _pct(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
@@ -346,6 +365,14 @@ def markdown(report: dict[str, Any], results: list[PairResult]) -> str:
             f"\nText target (median <= {TEXT_TARGET_MEDIAN:,} chars on {TEXT_TARGET_TASK}): {ok} "
             f"({t5['median']:.0f})."
         )
+    if report.get("memory"):
+        lines += [
+            "",
+            "| task | live episodes | heap KiB per episode (half-way, heuristic actions) |",
+            "|---|---|---|",
+        ]
+        for task_id, m in report["memory"].items():
+            lines.append(f"| {task_id} | {m['episodes']} | {m['kib_per_episode']:.1f} |")
     return "\n".join(lines)
 
 
@@ -409,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         "overall": {m: overall(results, m) for m in ("core", "core_obs", "render")},
         "text": text_stats(recs),
         "cartpole": cartpole,
+        "memory": {r.task_id: memory_per_episode(r) for r in recs if r.agent == "heuristic"},
         "wall_s": 0.0,
     }
     if cartpole.get("available"):
