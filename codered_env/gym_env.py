@@ -220,11 +220,6 @@ def _clip01(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else float(x)
 
 
-def _one_hot(row: np.ndarray, offset: int, choices: Sequence[str], value: str | None) -> None:
-    if value in choices:
-        row[offset + choices.index(value)] = 1.0
-
-
 class _Row:
     """Writes named features into one float32 row (keeps the encoders readable)."""
 

@@ -231,7 +231,3 @@ def parse_action(raw: object) -> tuple[Any | None, str | None]:
     except ValidationError as exc:
         return None, _format_errors(action_type, exc)
 
-
-def action_to_wire(action: Any) -> dict[str, Any]:
-    """The flat wire dict of a validated action (optional fields left out when unset)."""
-    return action.model_dump(exclude_none=True)

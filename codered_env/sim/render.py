@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .city import NODE_NAMES
-
 MAX_EVENTS = 12
 _SHORT_STATE = {
     "idle": "idle",
@@ -155,6 +153,3 @@ def render_text(obs: dict[str, Any]) -> str:
         lines.append("LEGAL (values in parameter order): " + _legal_line(obs["legal_actions"]))
     return "\n".join(lines)
 
-
-def node_label(node_id: str) -> str:
-    return f"{node_id} {NODE_NAMES.get(node_id, '')}".strip()
