@@ -17,14 +17,33 @@ from .city import EDGE_BASE, EDGE_LABEL, NODE_NAMES, RIVERSIDE_EDGES, RoadNetwor
 from .conditions import CONDITIONS
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
+    BASELINE_HR_RANGE,
+    BASELINE_SBP_RANGE,
+    BLOOD_STOCK_JITTER,
     BLOOD_TYPE_FREQUENCY,
     BLOOD_TYPES,
+    CALL_MIX,
     CATH_LAB_PREP_RANGE,
+    DIVERSION_WINDOW,
     ELECTIVE_CASE_PROBABILITY,
+    ELECTIVE_REMAINING_RANGE,
+    FLEET,
+    HOSPITAL_SPECS,
+    INCIDENT_CALL_RANGE,
+    INCIDENT_SECONDARY_DELAY_RANGE,
     NEWS_CYCLE_SURGE_CALLS,
     NEWS_CYCLE_SURGE_SPREAD_MIN,
+    OR_FAILURE_WINDOW,
+    PEAK_HOUR_PROBABILITY,
+    PHASE2_CALLS,
+    RIVERSIDE_CLOSURE_PROBABILITY,
+    ROAD_DISRUPTION_WINDOW,
+    SPECIALIST_OUT_WINDOW,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
+    SURGE_MIX,
+    TASK3_SECONDARY_RANGE,
+    HospitalSpec,
 )
 from .tasks import TaskSpec
 from .triage import caller_report
@@ -40,33 +59,7 @@ from .types import (
 )
 
 PATIENT_NODES = ("N0", "N1", "N2", "N3", "N4", "N5", "N6", "N8")
-FLEET = (
-    ("ALS1", "ALS", "N0"),
-    ("ALS2", "ALS", "N6"),
-    ("BLS1", "BLS", "N2"),
-    ("BLS2", "BLS", "N4"),
-    ("BLS3", "BLS", "N8"),
-)
 ENTRY_NODE = "N7"
-# Phase-2 call mix (share of 108 calls; ~30 % pregnancy-related in Tamil Nadu 108, many
-# non-emergency calls -- Financial Express; Arunachal Times 2022).
-CALL_MIX = {
-    "stemi": 0.11,
-    "stroke": 0.08,
-    "trauma_haemorrhage": 0.07,
-    "trauma_major": 0.09,
-    "labour": 0.20,
-    "minor_injury": 0.13,
-    "fever": 0.10,
-    "gastritis": 0.10,
-    "anxiety": 0.12,
-}
-SURGE_MIX = {"anxiety": 0.35, "minor_injury": 0.2, "fever": 0.2, "gastritis": 0.15, "stemi": 0.1}
-_BLOOD_BASE = {
-    "H1": {"O-": 6, "O+": 12, "A-": 2, "A+": 8, "B-": 2, "B+": 10, "AB-": 1, "AB+": 3},
-    "H2": {"O-": 3, "O+": 6, "A-": 1, "A+": 4, "B-": 1, "B+": 5, "AB-": 0, "AB+": 1},
-    "H3": {"O-": 4},  # CHC blood storage fridge (IPHS 2012): a few O-negative units
-}
 
 
 @dataclass
@@ -92,72 +85,44 @@ def _weighted(rng: Random, table: dict[str, float]) -> str:
 
 
 def _hospitals(rng: Random) -> dict[str, Hospital]:
-    def page(tier: int) -> int:
-        lo, hi = SPECIALIST_PAGE_DELAY_BY_TIER[tier]
-        return rng.randint(lo, hi)
-
-    def specialists(tier: int, names: tuple[str, ...]) -> dict[str, Specialist]:
-        return {s: Specialist(s, page(tier)) for s in names}
-
-    def blood(hid: str) -> dict[str, int]:
-        stock = {t: 0 for t in BLOOD_TYPES}
-        for t, n in _BLOOD_BASE[hid].items():
-            stock[t] = max(0, n + rng.randint(-1, 1)) if n > 1 else n
-        return stock
-
     cath_prep = rng.randint(*CATH_LAB_PREP_RANGE)
-    h1 = Hospital(
-        "H1",
-        "AIIMS Prakashnagar",
-        1,
-        "H1",
-        capacity=8,
-        base_load=rng.randint(5, 6),
-        icu_beds=4,
-        ors=[
-            OperatingRoom("OR1", ("cath_lab", "stroke_intervention"), prep_total=cath_prep),
-            OperatingRoom("OR2", ("trauma_surgery", "general")),
-            OperatingRoom("OR3", ("trauma_surgery", "general")),
-        ],
-        specialists=specialists(1, ("cardiology", "neurology", "trauma_surgery", "obstetrics")),
-        blood=blood("H1"),
-        icu_used=rng.randint(1, 3),
-    )
-    h2 = Hospital(
-        "H2",
-        "District Hospital",
-        2,
-        "H2",
-        capacity=6,
-        base_load=rng.randint(3, 4),
-        icu_beds=2,
-        ors=[
-            OperatingRoom("OR1", ("trauma_surgery", "general")),
-            OperatingRoom("OR2", ("trauma_surgery", "general")),
-        ],
-        specialists=specialists(2, ("trauma_surgery", "obstetrics")),
-        blood=blood("H2"),
-        icu_used=rng.randint(0, 1),
-    )
-    h3 = Hospital(
-        "H3",
-        "CHC Nadi Ghat",
-        3,
-        "H3",
-        capacity=4,
-        base_load=rng.randint(1, 2),
-        icu_beds=0,
-        ors=[],
-        specialists={},
-        blood=blood("H3"),
-    )
-    for hospital in (h1, h2):
+    hospitals = {spec.hospital_id: _hospital(rng, spec, cath_prep) for spec in HOSPITAL_SPECS}
+    for hospital in hospitals.values():
         for room in hospital.ors:
             if rng.random() < ELECTIVE_CASE_PROBABILITY:
                 room.state, room.elective = "in_use", True
                 room.procedure = room.procedures[-1] if "general" in room.procedures else room.procedures[0]
-                room.until = rng.randint(10, 90)
-    return {h.hospital_id: h for h in (h1, h2, h3)}
+                room.until = rng.randint(*ELECTIVE_REMAINING_RANGE)
+    return hospitals
+
+
+def _hospital(rng: Random, spec: HospitalSpec, cath_prep: int) -> Hospital:
+    """One hospital; the draws run in a fixed order (load, pages, blood, ICU)."""
+    base_load = rng.randint(*spec.base_load)
+    ors = [
+        OperatingRoom(or_id, procs, prep_total=cath_prep if "cath_lab" in procs else 0)
+        for or_id, procs in spec.ors
+    ]
+    lo, hi = SPECIALIST_PAGE_DELAY_BY_TIER[spec.tier]
+    specialists = {name: Specialist(name, rng.randint(lo, hi)) for name in spec.specialists}
+    blood = dict.fromkeys(BLOOD_TYPES, 0)
+    for blood_type, units in spec.blood.items():
+        jitter = rng.randint(-BLOOD_STOCK_JITTER, BLOOD_STOCK_JITTER) if units > 1 else 0
+        blood[blood_type] = max(0, units + jitter)
+    icu_used = rng.randint(*spec.icu_used) if spec.icu_used else 0
+    return Hospital(
+        spec.hospital_id,
+        spec.name,
+        spec.tier,
+        spec.hospital_id,
+        capacity=spec.capacity,
+        base_load=base_load,
+        icu_beds=spec.icu_beds,
+        ors=ors,
+        specialists=specialists,
+        blood=blood,
+        icu_used=icu_used,
+    )
 
 
 def _patient(
@@ -172,8 +137,8 @@ def _patient(
         appeared_at=at,
         reserve=round(rng.uniform(lo, hi), 3),
         blood_type=_weighted(rng, BLOOD_TYPE_FREQUENCY),
-        hr0=rng.randint(68, 92),
-        sbp0=rng.randint(118, 142),
+        hr0=rng.randint(*BASELINE_HR_RANGE),
+        sbp0=rng.randint(*BASELINE_SBP_RANGE),
         onset_min=rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
         secondary=secondary,
         visible=visible,
@@ -213,7 +178,7 @@ def _road_disruption(
     candidates = _route_edges(net, origins, "H1") + _route_edges(net, ["N0", "N6", "N2"], origins[0])
     candidates = [e for e in candidates if net.is_connected_without([e])]
     if kind == "road_closure":
-        if not candidates or rng.random() < 0.3:
+        if not candidates or rng.random() < RIVERSIDE_CLOSURE_PROBABILITY:
             candidates = [edge_key(a, b) for a, b in RIVERSIDE_EDGES if net.is_connected_without([(a, b)])]
         edge = rng.choice(candidates)
         label = EDGE_LABEL[edge]
@@ -227,15 +192,17 @@ def _road_disruption(
 
 def _disruption(rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec) -> Disruption:
     if kind in ("road_closure", "accident_congestion"):
-        start = rng.randint(3, 15)
-        return _road_disruption(rng, net, kind, origins, start, start + rng.randint(40, 70))
+        start = rng.randint(*ROAD_DISRUPTION_WINDOW[0])
+        return _road_disruption(
+            rng, net, kind, origins, start, start + rng.randint(*ROAD_DISRUPTION_WINDOW[1])
+        )
     if kind == "hospital_diversion":
         hid = "H1" if rng.random() < 0.5 else "H2"
-        start = rng.randint(5, 20)
+        start = rng.randint(*DIVERSION_WINDOW[0])
         return Disruption(
             kind,
             start,
-            start + rng.randint(30, 45),
+            start + rng.randint(*DIVERSION_WINDOW[1]),
             hospital_id=hid,
             text=f"{hid} on diversion: ED beds full",
         )
@@ -243,12 +210,12 @@ def _disruption(rng: Random, kind: str, net: RoadNetwork, origins: list[str], ta
         hid, or_id = ("H1", "OR1") if task.task_id in ("task2", "task4", "task5") else ("H1", "OR2")
         if task.task_id == "task5" and rng.random() < 0.5:
             or_id = "OR2"
-        start = rng.randint(0, 10)
+        start = rng.randint(*OR_FAILURE_WINDOW[0])
         label = "cath lab" if or_id == "OR1" else "trauma theatre"
         return Disruption(
             kind,
             start,
-            start + rng.randint(45, 90),
+            start + rng.randint(*OR_FAILURE_WINDOW[1]),
             hospital_id=hid,
             or_id=or_id,
             text=f"{hid} {or_id} ({label}) equipment failure",
@@ -256,11 +223,11 @@ def _disruption(rng: Random, kind: str, net: RoadNetwork, origins: list[str], ta
     specialty = {"task2": rng.choice(("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
         task.task_id, rng.choice(("cardiology", "neurology", "trauma_surgery"))
     )
-    start = rng.randint(0, 5)
+    start = rng.randint(*SPECIALIST_OUT_WINDOW[0])
     return Disruption(
         "specialist_unavailable",
         start,
-        start + rng.randint(40, 70),
+        start + rng.randint(*SPECIALIST_OUT_WINDOW[1]),
         hospital_id="H1",
         specialty=specialty,
         text=f"H1 {specialty} on-call team tied up in another case",
@@ -303,7 +270,7 @@ class _Ids:
 
 def generate(task: TaskSpec, seed: int) -> Scenario:
     rng = Random(f"codered:{task.task_id}:{seed}:scenario")
-    peak = rng.random() < 0.4
+    peak = rng.random() < PEAK_HOUR_PROBABILITY
     hospitals = _hospitals(rng)
     ambulances = {aid: Ambulance(aid, kind, home, home) for aid, kind, home in FLEET}
     ids = _Ids()
@@ -341,7 +308,7 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
         mci.add(p.patient_id)
     medical = _patient(rng, ids.patient(), rng.choice(("stemi", "stroke")), rng.choice(others), 0)
     patients[medical.patient_id] = medical
-    at = rng.randint(18, 30)
+    at = rng.randint(*TASK3_SECONDARY_RANGE)
     secondary = _patient(
         rng, ids.patient(), rng.choice(("trauma_haemorrhage", "trauma_major")), incident, at, secondary=True
     )
@@ -351,8 +318,7 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
 
 
 def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
-    n_calls = 8 if task.task_id == "task4" else 9
-    last_call = 45 if task.task_id == "task4" else 50
+    n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
     conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
     conditions += [_weighted(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
@@ -365,12 +331,12 @@ def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
     mci: set[str] = set()
     if task.cascades:
         incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
-        at = rng.randint(5, 15)
+        at = rng.randint(*INCIDENT_CALL_RANGE)
         for cond in ("trauma_haemorrhage", "trauma_major"):
             p = _patient(rng, ids.patient(), cond, incident, at, visible=False)
             mci.add(p.patient_id)
             spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p), "incident call"))
-        later = at + rng.randint(15, 25)
+        later = at + rng.randint(*INCIDENT_SECONDARY_DELAY_RANGE)
         p = _patient(
             rng,
             ids.patient(),

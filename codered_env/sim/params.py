@@ -8,6 +8,8 @@ All times are in simulated minutes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # --------------------------------------------------------------------------------------------
 # Clock
 # --------------------------------------------------------------------------------------------
@@ -136,3 +138,116 @@ SECONDARY_RESPONSE_FULL_MIN = 10  # a secondary casualty reached within this ear
 SECONDARY_RESPONSE_ZERO_MIN = 40
 SCORE_FLOOR = 0.01
 SCORE_CEIL = 0.99
+
+# --------------------------------------------------------------------------------------------
+# Scenario generation (generator.py): what the seed draws from. [assumption] unless stated.
+# --------------------------------------------------------------------------------------------
+PEAK_HOUR_PROBABILITY = 0.4  # share of episodes set in peak-hour traffic
+
+
+@dataclass(frozen=True)
+class HospitalSpec:
+    """One hospital as built at reset (seeded draws come from the ranges)."""
+
+    hospital_id: str
+    name: str
+    tier: int
+    capacity: int  # ED trolleys before it counts as crowded
+    base_load: tuple[int, int]  # ED patients already there at t0
+    icu_beds: int
+    icu_used: tuple[int, int] | None  # ICU beds already taken at t0 (None: no ICU)
+    ors: tuple[tuple[str, tuple[str, ...]], ...]  # (or_id, procedures it can host)
+    specialists: tuple[str, ...]  # on call, paged from home
+    blood: dict[str, int]  # starting units per type (+/- 1 seeded jitter where > 1)
+
+
+# Three tiers after Indian public-hospital norms: an AIIMS-style tertiary centre with a cath lab,
+# a district hospital (IPHS 2007, 101-200+ beds) and a Community Health Centre first-referral
+# unit with a blood storage fridge (IPHS CHC 2012, Annexure 11).
+HOSPITAL_SPECS: tuple[HospitalSpec, ...] = (
+    HospitalSpec(
+        "H1",
+        "AIIMS Prakashnagar",
+        1,
+        capacity=8,
+        base_load=(5, 6),
+        icu_beds=4,
+        icu_used=(1, 3),
+        ors=(
+            ("OR1", ("cath_lab", "stroke_intervention")),
+            ("OR2", ("trauma_surgery", "general")),
+            ("OR3", ("trauma_surgery", "general")),
+        ),
+        specialists=("cardiology", "neurology", "trauma_surgery", "obstetrics"),
+        blood={"O-": 6, "O+": 12, "A-": 2, "A+": 8, "B-": 2, "B+": 10, "AB-": 1, "AB+": 3},
+    ),
+    HospitalSpec(
+        "H2",
+        "District Hospital",
+        2,
+        capacity=6,
+        base_load=(3, 4),
+        icu_beds=2,
+        icu_used=(0, 1),
+        ors=(("OR1", ("trauma_surgery", "general")), ("OR2", ("trauma_surgery", "general"))),
+        specialists=("trauma_surgery", "obstetrics"),
+        blood={"O-": 3, "O+": 6, "A-": 1, "A+": 4, "B-": 1, "B+": 5, "AB-": 0, "AB+": 1},
+    ),
+    HospitalSpec(
+        "H3",
+        "CHC Nadi Ghat",
+        3,
+        capacity=4,
+        base_load=(1, 2),
+        icu_beds=0,
+        icu_used=None,
+        ors=(),
+        specialists=(),
+        blood={"O-": 4},
+    ),
+)
+BLOOD_STOCK_JITTER = 1
+ELECTIVE_REMAINING_RANGE = (10, 90)  # minutes left on an elective case at t0
+BASELINE_HR_RANGE = (68, 92)  # a patient's heart rate before deterioration
+BASELINE_SBP_RANGE = (118, 142)
+
+# (unit id, kind, home station). 2 ALS : 3 BLS -- richer in ALS than the national 1 : 5
+# (PIB 2110385) by design.
+FLEET: tuple[tuple[str, str, str], ...] = (
+    ("ALS1", "ALS", "N0"),
+    ("ALS2", "ALS", "N6"),
+    ("BLS1", "BLS", "N2"),
+    ("BLS2", "BLS", "N4"),
+    ("BLS3", "BLS", "N8"),
+)
+# Phase-2 call mix: ~30 % pregnancy-related calls in Tamil Nadu 108 (Financial Express), many
+# non-emergency calls (Arunachal Times 2022).
+CALL_MIX: dict[str, float] = {
+    "stemi": 0.11,
+    "stroke": 0.08,
+    "trauma_haemorrhage": 0.07,
+    "trauma_major": 0.09,
+    "labour": 0.20,
+    "minor_injury": 0.13,
+    "fever": 0.10,
+    "gastritis": 0.10,
+    "anxiety": 0.12,
+}
+SURGE_MIX: dict[str, float] = {
+    "anxiety": 0.35,
+    "minor_injury": 0.2,
+    "fever": 0.2,
+    "gastritis": 0.15,
+    "stemi": 0.1,
+}
+PHASE2_CALLS = {"task4": (8, 45), "task5": (9, 50)}  # (calls, minute of the last scheduled call)
+INCIDENT_CALL_RANGE = (5, 15)  # task5: when the incident's first calls come in
+INCIDENT_SECONDARY_DELAY_RANGE = (15, 25)  # task5: a secondary casualty found later
+TASK3_SECONDARY_RANGE = (18, 30)  # task3: a casualty found in the wreckage
+
+# Disruption windows: (start range, duration range) in minutes.
+ROAD_DISRUPTION_WINDOW = ((3, 15), (40, 70))
+DIVERSION_WINDOW = ((5, 20), (30, 45))
+OR_FAILURE_WINDOW = ((0, 10), (45, 90))
+SPECIALIST_OUT_WINDOW = ((0, 5), (40, 70))
+RIVERSIDE_CLOSURE_PROBABILITY = 0.3  # a closure hits the flood-prone riverside links anyway
