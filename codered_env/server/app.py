@@ -37,6 +37,7 @@ from codered_env.server.environment import (
 from codered_env.server.episode_routes import register_episode_routes
 from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.limits import BodySizeLimitMiddleware
+from codered_env.server.viewer_routes import register_viewer_routes
 
 logger = logging.getLogger("codered_env.server")
 
@@ -48,6 +49,7 @@ ENDPOINTS = {
     "tasks": "GET /tasks",
     "grader": "POST /grader - {task_id, seed, actions} | {episode_id} | {}",
     "baseline": "POST /baseline - {agent, seeds, tasks}",
+    "view": "GET /view?task_id=task5&seed=0&agent=heuristic - watch an episode (HTML replay)",
     "schema": "GET /schema",
     "metadata": "GET /metadata",
     "health": "GET /health",
@@ -85,7 +87,8 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.state.http_sessions = store
     if _server_mode() is ServerMode.SIMULATION:
         register_episode_routes(app, store)
-    register_benchmark_routes(app, settings, store)
+    jobs = register_benchmark_routes(app, settings, store)
+    register_viewer_routes(app, jobs)
     _register_index(app)
     app.add_exception_handler(Exception, _unexpected_error)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)

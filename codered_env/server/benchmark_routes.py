@@ -110,8 +110,10 @@ class HeavyJobs:
             self._semaphore.release()
 
 
-def register_benchmark_routes(app: FastAPI, settings: ServerSettings, store: HttpSessionStore[Any]) -> None:
-    """Add /tasks, /grader and /baseline to ``app``."""
+def register_benchmark_routes(
+    app: FastAPI, settings: ServerSettings, store: HttpSessionStore[Any]
+) -> HeavyJobs:
+    """Add /tasks, /grader and /baseline to ``app``; returns the shared agent-run limiter."""
     jobs = HeavyJobs(settings.heavy_jobs, settings.heavy_wait_s)
     listing = task_listing()
 
@@ -175,6 +177,8 @@ def register_benchmark_routes(app: FastAPI, settings: ServerSettings, store: Htt
             "per_seed": per_seed,
             "mean_score": round(statistics.fmean(scores.values()), 4),
         }
+
+    return jobs
 
 
 async def _grade_live(episode_id: str, store: HttpSessionStore[Any]) -> dict[str, Any]:

@@ -26,8 +26,11 @@ OWN_OPERATIONS = [
     ("GET", "/metadata"),
     ("GET", "/schema"),
     ("GET", "/"),
+    ("GET", "/view"),
 ]
-WITH_INPUT = [op for op in OWN_OPERATIONS if op[1] in ("/reset", "/step", "/state", "/grader", "/baseline")]
+WITH_INPUT = [
+    op for op in OWN_OPERATIONS if op[1] in ("/reset", "/step", "/state", "/grader", "/baseline", "/view")
+]
 EXAMPLES = 60
 
 
