@@ -10,7 +10,7 @@ from codered_env.agents import make_agent
 from codered_env.runner import run_episode
 from codered_env.sim import TASK_IDS
 
-SEEDS = range(1000, 1012)
+SEEDS = range(1000, 1040)  # seeds the calibration never used
 
 
 def mean_score(agent: str, task_id: str) -> tuple[float, list[float]]:
