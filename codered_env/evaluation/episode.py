@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import os
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -317,6 +319,8 @@ class JobResult:
     unanswered: float = 0.0
     error: str | None = None
     wall_time_s: float = 0.0
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
 
 
 class PacedAgent:
