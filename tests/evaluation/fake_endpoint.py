@@ -42,6 +42,7 @@ class FakeEndpoint:
         self.rejected = 0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.authorizations: set[str] = set()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -100,6 +101,8 @@ class FakeEndpoint:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with endpoint._lock:
+                    endpoint.authorizations.add(self.headers.get("Authorization", ""))
                 wait = endpoint._admit()
                 if wait is not None:
                     self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}},

@@ -14,6 +14,7 @@ from codered_env.evaluation.backends import local_results
 from codered_env.evaluation.episode import EpisodeJob
 from codered_env.evaluation.evaluate import Execution, run_evaluation
 from codered_env.evaluation.ratelimit import RateLimiter
+from codered_env.evaluation.report import generate_report
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.evaluation.trajectory import Trajectory
 
@@ -63,6 +64,9 @@ def test_eight_llm_episodes_at_once_are_faster_and_identical(tmp_path: Path) -> 
     assert serial == parallel
     actions = {step["action"]["action_type"] for eps in serial.values() for step in eps[5]}
     assert {"query_or_status", "maintain_plan"} <= actions  # the episodes do differ per step
+    report = generate_report(tmp_path / "k8.db", tmp_path / "report")
+    mean_prompt = sum(e[3] for e in parallel.values()) / len(parallel)
+    assert f"| task1 | llm | fake/m | {len(SEEDS)} | {mean_prompt:.0f} | 27 |" in report.markdown
 
 
 def run_local(url: str, limiter: RateLimiter | None) -> dict[int, tuple]:
