@@ -200,7 +200,7 @@ def evaluate(
     try:
         summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total)
     except (StoreError, RuntimeError) as exc:
-        err_console.print(f"error: {exc}", highlight=False)
+        err_console.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(code=1) from None
     except KeyboardInterrupt:
         err_console.print(f"interrupted: finished episodes are in {db}; run the same command to resume",

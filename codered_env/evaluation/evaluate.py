@@ -137,6 +137,8 @@ class Execution:
             raise ValueError(f"unknown backend {self.backend!r}; valid: {', '.join(BACKENDS)}")
         if self.workers < 1 or self.concurrency < 1:
             raise ValueError("workers and concurrency must be at least 1")
+        if self.address and self.backend != "ray":
+            raise ValueError("--address is the Ray cluster to join: use it with --backend ray")
         RateLimiter(self.requests_per_min, self.tokens_per_min)  # validates the limits
 
     def results(self, jobs: Iterator[EpisodeJob]) -> Iterator[JobResult]:
