@@ -85,7 +85,7 @@ def parse_agents(text: str) -> list[str]:
             continue
         try:
             make_agent(spec, seed=0)
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, ImportError) as exc:
             raise typer.BadParameter(f"agent {spec!r}: {' '.join(str(exc).split())[:200]}") from None
     return agents
 

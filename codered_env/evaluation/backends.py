@@ -33,6 +33,9 @@ from codered_env.evaluation.ratelimit import RateLimiter
 MIN_PARALLEL_WORK_S = 5.0  # below this much serial work, worker start-up costs more than it saves
 RAY_CPU_TASK = {"num_cpus": 1.0}
 RAY_LLM_TASK = {"num_cpus": 0.25}  # an LLM episode mostly waits on the endpoint
+# A task is re-run when its worker process or node dies.  Exceptions raised *inside* an episode
+# are not retried: the episode is deterministic, so it would fail the same way again (and
+# run_job already returns agent/config errors as results).
 RAY_MAX_RETRIES = 3
 RAY_KEY_VAR = "HF_TOKEN"  # checked first by the LLM agent, so it wins over a node's own setting
 
@@ -156,7 +159,7 @@ def ray_results(jobs: Iterable[EpisodeJob], *, address: str | None = None, worke
 
     def submit(job: EpisodeJob, key: str | None) -> None:
         options = {**(RAY_LLM_TASK if job.is_llm else RAY_CPU_TASK),
-                   "max_retries": max_retries, "retry_exceptions": [OSError]}
+                   "max_retries": max_retries, "retry_exceptions": False}
         if key:
             options["runtime_env"] = {"env_vars": {RAY_KEY_VAR: key}}
         pending[remote.options(**options).remote(job)] = job

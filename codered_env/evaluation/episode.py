@@ -277,7 +277,7 @@ def finish(env: EpisodeEnv | None, outcome: EpisodeOutcome) -> EpisodeOutcome:
 
 LLM_AGENT = "llm"
 PROMPT_OVERHEAD_TOKENS = 1500  # rough size of the system prompt and tool schemas, for pacing only
-_JOB_ERRORS = (ValueError, RuntimeError, KeyError, TypeError)
+_JOB_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, OSError)
 
 
 @dataclass(frozen=True)
