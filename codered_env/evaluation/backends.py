@@ -152,7 +152,12 @@ def ray_results(jobs: Iterable[EpisodeJob], *, address: str | None = None, worke
             options["address"] = address
         else:
             options["num_cpus"] = max(1, workers)
-        ray.init(**options)
+        try:
+            ray.init(**options)
+        except Exception as exc:  # Ray raises bare Exception / ConnectionError on start-up failures
+            where = f"the Ray cluster at {address}" if address else "a local Ray"
+            reason = " ".join(str(exc).split())[:300]
+            raise RuntimeError(f"could not start or join {where}: {reason}") from exc
         started = True
     remote = ray.remote(job_fn)
     pending: dict[Any, EpisodeJob] = {}
