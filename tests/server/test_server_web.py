@@ -249,6 +249,10 @@ def test_refused_action_shows_its_error_next_to_the_control(browser: Any, server
         "[data-testid=control-error]').textContent.includes('action_type')"
     )
     assert console.step() == 1
+    page.click(console.testid("title"))  # focus off the text field: Space is the Advance shortcut
+    page.keyboard.press("Space")
+    page.wait_for_function("() => parseInt(document.querySelector('[data-testid=step]').textContent) == 2")
+    assert console.text("last-action-error") == ""
     assert console.errors == []
 
 
@@ -258,7 +262,7 @@ def test_suggest_and_autoplay_finish_like_the_heuristic(
     console = Console(browser, server.base_url + "/web")
     console.new_episode("task4", 1)
     page = console.page
-    page.click(console.testid("suggest"))
+    page.keyboard.press("s")  # the Suggest shortcut
     expected = heuristic_actions("task4", 1)
     page.wait_for_selector(console.testid("suggested-action"))
     assert console.text("suggested-action") == expected[0]["action_type"]

@@ -23,6 +23,7 @@
     query_or_status: "OR status", maintain_plan: "advance" };
   const HOSPITAL_FIRST = ["allocate_blood"];  // placed on the hospital card although it names a patient
   const MAX_BUTTONS = 8;
+  const LIGHT_FILLS = ["en_route", "transporting"];  // statuses whose fill needs dark text
 
   let MAP = null;
   let svg = null;
@@ -219,7 +220,9 @@
       g.setAttribute("class", "unit " + a.status + (a.mutual_aid ? " mutual" : "") +
         (S.selected === a.ambulance_id ? " selected" : "") + (live && !dispatchable.has(a.ambulance_id) ? " dim" : ""));
       g.querySelector("rect").setAttribute("fill", STATUS_FILL[a.status] || "#6b7280");
-      g.querySelector("text").textContent = a.ambulance_id + " " + (STATUS_ABBR[a.status] || "?");
+      const label = g.querySelector("text");
+      label.textContent = a.ambulance_id + " " + (STATUS_ABBR[a.status] || "?");
+      label.classList.toggle("dark", LIGHT_FILLS.includes(a.status));
       g.querySelector("title").textContent = unitText(a);
       seen.add(a.ambulance_id);
     }
