@@ -902,6 +902,7 @@
       $("subtitle").textContent = "Offline replay of what the agent saw, one decision per step.";
       document.querySelector(".modes").hidden = true;
       $("loaders").hidden = true;
+      R.frames = data.frames;  // before setMode, which would otherwise ask the server for frames
       setMode("replay");
       loadFrames(data.frames, "recorded episode");
       return;
