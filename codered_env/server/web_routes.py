@@ -6,9 +6,8 @@ action cap as ``/grader``; agent runs share the server's heavy-job pool.
 
 * ``GET /web`` and ``GET /web/static/{console.js,console.css}``: the page.
 * ``GET /web/map``: the city layout (and its static SVG) plus the task menu.
-* ``POST /web/advice``: running grade after the actions, and the heuristic's next action with
-  the rule behind it.
-* ``POST /web/autoplay``: the actions a built-in agent plays from that point to the end.
+* ``POST /web/advice``: running grade after the actions, and a built-in agent's next action
+  (the heuristic's with the rule behind it); autoplay asks it once per step.
 * ``POST /web/frames``: replay frames of an action list (a trajectory file's actions).
 * ``GET /web/episode``: replay frames of a built-in agent's episode (what ``/view`` shows).
 """
@@ -25,7 +24,7 @@ from codered_env.server.benchmark_routes import BODY_ERRORS, HeavyJobs
 from codered_env.server.schemas import MAX_GRADER_ACTIONS, BuiltinAgent, SeedInt, TaskId
 from codered_env.viewer import map_layout, record_frames, render_svg
 from codered_env.web import ASSETS, asset
-from codered_env.web.advice import advice, continuation, replay_frames, task_menu
+from codered_env.web.advice import advice, replay_frames, task_menu
 
 TAGS = ["Web console"]
 NO_STORE = {"Cache-Control": "no-cache"}
@@ -45,8 +44,8 @@ class PlayedBody(BaseModel):
     )
 
 
-class AutoplayBody(PlayedBody):
-    agent: BuiltinAgent = Field(default="heuristic", description="Built-in agent to play on.")
+class AdviceBody(PlayedBody):
+    agent: BuiltinAgent = Field(default="heuristic", description="Built-in agent to ask.")
 
 
 def _map_payload() -> dict[str, Any]:
@@ -72,16 +71,11 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
 
     @app.post("/web/advice", tags=TAGS, summary="Running grade and the heuristic's suggestion",
               responses=BODY_ERRORS)
-    async def web_advice(body: Annotated[PlayedBody, Body()]) -> dict[str, Any]:
+    async def web_advice(body: Annotated[AdviceBody, Body()]) -> dict[str, Any]:
         """Replay the actions, return the running grade (per-patient rows only once the episode
-        is over) and what the heuristic would do now, with the rule behind it."""
-        return await jobs.run(advice, body.task_id, body.seed, body.actions)
-
-    @app.post("/web/autoplay", tags=TAGS, summary="A built-in agent's actions from here to the end",
-              responses=BODY_ERRORS)
-    async def web_autoplay(body: Annotated[AutoplayBody, Body()]) -> dict[str, Any]:
-        actions = await jobs.run(continuation, body.task_id, body.seed, body.actions, body.agent)
-        return {"agent": body.agent, "actions": actions}
+        is over) and what ``agent`` would do now (the heuristic: with the rule behind it).
+        Autoplay asks this once per step."""
+        return await jobs.run(advice, body.task_id, body.seed, body.actions, body.agent)
 
     @app.post("/web/frames", tags=TAGS, summary="Replay frames of an action list", responses=BODY_ERRORS)
     async def web_frames(body: Annotated[PlayedBody, Body()]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Server-side help for the console: replay (task, seed, actions), then ask a built-in agent.
 
 Everything here is a pure function of (task_id, seed, actions): the console sends the actions
-played so far and gets back the running grade, what the heuristic would do now and why, the
-actions a built-in agent would play from here to the end, or the frames of a replay. Action
+played so far and gets back the running grade and what a built-in agent would do now (the
+heuristic with the rule behind it), or the frames of a replay. Action
 lists are capped by the caller (the route schema), so the work per request is bounded.
 """
 
@@ -50,6 +50,10 @@ RULES: dict[str, str] = {
     ),
 }
 RULES["dispatch_als"] = RULES["dispatch_bls"] = RULES["dispatch_ambulance"]
+OTHER_AGENTS: dict[str, str] = {
+    "random": "The random agent: a uniformly random legal action (seeded by episode seed + step).",
+    "noop": "The noop agent: always maintain_plan.",
+}
 
 
 def replay_sim(task_id: str, seed: int, actions: list[Any]) -> CodeRedSim:
@@ -88,32 +92,24 @@ def explain(action: dict[str, Any], obs: dict[str, Any]) -> str:
     return f"{rule} {context}".strip()
 
 
-def advice(task_id: str, seed: int, actions: list[Any]) -> dict[str, Any]:
-    """Running grade after ``actions`` and the heuristic's next action with its reason."""
+def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuristic") -> dict[str, Any]:
+    """Running grade after ``actions`` and ``agent_name``'s next action with its reason.
+
+    The agent is built fresh and sees only the current observation, so an autoplaying page
+    that asks once per step never learns anything about the future (a whole continuation
+    computed ahead would reveal calls that have not arrived yet)."""
     sim = replay_sim(task_id, seed, actions)
     answer: dict[str, Any] = {"step": sim.step_count, "done": bool(sim.done), "grade": _running_grade(sim)}
     if sim.done:
         answer["suggestion"] = None
         return answer
     obs = sim.observation()
-    agent = make_agent("heuristic", seed)
+    agent = make_agent(agent_name, seed + sim.step_count)
     agent.reset(task_id, seed)
-    action = agent.act(obs)
-    answer["suggestion"] = {"agent": "heuristic", "action": action, "reason": explain(action, obs)}
+    action = json.loads(json.dumps(agent.act(obs)))
+    reason = explain(action, obs) if agent_name == "heuristic" else OTHER_AGENTS.get(agent_name, "")
+    answer["suggestion"] = {"agent": agent_name, "action": action, "reason": reason}
     return answer
-
-
-def continuation(task_id: str, seed: int, actions: list[Any], agent_name: str) -> list[dict[str, Any]]:
-    """The actions ``agent_name`` plays from the state after ``actions`` to the end."""
-    sim = replay_sim(task_id, seed, actions)
-    agent = make_agent(agent_name, seed)
-    agent.reset(task_id, seed)
-    played: list[dict[str, Any]] = []
-    while not sim.done:
-        action = agent.act(sim.observation())
-        played.append(json.loads(json.dumps(action)))
-        sim.step(action)
-    return played
 
 
 def replay_frames(task_id: str, seed: int, actions: list[Any]) -> list[dict[str, Any]]:

@@ -90,16 +90,21 @@ def test_advice_suggests_the_heuristics_next_action_and_hides_patients_until_the
     assert final["grade"] == grade_episode("task5", 0, expected)
 
 
-def test_autoplay_continues_from_any_point_like_the_agent(http: httpx.Client) -> None:
-    mine = [{"action_type": "maintain_plan"}] * 2
-    answer = http.post("/web/autoplay", json={"task_id": "task2", "seed": 1, "actions": mine}).json()
-    played = mine + answer["actions"]
-    assert grade_episode("task2", 1, played)["steps"] == len(played)
-    assert answer["actions"] == http.post(
-        "/web/autoplay", json={"task_id": "task2", "seed": 1, "actions": mine}
-    ).json()["actions"]
-    from_start = http.post("/web/autoplay", json={"task_id": "task2", "seed": 1}).json()["actions"]
-    assert from_start == heuristic_actions("task2", 1)
+def test_asking_once_per_step_plays_the_agents_episode(http: httpx.Client) -> None:
+    """Autoplay asks /web/advice at every step: for the heuristic that is its own episode."""
+    actions: list[dict[str, Any]] = []
+    while True:
+        answer = http.post("/web/advice", json={"task_id": "task2", "seed": 1, "actions": actions}).json()
+        if answer["done"]:
+            break
+        actions.append(answer["suggestion"]["action"])
+    assert actions == heuristic_actions("task2", 1)
+    noop = http.post("/web/advice", json={"task_id": "task2", "seed": 1, "agent": "noop"}).json()
+    assert noop["suggestion"]["action"] == {"action_type": "maintain_plan"}
+    body = {"task_id": "task5", "seed": 2, "actions": actions[:0], "agent": "random"}
+    first = http.post("/web/advice", json=body).json()["suggestion"]
+    assert first == http.post("/web/advice", json=body).json()["suggestion"]  # deterministic
+    assert first["action"]["action_type"] in CodeRedSim("task5", 2).observation()["legal_actions"]
 
 
 def test_frames_and_stored_episodes_are_the_viewer_frames(http: httpx.Client) -> None:
@@ -119,10 +124,13 @@ def test_frames_and_stored_episodes_are_the_viewer_frames(http: httpx.Client) ->
         {"actions": [{"action_type": "maintain_plan"}] * 501},
         {"actions": "maintain_plan"},
         {"surprise": 1},
+        {"agent": "llm"},
     ],
 )
 def test_web_routes_refuse_bad_bodies_without_side_effects(http: httpx.Client, body: dict) -> None:
-    for path in ("/web/advice", "/web/autoplay", "/web/frames"):
+    for path in ("/web/advice", "/web/frames"):
+        if path == "/web/frames" and "agent" in body:
+            continue
         assert http.post(path, json=body).status_code == 422
     assert http.get("/web/episode", params={"agent": "llm"}).status_code == 422
 

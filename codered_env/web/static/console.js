@@ -670,12 +670,13 @@
     const epoch = S.epoch;
     $("autoplay").classList.add("active");
     $("autoplay").textContent = "Stop autoplay";
+    // One action at a time, each asked for on the current state: no future is computed ahead.
     try {
-      const answer = await postJSON("/web/autoplay", { task_id: S.task, seed: S.seed, actions: S.actions,
-        agent: $("autoplay-agent").value });
-      for (const action of answer.actions) {
-        if (!S.autoplay || epoch !== S.epoch) break;
-        await send(action, "autoplay");
+      while (S.autoplay && epoch === S.epoch && S.obs && !S.obs.done) {
+        const answer = await postJSON("/web/advice", { task_id: S.task, seed: S.seed, actions: S.actions,
+          agent: $("autoplay-agent").value });
+        if (!answer.suggestion || !S.autoplay || epoch !== S.epoch) break;
+        if (!(await send(answer.suggestion.action, "autoplay"))) break;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     } catch (err) {
