@@ -47,6 +47,18 @@
     if (testid) node.dataset.testid = testid;
     return node;
   }
+  // Fields the rows show themselves; any other field (added by a newer simulation) is listed
+  // under the row, so the console shows what it gets without knowing it in advance.
+  const SHOWN = new Set(["patient_id", "call_id", "ambulance_id", "label", "condition", "priority", "status",
+    "node", "vitals", "ambulance_id", "destination", "hospital", "eta_min", "waiting_for", "blood_type",
+    "report", "received_min", "waiting_min", "kind", "mutual_aid", "next_node", "busy_min", "held",
+    "secondary", "blood_reserved", "minutes_since_call", "treatment_start_min", "patient_id"]);
+  function extraFields(item) {
+    const parts = Object.entries(item).filter(([k, v]) => !SHOWN.has(k) && v !== null && v !== undefined &&
+      !(Array.isArray(v) && !v.length) && !(typeof v === "object" && !Array.isArray(v) && !Object.keys(v).length))
+      .map(([k, v]) => nice(k) + ": " + (typeof v === "object" ? JSON.stringify(v) : String(v)));
+    return parts.length ? el("div", "muted extra", parts.join(" · ")) : null;
+  }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function tooltip(node, text) { node.appendChild(svgEl("title", {}, text)); }
   function fmtMin(m) { return m === null || m === undefined ? "–" : m + " min"; }
@@ -338,6 +350,8 @@
       " · waiting " + c.waiting_min + " min"));
     head.appendChild(detail);
     li.appendChild(head);
+    const extraCall = extraFields(c);
+    if (extraCall) li.appendChild(extraCall);
     formsFor("call", { call_id: c.call_id }, "call:" + c.call_id, li);
     dispatchForm(c.call_id, "call:" + c.call_id, li);
     return li;
@@ -366,6 +380,8 @@
     detail.appendChild(el("div", "muted", where, "patient-status-" + p.patient_id));
     head.appendChild(detail);
     li.appendChild(head);
+    const extraPatient = extraFields(p);
+    if (extraPatient) li.appendChild(extraPatient);
     dispatchForm(p.patient_id, "patient:" + p.patient_id, li);
     formsFor("patient", { patient_id: p.patient_id }, "patient:" + p.patient_id, li);
     return li;
@@ -384,6 +400,8 @@
       head.appendChild(b);
     }
     li.appendChild(head);
+    const extraUnit = extraFields(a);
+    if (extraUnit) li.appendChild(extraUnit);
     return li;
   }
   function hospitalCard(h) {
