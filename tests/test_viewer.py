@@ -169,6 +169,7 @@ def test_replay_in_headless_chromium(tmp_path, phase2_frames) -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto(page_file.as_uri())
             clocks = [page.text_content("#clock")]
             for n in range(1, 4):

@@ -38,6 +38,7 @@ from codered_env.server.episode_routes import register_episode_routes
 from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.limits import BodySizeLimitMiddleware
 from codered_env.server.viewer_routes import register_viewer_routes
+from codered_env.server.web_routes import register_web_routes
 
 logger = logging.getLogger("codered_env.server")
 
@@ -50,6 +51,7 @@ ENDPOINTS = {
     "grader": "POST /grader - {task_id, seed, actions} | {episode_id} | {}",
     "baseline": "POST /baseline - {agent, seeds, tasks}",
     "view": "GET /view?task_id=task5&seed=0&agent=heuristic - watch an episode (HTML replay)",
+    "web": "GET /web - play an episode in the browser (dispatch console; replay mode too)",
     "schema": "GET /schema",
     "metadata": "GET /metadata",
     "health": "GET /health",
@@ -89,6 +91,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
         register_episode_routes(app, store)
     jobs = register_benchmark_routes(app, settings, store)
     register_viewer_routes(app, jobs)
+    register_web_routes(app, jobs)
     _register_index(app)
     app.add_exception_handler(Exception, _unexpected_error)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
