@@ -123,7 +123,8 @@ def machine_info() -> dict[str, Any]:
 
 
 def _summary(steps: int, wall: float, grades: list[float]) -> dict[str, Any]:
-    return {"steps": steps, "wall_s": round(wall, 1), "mean": round(statistics.fmean(grades), 4),
+    return {"steps": steps, "wall_s": round(wall, 1), "cpu_s": round(time.process_time(), 1),
+            "mean": round(statistics.fmean(grades), 4),
             "std": round(statistics.pstdev(grades), 4), "min": round(min(grades), 4),
             "max": round(max(grades), 4)}
 
@@ -226,6 +227,7 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
     result = {
         "config": asdict(config), "machine": machine_info(), "curve": rows, "best": best,
         "final": rows[-1], "wall_s": round(time.monotonic() - started, 1),
+        "cpu_s": round(time.process_time(), 1),
         "baselines": {k: round(statistics.fmean(v), 4) for k, v in baselines.items()},
     }
     (out / "run.json").write_text(json.dumps(result, indent=1) + "\n")
