@@ -221,6 +221,7 @@ def train(
     eval_seeds: Annotated[str, typer.Option(help="held-out evaluation seeds")] = "10000-10009",
     seed: Annotated[int, typer.Option(min=0)] = 0,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("runs/ppo"),
+    resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
 ) -> None:
     """Train MaskablePPO (needs the `rl` extra): curve CSV/JSON/PNG, checkpoints, run.json in --out."""
     from .train import TrainConfig
@@ -231,7 +232,7 @@ def train(
         raise typer.BadParameter("give --steps or --minutes (a budget)")
     config = TrainConfig(task_id=task, seed=seed, total_steps=steps or None, wall_minutes=minutes or None,
                          n_envs=envs, eval_every=eval_every, eval_seeds=parse_seeds(eval_seeds),
-                         out_dir=str(out))
+                         out_dir=str(out), resume=str(resume) if resume else None)
     try:
         result = run_training(config, log=lambda line: err_console.print(line, highlight=False, markup=False))
     except ImportError as exc:

@@ -55,6 +55,7 @@ class TrainConfig:
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
     torch_threads: int = 1
     out_dir: str = "runs/ppo"
+    resume: str | None = None  # a checkpoint .zip to continue from (its step count carries on)
 
 
 def require_rl() -> None:
@@ -182,12 +183,15 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
     (out / "baselines.json").write_text(json.dumps(baselines, indent=1) + "\n")
     venv = DummyVecEnv([lambda: make_masked_env(config.task_id)] * config.n_envs)
     venv.seed(config.seed)
-    model = MaskablePPO(
-        "MultiInputPolicy", venv, seed=config.seed, n_steps=config.n_steps, batch_size=config.batch_size,
-        n_epochs=config.n_epochs, learning_rate=config.learning_rate, gamma=config.gamma,
-        ent_coef=config.ent_coef, policy_kwargs={"net_arch": list(config.net_arch)}, verbose=0,
-        device="cpu",
-    )
+    if config.resume:
+        model = MaskablePPO.load(config.resume, env=venv, device="cpu")
+    else:
+        model = MaskablePPO(
+            "MultiInputPolicy", venv, seed=config.seed, n_steps=config.n_steps, batch_size=config.batch_size,
+            n_epochs=config.n_epochs, learning_rate=config.learning_rate, gamma=config.gamma,
+            ent_coef=config.ent_coef, policy_kwargs={"net_arch": list(config.net_arch)}, verbose=0,
+            device="cpu",
+        )
     rows: list[dict[str, Any]] = []
     best = {"mean": -1.0}
     started = time.monotonic()
@@ -210,7 +214,7 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
 
         def __init__(self) -> None:
             super().__init__()
-            self.next_eval = config.eval_every
+            self.next_eval = model.num_timesteps + config.eval_every
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
@@ -218,8 +222,9 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
                 evaluate(self.num_timesteps)
             return deadline is None or time.monotonic() < deadline
 
-    evaluate(0)
-    model.learn(total_timesteps=config.total_steps or 10**12, callback=Budget())
+    evaluate(model.num_timesteps)
+    model.learn(total_timesteps=config.total_steps or 10**12, callback=Budget(),
+                reset_num_timesteps=not config.resume)
     if rows[-1]["steps"] != model.num_timesteps:
         evaluate(model.num_timesteps)
     model.save(out / "final.zip")
