@@ -67,3 +67,17 @@ def test_eval_cli_accepts_ppo_agents(run_dir: Path, tmp_path: Path) -> None:
 def test_missing_policy_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not found"):
         make_agent(f"ppo:{tmp_path / 'nope.zip'}")
+
+
+def test_sb3_make_vec_env_runs_the_registered_envs() -> None:
+    """SB3's default ``render_mode="rgb_array"`` used to raise in the adapter."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import codered_env.gym_env  # noqa: F401  registers the ids
+
+    venv = make_vec_env("CodeRedEnv-task1-v0", n_envs=2, seed=0)
+    venv.reset()
+    for _ in range(5):
+        _, rewards, _, infos = venv.step([0, 0])
+        assert len(rewards) == 2 and "actions" not in infos[0]
+    venv.close()
