@@ -1,5 +1,9 @@
 """One (task, seed, actions) gives one grade through every path: in-process ``grade_episode``,
-the Gymnasium adapter, the OpenEnv WebSocket server and the TRL tool environment."""
+the Gymnasium adapter, the OpenEnv WebSocket endpoint and the TRL tool environment.
+
+The WebSocket episode speaks the raw ``/ws`` protocol to the server's ASGI app in-process
+(Starlette's test client): the same endpoint and session code as under uvicorn, without a
+subprocess whose start-up can time out on a loaded machine."""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support_server import RunningServer
+from starlette.testclient import TestClient
 
-from codered_env import CodeRedAction, CodeRedEnv
+from codered_env.server.app import app
 from codered_env.sim import grade_episode
 from codered_env.trl import CodeRedToolEnv
 
@@ -30,13 +34,17 @@ def gym_episode(task_id: str, seed: int) -> tuple[list[dict[str, Any]], float]:
             return actions, info["grade"]["score"]
 
 
-def ws_grade(server: RunningServer, task_id: str, seed: int, actions: list[dict[str, Any]]) -> float:
-    with CodeRedEnv(base_url=server.base_url).sync() as env:
-        result = env.reset(task_id=task_id, seed=seed)
+def ws_grade(task_id: str, seed: int, actions: list[dict[str, Any]]) -> float:
+    with TestClient(app) as client, client.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"task_id": task_id, "seed": seed}})
+        assert ws.receive_json()["type"] == "observation"
         for action in actions:
-            result = env.step(CodeRedAction(**action))
-        assert result.done
-        return env.state().score
+            ws.send_json({"type": "step", "data": action})
+            reply = ws.receive_json()
+            assert reply["type"] == "observation", reply
+        assert reply["data"]["done"]
+        ws.send_json({"type": "state"})
+        return ws.receive_json()["data"]["score"]
 
 
 def trl_grade(task_id: str, seed: int, actions: list[dict[str, Any]]) -> float:
@@ -49,10 +57,10 @@ def trl_grade(task_id: str, seed: int, actions: list[dict[str, Any]]) -> float:
 
 
 @pytest.mark.parametrize(("task_id", "seed"), [("task1", 0), ("task3", 2), ("task4", 1), ("task5", 3)])
-def test_same_actions_same_grade_on_every_path(server: RunningServer, task_id: str, seed: int) -> None:
+def test_same_actions_same_grade_on_every_path(task_id: str, seed: int) -> None:
     actions, gym_score = gym_episode(task_id, seed)
     assert len({a["action_type"] for a in actions}) > 2  # a varied episode, not just waiting
     reference = grade_episode(task_id, seed, actions)["score"]
     assert gym_score == reference
     assert trl_grade(task_id, seed, actions) == reference
-    assert ws_grade(server, task_id, seed, actions) == pytest.approx(reference, abs=1e-12)
+    assert ws_grade(task_id, seed, actions) == pytest.approx(reference, abs=1e-12)
