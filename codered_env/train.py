@@ -192,6 +192,7 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
             ent_coef=config.ent_coef, policy_kwargs={"net_arch": list(config.net_arch)}, verbose=0,
             device="cpu",
         )
+    machine = machine_info()  # the commit as the run starts (the tree may move while it runs)
     rows: list[dict[str, Any]] = []
     best = {"mean": -1.0}
     started = time.monotonic()
@@ -230,7 +231,8 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
     model.save(out / "final.zip")
     plot_curve(out, config.task_id, rows, baselines)
     result = {
-        "config": asdict(config), "machine": machine_info(), "curve": rows, "best": best,
+        "config": asdict(config), "machine": machine | {"load_avg_end": machine_info()["load_avg"]},
+        "curve": rows, "best": best,
         "final": rows[-1], "wall_s": round(time.monotonic() - started, 1),
         "cpu_s": round(time.process_time(), 1),
         "baselines": {k: round(statistics.fmean(v), 4) for k, v in baselines.items()},
