@@ -268,6 +268,38 @@ def serve(
     run_server(host, port)
 
 
+@app.command()
+def train(
+    task: Annotated[str, typer.Option(help="task1..task5")] = "task1",
+    steps: Annotated[int, typer.Option(min=0, help="environment-step budget (0: none)")] = 200_000,
+    minutes: Annotated[float, typer.Option(min=0, help="wall-clock budget in minutes (0: none)")] = 0,
+    envs: Annotated[int, typer.Option(min=1, help="vectorised environments")] = 4,
+    eval_every: Annotated[int, typer.Option(min=1, help="evaluate every N environment steps")] = 10_000,
+    eval_seeds: Annotated[str, typer.Option(help="held-out evaluation seeds")] = "10000-10009",
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+    out: Annotated[Path, typer.Option(help="output directory")] = Path("runs/ppo"),
+    resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
+) -> None:
+    """Train MaskablePPO (needs the `rl` extra): curve CSV/JSON/PNG, checkpoints, run.json in --out."""
+    from .train import TrainConfig
+    from .train import train as run_training
+
+    parse_tasks(task)
+    if not steps and not minutes:
+        raise typer.BadParameter("give --steps or --minutes (a budget)")
+    config = TrainConfig(task_id=task, seed=seed, total_steps=steps or None, wall_minutes=minutes or None,
+                         n_envs=envs, eval_every=eval_every, eval_seeds=parse_seeds(eval_seeds),
+                         out_dir=str(out), resume=str(resume) if resume else None)
+    try:
+        result = run_training(config, log=lambda line: err_console.print(line, highlight=False, markup=False))
+    except ImportError as exc:
+        err_console.print(f"error: {exc}")
+        raise typer.Exit(code=1) from None
+    json.dump({"best": result["best"], "final": result["final"], "baselines": result["baselines"],
+               "out": str(out)}, sys.stdout)
+    sys.stdout.write("\n")
+
+
 app.command("report")(report_command)
 app.command("replay")(replay_command)
 app.command("view")(view_command)

@@ -8,8 +8,8 @@ gymnasium is a dev dependency of this project, so it is imported only here::
 
     env = gymnasium.make("CodeRedEnv-task3-v0")
 
-The observation is computed from ``CodeRedSim.observation()`` only (``encode_observation`` takes
-that dict and nothing else), so it carries no hidden state. See ``CodeRedGymEnv`` for the spec.
+The compact observation is built by ``FeatureBuilder`` straight from the world, reading only what
+``CodeRedSim.observation()`` shows (no hidden state). The full spec is docs/GYM.md.
 """
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ from .sim.actions import ACTION_TYPES
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
+from .sim.observation import _alerts as alerts
+from .sim.observation import _reserved as reserved_blood
+from .sim.observation import _waiting_for as waiting_for
+from .sim.observation import displayed_vitals, legal_actions, visible_calls
 from .sim.params import BLOOD_TYPES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
-from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES
+from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
+from .sim.world import World
 
 # ------------------------------------------------------------------------------ action catalogue
 ACTION_ORDER: tuple[str, ...] = (
@@ -159,6 +164,7 @@ AMBULANCE_FEATURES: tuple[str, ...] = (
     "busy",
     "has_job",
     "held",
+    "can_dispatch",
 )
 PATIENT_FEATURES: tuple[str, ...] = (
     "present",
@@ -185,6 +191,11 @@ PATIENT_FEATURES: tuple[str, ...] = (
     "blood_reserved",
     "secondary",
     *(f"node_{n}" for n in NODE_IDS),
+    "can_dispatch_to",
+    "can_assign_hospital",
+    "can_allocate_blood",
+    "can_query_blood_type",
+    "can_mutual_aid",
 )
 CALL_FEATURES: tuple[str, ...] = (
     "present",
@@ -199,6 +210,10 @@ CALL_FEATURES: tuple[str, ...] = (
     "male",
     "callback",
     *(f"cue_{cues[0].replace(' ', '_')}" for cues in REPORT_CUES),
+    "can_dispatch_als",
+    "can_dispatch_bls",
+    "can_triage",
+    "can_mutual_aid",
 )
 HOSPITAL_FEATURES: tuple[str, ...] = (
     "load",
@@ -212,333 +227,464 @@ HOSPITAL_FEATURES: tuple[str, ...] = (
     "icu_free",
     *(f"blood_{t}" for t in BLOOD_TYPES),
     "blood_total",
+    "can_assign_to",
+    "can_prepare_or",
+    "can_page",
+    "can_preempt",
+    "can_allocate_from",
+    "can_transfer_from",
 )
 ROAD_FEATURES: tuple[str, ...] = ("closed", "congested", "congestion_factor", "minutes_left")
+ACTION_FEATURES: tuple[str, ...] = ("count", "start")
 
 
-def _clip01(x: float) -> float:
-    return 0.0 if x < 0 else 1.0 if x > 1 else float(x)
+def _index(names: tuple[str, ...]) -> dict[str, int]:
+    return {n: i for i, n in enumerate(names)}
 
 
-class _Row:
-    """Writes named features into one float32 row (keeps the encoders readable)."""
-
-    _indexes: ClassVar[dict[tuple[str, ...], dict[str, int]]] = {}
-
-    def __init__(self, row: np.ndarray, names: tuple[str, ...]) -> None:
-        index = self._indexes.get(names)
-        if index is None:
-            index = self._indexes[names] = {n: i for i, n in enumerate(names)}
-        self.row, self.index = row, index
-
-    def set(self, name: str, value: float) -> None:
-        self.row[self.index[name]] = _clip01(value)
-
-    def flag(self, prefix: str, value: object) -> None:
-        i = self.index.get(f"{prefix}_{value}")
-        if i is not None:
-            self.row[i] = 1.0
+_G, _A, _P, _C, _H = (
+    _index(GLOBAL_FEATURES),
+    _index(AMBULANCE_FEATURES),
+    _index(PATIENT_FEATURES),
+    _index(CALL_FEATURES),
+    _index(HOSPITAL_FEATURES),
+)
+_TYPE_INDEX = {t: i for i, t in enumerate(ACTION_ORDER)}
 
 
-def _encode_global(obs: Mapping[str, Any], n_legal: int, max_actions: int) -> np.ndarray:
-    out = np.zeros(len(GLOBAL_FEATURES), np.float32)
-    g = _Row(out, GLOBAL_FEATURES)
-    aid = obs["mutual_aid"]
-    g.set("clock_frac", obs["clock_min"] / obs["horizon_min"])
-    g.set("step_frac", obs["step"] / obs["max_steps"])
-    g.set("phase2", obs["phase"] == 2)
-    g.set("score_preview", obs["score_preview"])
-    g.set("mutual_aid_remaining", aid["remaining"] / 2)
-    g.set("mutual_aid_limit", aid["limit"] / 2)
-    g.set("mutual_aid_pending", len(aid["pending"]) / 2)
-    g.set("peak_hour", obs["roads"]["peak_hour"])
-    g.set("n_patients", len(obs["patients"]) / MAX_PATIENTS)
-    g.set("n_calls", len(obs["calls"]) / MAX_CALLS)
-    g.set("n_alerts", len(obs["alerts"]) / 5)
-    g.set("last_action_error", obs["last_action_error"] is not None)
-    g.set("query_result", obs["query_result"] is not None)
-    g.set("n_legal_actions", n_legal / max_actions)
-    g.set("horizon", obs["horizon_min"] / 180)
-    g.set("max_steps", obs["max_steps"] / 60)
+def _columns(index: dict[str, int], prefix: str) -> dict[str, int]:
+    """value -> column of the one-hot ``{prefix}_{value}`` (precomputed: f-strings per step cost)."""
+    return {name[len(prefix) + 1:]: i for name, i in index.items() if name.startswith(f"{prefix}_")}
+
+
+_A_STATUS, _A_NODE, _A_DEST = _columns(_A, "status"), _columns(_A, "node"), _columns(_A, "dest")
+_P_PRIORITY, _P_CONDITION = _columns(_P, "priority"), _columns(_P, "condition")
+_P_STATUS = _columns(_P, "status")
+_P_NODE, _P_DEST, _P_AT = _columns(_P, "node"), _columns(_P, "dest"), _columns(_P, "at")
+_C_NODE, _C_TRIAGED = _columns(_C, "node"), _columns(_C, "triaged")
+_H_OR, _H_BLOOD = _columns(_H, "or"), _columns(_H, "blood")
+_H_ROOM = {(state, proc): _H[f"{state}_{proc}"] for state in ("preparing", "ready") for proc in PROCEDURES}
+_H_SPECIALIST = {(sp, st): _H[f"{sp}_{st}"] for sp in SPECIALTIES for st in SPECIALIST_STATES}
+_SEGMENT_TYPES = ACTION_ORDER[1:]  # maintain_plan is always index 0
+
+
+# ------------------------------------------------------------------------------ legal actions, lazily
+Segment = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], int, int]  # type, names, values, start, n
+
+
+def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> tuple[list[Segment], int]:
+    """The enumeration of ``enumerate_actions`` without building it: one segment per option
+    (its first index and size); returns the segments and the number of concrete actions."""
+    segments: list[Segment] = []
+    start = 1
+    for action_type in _SEGMENT_TYPES:
+        for option in legal.get(action_type, ()):
+            names = tuple(option)
+            if action_type in _BLOOD_ACTIONS:
+                values = tuple(_param_values(action_type, n, option[n]) for n in names)
+            else:
+                values = tuple(option.values())
+            size = 1
+            for vals in values:
+                size *= len(vals)
+            if size:
+                segments.append((action_type, names, values, start, size))
+                start += size
+    return segments, start
+
+
+def decode_action(segments: Sequence[Segment], index: int) -> dict[str, Any]:
+    """The wire action at ``index`` of the enumeration described by ``segments``."""
+    if index == 0:
+        return dict(MAINTAIN)
+    for action_type, names, values, start, size in segments:
+        if index < start + size:
+            local, picked = index - start, [None] * len(names)
+            for k in range(len(names) - 1, -1, -1):
+                local, r = divmod(local, len(values[k]))
+                picked[k] = values[k][r]
+            return {"action_type": action_type, **dict(zip(names, picked, strict=True))}
+    raise IndexError(f"action index {index} is not legal now")
+
+
+def _slot_sets(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> dict[tuple[str, str], set]:
+    """(action type, parameter) -> every id that parameter accepts now (the per-slot masks)."""
+    out: dict[tuple[str, str], set] = {}
+    for action_type, options in legal.items():
+        if action_type in _NO_SLOT_FLAGS:
+            continue
+        for option in options:
+            for name, values in option.items():
+                if name in _SLOT_PARAMS:
+                    out.setdefault((action_type, name), set()).update(values)
     return out
 
 
-def _encode_ambulances(obs: Mapping[str, Any]) -> np.ndarray:
-    out = np.zeros((MAX_AMBULANCES, len(AMBULANCE_FEATURES)), np.float32)
-    for row, amb in zip(out, obs["ambulances"], strict=False):
-        r = _Row(row, AMBULANCE_FEATURES)
-        r.set("present", 1)
-        r.set("als", amb["kind"] == "ALS")
-        r.set("mutual_aid", amb["mutual_aid"])
-        r.flag("status", amb["status"])
-        r.flag("node", amb["node"])
-        r.flag("dest", amb["destination"])
-        r.set("eta", (amb["eta_min"] or 0) / 30)
-        r.set("busy", (amb["busy_min"] or 0) / 30)
-        r.set("has_job", amb["patient_id"] is not None or amb["call_id"] is not None)
-        r.set("held", amb["held"])
-    return out
+_NO_SLOT_FLAGS = frozenset({"maintain_plan", "query_or_status"})
+_SLOT_PARAMS = frozenset({"ambulance_id", "patient_id", "call_id", "hospital_id", "target_id",
+                          "from_hospital_id"})
 
 
-def _slot_patients(patients: list[dict[str, Any]]) -> list[dict[str, Any]]:
+# ------------------------------------------------------------------------------ feature builder
+class FeatureBuilder:
+    """Numeric features straight from the ``World``, mirroring ``sim.observation`` field by field.
+
+    Only what ``build_observation`` shows is read: visible patients (a phase-2 caller stays a
+    call with its report until a crew is on scene), displayed vitals, agent triage, OR/specialist
+    states, blood stock, active disruptions. Future calls, hidden conditions, reserves, unknown
+    blood types and OR timers are never touched (tests perturb them and compare).
+    """
+
+    def __init__(self, max_actions: int) -> None:
+        self.max_actions = max_actions
+
+    def build(self, sim: CodeRedSim, legal: Mapping[str, Any], segments: Sequence[Segment],
+              n_legal: int) -> dict[str, np.ndarray]:
+        world = sim.world
+        slots = _slot_sets(legal)
+        patients = _slot_patients([p for p in world.patients.values() if p.visible])
+        calls = visible_calls(world)
+        return {
+            "global": self._global(sim, len(patients), len(calls), n_legal),
+            "ambulances": _ambulances(world, slots),
+            "patients": _patients(world, patients, slots),
+            "calls": _calls(world, calls, slots),
+            "hospitals": _hospitals(world, slots),
+            "roads": _roads(world),
+            "actions": self._actions(segments),
+        }
+
+    def _global(self, sim: CodeRedSim, n_patients: int, n_calls: int, n_legal: int) -> np.ndarray:
+        world, task = sim.world, sim.world.task
+        pending = sum(1 for r in world.mutual_aid if not r.arrived)
+        values = (
+            world.clock / task.horizon_min,
+            sim.step_count / sim.max_steps,
+            task.phase == 2,
+            sim.score_preview,
+            (task.mutual_aid_limit - len(world.mutual_aid)) / 2,
+            task.mutual_aid_limit / 2,
+            pending / 2,
+            world.peak_hour,
+            n_patients / MAX_PATIENTS,
+            n_calls / MAX_CALLS,
+            len(alerts(world)) / 5,
+            sim.last_error is not None,
+            world.query_result is not None,
+            n_legal / self.max_actions,
+            task.horizon_min / 180,
+            sim.max_steps / 60,
+        )
+        return np.array([_c(float(v)) for v in values], np.float32)
+
+    def _actions(self, segments: Sequence[Segment]) -> np.ndarray:
+        """Per action type: how many legal indices it has and where they start (/max_actions)."""
+        counts, starts = [0] * len(ACTION_ORDER), [0] * len(ACTION_ORDER)
+        counts[0] = 1
+        for action_type, _, _, start, size in segments:
+            i = _TYPE_INDEX[action_type]
+            if not counts[i]:
+                starts[i] = start
+            counts[i] += size
+        scale = self.max_actions
+        return np.array([(_c(n / scale), _c(s / scale)) for n, s in zip(counts, starts, strict=True)],
+                        np.float32)
+
+
+def _slot_patients(patients: list[Patient]) -> list[Patient]:
     """At most MAX_PATIENTS, in observation order; finished patients are dropped first."""
     extra = len(patients) - MAX_PATIENTS
     if extra <= 0:
         return patients
-    finished = [i for i, p in enumerate(patients) if p["status"] in _FINISHED]
+    finished = [i for i, p in enumerate(patients) if p.status in _FINISHED]
     drop = set(finished[:extra])
-    kept = [p for i, p in enumerate(patients) if i not in drop]
-    return kept[:MAX_PATIENTS]
+    return [p for i, p in enumerate(patients) if i not in drop][:MAX_PATIENTS]
 
 
-def _encode_patient(r: _Row, p: Mapping[str, Any]) -> None:
-    vitals, waiting = p["vitals"], p["waiting_for"]
-    r.set("present", 1)
-    r.flag("priority", p["priority"])
-    r.flag("condition", p["condition"])
-    r.flag("status", p["status"])
-    for name, scale in (("hr", 200), ("sbp", 200), ("spo2", 100), ("rr", 40), ("gcs", 15)):
-        r.set(name, vitals[name] / scale)
-    r.set("vitals_score", vitals["score"])
-    r.set("minutes_since_call", p["minutes_since_call"] / 180)
-    r.set("eta", (p["eta_min"] or 0) / 30)
-    r.set("has_unit", p["ambulance_id"] is not None)
-    r.set("has_destination", p["destination"] is not None)
-    r.flag("dest", p["destination"])
-    r.flag("at", p["hospital"])
-    r.set("waiting_or", "or" in waiting)
-    r.set("waiting_specialist", any(w in SPECIALTIES for w in waiting))
-    r.set("waiting_blood", "blood" in waiting)
-    r.set("waiting_transfer", any(w.startswith("transfer") for w in waiting))
-    r.set("blood_type_known", p["blood_type"] is not None)
-    r.set("blood_reserved", sum(p["blood_reserved"].values()) / 6)
-    r.set("secondary", p["secondary"])
-    r.flag("node", p["node"])
+def _c(x: float) -> float:
+    """Clip a scaled count into [0, 1]."""
+    return 0.0 if x < 0 else 1.0 if x > 1 else x
 
 
-def _encode_patients(obs: Mapping[str, Any]) -> np.ndarray:
-    out = np.zeros((MAX_PATIENTS, len(PATIENT_FEATURES)), np.float32)
-    for row, p in zip(out, _slot_patients(obs["patients"]), strict=False):
-        _encode_patient(_Row(row, PATIENT_FEATURES), p)
+def _rows(rows: list[list[float]], n: int, width: int) -> np.ndarray:
+    """Zero-padded float32 array of ``n`` rows (lists are filled first: far cheaper than
+    writing numpy elements one at a time)."""
+    out = np.zeros((n, width), np.float32)
+    if rows:
+        out[: len(rows)] = rows
     return out
+
+
+def _ambulances(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    clock, width, rows = world.clock, len(AMBULANCE_FEATURES), []
+    dispatchable = (
+        slots.get(("dispatch_ambulance", "ambulance_id"), set())
+        | slots.get(("dispatch_als", "ambulance_id"), set())
+        | slots.get(("dispatch_bls", "ambulance_id"), set())
+    )
+    for amb in list(world.ambulances.values())[:MAX_AMBULANCES]:
+        trip, row = amb.trip, [0.0] * width
+        row[_A["present"]] = 1.0
+        row[_A["als"]] = float(amb.kind == "ALS")
+        row[_A["mutual_aid"]] = float(amb.mutual_aid)
+        row[_A_STATUS[amb.status]] = 1.0
+        row[_A_NODE[amb.node]] = 1.0
+        if trip is not None:
+            row[_A_DEST[trip.target]] = 1.0
+            row[_A["eta"]] = _c(trip.eta_minutes(clock) / 30)
+        if amb.status in ("on_scene", "at_hospital"):
+            row[_A["busy"]] = _c(max(0, amb.busy_until - clock) / 30)
+        known = amb.patient_id is not None and world.patients[amb.patient_id].visible
+        row[_A["has_job"]] = float(known or amb.call_id is not None)
+        row[_A["held"]] = float(amb.held)
+        row[_A["can_dispatch"]] = float(amb.ambulance_id in dispatchable)
+        rows.append(row)
+    return _rows(rows, MAX_AMBULANCES, width)
+
+
+def _patient_eta(world: World, p: Patient) -> int:
+    amb = world.ambulances.get(p.ambulance_id or "")
+    if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
+        return amb.trip.eta_minutes(world.clock)
+    if p.status == "transferring" and p.transfer_arrives_at is not None:
+        return max(0, p.transfer_arrives_at - world.clock)
+    return 0
+
+
+_PATIENT_FLAGS = tuple(
+    (_P[name], key)
+    for name, key in (
+        ("can_dispatch_to", ("dispatch_ambulance", "patient_id")),
+        ("can_assign_hospital", ("assign_hospital", "patient_id")),
+        ("can_allocate_blood", ("allocate_blood", "patient_id")),
+        ("can_query_blood_type", ("query_blood_type", "patient_id")),
+        ("can_mutual_aid", ("request_mutual_aid", "target_id")),
+    )
+)
+_VITALS = tuple((_P[name], name, scale) for name, scale in
+                (("hr", 200), ("sbp", 200), ("spo2", 100), ("rr", 40), ("gcs", 15)))
+
+
+def _patients(world: World, patients: list[Patient], slots: dict[tuple[str, str], set]) -> np.ndarray:
+    rows = []
+    for p in patients:
+        row = _patient_row(world, p)
+        for column, key in _PATIENT_FLAGS:
+            if p.patient_id in slots.get(key, ()):
+                row[column] = 1.0
+        rows.append(row)
+    return _rows(rows, MAX_PATIENTS, len(PATIENT_FEATURES))
+
+
+def _patient_row(world: World, p: Patient) -> list[float]:
+    vitals, waiting, row = displayed_vitals(p), waiting_for(world, p), [0.0] * len(PATIENT_FEATURES)
+    row[_P["present"]] = 1.0
+    row[_P_PRIORITY[CONDITIONS[p.condition].true_priority]] = 1.0
+    row[_P_CONDITION[p.condition]] = 1.0
+    row[_P_STATUS[p.status]] = 1.0
+    for column, name, scale in _VITALS:
+        row[column] = _c(vitals[name] / scale)
+    row[_P["vitals_score"]] = _c(vitals["score"])
+    row[_P["minutes_since_call"]] = _c((world.clock - p.appeared_at) / 180)
+    row[_P["eta"]] = _c(_patient_eta(world, p) / 30)
+    row[_P["has_unit"]] = float(p.ambulance_id is not None)
+    if p.destination is not None:
+        row[_P["has_destination"]] = 1.0
+        row[_P_DEST[p.destination]] = 1.0
+    if p.hospital is not None:
+        row[_P_AT[p.hospital]] = 1.0
+    if waiting:
+        row[_P["waiting_or"]] = float("or" in waiting)
+        row[_P["waiting_specialist"]] = float(any(w in SPECIALTIES for w in waiting))
+        row[_P["waiting_blood"]] = float("blood" in waiting)
+        row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
+    row[_P["blood_type_known"]] = float(p.blood_type_known)
+    if world.allocations:
+        row[_P["blood_reserved"]] = _c(sum(reserved_blood(world, p).values()) / 6)
+    row[_P["secondary"]] = float(p.secondary)
+    row[_P_NODE[p.node]] = 1.0
+    return row
 
 
 @functools.lru_cache(maxsize=4096)
-def _report_features(report: str) -> tuple[tuple[str, float], ...]:
-    """(feature, value) pairs read from a caller report's text (reports never change)."""
-    text = report.lower()
-    values: list[tuple[str, float]] = [("callback", float(text.startswith("callback")))]
+def _report_row(report: str) -> tuple[float, ...]:
+    """A call row holding only what the caller's report says (reports never change)."""
+    text, row = report.lower(), [0.0] * len(CALL_FEATURES)
+    row[_C["callback"]] = float(text.startswith("callback"))
     match = _AGE_SEX.search(report)
     if match:
-        values += [("age", int(match.group(1)) / 100), ("male", float(match.group(2) == "M"))]
+        row[_C["age"]] = _c(int(match.group(1)) / 100)
+        row[_C["male"]] = float(match.group(2) == "M")
     for cues in REPORT_CUES:
-        values.append((f"cue_{cues[0].replace(' ', '_')}", float(any(c in text for c in cues))))
-    return tuple(values)
+        row[_C[f"cue_{cues[0].replace(' ', '_')}"]] = float(any(c in text for c in cues))
+    return tuple(row)
 
 
-def _encode_report(r: _Row, report: str) -> None:
-    for name, value in _report_features(report):
-        r.set(name, value)
+_CALL_FLAGS = tuple(
+    (_C[name], key)
+    for name, key in (
+        ("can_dispatch_als", ("dispatch_als", "call_id")),
+        ("can_dispatch_bls", ("dispatch_bls", "call_id")),
+        ("can_triage", ("triage_call", "call_id")),
+        ("can_mutual_aid", ("request_mutual_aid", "target_id")),
+    )
+)
 
 
-def _encode_calls(obs: Mapping[str, Any]) -> np.ndarray:
-    out = np.zeros((MAX_CALLS, len(CALL_FEATURES)), np.float32)
-    for row, call in zip(out, obs["calls"], strict=False):
-        r = _Row(row, CALL_FEATURES)
-        r.set("present", 1)
-        r.set("waiting", call["waiting_min"] / 60)
-        r.flag("triaged", call["priority"])
-        r.set("untriaged", call["priority"] is None)
-        r.set("pending", call["status"] == "pending")
-        r.set("dispatched", call["status"] == "dispatched")
-        r.set("has_unit", call["ambulance_id"] is not None)
-        r.flag("node", call["node"])
-        _encode_report(r, call["report"])
-    return out
+def _calls(world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    rows = []
+    for call in calls[:MAX_CALLS]:
+        row = list(_report_row(call.report))
+        row[_C["present"]] = 1.0
+        row[_C["waiting"]] = _c((world.clock - call.received_at) / 60)
+        row[_C["untriaged"] if call.priority is None else _C_TRIAGED[call.priority]] = 1.0
+        row[_C["pending"]] = float(call.status == "pending")
+        row[_C["dispatched"]] = float(call.status == "dispatched")
+        row[_C["has_unit"]] = float(call.ambulance_id is not None)
+        row[_C_NODE[call.node]] = 1.0
+        for column, key in _CALL_FLAGS:
+            if call.call_id in slots.get(key, ()):
+                row[column] = 1.0
+        rows.append(row)
+    return _rows(rows, MAX_CALLS, len(CALL_FEATURES))
 
 
-def _encode_hospital(r: _Row, h: Mapping[str, Any], clock: int) -> None:
-    r.set("load", h["occupancy"] / (2 * h["capacity"]))
-    r.set("crowded", h["crowded"])
-    r.set("diverted", h["diverted_until"] is not None)
-    r.set("diversion_left", ((h["diverted_until"] or clock) - clock) / 60)
-    for room in h["ors"]:
-        r.row[r.index[f"or_{room['state']}"]] += 1 / 3
-        if room["state"] in ("preparing", "ready"):
-            r.flag(room["state"], room["procedure"])
-    for specialty, info in h["specialists"].items():
-        r.flag(specialty, info["state"])
-    r.set("icu_free", h["icu_free"] / 4)
-    for blood_type, units in h["blood"].items():
-        r.set(f"blood_{blood_type}", units / 12)
-    r.set("blood_total", sum(h["blood"].values()) / 60)
+_HOSPITAL_FLAGS = tuple(
+    (_H[name], key)
+    for name, key in (
+        ("can_assign_to", ("assign_hospital", "hospital_id")),
+        ("can_prepare_or", ("prepare_or", "hospital_id")),
+        ("can_page", ("page_specialist", "hospital_id")),
+        ("can_preempt", ("preempt_or", "hospital_id")),
+        ("can_allocate_from", ("allocate_blood", "hospital_id")),
+        ("can_transfer_from", ("transfer_blood", "from_hospital_id")),
+    )
+)
 
 
-def _encode_hospitals(obs: Mapping[str, Any]) -> np.ndarray:
-    out = np.zeros((N_HOSPITALS, len(HOSPITAL_FEATURES)), np.float32)
-    for h in obs["hospitals"]:
-        row = out[HOSPITAL_IDS.index(h["hospital_id"])]
-        _encode_hospital(_Row(row, HOSPITAL_FEATURES), h, obs["clock_min"])
-    np.clip(out, 0.0, 1.0, out=out)
-    return out
+def _hospitals(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    rows = [[0.0] * len(HOSPITAL_FEATURES) for _ in HOSPITAL_IDS]
+    for h in world.hospitals.values():
+        row = rows[HOSPITAL_IDS.index(h.hospital_id)]
+        _hospital_row(world, row, h)
+        for column, key in _HOSPITAL_FLAGS:
+            if h.hospital_id in slots.get(key, ()):
+                row[column] = 1.0
+    return np.array(rows, np.float32)
 
 
-def _encode_roads(obs: Mapping[str, Any]) -> np.ndarray:
+def _hospital_row(world: World, row: list[float], h: Any) -> None:
+    clock = world.clock
+    row[_H["load"]] = _c(h.occupancy / (2 * h.capacity))
+    row[_H["crowded"]] = float(h.crowded)
+    if world.diverted(h.hospital_id):
+        row[_H["diverted"]] = 1.0
+        row[_H["diversion_left"]] = _c((h.diverted_until - clock) / 60)
+    for room in h.ors:
+        column = _H_OR[room.state]
+        row[column] = min(1.0, row[column] + 1 / 3)
+        column = _H_ROOM.get((room.state, room.procedure))
+        if column is not None:
+            row[column] = 1.0
+    for specialist in h.specialists.values():
+        column = _H_SPECIALIST.get((specialist.specialty, specialist.state))
+        if column is not None:
+            row[column] = 1.0
+    row[_H["icu_free"]] = _c(max(0, h.icu_beds - h.icu_used) / 4)
+    total = 0
+    for blood_type, units in h.blood.items():
+        if units > 0:
+            row[_H_BLOOD[blood_type]] = _c(units / 12)
+            total += units
+    row[_H["blood_total"]] = _c(total / 60)
+
+
+def _roads(world: World) -> np.ndarray:
     out = np.zeros((len(EDGE_KEYS), len(ROAD_FEATURES)), np.float32)
-    clock, roads = obs["clock_min"], obs["roads"]
-    for kind, entries in (("closed", roads["closed"]), ("congested", roads["congested"])):
-        for entry in entries:
-            r = _Row(out[_EDGE_INDEX[edge_key(*entry["edge"])]], ROAD_FEATURES)
-            r.set(kind, 1)
-            r.set("congestion_factor", (entry.get("factor", 1.0) - 1.0) / 2)
-            r.set("minutes_left", (entry["until"] - clock) / 60)
+    for d in world.disruptions:
+        if not d.active or d.kind not in ("road_closure", "accident_congestion"):
+            continue
+        for a, b in d.edges:
+            row = out[_EDGE_INDEX[edge_key(a, b)]]
+            if d.kind == "road_closure":
+                row[0] = 1
+            else:
+                row[1] = 1
+                row[2] = _c((world.net.congestion.get((a, b), 1.0) - 1.0) / 2)
+            row[3] = _c((d.end - world.clock) / 60)
     return out
-
-
-def encode_observation(
-    obs: Mapping[str, Any], actions: Sequence[Mapping[str, Any]], max_actions: int
-) -> dict[str, np.ndarray]:
-    """The numeric observation, from the structured observation and its enumerated actions only."""
-    legal = actions[:max_actions]
-    mask = np.zeros(max_actions, np.float32)
-    mask[: len(legal)] = 1.0
-    kinds = np.zeros((max_actions, len(ACTION_ORDER)), np.float32)
-    for i, action in enumerate(legal):
-        kinds[i, ACTION_ORDER.index(action["action_type"])] = 1.0
-    return {
-        "global": _encode_global(obs, len(legal), max_actions),
-        "ambulances": _encode_ambulances(obs),
-        "patients": _encode_patients(obs),
-        "calls": _encode_calls(obs),
-        "hospitals": _encode_hospitals(obs),
-        "roads": _encode_roads(obs),
-        "action_mask": mask,
-        "action_types": kinds,
-    }
 
 
 def _box(*shape: int) -> spaces.Box:
     return spaces.Box(low=0.0, high=1.0, shape=shape, dtype=np.float32)
 
 
+def observation_space() -> spaces.Dict:
+    """The compact observation space (the same for every task and ``max_actions``)."""
+    return spaces.Dict(
+        {
+            "global": _box(len(GLOBAL_FEATURES)),
+            "ambulances": _box(MAX_AMBULANCES, len(AMBULANCE_FEATURES)),
+            "patients": _box(MAX_PATIENTS, len(PATIENT_FEATURES)),
+            "calls": _box(MAX_CALLS, len(CALL_FEATURES)),
+            "hospitals": _box(N_HOSPITALS, len(HOSPITAL_FEATURES)),
+            "roads": _box(len(EDGE_KEYS), len(ROAD_FEATURES)),
+            "actions": _box(len(ACTION_ORDER), len(ACTION_FEATURES)),
+        }
+    )
+
+
 # ------------------------------------------------------------------------------ the environment
 class CodeRedGymEnv(gymnasium.Env):
     """CodeRedEnv as a Gymnasium environment with a masked ``Discrete`` action space.
 
-    ## Description
-    One episode of ``CodeRedSim(task_id, seed)``: dispatch ambulances, triage calls, choose
-    hospitals, prepare ORs, page specialists, manage blood and mutual aid (docs/MODEL.md).
+    One episode of ``CodeRedSim(task_id, seed)``. The full specification (action enumeration,
+    every observation feature, reward, episode end, info keys) is docs/GYM.md.
 
-    ## Action space
-    ``Discrete(max_actions)``. At every step the legal concrete actions are enumerated from the
-    observation's ``legal_actions``: each option's cross product of parameter values, with
-    ``allocate_blood``/``transfer_blood`` restricted to the unit counts {1, 2, 4}. Index 0 is
-    always ``maintain_plan``; then, in this order, dispatch_ambulance, dispatch_als, dispatch_bls,
-    triage_call, assign_hospital, prepare_or, page_specialist, preempt_or, allocate_blood,
-    transfer_blood, request_mutual_aid, query_blood_type, query_or_status; within a type, option
-    order then the cross product in parameter order. The list is cut at ``max_actions``. The
-    meaning of an index therefore changes from step to step: ``info["actions"]`` holds the wire
-    dicts and ``observation["action_types"]`` their types. ``action_masks()`` /
-    ``info["action_mask"]`` (int8, length ``max_actions``) mark the legal indices. A masked-out
-    index is sent to the simulation as an unknown action: it is refused with
-    ``last_action_error``, the clock advances one minute and an invalid action is counted (an
-    efficiency penalty); nothing raises. Once the episode is over only index 0 is marked, so the
-    mask is never empty, but the environment must be reset.
-
-    ## Observation space
-    ``Dict`` of float32 ``Box`` arrays in [0, 1], built only from ``CodeRedSim.observation()``
-    (never from hidden state). Counts are divided by the stated scale and clipped to [0, 1].
-
-    - ``global`` (16,): clock/horizon, step/max_steps, phase-2 flag, score preview, mutual aid
-      remaining/2, limit/2, pending arrivals/2, peak hour, visible patients/16, open calls/16,
-      alerts/5, last action refused, query result present, legal actions/max_actions,
-      horizon/180, max_steps/60.
-    - ``ambulances`` (7, 37): units in observation order (ALS1, ALS2, BLS1-3, then mutual aid);
-      present, ALS, mutual aid, status one-hot (6: available, en_route, on_scene, transporting,
-      at_hospital, returning), node one-hot (12: N0-N8, H1-H3), destination one-hot (12),
-      ETA/30 min, busy minutes/30, has a job, held by a closed road.
-    - ``patients`` (16, 59): visible patients in observation order, zero-padded (beyond 16,
-      treated/released/deceased ones are dropped first); present, priority one-hot (P1-P4),
-      condition one-hot (9), status one-hot (10), displayed vitals hr/200, sbp/200, spo2/100,
-      rr/40, gcs/15 and vitals score, minutes since call/180, ETA/30, has a unit, has a
-      destination, destination one-hot (H1-H3), current hospital one-hot (H1-H3), waiting for an
-      OR / a specialist / blood / a transfer, blood type known, agent-reserved units/6,
-      secondary casualty, node one-hot (12).
-    - ``calls`` (16, 45): open calls in observation order, zero-padded; present, waiting
-      minutes/60, agent triage one-hot (P1-P4), untriaged, pending, dispatched, has a unit, node
-      one-hot (12), caller age/100, male, callback, and 20 symptom-cue flags read from the report
-      text (``REPORT_CUES``: chest, arm/jaw, sweat, faint, breath, vomit, face, speech, cannot
-      move, headache, bleeding, violence/crash, drowsy, fell, pregnancy, fever, stomach,
-      anxiety cues, pain, child).
-    - ``hospitals`` (3, 43): H1, H2, H3; occupancy/(2 x capacity), crowded, diverted, diversion
-      minutes left/60, OR state counts/3 (idle, preparing, ready, in_use, out_of_service), a room
-      preparing for / ready for each procedure (cath_lab, trauma_surgery, stroke_intervention,
-      general), specialist state one-hot per specialty (cardiology, neurology, trauma_surgery,
-      obstetrics x on_call, paged, present, unavailable; zeros where a hospital has no such
-      specialist), free ICU beds/4, blood units per type/12 (8 types), total units/60.
-    - ``roads`` (20, 4): per edge of ``city.EDGES``: closed, congested, (factor - 1)/2, minutes
-      until the disruption ends/60.
-    - ``action_mask`` (max_actions,): 1 where the index is a legal action now.
-    - ``action_types`` (max_actions, 14): one-hot action type of each legal index
-      (``ACTION_ORDER``), zeros elsewhere.
-
-    Not encoded: names, event and alert texts, ``query_result`` contents, specialists' and
-    diversions' exact minutes other than listed above; read them from ``render()``.
-
-    ## Rewards
-    The simulation's step reward: the change of the running score preview, so the rewards of an
-    episode add up to its final score in [0.01, 0.99]. Rewards can be negative (refused action,
-    waste penalties, the final switch from preview to grade).
-
-    ## Starting state
-    ``reset(seed=s)`` starts ``CodeRedSim(task_id, s)``; without a seed the simulation seed is
-    drawn from ``self.np_random``. ``options={"task_id": "task4"}`` switches the task.
-
-    ## Episode end
-    ``terminated`` when the world resolves (every patient treated, released or dead, no call to
-    come) or the clock reaches the task horizon. ``truncated`` when the step budget
-    (``max_steps``: 30/45/60/45/60) is spent first; the simulation then plays the world on without
-    decisions and the last reward already includes that outcome. ``info["termination_reason"]``
-    is ``"resolved"``, ``"horizon"`` or ``"step_budget"``.
-
-    ## Info
-    ``action_mask``, ``actions`` (wire dicts of the legal indices), ``score_preview``,
-    ``last_action_error``, ``step``, ``clock_min``; on the final step also ``grade`` (the full
-    breakdown of ``CodeRedSim.grade()``) and ``termination_reason``.
-
-    ## Rendering
-    ``render_mode="ansi"``: ``render()`` returns ``CodeRedSim.render_text()``.
+    - Actions: ``Discrete(max_actions)``; index 0 is ``maintain_plan``, then the legal concrete
+      actions in ``ACTION_ORDER`` (see ``enumerate_actions``). The legal indices are always a
+      prefix ``0..n-1``: ``action_masks()`` (bool) and ``info["action_mask"]`` (int8).
+      ``wire_action(i)`` is what index ``i`` does now; ``info["actions"]`` lists them all only
+      when built with ``info_actions=True`` (vector envs deep-copy infos every step).
+    - Observation: a ``Dict`` of float32 arrays in [0, 1] (``observation_space()``), built by
+      ``FeatureBuilder`` from the visible state only.
+    - Reward: the change of the running score preview; an episode's rewards sum to its grade.
+    - End: ``terminated=True`` for every end, the step budget included (the simulation plays the
+      rest of the world before the last reward, so nothing is left to bootstrap);
+      ``info["termination_reason"]`` is ``resolved``, ``horizon`` or ``step_budget``. With
+      ``truncate_on_step_budget=True`` a budget end is reported as ``truncated`` (the old
+      behaviour; value bootstrapping then adds a value no update ever fits).
+    - Rendering: ``"ansi"`` returns ``CodeRedSim.render_text()``; any other mode (SB3 passes
+      ``"rgb_array"``) is accepted and ``render()`` warns and returns ``None``, as Gymnasium's own
+      environments do for a mode they cannot draw.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
-        self, task_id: str = "task1", render_mode: str | None = None, max_actions: int = 256
+        self,
+        task_id: str = "task1",
+        render_mode: str | None = None,
+        max_actions: int = 256,
+        *,
+        info_actions: bool = False,
+        truncate_on_step_budget: bool = False,
     ) -> None:
         if task_id not in TASKS:
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unsupported render_mode {render_mode!r}; supported: ansi")
         if max_actions < 1:
             raise ValueError("max_actions must be at least 1")
         self.task_id = task_id
         self.render_mode = render_mode
         self.max_actions = max_actions
+        self.info_actions = info_actions
+        self.truncate_on_step_budget = truncate_on_step_budget
         self.action_space = spaces.Discrete(max_actions)
-        self.observation_space = spaces.Dict(
-            {
-                "global": _box(len(GLOBAL_FEATURES)),
-                "ambulances": _box(MAX_AMBULANCES, len(AMBULANCE_FEATURES)),
-                "patients": _box(MAX_PATIENTS, len(PATIENT_FEATURES)),
-                "calls": _box(MAX_CALLS, len(CALL_FEATURES)),
-                "hospitals": _box(N_HOSPITALS, len(HOSPITAL_FEATURES)),
-                "roads": _box(len(EDGE_KEYS), len(ROAD_FEATURES)),
-                "action_mask": _box(max_actions),
-                "action_types": _box(max_actions, len(ACTION_ORDER)),
-            }
-        )
+        self.observation_space = observation_space()
+        self._features = FeatureBuilder(max_actions)
         self.sim = CodeRedSim(task_id, 0)
-        self._actions: list[dict[str, Any]] = [dict(MAINTAIN)]
+        self._segments: list[Segment] = []
+        self._n_legal = 1
         self._end_reason: str | None = None
 
     # -------------------------------------------------------------- gymnasium API
@@ -553,20 +699,18 @@ class CodeRedGymEnv(gymnasium.Env):
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
-        obs = self._observe()
-        return obs, self._info()
+        return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        index = int(action)
-        wire = self._wire(index)
-        result = self.sim.step(wire)
+        result = self.sim.step(self._wire(int(action)))
         obs = self._observe()
         info = self._info()
         info["last_action_error"] = result.error  # also set when the episode was already over
         terminated = truncated = False
         if result.done:
             reason = self._end_reason = self._end_reason or self.sim.end_reason
-            terminated, truncated = reason != "step_budget", reason == "step_budget"
+            truncated = self.truncate_on_step_budget and reason == "step_budget"
+            terminated = not truncated
             info["termination_reason"] = reason
             info["grade"] = self.sim.grade()
         return obs, float(result.reward), terminated, truncated, info
@@ -574,34 +718,53 @@ class CodeRedGymEnv(gymnasium.Env):
     def action_masks(self) -> np.ndarray:
         """Legal indices now (the sb3-contrib MaskablePPO convention), as a boolean array."""
         mask = np.zeros(self.max_actions, dtype=bool)
-        mask[: len(self._actions)] = True
+        mask[: self._n_legal] = True
         return mask
+
+    def wire_action(self, index: int) -> dict[str, Any]:
+        """The wire action index ``index`` stands for now (``IndexError`` if it is not legal)."""
+        if not 0 <= index < self._n_legal:
+            raise IndexError(f"action index {index} is not legal now; legal: 0..{self._n_legal - 1}")
+        return decode_action(self._segments, index)
+
+    def legal_wire_actions(self) -> list[dict[str, Any]]:
+        """Every legal index's wire action, in index order."""
+        return [decode_action(self._segments, i) for i in range(self._n_legal)]
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
             return self.sim.render_text()
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; use render_mode='ansi'")
+        else:
+            gymnasium.logger.warn(f"render_mode {self.render_mode!r} is not supported (only 'ansi')")
         return None
 
     # -------------------------------------------------------------- helpers
     def _observe(self) -> dict[str, np.ndarray]:
-        structured = self.sim.observation()
-        actions = enumerate_actions(structured["legal_actions"])
-        self._actions = actions[: self.max_actions]
-        return encode_observation(structured, self._actions, self.max_actions)
+        sim = self.sim
+        legal = {} if sim.done else legal_actions(sim.world)
+        self._segments, total = action_segments(legal)
+        self._n_legal = min(total, self.max_actions)
+        return self._features.build(sim, legal, self._segments, self._n_legal)
 
     def _info(self) -> dict[str, Any]:
-        return {
-            "action_mask": self.action_masks().astype(np.int8),
-            "actions": [dict(a) for a in self._actions],
+        mask = np.zeros(self.max_actions, dtype=np.int8)
+        mask[: self._n_legal] = 1
+        info: dict[str, Any] = {
+            "action_mask": mask,
             "score_preview": self.sim.score_preview,
             "last_action_error": self.sim.last_error,
             "step": self.sim.step_count,
             "clock_min": self.sim.clock,
         }
+        if self.info_actions:
+            info["actions"] = self.legal_wire_actions()
+        return info
 
     def _wire(self, index: int) -> dict[str, Any]:
-        if 0 <= index < len(self._actions) and not self.sim.done:
-            return dict(self._actions[index])
+        if 0 <= index < self._n_legal and not self.sim.done:
+            return decode_action(self._segments, index)
         return {"action_type": f"masked_out_gym_action_{index}"}
 
 

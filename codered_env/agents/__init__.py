@@ -2,6 +2,7 @@
 
 ``make_agent(name, seed)`` builds one; the LLM agent lives in ``codered_env.agents.llm`` and is
 built by ``make_agent("llm")`` only when that module is importable and configured.
+``make_agent("ppo:PATH")`` loads a policy saved by ``codered train`` (needs the ``rl`` extra).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
         from .llm import LLMAgent  # imported lazily: pulls in the openai client
 
         return LLMAgent(**kwargs)
-    raise ValueError(f"unknown agent {name!r}; choose from {', '.join((*BUILTIN_AGENTS, 'llm'))}")
+    if name.startswith("ppo:"):
+        from .ppo import PPOAgent  # imported lazily: pulls in torch and sb3-contrib
+
+        return PPOAgent(name[len("ppo:"):])
+    raise ValueError(f"unknown agent {name!r}; choose from {', '.join((*BUILTIN_AGENTS, 'llm', 'ppo:PATH'))}")
 
 
 __all__ = ["BUILTIN_AGENTS", "MAINTAIN", "Agent", "HeuristicAgent", "NoopAgent", "RandomAgent", "make_agent"]

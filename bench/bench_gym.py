@@ -1,0 +1,121 @@
+"""Speed of the Gymnasium adapter through ``gymnasium.make``, side by side with CartPole-v1.
+
+A masked uniform-random policy (``rng.integers`` over the legal prefix of ``action_masks()``)
+plays whole episodes of each task through ``gymnasium.make("CodeRedEnv-<task>-v0")`` with its
+default wrappers; resets are included (they are part of training). ``CartPole-v1`` runs in the
+same process with a fixed action, reset on episode end. Each measurement is repeated and the
+fastest repeat is kept (slower repeats measure interference from other processes).
+
+``--compare PATH`` runs the same measurement in a subprocess against another checkout of the
+project (e.g. the main branch before the compact adapter), so before/after are measured under
+the same load.
+
+Usage::
+
+    uv run python bench/bench_gym.py                         # all tasks, markdown on stdout
+    uv run python bench/bench_gym.py --tasks task5 --compare /path/to/other/checkout
+    uv run python bench/bench_gym.py --profile task5         # cProfile of the adapter loop
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+
+
+def codered_rate(task_id: str, steps: int, seed: int = 0) -> float:
+    import codered_env.gym_env  # noqa: F401  registers the ids
+
+    env = gymnasium.make(f"CodeRedEnv-{task_id}-v0")
+    inner, rng = env.unwrapped, np.random.default_rng(seed)
+    env.reset(seed=seed)
+    episode, done, start = seed, 0, time.perf_counter()
+    while done < steps:
+        legal = int(inner.action_masks().sum())
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(legal)))
+        done += 1
+        if terminated or truncated:
+            episode += 1
+            env.reset(seed=episode)
+    return done / (time.perf_counter() - start)
+
+
+def cartpole_rate(steps: int) -> float:
+    env = gymnasium.make("CartPole-v1")
+    env.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def best(fn, repeats: int) -> float:
+    return max(fn() for _ in range(repeats))
+
+
+def measure(tasks: list[str], steps: int, repeats: int) -> dict:
+    out = {"cartpole": best(lambda: cartpole_rate(20_000), repeats)}
+    for task_id in tasks:
+        out[task_id] = best(lambda t=task_id: codered_rate(t, steps), repeats)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", default="task1,task2,task3,task4,task5")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compare", type=Path, default=None, help="another checkout to measure too")
+    parser.add_argument("--json", action="store_true", help="raw numbers only (used by --compare)")
+    parser.add_argument("--profile", default=None, metavar="TASK")
+    args = parser.parse_args()
+    tasks = args.tasks.split(",")
+    if args.profile:
+        prof = "/tmp/bench_gym.prof"
+        cProfile.runctx("codered_rate(args.profile, args.steps)", globals(), {"args": args}, prof)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        return
+    load_before = os.getloadavg()
+    ours = measure(tasks, args.steps, args.repeats)
+    if args.json:
+        print(json.dumps(ours))
+        return
+    other = None
+    if args.compare:
+        env = {**os.environ, "PYTHONPATH": str(args.compare)}
+        cmd = [sys.executable, __file__, "--json", "--tasks", args.tasks, "--steps", str(args.steps),
+               "--repeats", str(args.repeats)]
+        other = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True,
+                                          cwd=args.compare).stdout)
+    print(f"python {platform.python_version()}, gymnasium {gymnasium.__version__}, numpy {np.__version__}, "
+          f"{os.cpu_count()} cpus, load avg before {load_before[0]:.1f} / after {os.getloadavg()[0]:.1f}, "
+          f"{args.steps} steps x best of {args.repeats}\n")
+    head = "| env | steps/s | CartPole-v1 steps/s (same run) | ratio to CartPole |"
+    if other:
+        head += f" {args.compare.name} steps/s | its CartPole | speed-up |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for task_id in tasks:
+        slower = ours["cartpole"] / ours[task_id]
+        row = f"| {task_id} | {ours[task_id]:,.0f} | {ours['cartpole']:,.0f} | 1/{slower:.1f} |"
+        if other:
+            ratio = (ours[task_id] / ours["cartpole"]) / (other[task_id] / other["cartpole"])
+            row += f" {other[task_id]:,.0f} | {other['cartpole']:,.0f} | {ratio:.1f}x (CartPole-normalised) |"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""A saved MaskablePPO policy (``codered train``) as an ordinary agent: ``make_agent("ppo:PATH")``.
+
+The policy was trained on the Gymnasium adapter's features, which ``FeatureBuilder`` reads from a
+simulation's world (visible facts only). The agent protocol hands over the observation dict, so
+the agent keeps a *mirror* episode: ``CodeRedSim(task_id, seed)`` from ``reset`` advanced with
+the agent's own actions. Episodes are deterministic, so the mirror equals the real episode; every
+step checks that the observation it was given matches the mirror's (clock, step, patients, calls)
+and raises if not, instead of acting on a wrong state. The mirror's features show nothing the
+observation does not (tests/test_gym_env.py perturbs hidden state to check).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import MAINTAIN
+
+
+class PPOAgent:
+    """Greedy MaskablePPO policy loaded from a ``.zip`` saved by ``codered train``."""
+
+    def __init__(self, path: str | Path, deterministic: bool = True) -> None:
+        from ..train import require_rl
+
+        require_rl()
+        from sb3_contrib import MaskablePPO
+
+        from ..gym_env import CodeRedGymEnv
+
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"ppo policy file not found: {path} (give the .zip saved by codered train)")
+        self.model = MaskablePPO.load(path, device="cpu")
+        self.name = f"ppo:{path}"
+        self.deterministic = deterministic
+        self.env = CodeRedGymEnv()
+        self._obs: Any = None
+
+    def reset(self, task_id: str, seed: int) -> None:
+        self.env.task_id = task_id
+        self._obs, _ = self.env.reset(seed=seed)
+
+    def act(self, observation: dict[str, Any]) -> dict[str, Any]:
+        sim = self.env.sim
+        if sim.done:
+            return dict(MAINTAIN)
+        self._check(observation)
+        action, _ = self.model.predict(self._obs, action_masks=self.env.action_masks(),
+                                       deterministic=self.deterministic)
+        index = int(action)
+        wire = self.env.wire_action(index)
+        self._obs, *_ = self.env.step(index)
+        return wire
+
+    def _check(self, observation: dict[str, Any]) -> None:
+        mirror = self.env.sim.observation()
+        for key in ("task_id", "clock_min", "step"):
+            if observation.get(key, mirror[key]) != mirror[key]:
+                raise RuntimeError(f"ppo agent: the episode diverged from its mirror ({key}: "
+                                   f"{observation.get(key)!r} != {mirror[key]!r}); call reset(task, seed) "
+                                   "first and send every chosen action unchanged")
+        for key, id_key in (("patients", "patient_id"), ("calls", "call_id")):
+            given = [(e[id_key], e["status"]) for e in observation.get(key, [])]
+            if given != [(e[id_key], e["status"]) for e in mirror[key]]:
+                raise RuntimeError(f"ppo agent: the episode diverged from its mirror ({key})")

@@ -1,0 +1,126 @@
+"""codered_env.trl through TRL's own machinery, without training: tool discovery as GRPOTrainer
+does it, tool schemas from transformers' chat template, tool-call parsing with TRL's
+``parse_response``, then the parsed call executed on the environment. Skips without the `trl` extra.
+
+No model is downloaded: a byte-level tokenizer is built here and given the Qwen3 chat template that
+TRL ships (one of the templates TRL knows how to parse tool calls for).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+from codered_env.sim import CodeRedSim, grade_episode
+from codered_env.trl import CodeRedToolEnv, episode_dataset, iter_episode_rows
+
+ACTION_TOOLS = {
+    "dispatch_ambulance", "dispatch_als", "dispatch_bls", "triage_call", "assign_hospital", "prepare_or",
+    "page_specialist", "preempt_or", "allocate_blood", "transfer_blood", "request_mutual_aid",
+    "query_blood_type", "query_or_status", "maintain_plan",
+}
+
+
+def trl_tools(env: object) -> list:
+    """The tool methods exactly as GRPOTrainer collects them from an environment instance."""
+    return [getattr(env, name) for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+            if name not in ("reset", "get_reward") and not name.startswith("_")]
+
+
+def test_one_tool_per_action_plus_the_full_view() -> None:
+    names = {t.__name__ for t in trl_tools(CodeRedToolEnv())}
+    assert names == ACTION_TOOLS | {"view_full_state"}
+
+
+def test_dataset_rows_reset_their_episode() -> None:
+    rows = episode_dataset(["task1", "task4"], range(3))
+    assert [(r["task_id"], r["seed"]) for r in rows] == [("task1", 0), ("task1", 1), ("task1", 2),
+                                                          ("task4", 0), ("task4", 1), ("task4", 2)]
+    env = CodeRedToolEnv()
+    text = env.reset(**rows[4])  # the whole row, prompt included, as GRPOTrainer passes it
+    assert env.sim.task.task_id == "task4" and env.sim.seed == 1
+    assert text.strip() == CodeRedSim("task4", 1).render_text()
+    stream = iter_episode_rows(["task2"], start_seed=5)
+    assert [next(stream)["seed"] for _ in range(3)] == [5, 6, 7]
+    with pytest.raises(ValueError, match="unknown task_id"):
+        episode_dataset(["task9"], [0])
+
+
+def test_replies_are_compact_and_bad_calls_are_refused_not_raised() -> None:
+    env = CodeRedToolEnv()
+    env.reset(task_id="task3", seed=0)
+    reply = env.dispatch_ambulance(ambulance_id="ALS1", patient_id="P2")
+    assert "ALS1 dispatched to P2" in reply and len(reply) < len(env.view_full_state())
+    assert "HOSPITALS" not in reply  # unchanged sections are not repeated
+    bad = env.assign_hospital(patient_id="P99", hospital_id="H1")
+    assert "REFUSED" in bad and "P99" in bad
+    assert env.sim.last_error is not None and env.sim.step_count == 2
+
+
+def test_reward_is_the_final_grade_and_episode_end_is_reported() -> None:
+    env = CodeRedToolEnv()
+    env.reset(task_id="task1", seed=3)
+    replies = [env.maintain_plan() for _ in range(40)]
+    assert any("EPISODE OVER" in r for r in replies)
+    assert "episode is over" in env.maintain_plan()
+    assert env.get_reward() == grade_episode("task1", 3, [{"action_type": "maintain_plan"}] * 40)["score"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    pytest.importorskip("trl")
+    pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from trl import chat_template_utils as ctu
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
+                "<think>", "</think>", "<tool_response>", "</tool_response>"]
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok.add_special_tokens({"additional_special_tokens": specials})
+    tok.chat_template = ctu.qwen3_chat_template
+    return ctu.add_response_schema(tok)
+
+
+def test_tool_schemas_carry_types_descriptions_and_valid_values(tokenizer) -> None:
+    env = CodeRedToolEnv()
+    rendered = tokenizer.apply_chat_template([{"role": "user", "content": "go"}], tools=trl_tools(env),
+                                             tokenize=False, add_generation_prompt=True)
+    schemas = [json.loads(line) for line in rendered.splitlines() if line.startswith('{"type": "function"')]
+    by_name = {s["function"]["name"]: s["function"] for s in schemas}
+    assert set(by_name) == ACTION_TOOLS | {"view_full_state"}
+    triage = by_name["triage_call"]["parameters"]["properties"]
+    assert triage["priority"]["enum"] == ["P1", "P2", "P3", "P4"] and triage["call_id"]["type"] == "string"
+    blood = by_name["allocate_blood"]["parameters"]
+    assert blood["properties"]["units"]["type"] == "integer"
+    assert "O-" in blood["properties"]["blood_type"]["enum"]
+    assert set(blood["required"]) == {"patient_id", "hospital_id", "blood_type", "units"}
+    assert all(f["description"] for f in by_name.values())
+
+
+def test_a_generated_tool_call_is_parsed_by_trl_and_reaches_the_simulation(tokenizer) -> None:
+    from trl.chat_template_utils import parse_response
+
+    env = CodeRedToolEnv()
+    env.reset(task_id="task3", seed=0)
+    tools = trl_tools(env)
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "go"}], tools=tools,
+                                           tokenize=True, add_generation_prompt=True)
+    prompt_ids = prompt["input_ids"] if hasattr(prompt, "keys") else list(prompt)
+    completion = ('<tool_call>\n{"name": "dispatch_ambulance", "arguments": {"ambulance_id": "ALS1", '
+                  '"patient_id": "P2"}}\n</tool_call><|im_end|>')
+    ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    parsed = parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)
+    call = parsed["tool_calls"][0]["function"]
+    by_name = {t.__name__: t for t in tools}
+    reply = by_name[call["name"]](**call["arguments"])  # what GRPOTrainer's tool loop does
+    assert env.sim.action_log == [{"action_type": "dispatch_ambulance", "ambulance_id": "ALS1",
+                                   "patient_id": "P2"}]
+    assert "ALS1 dispatched to P2" in reply
