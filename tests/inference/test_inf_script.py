@@ -95,7 +95,7 @@ def test_garbage(fake_llm: FakeOpenAI) -> None:
     log = parse_run_log(proc.stdout)
     assert len(log.rewards) == 6
     assert all(a.startswith("maintain_plan") for a in log.actions)
-    assert all(e.startswith("llm: no JSON action") for e in log.errors)
+    assert all(e.startswith("llm: no action in the answer") for e in log.errors)
     assert_clean(proc, fake_llm)
 
 
