@@ -3,6 +3,7 @@ log integrity and statistics - each failure mode reproduced against the stand-in
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -106,7 +107,7 @@ def test_history_prefix_is_stable_between_trims(fake_llm: FakeOpenAI) -> None:
     for waits in range(5):
         agent.act(observation("task1", waits=waits))
     users = [r["messages"][1]["content"].split("NOW:")[0] for r in fake_llm.requests]
-    for before, after in zip(users[1:], users[2:], strict=False):
+    for before, after in itertools.pairwise(users[1:]):
         assert after.startswith(before.rstrip())  # the history only grew: a shared prefix
 
 
