@@ -91,10 +91,12 @@ def care_table() -> str:
         if not cond.care_by_tier:
             lines.append(f"- {cond.label} ({cond.true_priority}): no transport")
             continue
-        options = []
+        by_care: dict[str, list[str]] = {}
         for tier, care in sorted(cond.care_by_tier.items()):
             needs = ", ".join(dict.fromkeys(x for x in (care.procedure, care.specialist) if x))
-            options.append(f"T{tier} {care.label}" + (f" [{needs}]" if needs else ""))
+            label = care.label + (f" [{needs}]" if needs else "")
+            by_care.setdefault(label, []).append(f"T{tier}")
+        options = [f"{'/'.join(tiers)} {label}" for label, tiers in by_care.items()]
         blood = ", needs blood" if cond.needs_blood else ""
         lines.append(f"- {cond.label} ({cond.true_priority}, {cond.target_min} min{blood}): "
                      + "; ".join(options))
