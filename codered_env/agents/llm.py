@@ -568,6 +568,7 @@ def normalize_action(obj: Any, action_types: Sequence[str], depth: int = 0) -> P
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _CALL = re.compile(r"\b([A-Za-z_]+)\s*\(([^()]*)\)")
+_PREFIXED = re.compile(r"\bfunctions\.([A-Za-z_]+):\s*")
 _QUOTES = "\"'`"
 
 
@@ -616,6 +617,19 @@ def _candidates(text: str, action_types: Sequence[str]) -> list[_Candidate]:
         except json.JSONDecodeError:
             continue
         found.append(_Candidate(match.start(), end, normalize_action(obj, action_types)))
+    for match in _PREFIXED.finditer(text):  # llama.cpp's chatml-function-calling syntax
+        name = match.group(1).lower()
+        if name not in action_types or any(c.start <= match.start() < c.end for c in found):
+            continue
+        args: Any = {}
+        end = match.end()
+        try:
+            args, end = decoder.raw_decode(text, match.end())
+        except json.JSONDecodeError:
+            pass
+        found = [c for c in found if not (match.start() < c.start < end)]
+        found.append(_Candidate(match.start(), end,
+                                normalize_action({"name": name, "arguments": args}, action_types)))
     for match in _CALL.finditer(text):
         if match.group(1).lower() not in action_types:
             continue

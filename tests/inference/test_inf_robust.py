@@ -304,3 +304,11 @@ def test_short_keys_are_not_scrubbed_from_words() -> None:
 @pytest.mark.parametrize("value", ["ALS1", "O-", "H1"])
 def test_plain_ids_print_unquoted(value: str) -> None:
     assert f"={value}" in format_step(1, {"action_type": "x", "p": value}, 0.0, False, None)
+
+
+def test_llama_cpp_function_prefix_in_text_is_understood(fake_llm: FakeOpenAI) -> None:
+    fake_llm.set_script({"kind": "text", "content": 'functions.query_or_status:\n{"hospital_id": "H2"}'},
+                        {"kind": "text", "content": "functions.maintain_plan:"})
+    agent = agent_for(fake_llm)
+    assert agent.act(observation()) == {"action_type": "query_or_status", "hospital_id": "H2"}
+    assert agent.act(observation()) == {"action_type": "maintain_plan"}
