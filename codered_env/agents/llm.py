@@ -125,7 +125,7 @@ class LLMConfig:
     backoff_max_s: float = 10.0
     budget_s: float | None = None
     step_budget_s: float | None = None
-    history: int = 6
+    history: int = 4
     temperature: float = 0.0
     max_tokens: int = 256
     use_tools: bool = True
@@ -167,7 +167,7 @@ class LLMConfig:
             backoff_max_s=_env_number(env, "CODERED_LLM_BACKOFF_MAX", 10.0, 0.0),
             budget_s=budget if budget >= 1.0 else None,
             step_budget_s=step_budget if step_budget >= 0.1 else None,
-            history=int(_env_number(env, "CODERED_LLM_HISTORY", 6, 0)),
+            history=int(_env_number(env, "CODERED_LLM_HISTORY", 4, 0)),
             temperature=_env_number(env, "CODERED_LLM_TEMPERATURE", 0.0, 0.0),
             max_tokens=int(_env_number(env, "CODERED_LLM_MAX_TOKENS", 256, 16)),
             use_tools=bool(_env_flag(env, "CODERED_LLM_TOOLS", True)),

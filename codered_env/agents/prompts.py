@@ -16,6 +16,7 @@ not repeated in the prompt.  Nothing here talks to a network or prints anything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,20 +57,17 @@ ACTION_HELP: dict[str, str] = {
 }
 
 _ROLE = (
-    "You coordinate emergency medical response in Prakashnagar, an Indian city (hospitals: H1 tier 1 "
-    "AIIMS with cath lab, H2 tier 2 District Hospital, H3 tier 3 CHC, stabilisation only). Each turn "
-    "you take ONE action: dispatch ambulances, triage 108/112 calls, assign hospitals, ready ORs and "
-    "specialists before patients arrive, manage blood, call mutual aid. An invalid action changes "
-    "nothing and costs a minute. In call-queue tasks you only hear the caller until a crew is on "
-    "scene: triage from the report, send ALS to the sickest."
+    "You are the EMS dispatcher of Prakashnagar, India. Hospitals: H1 tier 1 (cath lab), H2 tier 2, "
+    "H3 tier 3 (stabilise only). Take ONE action per turn; an invalid one wastes a minute. For "
+    "108/112 calls you hear only the caller until a crew is on scene: triage from the report, "
+    "send ALS to the sickest."
 )
 
 _STRATEGY = (
-    "Score 0-1: treatment started close to each condition's target time (most weight), no waste "
-    "(pages, OR preps, blood, invalid actions, ALS to minor calls), OR and specialist ready on "
-    "arrival, patients' vitals, cascades managed. Doing nothing scores near zero. Act early: "
-    "dispatch the nearest suitable unit, assign a hospital that gives definitive care, prepare "
-    "the OR and page the specialist it needs; when all is under way, maintain_plan."
+    "Score: each patient treated near the target time, OR and specialist ready on arrival, no "
+    "waste (pages, OR preps, blood, invalid actions, ALS to minor calls); doing nothing scores "
+    "~0. So: dispatch the nearest unit, assign a hospital with definitive care, prepare its OR, "
+    "page its specialist, then maintain_plan."
 )
 
 TOOLS_FORMAT = (
@@ -83,24 +81,23 @@ TEXT_FORMAT = (
 
 
 def care_table() -> str:
-    """Where each condition gets definitive care, from the simulation's own condition table."""
+    """Where each condition gets definitive care, from the simulation's own condition table;
+    conditions with the same care share a line."""
     from codered_env.sim.conditions import CONDITIONS
 
-    lines = ["Definitive care (tier: treatment [OR procedure, specialist]):"]
+    lines: dict[str, list[str]] = {}
     for cond in CONDITIONS.values():
-        if not cond.care_by_tier:
-            lines.append(f"- {cond.label} ({cond.true_priority}): no transport")
-            continue
+        head = f"{cond.true_priority}" + (f" {cond.target_min}m" if cond.care_by_tier else "")
+        if cond.needs_blood:
+            head += " needs blood"
         by_care: dict[str, list[str]] = {}
         for tier, care in sorted(cond.care_by_tier.items()):
-            needs = ", ".join(dict.fromkeys(x for x in (care.procedure, care.specialist) if x))
-            label = care.label + (f" [{needs}]" if needs else "")
-            by_care.setdefault(label, []).append(f"T{tier}")
-        options = [f"{'/'.join(tiers)} {label}" for label, tiers in by_care.items()]
-        blood = ", needs blood" if cond.needs_blood else ""
-        lines.append(f"- {cond.label} ({cond.true_priority}, {cond.target_min} min{blood}): "
-                     + "; ".join(options))
-    return "\n".join(lines)
+            needs = "+".join(dict.fromkeys(x for x in (care.procedure, care.specialist) if x))
+            by_care.setdefault(care.label + (f" [{needs}]" if needs else ""), []).append(f"T{tier}")
+        body = "; ".join(f"{'/'.join(t)} {label}" for label, t in by_care.items()) or "no transport"
+        lines.setdefault(f"{head}: {body}", []).append(cond.label)
+    return "Care (tier, treatment [OR + specialist]):\n" + "\n".join(
+        f"- {'/'.join(labels)} {rest}" for rest, labels in lines.items())
 
 
 def action_catalogue(action_types: Sequence[str]) -> str:
@@ -172,9 +169,14 @@ def format_history(history: Sequence[Decision]) -> str:
 # --------------------------------------------------------------------------- state
 
 
+_BLOOD_STOCK = re.compile(r" \| blood (?:[ABO]{1,2}[+-]:\d+ ?)+$")
+
+
 def strip_legal_line(text: str) -> str:
-    """The observation text without its legal-action line (tools carry it)."""
-    return "\n".join(line for line in text.strip().splitlines() if not line.startswith("LEGAL"))
+    """The observation text without its legal-action line and the hospitals' blood stock: the
+    tools carry both (blood types in stock and unit bounds are the blood tools' enums)."""
+    lines = [line for line in text.strip().splitlines() if not line.startswith("LEGAL")]
+    return "\n".join(_BLOOD_STOCK.sub("", line) for line in lines)
 
 
 def _values(values: Sequence[Any]) -> str:
