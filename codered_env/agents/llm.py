@@ -25,6 +25,7 @@ Design (see docs/INFERENCE.md):
 
 from __future__ import annotations
 
+import contextlib
 import html
 import ipaddress
 import json
@@ -46,7 +47,7 @@ from codered_env.agents.prompts import (
     Decision,
     build_system_prompt,
     build_user_message,
-    strip_legal_line,
+    compact_state,
 )
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
@@ -623,10 +624,8 @@ def _candidates(text: str, action_types: Sequence[str]) -> list[_Candidate]:
             continue
         args: Any = {}
         end = match.end()
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             args, end = decoder.raw_decode(text, match.end())
-        except json.JSONDecodeError:
-            pass
         found = [c for c in found if not (match.start() < c.start < end)]
         found.append(_Candidate(match.start(), end,
                                 normalize_action({"name": name, "arguments": args}, action_types)))
@@ -968,7 +967,7 @@ class LLMAgent:
 
     def _messages(self, state: str, legal: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]], str]:
         use_tools = self._use_tools
-        shown = strip_legal_line(state) if use_tools or legal else state
+        shown = compact_state(state, tools=use_tools or legal is not None)
         user = build_user_message(shown, self._history, legal=legal, use_tools=use_tools)
         system = build_system_prompt(self.action_types, use_tools=use_tools)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], user

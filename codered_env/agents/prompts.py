@@ -58,21 +58,17 @@ ACTION_HELP: dict[str, str] = {
 
 _ROLE = (
     "You are the EMS dispatcher of Prakashnagar, India. Hospitals: H1 tier 1 (cath lab), H2 tier 2, "
-    "H3 tier 3 (stabilise only). Take ONE action per turn; an invalid one wastes a minute. For "
-    "108/112 calls you hear only the caller until a crew is on scene: triage from the report, "
-    "send ALS to the sickest."
+    "H3 tier 3 (stabilise only). One action per turn; invalid ones waste a minute. Calls (108/112): "
+    "you hear only the caller until a crew is on scene; triage from the report, ALS to the sickest."
 )
 
 _STRATEGY = (
-    "Score: each patient treated near the target time, OR and specialist ready on arrival, no "
-    "waste (pages, OR preps, blood, invalid actions, ALS to minor calls); doing nothing scores "
-    "~0. So: dispatch the nearest unit, assign a hospital with definitive care, prepare its OR, "
-    "page its specialist, then maintain_plan."
+    "Score: treated near target time; OR and specialist ready on arrival; no waste (pages, preps, "
+    "blood, invalid actions, ALS to minor calls). Plan: nearest unit, a hospital with definitive "
+    "care, its OR prepared, its specialist paged, then maintain_plan."
 )
 
-TOOLS_FORMAT = (
-    "Answer by calling exactly one of the offered tools, with ids copied exactly from the state."
-)
+TOOLS_FORMAT = "Call exactly one tool; copy ids exactly."
 
 TEXT_FORMAT = (
     "Answer with ONE line: the action in call syntax, values in the listed parameter order, e.g. "
@@ -139,7 +135,8 @@ def call_syntax(action: Mapping[str, Any]) -> str:
     values = [short_value(action[p]) for p in order if action.get(p) is not None]
     extra = [f"{short_value(k)}={short_value(v)}" for k, v in action.items()
              if k not in order and k != "action_type" and v is not None]
-    return f"{short_value(name)}({', '.join(values + extra)})"
+    shown = name if name in ACTION_PARAMS else short_value(name)
+    return f"{shown}({', '.join(values + extra)})"
 
 
 @dataclass(frozen=True)
@@ -170,13 +167,26 @@ def format_history(history: Sequence[Decision]) -> str:
 
 
 _BLOOD_STOCK = re.compile(r" \| blood (?:[ABO]{1,2}[+-]:\d+ ?)+$")
+_HEADER = re.compile(r"^CodeRedEnv \S+ seed \d+ \| ")
+_HOSPITAL_NAME = re.compile(r"^( H\d+ T\d) .*? (load \d+/\d+)")
+
+
+def compact_state(text: str, *, tools: bool) -> str:
+    """The observation text, shorter: no task/seed banner, no hospital names (the system prompt
+    names them); with tools also no legal-action line and no blood stock, which the tools'
+    enums carry (blood types in stock, unit bounds)."""
+    lines = []
+    for line in text.strip().splitlines():
+        if tools and line.startswith("LEGAL"):
+            continue
+        line = _HOSPITAL_NAME.sub(r"\1 \2", _HEADER.sub("", line))
+        lines.append(_BLOOD_STOCK.sub("", line) if tools else line)
+    return "\n".join(lines)
 
 
 def strip_legal_line(text: str) -> str:
-    """The observation text without its legal-action line and the hospitals' blood stock: the
-    tools carry both (blood types in stock and unit bounds are the blood tools' enums)."""
-    lines = [line for line in text.strip().splitlines() if not line.startswith("LEGAL")]
-    return "\n".join(_BLOOD_STOCK.sub("", line) for line in lines)
+    """The observation text without its legal-action line (compact form, as in tools mode)."""
+    return compact_state(text, tools=True)
 
 
 def _values(values: Sequence[Any]) -> str:
