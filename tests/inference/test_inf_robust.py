@@ -312,3 +312,11 @@ def test_llama_cpp_function_prefix_in_text_is_understood(fake_llm: FakeOpenAI) -
     agent = agent_for(fake_llm)
     assert agent.act(observation()) == {"action_type": "query_or_status", "hospital_id": "H2"}
     assert agent.act(observation()) == {"action_type": "maintain_plan"}
+
+
+def test_history_lines_use_call_syntax_and_shorten_long_ids() -> None:
+    from codered_env.agents.prompts import Decision
+
+    line = Decision(7, {"action_type": "dispatch_ambulance", "ambulance_id": "./1234567890&amp;amp;amp",
+                        "patient_id": "P1"}, "unknown ambulance").line()
+    assert line == "s7 dispatch_ambulance(./1234567890..., P1) -> ERROR unknown ambulance"
