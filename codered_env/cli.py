@@ -7,14 +7,22 @@ stdout carries only machine-readable output (the run log of ``play``, the table 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from . import runlog
@@ -24,6 +32,10 @@ from .evaluation.store import DEFAULT_DB
 from .runner import EpisodeResult, run_episode
 from .sim import TASK_IDS, TASKS
 from .viewer import view_command
+
+if TYPE_CHECKING:
+    from .agents.llm import LLMConfig
+    from .evaluation.evaluate import EvalEvent, EvalSummary, Execution
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="CodeRedEnv: emergency medical coordination benchmark."
@@ -64,12 +76,26 @@ def parse_tasks(text: str) -> list[str]:
 
 
 def parse_agents(text: str) -> list[str]:
+    """Comma-separated agent specs (``name`` or ``name:ARGS``); each is checked by ``make_agent``."""
     agents = [a.strip() for a in text.split(",") if a.strip()]
-    valid = (*BUILTIN_AGENTS, "llm")
-    unknown = [a for a in agents if a not in valid]
-    if unknown or not agents:
-        raise typer.BadParameter(f"unknown agent(s) {unknown}; valid: {', '.join(valid)}")
+    if not agents:
+        raise typer.BadParameter(f"no agents given; valid: {', '.join((*BUILTIN_AGENTS, 'llm'))}")
+    for spec in agents:
+        if spec == "llm":
+            continue
+        try:
+            make_agent(spec, seed=0)
+        except (ValueError, OSError, ImportError) as exc:
+            raise typer.BadParameter(f"agent {spec!r}: {' '.join(str(exc).split())[:200]}") from None
     return agents
+
+
+def default_workers() -> int:
+    """CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
 
 
 @app.command()
@@ -141,43 +167,79 @@ def evaluate(
     seeds: Annotated[str, typer.Option(help="e.g. 0-19 or 0,3,7")] = "0-9",
     db: Annotated[Path, typer.Option(help="SQLite file every episode is stored in")] = Path(DEFAULT_DB),
     as_json: Annotated[bool, typer.Option("--json", help="JSON list of episodes on stdout")] = False,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="processes for CPU-bound agents (Ray: CPUs of a local Ray) [default: CPU count]")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="LLM episodes run at once")] = 1,
+    backend: Annotated[str, typer.Option(help="local (this machine) or ray")] = "local",
+    address: Annotated[str | None, typer.Option(
+        help="Ray cluster to join: auto or ray://HOST:10001 (default: start a local Ray)")] = None,
+    requests_per_min: Annotated[float, typer.Option(min=0, help="LLM requests/min, 0 = no limit")] = 0,
+    tokens_per_min: Annotated[float, typer.Option(min=0, help="LLM tokens/min, 0 = no limit")] = 0,
 ) -> None:
     """Evaluate agents over tasks and seeds: a table of mean ± std, or --json per episode.
 
-    Every episode is stored in the SQLite file; episodes already stored are read back, not re-run.
+    Every episode is stored in the SQLite file; episodes already stored are read back, not re-run,
+    so an interrupted run resumes.  Episodes run in parallel (--workers, --concurrency, --backend
+    ray); the results are the same as one after another.
     """
     from .agents.llm import LLMConfig
-    from .evaluation.evaluate import EvalEvent, run_evaluation
+    from .evaluation.evaluate import Execution
     from .evaluation.store import StoreError
 
     agent_names, task_ids, seed_list = parse_agents(agents), parse_tasks(tasks), parse_seeds(seeds)
     config = LLMConfig.from_env()
     if "llm" in agent_names and config is None:
         raise typer.BadParameter("agent 'llm' needs an API key: set HF_TOKEN, API_KEY or OPENAI_API_KEY")
+    try:
+        execution = Execution(workers=workers or default_workers(), concurrency=concurrency,
+                              backend=backend, address=address, requests_per_min=requests_per_min,
+                              tokens_per_min=tokens_per_min)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     total = len(agent_names) * len(task_ids) * len(seed_list)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        bar = progress.add_task("episodes", total=total)
-
-        def advance(event: EvalEvent) -> None:
-            label = f"{event.agent} {event.task_id} seed {event.seed}: {event.status}"
-            progress.update(bar, description=label)
-            progress.advance(bar)
-
-        try:
-            summary = run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
-                                     progress=advance)
-        except StoreError as exc:
-            err_console.print(f"error: {exc}")
-            raise typer.Exit(code=1) from None
+    try:
+        summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total)
+    except (StoreError, RuntimeError) as exc:
+        err_console.print(f"error: {exc}", highlight=False, markup=False)
+        raise typer.Exit(code=1) from None
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: finished episodes are in {db}; run the same command to resume",
+                          highlight=False)
+        raise typer.Exit(code=130) from None
     err_console.print(f"stored {summary.ran}, reused {summary.skipped}, invalid {summary.invalid}, "
                       f"failed {summary.failed} -> {db}", highlight=False)
+    prompt_tokens, completion_tokens = summary.tokens()
+    if prompt_tokens or completion_tokens:
+        err_console.print(f"LLM tokens: prompt {prompt_tokens}, completion {completion_tokens}",
+                          highlight=False)
     episodes = summary.episodes()
     if as_json:
         json.dump(episodes, sys.stdout)
         sys.stdout.write("\n")
         return
     out_console.print(_summary_table(episodes, agent_names, task_ids, seed_list))
+
+
+def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
+                       config: LLMConfig | None, execution: Execution, total: int) -> EvalSummary:
+    """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
+    from .evaluation.evaluate import run_evaluation
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
+               TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        bar = progress.add_task("episodes", total=total, failed=0)
+        failed = 0
+
+        def advance(event: EvalEvent) -> None:
+            nonlocal failed
+            failed += event.status in ("failed", "invalid")
+            label = f"{event.agent} {event.task_id} seed {event.seed}: {event.status}"
+            progress.update(bar, description=label, failed=failed, advance=1)
+
+        return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
+                              progress=advance, execution=execution)
 
 
 def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int]) -> Table:

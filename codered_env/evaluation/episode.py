@@ -1,5 +1,10 @@
 """One episode loop shared by ``inference.py`` and the evaluation runner.
 
+:func:`play_episode` is the only place an episode is played.  :func:`run_job` wraps it for
+``codered eval``: it builds the agent, plays one (agent, task, seed) in-process and returns the
+record to store.  The serial loop, the worker processes, the LLM threads and the Ray tasks all call
+:func:`run_job`, so every backend plays exactly the same episode.
+
 Environments are reached through a small adapter protocol so the same loop plays the in-process
 simulator (:class:`LocalEnv`) or a running OpenEnv server through the typed client
 (:class:`RemoteEnv`).  Every observation handed to the agent carries a ``text`` field (the compact
@@ -8,12 +13,18 @@ rendering used in LLM prompts).
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
+import os
+import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from codered_env.evaluation.trajectory import StepRecord
+from codered_env.evaluation.store import EpisodeRecord
+from codered_env.evaluation.trajectory import StepRecord, Trajectory
 
 FALLBACK_ACTION: dict[str, Any] = {"action_type": "maintain_plan"}
 
@@ -260,3 +271,166 @@ def finish(env: EpisodeEnv | None, outcome: EpisodeOutcome) -> EpisodeOutcome:
     else:
         outcome.score = clamp_score(sum(outcome.rewards))
     return outcome
+
+
+# --------------------------------------------------------------------------- evaluation jobs
+
+LLM_AGENT = "llm"
+PROMPT_OVERHEAD_TOKENS = 1500  # rough size of the system prompt and tool schemas, for pacing only
+_JOB_ERRORS = (ValueError, RuntimeError, KeyError, TypeError, ImportError, OSError)
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One (agent, task, seed) to evaluate; picklable, so it can go to a process or a Ray task.
+
+    ``agent`` is an agent spec passed to :func:`codered_env.agents.make_agent` (``heuristic``,
+    ``ppo:PATH`` ...) or ``llm``.  An ``llm_config`` whose ``api_key`` is empty reads the key from
+    the environment of the process that plays the episode (how a Ray worker gets it).
+    ``requests_per_min``/``tokens_per_min`` build a rate limiter inside that process when none is
+    handed to :func:`run_job` (the threads of one process share theirs instead)."""
+
+    agent: str
+    task_id: str
+    seed: int
+    max_steps: int | None = None
+    llm_config: Any = None
+    requests_per_min: float | None = None
+    tokens_per_min: float | None = None
+
+    @property
+    def is_llm(self) -> bool:
+        return self.agent == LLM_AGENT
+
+    @property
+    def model(self) -> str:
+        """The model label stored with the episode: the model name for ``llm``, else the spec."""
+        if self.is_llm and self.llm_config is not None:
+            return str(self.llm_config.model)
+        return self.agent
+
+
+@dataclass
+class JobResult:
+    """What :func:`run_job` returns: the record to store, or why there is none."""
+
+    job: EpisodeJob
+    record: EpisodeRecord | None = None
+    unanswered: float = 0.0
+    error: str | None = None
+    wall_time_s: float = 0.0
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+
+
+class PacedAgent:
+    """Paces an agent that cannot take a ``rate_limiter`` itself: one ``acquire`` per decision."""
+
+    def __init__(self, agent: Any, limiter: Any, max_tokens: int) -> None:
+        self._agent, self._limiter, self._max_tokens = agent, limiter, max_tokens
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._agent, name)
+
+    def reset(self, task_id: str, seed: int) -> None:
+        self._agent.reset(task_id, seed)
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        text = str(observation.get("text") or "")
+        self._limiter.acquire(len(text) // 4 + PROMPT_OVERHEAD_TOKENS + self._max_tokens)
+        return self._agent.act(observation)
+
+
+def _llm_config_with_key(config: Any) -> Any:
+    if config is None or config.api_key:
+        return config
+    from codered_env.agents.llm import api_key_from_env
+
+    key = api_key_from_env()
+    return None if key is None else dataclasses.replace(config, api_key=key)
+
+
+def _takes_rate_limiter() -> bool:
+    from codered_env.agents.llm import LLMAgent
+
+    return "rate_limiter" in inspect.signature(LLMAgent).parameters
+
+
+def build_agent(job: EpisodeJob, rate_limiter: Any = None) -> tuple[Any, str]:
+    """The agent of a job and its model label."""
+    from codered_env.agents import make_agent
+
+    if not job.is_llm:
+        return make_agent(job.agent, seed=job.seed), job.agent
+    config = _llm_config_with_key(job.llm_config)
+    if config is None:
+        raise ValueError("agent 'llm' needs an API key (HF_TOKEN, API_KEY or OPENAI_API_KEY)")
+    if rate_limiter is None or not getattr(rate_limiter, "limited", True):
+        return make_agent(LLM_AGENT, seed=job.seed, config=config), config.model
+    if _takes_rate_limiter():
+        agent = make_agent(LLM_AGENT, seed=job.seed, config=config, rate_limiter=rate_limiter)
+        return agent, config.model
+    agent = make_agent(LLM_AGENT, seed=job.seed, config=config)
+    return PacedAgent(agent, rate_limiter, int(config.max_tokens)), config.model
+
+
+def agent_stats(agent: Any) -> dict[str, Any] | None:
+    """``agent.stats`` as a plain dict (a mapping or an object with ``as_dict``), else ``None``."""
+    stats = getattr(agent, "stats", None)
+    if isinstance(stats, Mapping):
+        return dict(stats)
+    as_dict = getattr(stats, "as_dict", None)
+    return dict(as_dict()) if callable(as_dict) else None
+
+
+def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
+              llm_stats: dict[str, Any] | None) -> EpisodeRecord:
+    """An :class:`EpisodeRecord` (with its trajectory) from a finished episode."""
+    grade = outcome.grade or {}
+    trajectory = Trajectory(task_id=outcome.task_id, seed=outcome.seed, agent=agent_name,
+                            model=model, steps=outcome.steps,
+                            end={"score": outcome.score, "components": grade.get("components"),
+                                 "interrupted": outcome.failure is not None,
+                                 "reason": outcome.failure})
+    raw = grade.get("raw_score")
+    return EpisodeRecord(
+        agent=agent_name, model=model, task_id=outcome.task_id, seed=outcome.seed,
+        score=outcome.score, components=dict(grade.get("components") or {}),
+        steps=len(outcome.steps), wall_time_s=round(wall, 3), trajectory=trajectory.to_jsonl(),
+        raw_score=float(raw) if isinstance(raw, (int, float)) else None,
+        invalid_actions=outcome.invalid_actions,
+        agent_errors=sum(1 for s in outcome.steps if s.error and s.error.startswith("llm: ")),
+        llm_stats=llm_stats)
+
+
+def _unanswered(stats: Mapping[str, Any] | None, outcome: EpisodeOutcome) -> float:
+    if not stats or not outcome.steps:
+        return 0.0
+    return float(stats.get("unanswered", 0) or 0) / len(outcome.steps)
+
+
+def _job_limiter(job: EpisodeJob) -> Any:
+    if not job.is_llm or (not job.requests_per_min and not job.tokens_per_min):
+        return None
+    from codered_env.evaluation.ratelimit import RateLimiter
+
+    return RateLimiter(job.requests_per_min, job.tokens_per_min)
+
+
+def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
+    """Play one job in this process.  A bad agent spec or missing key is returned as ``error``;
+    other exceptions propagate (a Ray task is then retried or reported failed)."""
+    started = time.monotonic()
+    try:
+        agent, model = build_agent(job, rate_limiter or _job_limiter(job))
+        env = LocalEnv()
+        outcome = EpisodeOutcome(task_id=job.task_id, seed=job.seed)
+        play_episode(env, agent, job.task_id, job.seed, job.max_steps or 10**6, outcome=outcome)
+        finish(env, outcome)
+    except _JOB_ERRORS as exc:
+        return JobResult(job, error=" ".join(str(exc).split())[:200],
+                         wall_time_s=time.monotonic() - started)
+    wall = time.monotonic() - started
+    stats = agent_stats(agent) if job.is_llm else None
+    return JobResult(job, to_record(job.agent, model, outcome, wall, stats),
+                     unanswered=_unanswered(stats, outcome), wall_time_s=wall)

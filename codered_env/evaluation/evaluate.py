@@ -5,21 +5,33 @@ resumes where it stopped.  LLM episodes in which the model could not be reached 
 ``MAX_UNANSWERED_FRACTION`` of the steps (network, rate limits, budget, auth) are *not* stored:
 they would measure the network rather than the model.  They are reported as ``invalid`` and will
 be retried by the next run.
+
+Episodes run serially, in local worker processes/threads or on Ray (see
+:mod:`codered_env.evaluation.backends`); whatever runs them, this process alone writes the store,
+one result at a time as episodes finish, and every backend plays the same episode through
+:func:`codered_env.evaluation.episode.run_job`.
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codered_env.agents.llm import LLMAgent, LLMConfig
-from codered_env.evaluation.episode import EpisodeOutcome, LocalEnv, finish, play_episode
+from codered_env.evaluation.backends import MIN_PARALLEL_WORK_S
+from codered_env.evaluation.episode import (
+    EpisodeJob,
+    JobResult,
+    run_job,
+    to_record,  # noqa: F401  (re-exported: callers used it from here)
+)
+from codered_env.evaluation.ratelimit import RateLimiter
 from codered_env.evaluation.store import DEFAULT_DB, EpisodeRecord, EpisodeStore
-from codered_env.evaluation.trajectory import Trajectory, package_version
+from codered_env.evaluation.trajectory import package_version
+
+BACKENDS = ("local", "ray")
 
 MAX_UNANSWERED_FRACTION = 0.1
 
@@ -40,6 +52,8 @@ class EvalEvent:
     detail: str | None = None
     components: dict[str, float | None] | None = None
     steps: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
     def summary(self) -> dict[str, Any] | None:
         """The episode in the shape of ``runner.EpisodeResult.summary()`` (``None`` when it
@@ -48,7 +62,8 @@ class EvalEvent:
             return None
         return {"agent": self.agent, "model": self.model, "task": self.task_id,
                 "seed": self.seed, "score": self.score, "components": self.components,
-                "steps": self.steps}
+                "steps": self.steps, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
 
 
 @dataclass
@@ -66,6 +81,12 @@ class EvalSummary:
         """Every stored episode of this run (new and skipped), as summary dicts."""
         return [e for e in (event.summary() for event in self.events) if e is not None]
 
+    def tokens(self) -> tuple[int, int]:
+        """Prompt and completion tokens of the stored episodes of this run (new and reused)."""
+        stored = [e for e in self.events if e.status in ("done", "skipped")]
+        return (sum(e.prompt_tokens or 0 for e in stored),
+                sum(e.completion_tokens or 0 for e in stored))
+
     def as_dict(self) -> dict[str, Any]:
         return {"db_path": self.db_path, "ran": self.ran, "skipped": self.skipped,
                 "invalid": self.invalid, "failed": self.failed,
@@ -81,55 +102,56 @@ def print_progress(event: EvalEvent) -> None:
           file=sys.stderr, flush=True)
 
 
-def make_eval_agent(name: str, seed: int, llm_config: LLMConfig | None) -> tuple[Any, str]:
-    """The agent and its model label (the model name for ``llm``, else the agent name)."""
-    if name == "llm":
-        if llm_config is None:
-            raise ValueError("agent 'llm' needs an API key (HF_TOKEN, API_KEY or OPENAI_API_KEY)")
-        return LLMAgent(llm_config), llm_config.model
-    from codered_env.agents import make_agent
+def make_eval_agent(name: str, seed: int, llm_config: Any) -> tuple[Any, str]:
+    """The agent and its model label (the model name for ``llm``, else the agent spec)."""
+    from codered_env.evaluation.episode import build_agent
 
-    return make_agent(name, seed=seed), name
+    return build_agent(EpisodeJob(name, "task1", seed, llm_config=llm_config))
 
 
-def _unanswered_fraction(agent: Any, outcome: EpisodeOutcome) -> float:
-    if not isinstance(agent, LLMAgent) or not outcome.steps:
-        return 0.0
-    return agent.stats.unanswered / len(outcome.steps)
-
-
-def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
-              llm_stats: dict[str, Any] | None) -> EpisodeRecord:
-    """An :class:`EpisodeRecord` (with its trajectory) from a finished episode."""
-    grade = outcome.grade or {}
-    trajectory = Trajectory(task_id=outcome.task_id, seed=outcome.seed, agent=agent_name,
-                            model=model, steps=outcome.steps,
-                            end={"score": outcome.score, "components": grade.get("components"),
-                                 "interrupted": outcome.failure is not None,
-                                 "reason": outcome.failure})
-    raw = grade.get("raw_score")
-    return EpisodeRecord(
-        agent=agent_name, model=model, task_id=outcome.task_id, seed=outcome.seed,
-        score=outcome.score, components=dict(grade.get("components") or {}),
-        steps=len(outcome.steps), wall_time_s=round(wall, 3), trajectory=trajectory.to_jsonl(),
-        raw_score=float(raw) if isinstance(raw, (int, float)) else None,
-        invalid_actions=outcome.invalid_actions,
-        agent_errors=sum(1 for s in outcome.steps if s.error and s.error.startswith("llm: ")),
-        llm_stats=llm_stats)
-
-
-def run_one(agent_name: str, task_id: str, seed: int, llm_config: LLMConfig | None,
+def run_one(agent_name: str, task_id: str, seed: int, llm_config: Any,
             max_steps: int | None = None) -> tuple[EpisodeRecord, float]:
     """Play one in-process episode; returns the record and the unanswered-call fraction."""
-    agent, model = make_eval_agent(agent_name, seed, llm_config)
-    env = LocalEnv()
-    started = time.monotonic()
-    outcome = EpisodeOutcome(task_id=task_id, seed=seed)
-    play_episode(env, agent, task_id, seed, max_steps or 10**6, outcome=outcome)
-    finish(env, outcome)
-    wall = time.monotonic() - started
-    stats = agent.stats.as_dict() if isinstance(agent, LLMAgent) else None
-    return to_record(agent_name, model, outcome, wall, stats), _unanswered_fraction(agent, outcome)
+    result = run_job(EpisodeJob(agent_name, task_id, seed, max_steps, llm_config))
+    if result.record is None:
+        raise ValueError(result.error or "episode failed")
+    return result.record, result.unanswered
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How to run the episodes: ``workers`` processes for CPU-bound agents, ``concurrency``
+    simultaneous LLM episodes under the rate limits, on the ``local`` machine or on ``ray``.
+    Worker processes start only for more than ``min_parallel_s`` of estimated serial work."""
+
+    workers: int = 1
+    concurrency: int = 1
+    backend: str = "local"
+    address: str | None = None
+    requests_per_min: float | None = None
+    tokens_per_min: float | None = None
+    min_parallel_s: float = MIN_PARALLEL_WORK_S
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; valid: {', '.join(BACKENDS)}")
+        if self.workers < 1 or self.concurrency < 1:
+            raise ValueError("workers and concurrency must be at least 1")
+        if self.address and self.backend != "ray":
+            raise ValueError("--address is the Ray cluster to join: use it with --backend ray")
+        RateLimiter(self.requests_per_min, self.tokens_per_min)  # validates the limits
+
+    def results(self, jobs: Iterator[EpisodeJob]) -> Iterator[JobResult]:
+        from codered_env.evaluation import backends
+
+        if self.backend == "ray":
+            return backends.ray_results(jobs, address=self.address, workers=self.workers,
+                                        concurrency=self.concurrency)
+        limiter = RateLimiter(self.requests_per_min, self.tokens_per_min)
+        if self.workers == 1 and self.concurrency == 1:
+            return backends.serial_results(jobs, limiter)
+        return backends.local_results(jobs, workers=self.workers, concurrency=self.concurrency,
+                                      limiter=limiter, min_parallel_s=self.min_parallel_s)
 
 
 def run_evaluation(
@@ -138,49 +160,77 @@ def run_evaluation(
     seeds: Sequence[int],
     *,
     db_path: str | Path = DEFAULT_DB,
-    llm_config: LLMConfig | None = None,
+    llm_config: Any = None,
     progress: Callable[[EvalEvent], None] | None = print_progress,
     max_steps: int | None = None,
+    execution: Execution | None = None,
 ) -> EvalSummary:
-    """Evaluate every (agent, task, seed) not yet stored; store each finished episode."""
+    """Evaluate every (agent, task, seed) not yet stored; store each episode as it finishes.
+
+    ``summary.events`` ends up in plan order (agent, task, seed) whatever order episodes
+    finished in; ``progress`` sees them as they happen."""
+    execution = execution or Execution()
     summary = EvalSummary(db_path=str(db_path))
     plan = [(a, t, s) for a in agents for t in tasks for s in seeds]
+    index_of = {key: i for i, key in enumerate(plan, start=1)}
     version = package_version()
+    limits = (execution.requests_per_min, execution.tokens_per_min)
+
+    def emit(event: EvalEvent) -> None:
+        summary.events.append(event)
+        counter = _COUNTER[event.status]
+        setattr(summary, counter, getattr(summary, counter) + 1)
+        if progress is not None:
+            progress(event)
+
     with EpisodeStore(db_path) as store:
-        for index, (agent_name, task_id, seed) in enumerate(plan, start=1):
-            event = _evaluate_one(store, version, agent_name, task_id, seed, llm_config,
-                                  max_steps, index, len(plan))
-            summary.events.append(event)
-            setattr(summary, _COUNTER[event.status], getattr(summary, _COUNTER[event.status]) + 1)
-            if progress is not None:
-                progress(event)
+
+        def pending() -> Iterator[EpisodeJob]:
+            for agent_name, task_id, seed in plan:
+                job = EpisodeJob(agent_name, task_id, seed, max_steps,
+                                 llm_config if agent_name == "llm" else None, *limits)
+                stored = store.get(agent_name, job.model, task_id, seed, version)
+                if stored is None:
+                    yield job
+                else:
+                    emit(_event(job, index_of, len(plan), "skipped", stored))
+
+        results = execution.results(pending())
+        try:
+            for result in results:
+                emit(_store_result(store, result, index_of, len(plan)))
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+    summary.events.sort(key=lambda e: e.index)
     return summary
 
 
 _COUNTER = {"done": "ran", "skipped": "skipped", "invalid": "invalid", "failed": "failed"}
 
 
-def _evaluate_one(store: EpisodeStore, version: str, agent_name: str, task_id: str, seed: int,
-                  llm_config: LLMConfig | None, max_steps: int | None, index: int,
-                  total: int) -> EvalEvent:
-    model = llm_config.model if agent_name == "llm" and llm_config else agent_name
-    base = {"index": index, "total": total, "agent": agent_name, "model": model,
-            "task_id": task_id, "seed": seed}
-    stored = store.get(agent_name, model, task_id, seed, version)
-    if stored is not None:
-        return EvalEvent(**base, status="skipped", score=stored.score,
-                         wall_time_s=stored.wall_time_s, components=stored.components,
-                         steps=stored.steps)
-    started = time.monotonic()
-    try:
-        record, unanswered = run_one(agent_name, task_id, seed, llm_config, max_steps)
-    except (ValueError, RuntimeError, KeyError, TypeError) as exc:
-        return EvalEvent(**base, status="failed", wall_time_s=time.monotonic() - started,
-                         detail=" ".join(str(exc).split())[:200])
-    if unanswered > MAX_UNANSWERED_FRACTION:
-        return EvalEvent(**base, status="invalid", score=record.score,
-                         wall_time_s=record.wall_time_s,
-                         detail=f"model unreachable on {unanswered:.0%} of steps; not stored")
-    store.add(record)
-    return EvalEvent(**base, status="done", score=record.score, wall_time_s=record.wall_time_s,
-                     components=record.components, steps=record.steps)
+def _event(job: EpisodeJob, index_of: dict[tuple[str, str, int], int], total: int, status: str,
+           record: EpisodeRecord | None = None, **extra: Any) -> EvalEvent:
+    base: dict[str, Any] = {"index": index_of[(job.agent, job.task_id, job.seed)], "total": total,
+                            "agent": job.agent, "model": job.model, "task_id": job.task_id,
+                            "seed": job.seed, "status": status}
+    if record is not None:
+        base.update(score=record.score, wall_time_s=record.wall_time_s,
+                    components=record.components, steps=record.steps,
+                    prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens)
+    base.update(extra)
+    return EvalEvent(**base)
+
+
+def _store_result(store: EpisodeStore, result: JobResult,
+                  index_of: dict[tuple[str, str, int], int], total: int) -> EvalEvent:
+    job = result.job
+    if result.record is None:
+        return _event(job, index_of, total, "failed", wall_time_s=result.wall_time_s,
+                      detail=result.error)
+    if result.unanswered > MAX_UNANSWERED_FRACTION:
+        return _event(job, index_of, total, "invalid", result.record,
+                      detail=f"model unreachable on {result.unanswered:.0%} of steps; not stored")
+    store.add(result.record)
+    return _event(job, index_of, total, "done", result.record)

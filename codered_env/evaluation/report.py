@@ -127,6 +127,25 @@ def markdown_table(rows: Sequence[Row], names: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def token_table(records: Sequence[EpisodeRecord]) -> str | None:
+    """Mean prompt/completion tokens per episode for each (task, agent, model) with token counts;
+    ``None`` when no stored episode has any (no LLM rows)."""
+    groups: dict[tuple[str, str, str], list[EpisodeRecord]] = {}
+    for record in records:
+        if record.prompt_tokens is not None or record.completion_tokens is not None:
+            groups.setdefault((record.task_id, record.agent, record.model), []).append(record)
+    if not groups:
+        return None
+    lines = ["| Task | Agent | Model | n | Prompt tokens / episode | Completion tokens / episode "
+             "| Total tokens |", "|---|---|---|---|---|---|---|"]
+    for (task, agent, model), items in sorted(groups.items()):
+        prompt = [r.prompt_tokens or 0 for r in items]
+        completion = [r.completion_tokens or 0 for r in items]
+        lines.append(f"| {task} | {agent} | {model} | {len(items)} | {statistics.fmean(prompt):.0f} "
+                     f"| {statistics.fmean(completion):.0f} | {sum(prompt) + sum(completion)} |")
+    return "\n".join(lines)
+
+
 def _figure(width: float, height: float):  # -> matplotlib.figure.Figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -225,6 +244,9 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     text = (f"Results from `codered report` ({len(records)} episodes, codered-env {chosen}; "
             "score = mean ± sample std over the listed seeds).\n\n"
             f"{markdown_table(rows, names)}\n")
+    tokens = token_table(records)
+    if tokens is not None:
+        text += f"\nLLM token usage (from the endpoint's `usage`):\n\n{tokens}\n"
     report = Report(markdown=text, markdown_path=out / "report.md",
                     scores_png=out / "scores.png", components_png=out / "components.png",
                     version=chosen, episodes=len(records))

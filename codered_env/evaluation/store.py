@@ -19,11 +19,17 @@ agent_errors       INTEGER  steps where the agent substituted ``maintain_plan``
 wall_time_s        REAL     wall-clock seconds for the episode
 trajectory         TEXT     the episode in the trajectory JSONL format
 llm_stats          TEXT     JSON call/retry/token counters (NULL for non-LLM agents)
+prompt_tokens      INTEGER  prompt tokens the LLM used in the episode (NULL for non-LLM agents)
+completion_tokens  INTEGER  completion tokens, likewise
 created_at         TEXT     ISO-8601 UTC time the row was written
 =================  =======  ====================================================================
 
 ``UNIQUE(agent, model, task_id, seed, package_version)`` plus ``INSERT OR IGNORE`` means a re-run
 never duplicates an episode; callers check :meth:`EpisodeStore.has` to skip work.
+
+Only one process writes a database: ``codered eval`` plays episodes in worker processes, threads
+or Ray tasks, but the parent stores every result.  Schema version 1 (no token columns) is migrated
+in place when opened: the columns are added and filled from ``llm_stats``.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from typing import Any
 
 from codered_env.evaluation.trajectory import package_version, utc_now
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 DEFAULT_DB = "codered_eval.db"
 
 _SCHEMA = """
@@ -58,6 +64,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     wall_time_s REAL NOT NULL,
     trajectory TEXT NOT NULL,
     llm_stats TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
     created_at TEXT NOT NULL,
     UNIQUE (agent, model, task_id, seed, package_version)
 );
@@ -65,7 +73,15 @@ CREATE TABLE IF NOT EXISTS episodes (
 
 _COLUMNS = ("agent", "model", "task_id", "seed", "package_version", "score", "raw_score",
             "components", "steps", "invalid_actions", "agent_errors", "wall_time_s",
-            "trajectory", "llm_stats", "created_at")
+            "trajectory", "llm_stats", "prompt_tokens", "completion_tokens", "created_at")
+_TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")
+
+
+def _token_count(stats: dict[str, Any] | None, name: str) -> int | None:
+    value = (stats or {}).get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
 
 
 class StoreError(RuntimeError):
@@ -89,8 +105,15 @@ class EpisodeRecord:
     invalid_actions: int = 0
     agent_errors: int = 0
     llm_stats: dict[str, Any] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     package_version: str = field(default_factory=package_version)
     created_at: str = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        for name in _TOKEN_COLUMNS:
+            if getattr(self, name) is None:
+                setattr(self, name, _token_count(self.llm_stats, name))
 
     def key(self) -> tuple[str, str, str, int, str]:
         return (self.agent, self.model, self.task_id, self.seed, self.package_version)
@@ -127,8 +150,32 @@ class EpisodeStore:
                                (SCHEMA_VERSION,))
         found = self._conn.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if found == "1":
+            self._migrate_from_1()
+            found = SCHEMA_VERSION
         if found != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {found}, expected {SCHEMA_VERSION}")
+
+    def _migrate_from_1(self) -> None:
+        """Add the token columns and fill them from the stored ``llm_stats``."""
+        present = {r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")}
+        with self._conn:
+            for name in _TOKEN_COLUMNS:
+                if name not in present:
+                    self._conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} INTEGER")
+            rows = self._conn.execute(
+                "SELECT id, llm_stats FROM episodes WHERE llm_stats IS NOT NULL").fetchall()
+            for row_id, text in rows:
+                try:
+                    stats = json.loads(text)
+                except ValueError:
+                    continue
+                stats = stats if isinstance(stats, dict) else None
+                self._conn.execute(
+                    "UPDATE episodes SET prompt_tokens=?, completion_tokens=? WHERE id=?",
+                    (*(_token_count(stats, n) for n in _TOKEN_COLUMNS), row_id))
+            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
+                               (SCHEMA_VERSION,))
 
     def close(self) -> None:
         self._conn.close()

@@ -1,0 +1,189 @@
+"""Where ``codered eval`` plays its episodes: this process, local workers, or a Ray cluster.
+
+Every backend takes :class:`~codered_env.evaluation.episode.EpisodeJob` s and yields
+:class:`~codered_env.evaluation.episode.JobResult` s as episodes finish; each episode is played by
+:func:`~codered_env.evaluation.episode.run_job`.  The caller stores the results, so the SQLite
+database keeps a single writer whatever runs the episodes.  No scheduling of our own: the standard
+library's executors on one machine, Ray beyond it.
+
+* :func:`serial_results` - one episode after another in this process (takes jobs lazily).
+* :func:`local_results` - CPU-bound episodes in ``workers`` processes
+  (:class:`~concurrent.futures.ProcessPoolExecutor`), LLM episodes in ``concurrency`` threads of
+  this process sharing one :class:`~codered_env.evaluation.ratelimit.RateLimiter`.
+* :func:`ray_results` - one Ray task per episode with declared resources, retried when its worker
+  dies; at most ``concurrency`` LLM episodes in flight, each with ``1/concurrency`` of the rate
+  limits, so the limits hold across the cluster without a shared limiter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from codered_env.evaluation.episode import EpisodeJob, JobResult, run_job
+from codered_env.evaluation.ratelimit import RateLimiter
+
+MIN_PARALLEL_WORK_S = 5.0  # below this much serial work, worker start-up costs more than it saves
+RAY_CPU_TASK = {"num_cpus": 1.0}
+RAY_LLM_TASK = {"num_cpus": 0.25}  # an LLM episode mostly waits on the endpoint
+# A task is re-run when its worker process or node dies.  Exceptions raised *inside* an episode
+# are not retried: the episode is deterministic, so it would fail the same way again (and
+# run_job already returns agent/config errors as results).
+RAY_MAX_RETRIES = 3
+RAY_KEY_VAR = "HF_TOKEN"  # checked first by the LLM agent, so it wins over a node's own setting
+
+
+def _failure(job: EpisodeJob, exc: BaseException) -> JobResult:
+    if isinstance(exc, BrokenProcessPool):
+        return JobResult(job, error="a worker process died; re-run the same command to resume")
+    return JobResult(job, error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:180]}")
+
+
+def serial_results(jobs: Iterable[EpisodeJob],
+                   limiter: RateLimiter | None = None) -> Iterator[JobResult]:
+    """Play each job in this process, in order."""
+    for job in jobs:
+        yield run_job(job, limiter if job.is_llm else None)
+
+
+def _process_context() -> Any:
+    """``forkserver`` where available: forking a parent that runs threads (the progress bar,
+    LLM threads) is unsafe, and a fork server pays the package import once, not per worker."""
+    if sys.platform.startswith("linux") and "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(
+            ["codered_env.evaluation.episode", "codered_env.sim", "codered_env.agents"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def local_results(jobs: Iterable[EpisodeJob], *, workers: int, concurrency: int = 1,
+                  limiter: RateLimiter | None = None,
+                  min_parallel_s: float = MIN_PARALLEL_WORK_S) -> Iterator[JobResult]:
+    """CPU-bound jobs in worker processes and LLM jobs in threads, yielded as they finish.
+
+    The first CPU-bound episode is played here and timed: when the rest would take less than
+    ``min_parallel_s`` one after another, starting worker processes (a fresh interpreter that
+    imports the package) would cost more than it saves, so they run in one thread instead."""
+    jobs = list(jobs)
+    cpu = [j for j in jobs if not j.is_llm]
+    llm = [j for j in jobs if j.is_llm]
+    executors: list[Executor] = []
+    futures: dict[Future[JobResult], EpisodeJob] = {}
+    finished = False
+    try:
+        if llm:
+            threads = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="codered-llm")
+            executors.append(threads)
+            futures.update({threads.submit(run_job, job, limiter): job for job in llm})
+        if cpu and workers > 1 and len(cpu) > 1 and min_parallel_s > 0:
+            started = time.monotonic()
+            try:
+                first = run_job(cpu[0])
+            except Exception as exc:
+                first = _failure(cpu[0], exc)
+            yield first
+            if (time.monotonic() - started) * (len(cpu) - 1) < min_parallel_s:
+                workers = 1
+            cpu = cpu[1:]
+        if cpu:
+            n = max(1, min(workers, len(cpu)))
+            pool: Executor = (ProcessPoolExecutor(n, mp_context=_process_context()) if n > 1
+                              else ThreadPoolExecutor(1, thread_name_prefix="codered-episode"))
+            executors.append(pool)
+            futures.update({pool.submit(run_job, job): job for job in cpu})
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except Exception as exc:
+                yield _failure(futures[future], exc)
+        finished = True
+    finally:
+        for executor in executors:
+            executor.shutdown(wait=finished, cancel_futures=True)
+
+
+# --------------------------------------------------------------------------- Ray
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("the ray backend needs Ray: pip install 'codered-env[ray]'") from None
+    return ray
+
+
+def _keyless(job: EpisodeJob, concurrency: int) -> tuple[EpisodeJob, str | None]:
+    """The job as sent to Ray (no API key in task arguments; rate limits shared out) and the key."""
+    if not job.is_llm or job.llm_config is None:
+        return job, None
+    key = job.llm_config.api_key or None
+    share = max(1, concurrency)
+    return dataclasses.replace(
+        job, llm_config=dataclasses.replace(job.llm_config, api_key=""),
+        requests_per_min=job.requests_per_min / share if job.requests_per_min else None,
+        tokens_per_min=job.tokens_per_min / share if job.tokens_per_min else None), key
+
+
+def ray_results(jobs: Iterable[EpisodeJob], *, address: str | None = None, workers: int = 1,
+                concurrency: int = 1, max_retries: int = RAY_MAX_RETRIES,
+                job_fn: Callable[[EpisodeJob], JobResult] = run_job) -> Iterator[JobResult]:
+    """One Ray task per job, results streamed back as tasks finish.
+
+    Connects to ``address`` (``auto``, ``ray://host:10001``) or, without one, starts a local Ray
+    with ``workers`` CPUs; a Ray already initialised by the caller is used as it is.  The LLM key
+    reaches the workers in the task's ``runtime_env`` environment variables, never in arguments.
+    """
+    ray = _import_ray()
+    prepared = [_keyless(job, concurrency) for job in jobs]
+    llm_queue = deque(item for item in prepared if item[0].is_llm)
+    started = False
+    if not ray.is_initialized():
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            options["address"] = address
+        else:
+            options["num_cpus"] = max(1, workers)
+        try:
+            ray.init(**options)
+        except Exception as exc:  # Ray raises bare Exception / ConnectionError on start-up failures
+            where = f"the Ray cluster at {address}" if address else "a local Ray"
+            reason = " ".join(str(exc).split())[:300]
+            raise RuntimeError(f"could not start or join {where}: {reason}") from exc
+        started = True
+    remote = ray.remote(job_fn)
+    pending: dict[Any, EpisodeJob] = {}
+
+    def submit(job: EpisodeJob, key: str | None) -> None:
+        options = {**(RAY_LLM_TASK if job.is_llm else RAY_CPU_TASK),
+                   "max_retries": max_retries, "retry_exceptions": False}
+        if key:
+            options["runtime_env"] = {"env_vars": {RAY_KEY_VAR: key}}
+        pending[remote.options(**options).remote(job)] = job
+
+    try:
+        for job, key in prepared:
+            if not job.is_llm:
+                submit(job, key)
+        while llm_queue or pending:
+            while llm_queue and sum(j.is_llm for j in pending.values()) < max(1, concurrency):
+                submit(*llm_queue.popleft())
+            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            job = pending.pop(ref)
+            try:
+                yield ray.get(ref)
+            except Exception as exc:
+                yield _failure(job, exc)
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        if started:
+            ray.shutdown()
