@@ -118,7 +118,7 @@ def build_system_prompt(action_types: Sequence[str], *, use_tools: bool) -> str:
 # --------------------------------------------------------------------------- history
 
 MAX_VALUE_CHARS = 16
-MAX_ERROR_CHARS = 90
+MAX_ERROR_CHARS = 60
 
 
 def short_value(value: Any) -> str:
