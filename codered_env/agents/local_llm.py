@@ -145,6 +145,10 @@ def client_env_lines(options: ServeOptions) -> list[str]:
     ]
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def serve(options: ServeOptions, say: Callable[[str], None],
           extra_args: Sequence[str] = ()) -> int:
     """Start the server, wait until it answers, warm it up, then run until interrupted."""
@@ -154,6 +158,7 @@ def serve(options: ServeOptions, say: Callable[[str], None],
     say(f"starting llama.cpp server: {options.model.name} on {options.base_url} "
         f"({options.n_threads} threads, n_ctx {options.n_ctx}, {options.chat_format})")
     proc = subprocess.Popen(command, env=server_env(options))
+    previous = signal.signal(signal.SIGTERM, _stop)  # SIGTERM stops the server too
     try:
         wait_ready(options, proc)
         say(f"warm-up call took {warm_up(options):.1f} s; ready. In another shell:")
@@ -164,6 +169,7 @@ def serve(options: ServeOptions, say: Callable[[str], None],
     except KeyboardInterrupt:
         return 0
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
             try:
