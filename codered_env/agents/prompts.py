@@ -1,128 +1,142 @@
-"""Prompts for the LLM agent: the system prompt and the per-turn user message.
+"""Prompts for the LLM agent, laid out for prefix caching.
 
-Nothing here talks to a network or prints anything; the strings are built from the public
-action contract (MODEL.md §3) and the rubric (MODEL.md §5), so the prompt stays in step with the
-environment.  Keep the per-turn message compact: the observation text plus a bounded list of the
-agent's most recent decisions.
+A request is ``[system, user]``:
+
+* the **system prompt** is fixed for the whole run (it depends only on the answer mode: tools or
+  text) and byte-stable, so a server's prompt cache reuses it on every call;
+* the **user message** starts with the bounded history of the agent's own decisions in a stable
+  form (one line per decision in call syntax, rendered once and never rewritten; it is trimmed in
+  chunks, so consecutive calls share most of it), then the **changing state** (the observation's
+  compact text without its legal-action line), and - in text mode only - the legal actions in
+  call syntax and the one-line answer format, repeated last where small models look.
+
+In tools mode the legal actions travel as per-step tool schemas (see ``llm.legal_tools``) and are
+not repeated in the prompt.  Nothing here talks to a network or prints anything.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: One line per action type: the parameters and what the action does.
-ACTION_HELP: dict[str, str] = {
-    "dispatch_ambulance": "(ambulance_id, patient_id) Phase 1: send a unit to a known patient.",
-    "dispatch_als": "(ambulance_id, call_id) Phase 2: send an ALS unit to a pending call.",
-    "dispatch_bls": "(ambulance_id, call_id) Phase 2: send a BLS unit to a pending call.",
-    "triage_call": (
-        "(call_id, priority) Phase 2: classify a pending call as P1 immediate, P2 urgent, "
-        "P3 non-urgent or P4 no-dispatch advice."
-    ),
-    "assign_hospital": (
-        "(patient_id, hospital_id) Set the destination the crew transports the patient to."
-    ),
-    "prepare_or": (
-        "(hospital_id, procedure) Start readying an OR: cath_lab, trauma_surgery, "
-        "stroke_intervention or general. Takes 15-30 min; wasted if unused."
-    ),
-    "page_specialist": (
-        "(hospital_id, specialty) Call an on-call specialist in (10-20 min); wasted if unneeded."
-    ),
-    "preempt_or": (
-        "(hospital_id, or_id) Stop an elective case to free its OR now (costs efficiency)."
-    ),
-    "allocate_blood": (
-        "(patient_id, hospital_id, blood_type, units) Reserve blood at the destination."
-    ),
-    "transfer_blood": (
-        "(from_hospital_id, to_hospital_id, blood_type, units) Move blood stock between hospitals."
-    ),
-    "request_mutual_aid": (
-        "(optional target id) Ask the neighbouring district for an ALS unit (10-20 min away). "
-        "Limited; unneeded requests are penalised."
-    ),
-    "query_blood_type": "(patient_id) Lab result arrives after 5 minutes.",
-    "query_or_status": "(hospital_id) Detailed per-OR status: remaining minutes, prep timers.",
-    "maintain_plan": "() Wait: the clock jumps to the next event that matters (a few minutes).",
+#: Parameters of each action type, in the order ``name(v1, v2)`` lists them, and a short help.
+ACTION_PARAMS: dict[str, tuple[str, ...]] = {
+    "dispatch_ambulance": ("ambulance_id", "patient_id"),
+    "dispatch_als": ("ambulance_id", "call_id"),
+    "dispatch_bls": ("ambulance_id", "call_id"),
+    "triage_call": ("call_id", "priority"),
+    "assign_hospital": ("patient_id", "hospital_id"),
+    "prepare_or": ("hospital_id", "procedure"),
+    "page_specialist": ("hospital_id", "specialty"),
+    "preempt_or": ("hospital_id", "or_id"),
+    "allocate_blood": ("patient_id", "hospital_id", "blood_type", "units"),
+    "transfer_blood": ("from_hospital_id", "to_hospital_id", "blood_type", "units"),
+    "request_mutual_aid": ("target_id",),
+    "query_blood_type": ("patient_id",),
+    "query_or_status": ("hospital_id",),
+    "maintain_plan": (),
 }
 
-_RUBRIC = """Grading (0-1, deterministic):
-  0.32 time_score     - definitive treatment started close to each condition's target time
-  0.16 efficiency     - no wasted pages, unused OR preps, premature blood, invalid actions,
-                       over-triage
-  0.16 secondary_harm - outcome of secondary casualties
-  0.16 prep_ready     - OR and specialist ready when each patient arrives
-  0.10 vitals_score   - patients' vitals at treatment
-  0.10 cascade_score  - cascades prevented or managed (overcrowding, news-cycle call surges)
-  minus a penalty for unneeded or badly timed mutual-aid requests.
-Components with nothing to measure are dropped and their weight is shared out. Doing nothing
-scores near zero."""
+ACTION_HELP: dict[str, str] = {
+    "dispatch_ambulance": "Send a unit to a known patient.",
+    "dispatch_als": "Send an ALS unit to a pending call.",
+    "dispatch_bls": "Send a BLS unit to a pending call.",
+    "triage_call": "Classify a call: P1 immediate, P2 urgent, P3 non-urgent, P4 advice only.",
+    "assign_hospital": "Set the hospital the crew transports the patient to.",
+    "prepare_or": "Start readying an OR (15-30 min); wasted if unused.",
+    "page_specialist": "Call an on-call specialist in (10-20 min); wasted if unneeded.",
+    "preempt_or": "Stop an elective case to free its OR now (costs efficiency).",
+    "allocate_blood": "Reserve blood units for a patient at a hospital.",
+    "transfer_blood": "Move blood stock between hospitals.",
+    "request_mutual_aid": "Ask the next district for an ALS unit (10-20 min); penalised if unneeded.",
+    "query_blood_type": "Lab blood type; result after 5 min.",
+    "query_or_status": "Per-OR status with remaining minutes.",
+    "maintain_plan": "Wait: the clock jumps to the next event that matters.",
+}
 
-_CLOCK = """Clock: each decision costs about 1 simulated minute; maintain_plan jumps ahead to
-the next event that matters. The step budget is limited, so act early: dispatch the nearest suitable
-unit, pick a hospital that can give definitive care (tier 1 for cath lab / thrombectomy), and
-ready the OR and specialist so they are ready when the patient arrives - not much earlier.
-Once everything useful is under way, use maintain_plan to let time pass."""
-
-_TOOLS_FORMAT = (
-    "Answer every turn by calling exactly one tool (one tool per action type). "
-    "Ids must be copied exactly from the observation."
+_ROLE = (
+    "You are the EMS dispatcher of Prakashnagar, India. Hospitals: H1 tier 1 (cath lab), H2 tier 2, "
+    "H3 tier 3 (stabilise only). One action per turn; invalid ones waste a minute. Calls (108/112): "
+    "you hear only the caller until a crew is on scene; triage from the report, ALS to the sickest."
 )
 
-_TEXT_FORMAT = (
-    "Answer every turn with exactly one JSON object and nothing else, e.g. "
-    '{"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"} '
-    'or {"action_type": "maintain_plan"}. Ids must be copied exactly from the observation.'
+_STRATEGY = (
+    "Score: treated near target time; OR and specialist ready on arrival; no waste (pages, preps, "
+    "blood, invalid actions, ALS to minor calls). Plan: nearest unit, a hospital with definitive "
+    "care, its OR prepared, its specialist paged, then maintain_plan."
+)
+
+TOOLS_FORMAT = "Call exactly one tool; copy ids exactly."
+
+TEXT_FORMAT = (
+    "Answer with ONE line: the action in call syntax, values in the listed parameter order, e.g. "
+    "dispatch_ambulance(ALS1, P1) or triage_call(C2, P1) or maintain_plan(). No other text."
 )
 
 
 def care_table() -> str:
-    """Where each condition gets definitive care, from the simulation's own condition table."""
+    """Where each condition gets definitive care, from the simulation's own condition table;
+    conditions with the same care share a line."""
     from codered_env.sim.conditions import CONDITIONS
 
-    lines = ["Definitive care (tier: treatment [procedure / specialist needed]):"]
+    lines: dict[str, list[str]] = {}
     for cond in CONDITIONS.values():
-        if not cond.care_by_tier:
-            lines.append(f"- {cond.label} ({cond.true_priority}): no transport needed")
-            continue
-        options = []
+        head = f"{cond.true_priority}" + (f" {cond.target_min}m" if cond.care_by_tier else "")
+        if cond.needs_blood:
+            head += " needs blood"
+        by_care: dict[str, list[str]] = {}
         for tier, care in sorted(cond.care_by_tier.items()):
-            needs = "/".join(x for x in (care.procedure, care.specialist) if x) or "nothing to prepare"
-            options.append(f"T{tier} {care.label} [{needs}]")
-        blood = ", needs blood" if cond.needs_blood else ""
-        lines.append(f"- {cond.label} ({cond.true_priority}, target {cond.target_min} min{blood}): "
-                     + "; ".join(options))
-    return "\n".join(lines)
+            needs = "+".join(dict.fromkeys(x for x in (care.procedure, care.specialist) if x))
+            by_care.setdefault(care.label + (f" [{needs}]" if needs else ""), []).append(f"T{tier}")
+        body = "; ".join(f"{'/'.join(t)} {label}" for label, t in by_care.items()) or "no transport"
+        lines.setdefault(f"{head}: {body}", []).append(cond.label)
+    return "Care (tier, treatment [OR + specialist]):\n" + "\n".join(
+        f"- {'/'.join(labels)} {rest}" for rest, labels in lines.items())
 
 
 def action_catalogue(action_types: Sequence[str]) -> str:
-    """Render the list of actions, one per line, in the given order."""
-    lines = [f"- {name} {ACTION_HELP.get(name, '')}".rstrip() for name in action_types]
-    return "\n".join(lines)
+    """One line per action type in call syntax (text mode only)."""
+    return "\n".join(
+        f"- {name}({', '.join(ACTION_PARAMS.get(name, ()))}) {ACTION_HELP.get(name, '')}".rstrip()
+        for name in action_types
+    )
 
 
 def build_system_prompt(action_types: Sequence[str], *, use_tools: bool) -> str:
-    """The system prompt: role, actions, rubric, clock and answer format."""
-    role = (
-        "You are the emergency medical response coordinator of Prakashnagar, a mid-size Indian "
-        "city (12 nodes, 3 hospitals: tier 1 AIIMS with cath lab, tier 2 District Hospital, "
-        "tier 3 Community Health Centre for stabilisation only). You dispatch ambulances, triage "
-        "108/112 calls, choose destination hospitals, ready ORs and specialists before patients "
-        "arrive, manage blood and call for mutual aid, while roads close and hospitals divert. "
-        "Every observation lists the clock, what happened, and the currently legal actions; an "
-        "invalid action changes nothing, costs a minute and lowers efficiency. In call-queue tasks "
-        "you see only what each caller says until a crew is on scene: triage from the report "
-        "(P1 life threat, P2 urgent, P3 non-urgent, P4 advice only, no ambulance) and send ALS to "
-        "the sickest callers."
-    )
-    answer = _TOOLS_FORMAT if use_tools else _TEXT_FORMAT
-    return "\n\n".join(
-        [role, "Actions:\n" + action_catalogue(action_types), care_table(), _RUBRIC, _CLOCK, answer]
-    )
+    """The fixed part of every request: identical bytes for every call of a run in one mode."""
+    parts = [_ROLE, care_table(), _STRATEGY]
+    if use_tools:
+        parts.append(TOOLS_FORMAT)
+    else:
+        parts.append("Actions:\n" + action_catalogue(action_types))
+        parts.append(TEXT_FORMAT)
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- history
+
+MAX_VALUE_CHARS = 16
+MAX_ERROR_CHARS = 60
+
+
+def short_value(value: Any) -> str:
+    """A parameter value as shown in history: long (usually invalid) ids are cut short, so a
+    garbled id is not copied back into the next answer at full length."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 4] + "..."
+
+
+def call_syntax(action: Mapping[str, Any]) -> str:
+    """``name(v1, v2)`` in the action type's parameter order; unknown keys as ``k=v``."""
+    name = str(action.get("action_type", "?"))
+    order = ACTION_PARAMS.get(name, ())
+    values = [short_value(action[p]) for p in order if action.get(p) is not None]
+    extra = [f"{short_value(k)}={short_value(v)}" for k, v in action.items()
+             if k not in order and k != "action_type" and v is not None]
+    shown = name if name in ACTION_PARAMS else short_value(name)
+    return f"{shown}({', '.join(values + extra)})"
 
 
 @dataclass(frozen=True)
@@ -132,25 +146,76 @@ class Decision:
     step: int
     action: Mapping[str, Any]
     error: str | None
-    score_preview: float | None
+    score_preview: float | None = None
+
+    def line(self) -> str:
+        """The decision's history line: fixed once the decision is made."""
+        outcome = "ok"
+        if self.error:
+            outcome = "ERROR " + " ".join(self.error.split())[:MAX_ERROR_CHARS]
+        return f"s{self.step} {call_syntax(self.action)} -> {outcome}"
 
 
 def format_history(history: Sequence[Decision]) -> str:
-    """Render the agent's recent decisions, oldest first, one line each."""
+    """The agent's recent decisions, oldest first, one stable line each."""
     if not history:
-        return "Your recent decisions: none yet."
-    lines = ["Your recent decisions (oldest first):"]
-    for item in history:
-        action = json.dumps(dict(item.action), separators=(",", ":"), sort_keys=True)
-        outcome = f"error: {item.error}" if item.error else "ok"
-        score = "" if item.score_preview is None else f"; score preview {item.score_preview:.3f}"
-        lines.append(f"- step {item.step}: {action} -> {outcome}{score}")
+        return "Your last actions: none yet."
+    return "Your last actions:\n" + "\n".join(item.line() for item in history)
+
+
+# --------------------------------------------------------------------------- state
+
+
+_BLOOD_STOCK = re.compile(r" \| blood (?:[ABO]{1,2}[+-]:\d+ ?)+$")
+_HEADER = re.compile(r"^CodeRedEnv \S+ seed \d+ \| ")
+_HOSPITAL_NAME = re.compile(r"^( H\d+ T\d) .*? (load \d+/\d+)")
+
+
+def compact_state(text: str, *, tools: bool) -> str:
+    """The observation text, shorter: no task/seed banner, no hospital names (the system prompt
+    names them); with tools also no legal-action line and no blood stock, which the tools'
+    enums carry (blood types in stock, unit bounds)."""
+    lines = []
+    for line in text.strip().splitlines():
+        if tools and line.startswith("LEGAL"):
+            continue
+        line = _HOSPITAL_NAME.sub(r"\1 \2", _HEADER.sub("", line))
+        lines.append(_BLOOD_STOCK.sub("", line) if tools else line)
     return "\n".join(lines)
 
 
-def build_user_message(observation_text: str, history: Sequence[Decision]) -> str:
-    """The per-turn user message: bounded history, then the current observation."""
-    return (
-        f"{format_history(history)}\n\nCurrent observation:\n{observation_text.strip()}\n\n"
-        "Choose the single best next action."
-    )
+def strip_legal_line(text: str) -> str:
+    """The observation text without its legal-action line (compact form, as in tools mode)."""
+    return compact_state(text, tools=True)
+
+
+def _values(values: Sequence[Any]) -> str:
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        low, high = min(values), max(values)
+        return str(low) if low == high else f"{low}-{high}"
+    return "/".join(str(v) for v in values)
+
+
+def legal_text(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> str:
+    """Every legal action in call syntax; ``a/b`` lists choices, ``1-6`` a range of units."""
+    lines = []
+    for name, options in legal.items():
+        shown = []
+        for option in options:
+            order = [p for p in ACTION_PARAMS.get(name, ()) if p in option]
+            order += [p for p in option if p not in order]
+            shown.append(f"{name}({', '.join(_values(list(option[p])) for p in order)})")
+        lines.append(" | ".join(dict.fromkeys(shown)))
+    return "\n".join(lines)
+
+
+def build_user_message(state_text: str, history: Sequence[Decision], *,
+                       legal: Mapping[str, Any] | None = None, use_tools: bool = True) -> str:
+    """History first (stable), then the changing state; in text mode the legal actions and the
+    answer format close the message."""
+    parts = [format_history(history), "NOW:\n" + state_text.strip()]
+    if not use_tools:
+        if legal:
+            parts.append("Legal actions now:\n" + legal_text(legal))
+        parts.append(TEXT_FORMAT)
+    return "\n\n".join(parts)

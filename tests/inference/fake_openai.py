@@ -10,6 +10,9 @@ the script is empty, or the ``responder`` callable when one is set):
 * ``{"kind": "sleep", "seconds": 2.0, "then": {...}}`` - answer late
 * ``{"kind": "raw", "body": "...", "code": 200}`` - a body that is not a completion
 
+``tool`` and ``text`` take an optional ``finish`` (e.g. ``"length"``) and ``usage`` (a dict);
+``status`` takes an optional ``error_code`` (e.g. ``"context_length_exceeded"``) and ``message``.
+
 With ``reject_tools`` set, any request carrying ``tools`` is answered 400 (script untouched).
 """
 
@@ -31,11 +34,15 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 Behaviour = dict[str, Any]
 
 
-def completion_body(message: dict[str, Any], model: str, finish: str) -> dict[str, Any]:
+DEFAULT_USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+
+def completion_body(message: dict[str, Any], model: str, finish: str,
+                    usage: dict[str, int] | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        "usage": usage or DEFAULT_USAGE,
     }
 
 
@@ -108,13 +115,16 @@ class FakeOpenAI:
             return await self._respond(behaviour.get("then", self.default), model)
         if kind == "tool":
             message = tool_message(behaviour["name"], behaviour.get("arguments", {}))
-            return JSONResponse(completion_body(message, model, "tool_calls"))
+            return JSONResponse(completion_body(message, model, behaviour.get("finish", "tool_calls"),
+                                                behaviour.get("usage")))
         if kind == "text":
             message = {"role": "assistant", "content": behaviour["content"]}
-            return JSONResponse(completion_body(message, model, "stop"))
+            return JSONResponse(completion_body(message, model, behaviour.get("finish", "stop"),
+                                                behaviour.get("usage")))
         if kind == "status":
             error = {"error": {"message": behaviour.get("message", "scripted error"),
-                               "type": "fake", "code": behaviour["code"]}}
+                               "type": "fake",
+                               "code": behaviour.get("error_code", behaviour["code"])}}
             return JSONResponse(error, status_code=int(behaviour["code"]),
                                 headers=behaviour.get("headers", {}))
         if kind == "raw":
