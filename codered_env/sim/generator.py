@@ -17,6 +17,8 @@ from .city import EDGE_BASE, EDGE_LABEL, NODE_NAMES, RIVERSIDE_EDGES, RoadNetwor
 from .conditions import CONDITIONS
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
+    AGE_RANGE,
+    AGE_RANGE_DEFAULT,
     BASELINE_HR_RANGE,
     BASELINE_SBP_RANGE,
     BLOOD_STOCK_JITTER,
@@ -31,6 +33,8 @@ from .params import (
     HOSPITAL_SPECS,
     INCIDENT_CALL_RANGE,
     INCIDENT_SECONDARY_DELAY_RANGE,
+    MALE_SHARE,
+    MALE_SHARE_DEFAULT,
     NEWS_CYCLE_SURGE_CALLS,
     NEWS_CYCLE_SURGE_SPREAD_MIN,
     OR_FAILURE_WINDOW,
@@ -130,7 +134,7 @@ def _patient(
 ) -> Patient:
     spec = CONDITIONS[condition]
     lo, hi = spec.initial_reserve
-    return Patient(
+    patient = Patient(
         patient_id=pid,
         condition=condition,
         node=node,
@@ -143,6 +147,15 @@ def _patient(
         secondary=secondary,
         visible=visible,
     )
+    patient.sex, patient.age = _demographics(patient)
+    return patient
+
+
+def _demographics(p: Patient) -> tuple[str, int]:
+    """Sex and age, from a stream of their own so the scenario's other draws stay put."""
+    rng = Random(f"codered:demographics:{p.patient_id}:{p.condition}:{p.node}:{p.appeared_at}:{p.reserve}")
+    sex = "M" if rng.random() < MALE_SHARE.get(p.condition, MALE_SHARE_DEFAULT) else "F"
+    return sex, rng.randint(*AGE_RANGE.get(p.condition, AGE_RANGE_DEFAULT))
 
 
 def _call(rng: Random, cid: str, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:

@@ -17,11 +17,12 @@ import math
 from random import Random
 
 from .city import NODE_NAMES, RoadNetwork
-from .conditions import CONDITIONS, Care
+from .conditions import CONDITIONS, Care, expected_outcome
 from .generator import escalation_casualty, generate, surge_calls
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
     ALS_DETERIORATION_FACTOR,
+    BLOOD_PENDING_CREDIT,
     BLOOD_TRANSFUSION_FACTOR,
     BLOOD_TYPE_QUERY_MIN,
     BLOOD_UNITS_PER_CASE,
@@ -51,6 +52,7 @@ from .params import (
     ON_SCENE_JITTER_MIN,
     OR_HOLD_WINDOW_MIN,
     OR_PREP_MIN_BY_TIER,
+    PROCEDURE_DURATION_MIN,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     SPECIALIST_WINDOW_MIN,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
@@ -78,7 +80,15 @@ from .types import (
 FINAL_PATIENT_STATES = frozenset({"treated", "released", "deceased", "in_treatment"})
 MOVING = frozenset({"en_route", "transporting", "returning"})
 _NOISE_SIGMA = math.sqrt(math.log(1.0 + TRAVEL_NOISE_CV**2))
-_NOISE_MU = -0.5 * _NOISE_SIGMA**2
+_NOISE_MU = -math.log(math.sqrt(1.0 + TRAVEL_NOISE_CV**2))  # -sigma^2 / 2: mean factor 1
+
+
+def emergency_group_o(p: Patient) -> tuple[str, ...]:
+    """Uncross-matched group O a patient of unknown type may get (O-pos first when safe, to
+    spare the scarce O-neg)."""
+    return ("O+", "O-") if p.o_pos_safe() else ("O-",)
+
+
 COMPATIBLE_DONORS: dict[str, tuple[str, ...]] = {
     "O-": ("O-",),
     "O+": ("O-", "O+"),
@@ -423,7 +433,7 @@ class World:
 
     def _room_timer(self, h: Hospital, room: OperatingRoom, t: int) -> None:
         if room.state == "preparing" and room.until <= t:
-            room.state, room.until = "ready", t + OR_HOLD_WINDOW_MIN
+            room.state, room.until, room.ready_at = "ready", t + OR_HOLD_WINDOW_MIN, t
             self.event(f"{h.hospital_id} {room.or_id} ready for {room.procedure}")
         elif room.state == "ready" and room.until <= t and room.patient_id is None:
             if room.agent_prepared:
@@ -509,6 +519,8 @@ class World:
         hid = self.transport_destination(p)
         if p.destination and hid != p.destination:
             self.event(f"{p.destination} on diversion: {amb.ambulance_id} takes {p.patient_id} to {hid}")
+        if hid != p.destination:
+            self.note_destination(p, hid)
         trip = self.plan_trip(
             amb.node, self.hospitals[hid].node, self.clock, "hospital", TRANSPORT_FACTOR, self.draw_noise()
         )
@@ -554,7 +566,39 @@ class World:
 
     # ------------------------------------------------------------------ hospital care
     def care_for(self, p: Patient, h: Hospital) -> Care | None:
-        return CONDITIONS[p.condition].care_at(h.tier)
+        cond = CONDITIONS[p.condition]
+        care = cond.care_at(h.tier)
+        if p.fallback and care is not None and care.procedure and cond.fallback_care:
+            return cond.fallback_care
+        return care
+
+    def best_care_available(self, p: Patient) -> bool:
+        """Could a hospital giving this condition's best care take the patient now (open, lab in
+        service and free, specialist not unavailable)?"""
+        cond = CONDITIONS[p.condition]
+        best = cond.best_care
+        if best is None:
+            return True
+        for h in self.hospitals.values():
+            care = cond.care_at(h.tier)
+            if care is None or care.quality < best.quality or self.diverted(h.hospital_id):
+                continue
+            if care.procedure and self._free_room(h, care.procedure) is None:
+                continue
+            spec = h.specialists.get(care.specialist or "")
+            if care.specialist and (spec is None or spec.state == "unavailable"):
+                continue
+            return True
+        return False
+
+    def note_destination(self, p: Patient, hospital_id: str) -> None:
+        """Record the destination and whether the relaxed (transfer) target applies to it."""
+        cond = CONDITIONS[p.condition]
+        care = cond.care_at(self.hospitals[hospital_id].tier)
+        best = cond.best_care
+        partial = best is not None and (care is None or care.quality < best.quality)
+        p.destination = hospital_id
+        p.relaxed_target = partial and not self.best_care_available(p)
 
     def admit(self, p: Patient, h: Hospital) -> None:
         p.status, p.hospital, p.node = "at_hospital", h.hospital_id, h.node
@@ -565,6 +609,9 @@ class World:
         if p.first_hospital_arrival is None:
             p.first_hospital_arrival = self.clock
             p.arrival_prep = self.measure_prep(p, h, care)
+        self._issue_awaiting_sample(p, h)
+        if CONDITIONS[p.condition].needs_blood:
+            self._hospital_blood(p, h)  # also to stabilise a patient awaiting transfer
         if care is None:
             p.transfer_to = self._transfer_target(p, h)
             p.transfer_arrives_at = None
@@ -573,16 +620,17 @@ class World:
                 f"transfer to {p.transfer_to} after stabilisation"
             )
             return
-        if CONDITIONS[p.condition].needs_blood:
-            self._hospital_blood(p, h)
-        self._claim_resources(p, h, care)
+        self._claim_resources(p, h, care, activated=care.activation_min == 0)
 
     def measure_prep(self, p: Patient, h: Hospital, care: Care | None) -> dict[str, float]:
         """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing)."""
         cond = CONDITIONS[p.condition]
         if not cond.needs_prep:
             return {}
-        if care is None:
+        best = cond.best_care
+        if care is None or (
+            best is not None and care.quality < best.quality and not p.relaxed_target and not p.fallback
+        ):
             return {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
         parts: dict[str, float] = {}
         if care.procedure:
@@ -592,16 +640,17 @@ class World:
             parts["specialist"] = self._specialist_readiness(spec)
         if cond.needs_blood:
             parts["blood"] = self._blood_readiness(p, h)
-        if not parts:  # partial care that needs nothing prepared (thrombolysis at tier 2)
-            parts["ed"] = 0.5
-        return parts
+        return parts  # empty: the care given needs nothing prepared (not measured)
 
     def _blood_readiness(self, p: Patient, h: Hospital) -> float:
         """1 if blood reserved by the agent is issued and waiting, 0.5 if still being issued."""
         reserved = self._agent_blood(p, h)
         if not reserved:
             return 0.0
-        return 1.0 if min(a.ready_at for a in reserved) <= self.clock else 0.5
+        issued = (
+            all(not a.awaiting_sample for a in reserved) and min(a.ready_at for a in reserved) <= self.clock
+        )
+        return 1.0 if issued else BLOOD_PENDING_CREDIT
 
     def _or_readiness(self, h: Hospital, procedure: str) -> float:
         best = 0.0
@@ -638,7 +687,8 @@ class World:
 
     def _hospital_blood(self, p: Patient, h: Hospital) -> None:
         """Blood reserved by the agent, else the hospital's own supply: type-specific for a typed
-        patient, else emergency O-neg, else typing then type-specific."""
+        patient (immediate-spin cross-match on the sample), else uncross-matched group O (O-pos
+        unless she is of child-bearing age), else typing then type-specific."""
         reserved = self._agent_blood(p, h)
         if reserved:
             p.blood_ready_at = min(a.ready_at for a in reserved)
@@ -649,12 +699,31 @@ class World:
         if p.blood_type_known and self._reserve_first(p, h, type_specific, units):
             p.blood_ready_at = self.clock + TYPE_SPECIFIC_MIN
             return
-        if self._reserve_first(p, h, ["O-"], units):
+        if self._reserve_first(p, h, list(emergency_group_o(p)), units):
             p.blood_ready_at = self.clock + O_NEG_RELEASE_MIN
             return
-        if self._reserve_first(p, h, type_specific, units):
+        if self._reserve_first(p, h, donors, units):
             typing = 0 if p.blood_type_known else HOSPITAL_TYPING_MIN
             p.blood_ready_at = self.clock + typing + TYPE_SPECIFIC_MIN
+
+    def _issue_awaiting_sample(self, p: Patient, h: Hospital) -> None:
+        """Type-specific units reserved before arrival are cross-matched once the sample is in."""
+        for a in self._agent_blood(p, h):
+            if a.awaiting_sample:
+                a.awaiting_sample, a.ready_at = False, self.clock + TYPE_SPECIFIC_MIN
+
+    def _transfuse(self, p: Patient, h: Hospital) -> None:
+        """Blood issued for the patient at this hospital is given (treatment or stabilisation)."""
+        for a in self.allocations:
+            if (
+                a.patient_id == p.patient_id
+                and a.hospital_id == h.hospital_id
+                and not a.used
+                and not a.awaiting_sample
+                and a.ready_at <= self.clock
+            ):
+                a.used = True
+                p.transfused_units += a.units
 
     def _agent_blood(self, p: Patient, h: Hospital) -> list[BloodAllocation]:
         return [
@@ -676,10 +745,12 @@ class World:
             BloodAllocation(p.patient_id, h.hospital_id, blood_type, units, self.clock, ready_at=self.clock)
         )
 
-    def _claim_resources(self, p: Patient, h: Hospital, care: Care) -> None:
+    def _claim_resources(self, p: Patient, h: Hospital, care: Care, activated: bool) -> None:
+        """Claim a room readied in advance at once; the hospital readies an idle room and pages
+        the specialist itself only once it has activated (``care.activation_min`` after arrival)."""
         if care.procedure and p.or_ref is None:
             room = self._find_room(h, care.procedure)
-            if room is not None:
+            if room is not None and (activated or room.state != "idle"):
                 if room.state == "idle":
                     room.state, room.procedure = "preparing", care.procedure
                     room.prep_total = self._prep_minutes(h, room, care.procedure)
@@ -687,7 +758,7 @@ class World:
                     room.agent_prepared = False
                 room.patient_id = p.patient_id
                 p.or_ref = (h.hospital_id, room.or_id)
-        if care.specialist:
+        if care.specialist and activated:
             spec = h.specialists.get(care.specialist)
             if spec is not None and spec.state == "on_call":
                 spec.state, spec.until = "paged", self.clock + spec.page_delay
@@ -698,7 +769,7 @@ class World:
         return OR_PREP_MIN_BY_TIER[h.tier]
 
     def _find_room(self, h: Hospital, procedure: str) -> OperatingRoom | None:
-        rank = {"ready": 0, "preparing": 1, "idle": 2}
+        rank = {state: i for i, state in enumerate(("ready", "preparing", "idle"))}
         best: OperatingRoom | None = None
         for room in h.ors:
             if procedure not in room.procedures or room.patient_id is not None:
@@ -711,6 +782,10 @@ class World:
                 best = room
         return best
 
+    def _free_room(self, h: Hospital, procedure: str) -> OperatingRoom | None:
+        """A room for ``procedure`` nobody else has claimed, idle or readied for it."""
+        return self._find_room(h, procedure)
+
     def _hospital_care(self, t: int) -> None:
         for p in list(self.patients.values()):
             if p.status == "at_hospital":
@@ -719,7 +794,15 @@ class World:
                 if care is None:
                     self._maybe_transfer_out(p, h, t)
                 else:
-                    self._claim_resources(p, h, care)
+                    activated = t >= (p.wait_started or t) + care.activation_min
+                    self._claim_resources(p, h, care, activated)
+                    if (
+                        activated
+                        and care.procedure
+                        and p.or_ref is None
+                        and self._lab_unavailable(p, h, care)
+                    ):
+                        care = self._fall_back(p, h)
                     self._maybe_start_treatment(p, h, care, t)
             elif (
                 p.status == "transferring"
@@ -732,6 +815,48 @@ class World:
             elif p.status == "in_treatment" and p.treatment_end is not None and p.treatment_end <= t:
                 self._finish_treatment(p)
 
+    def _lab_unavailable(self, p: Patient, h: Hospital, care: Care) -> bool:
+        """Fallback care (thrombolysis) is given when the specialist is unavailable, or when no
+        room for the procedure is free and the earliest the procedure could start gives a worse
+        expected outcome than the fallback now (ESC: lysis when PCI would come too late)."""
+        cond = CONDITIONS[p.condition]
+        fallback = cond.fallback_care
+        if fallback is None:
+            return False
+        spec = h.specialists.get(care.specialist or "")
+        if spec is not None and spec.state == "unavailable":
+            return True
+        if self._free_room(h, care.procedure or "") is not None:
+            return False
+        wait = self._room_wait(h, care.procedure or "")
+        prep = OR_PREP_MIN_BY_TIER[h.tier] if h.tier in OR_PREP_MIN_BY_TIER else CATH_LAB_PREP_RANGE[0]
+        best_start = self.clock + wait + max(prep, CATH_LAB_PREP_RANGE[0]) + care.room_min
+        lysis_start = max(self.clock, (p.wait_started or self.clock) + fallback.door_min)
+        onset = p.onset_min
+        procedure = expected_outcome(cond, best_start - p.appeared_at, care.quality, onset, care.therapy)
+        lysis = expected_outcome(cond, lysis_start - p.appeared_at, fallback.quality, onset, fallback.therapy)
+        return lysis > procedure
+
+    def _room_wait(self, h: Hospital, procedure: str) -> float:
+        """Minutes until some room able to host ``procedure`` could be free (inf if none)."""
+        waits = []
+        for room in h.ors:
+            if procedure not in room.procedures:
+                continue
+            remaining = max(0, room.until - self.clock)
+            if room.state in ("preparing", "ready") and room.patient_id is not None:
+                remaining += PROCEDURE_DURATION_MIN.get(room.procedure or procedure, 0)
+            if room.state == "in_use" and room.failure_until > self.clock:
+                remaining = max(remaining, room.failure_until - self.clock)
+            waits.append(remaining)
+        return min(waits, default=float("inf"))
+
+    def _fall_back(self, p: Patient, h: Hospital) -> Care:
+        p.fallback = True
+        care = self.care_for(p, h)
+        self.event(f"{h.hospital_id} lab unavailable for {p.patient_id}: {care.label if care else 'no care'}")
+        return care
+
     def _maybe_transfer_out(self, p: Patient, h: Hospital, t: int) -> None:
         if t < (p.wait_started or t) + TRANSFER_DOOR_IN_DOOR_OUT_MIN:
             return
@@ -739,6 +864,7 @@ class World:
         minutes = self.net.minutes(h.node, target.node)
         if minutes == float("inf"):
             return
+        self._transfuse(p, h)  # blood given to stabilise before the transfer counts as used
         h.ed_patients.remove(p.patient_id)
         p.status, p.hospital, p.transferred = "transferring", None, True
         p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
@@ -756,7 +882,7 @@ class World:
             if p.or_ref is None:
                 return
             room = h.or_by_id(p.or_ref[1])
-            if room is None or room.state != "ready":
+            if room is None or room.state != "ready" or t < room.ready_at + care.room_min:
                 return
         if care.specialist and h.specialists[care.specialist].state != "present":
             return
@@ -772,7 +898,7 @@ class World:
     ) -> None:
         cond = CONDITIONS[p.condition]
         p.status, p.treatment_start = "in_treatment", self.clock
-        p.treatment_quality = quality
+        p.treatment_quality, p.therapy = quality, care.therapy
         p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
         p.treatment_end = self.clock + cond.treatment_minutes(care)
         if room is not None:
@@ -780,10 +906,7 @@ class World:
             h.ed_patients.remove(p.patient_id)
         if care.specialist:
             h.specialists[care.specialist].used = True
-        for a in self.allocations:
-            if a.patient_id == p.patient_id and a.hospital_id == h.hospital_id and not a.used:
-                a.used = True
-                p.transfused_units += a.units
+        self._transfuse(p, h)
         delay = self.clock - p.appeared_at
         self.event(
             f"TREATMENT {p.patient_id} {care.label} started at {h.hospital_id} ({delay} min after call)"
