@@ -627,11 +627,9 @@ class World:
         cond = CONDITIONS[p.condition]
         if not cond.needs_prep:
             return {}
-        best = cond.best_care
-        if care is None or (
-            best is not None and care.quality < best.quality and not p.relaxed_target and not p.fallback
-        ):
-            return {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
+        zeros = {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
+        if care is None:
+            return zeros
         parts: dict[str, float] = {}
         if care.procedure:
             parts["or"] = self._or_readiness(h, care.procedure)
@@ -640,7 +638,11 @@ class World:
             parts["specialist"] = self._specialist_readiness(spec)
         if cond.needs_blood:
             parts["blood"] = self._blood_readiness(p, h)
-        return parts  # empty: the care given needs nothing prepared (not measured)
+        best = cond.best_care
+        partial = best is not None and care.quality < best.quality
+        if parts or not partial or p.relaxed_target or p.fallback:
+            return parts  # empty: the care given needs nothing prepared and was the best on offer
+        return zeros  # thrombolysis chosen while a hospital able to give PCI could take them
 
     def _blood_readiness(self, p: Patient, h: Hospital) -> float:
         """1 if blood reserved by the agent is issued and waiting, 0.5 if still being issued."""
