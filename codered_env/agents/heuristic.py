@@ -31,7 +31,9 @@ from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
     CATH_LAB_PREP_RANGE,
     CHILDBEARING_AGE_RANGE,
+    OR_PREP_MIN_BY_TIER,
     PROCEDURE_DURATION_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
 )
 from ..sim.world import COMPATIBLE_DONORS
 from .base import MAINTAIN
@@ -60,6 +62,8 @@ class HeuristicAgent:
         self.seed = seed
         self._refused: set[str] = set()
         self._last: str | None = None
+        self._clock, self._horizon = 0, float("inf")
+        self._lab_users: dict[str, list[str]] = {}
 
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
@@ -178,6 +182,7 @@ class HeuristicAgent:
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         inbound = self._inbound(obs)
         self._lab_users = self._lab_load(obs, hospitals)
+        self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
         ranked = []
         for p in obs["patients"]:
             if (
@@ -219,13 +224,13 @@ class HeuristicAgent:
         """Extra wait when the rooms that can host this procedure are claimed by others."""
         rooms = [r for r in h["ors"] if care.procedure in r["procedures"] and r["state"] != "out_of_service"]
         shared = {proc for r in rooms for proc in r["procedures"]}
-        users = sum(1 for proc in getattr(self, "_lab_users", {}).get(h["hospital_id"], []) if proc in shared)
+        users = sum(1 for proc in self._lab_users.get(h["hospital_id"], []) if proc in shared)
         behind = users - len(rooms) + 1
         if behind <= 0:
             return 0.0
-        return behind * (
-            PROCEDURE_DURATION_MIN.get(care.procedure, 0) + CATH_LAB_PREP_RANGE[1] + care.room_min
-        )
+        # each patient ahead: their own door time, the procedure, re-preparing the room
+        turnover = care.door_min + PROCEDURE_DURATION_MIN.get(care.procedure, 0) + CATH_LAB_PREP_RANGE[1]
+        return behind * (turnover + care.room_min)
 
     def _best_hospital(self, p, hospitals, inbound, net) -> str | None:
         scores = self._hospital_scores(p, hospitals, inbound, net)
@@ -246,6 +251,8 @@ class HeuristicAgent:
                 delay += self._queue_minutes(h, care)
             onset = p["minutes_since_onset"] - p["minutes_since_call"]
             score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
+            if self._clock - p["minutes_since_call"] + delay > self._horizon:
+                score = 0.0  # treatment would come after the episode ends: no benefit counted
             if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
                 score -= 15
             if care.procedure and not any(
@@ -259,9 +266,26 @@ class HeuristicAgent:
 
     @staticmethod
     def _estimated_delay(p, cond, care, h, net) -> float:
+        """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
+        room (prepared from now on) cannot be ready by then."""
+        now = p["minutes_since_call"]
         scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
         reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
-        return p["minutes_since_call"] + reach + scene + net.minutes(p["node"], h["node"]) + care.door_min
+        start = now + reach + scene + net.minutes(p["node"], h["node"]) + care.door_min
+        if care.specialist:
+            state = h["specialists"].get(care.specialist, {}).get("state")
+            if state in ("on_call", "unavailable"):
+                start = max(start, now + SPECIALIST_PAGE_DELAY_BY_TIER[h["tier"]][1])
+        if care.procedure:
+            rooms = [r for r in h["ors"] if care.procedure in r["procedures"]]
+            if not any(r["state"] in ("ready", "preparing") and r["patient_id"] is None for r in rooms):
+                prep = (
+                    CATH_LAB_PREP_RANGE[1]
+                    if "cath_lab" in rooms[0]["procedures"]
+                    else OR_PREP_MIN_BY_TIER[h["tier"]]
+                )
+                start = max(start, now + prep + care.room_min)
+        return start
 
     def _prepare(self, obs, legal, net):
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
