@@ -342,3 +342,127 @@ def test_reserved_blood_takes_its_issue_time() -> None:
             ],
         )
         assert sim.world.allocations[-1].ready_at == sim.world.allocations[-1].made_at + 12  # type-specific
+
+
+# ------------------------------------------------------------------------------ issue 8: transfusion service
+def _bleeder(task: str = "task3", seed: int = 0) -> tuple[CodeRedSim, str]:
+    sim = CodeRedSim(task, seed)
+    pid = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
+    return sim, pid
+
+
+def _allocate(pid: str, hid: str, blood_type: str, units: int = 2) -> dict[str, Any]:
+    return {
+        "action_type": "allocate_blood",
+        "patient_id": pid,
+        "hospital_id": hid,
+        "blood_type": blood_type,
+        "units": units,
+    }
+
+
+def test_uncrossmatched_o_pos_for_a_man_o_neg_only_for_a_young_woman() -> None:
+    sim, pid = _bleeder()
+    p = patient(sim, pid)
+    p.sex, p.age = "M", 40
+    assert sim.step(_allocate(pid, "H1", "O+")).error is None
+    assert sim.world.allocations[-1].ready_at == sim.world.allocations[-1].made_at + 5
+    sim2, pid2 = _bleeder()
+    p2 = patient(sim2, pid2)
+    p2.sex, p2.age = "F", 28
+    err = sim2.step(_allocate(pid2, "H1", "O+")).error
+    assert err and "child-bearing" in err
+    assert sim2.step(_allocate(pid2, "H1", "O-")).error is None
+
+
+def test_type_specific_blood_waits_for_the_sample_to_reach_the_lab() -> None:
+    sim, pid = _bleeder()
+    p = patient(sim, pid)
+    p.blood_type, p.blood_type_known, p.sex = "A+", True, "M"
+    sim.world.hospitals["H1"].blood["A+"] = 4
+    sim.world.initial_blood = sim.world.blood_in_circulation()
+    play(
+        sim,
+        [
+            {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": pid},
+            {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": "H1"},
+            _allocate(pid, "H1", "A+"),
+        ],
+    )
+    alloc = sim.world.allocations[-1]
+    assert alloc.awaiting_sample
+    for _ in range(80):
+        if p.first_hospital_arrival is not None:
+            break
+        sim.step(WAIT)
+    assert not alloc.awaiting_sample
+    assert alloc.ready_at == p.first_hospital_arrival + 12  # immediate-spin cross-match on arrival
+
+
+def test_blood_given_to_stabilise_before_a_transfer_counts_as_used() -> None:
+    sim, pid = _bleeder()
+    p = patient(sim, pid)
+    p.sex, p.age = "M", 40
+    play(
+        sim,
+        [
+            {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": pid},
+            {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": "H3"},
+            _allocate(pid, "H3", "O+"),
+        ],
+    )
+    for _ in range(120):
+        if p.transferred or p.status == "deceased":
+            break
+        sim.step(WAIT)
+    assert p.transferred
+    alloc = next(a for a in sim.world.allocations if a.by_agent and a.hospital_id == "H3")
+    assert alloc.used and p.transfused_units >= alloc.units
+    sim.finish()
+    assert "unneeded_blood" not in sim.grade()["penalties"]
+
+
+# ------------------------------------------------------------------------------ issue 8: hospitals
+def test_h1_gives_thrombolysis_when_its_cath_lab_is_out_of_service() -> None:
+    seed = free_cath_lab_seed()
+    sim = CodeRedSim("task1", seed)
+    room = sim.world.hospitals["H1"].or_by_id("OR1")
+    room.state, room.until = "out_of_service", 10_000
+    play(sim, stemi_plan("H1", prep=False))
+    run_until_done(sim)
+    rec = sim.grade()["patients"][0]
+    assert rec["therapy"] == "lysis" and rec["hospital"] == "H1"
+    assert rec["delay_min"] is not None and rec["delay_min"] < 120
+
+
+def test_pre_activation_shortens_door_to_device() -> None:
+    seed = free_cath_lab_seed()
+    times = {}
+    for prep in (True, False):
+        sim = CodeRedSim("task1", seed)
+        play(sim, stemi_plan("H1", prep=prep))
+        run_until_done(sim)
+        p = patient(sim)
+        times[prep] = p.treatment_start - p.first_hospital_arrival
+    assert times[True] < times[False]
+    assert times[True] >= 40  # the door-to-device floor
+
+
+def test_thrombolysis_while_pci_was_available_earns_no_readiness_credit() -> None:
+    seed = free_cath_lab_seed()
+    sim = CodeRedSim("task1", seed)
+    play(sim, stemi_plan("H2", prep=False))
+    run_until_done(sim)
+    g = sim.grade()
+    rec = g["patients"][0]
+    assert rec["therapy"] == "lysis" and rec["prep"] == 0.0
+    assert g["components"]["prep_ready"] == 0.0
+
+
+def test_stroke_vitals_show_rising_blood_pressure() -> None:
+    from codered_env.sim.observation import displayed_vitals
+
+    sim = CodeRedSim("task2", 0)
+    stroke = next(p for p in sim.world.patients.values() if p.condition == "stroke")
+    stroke.reserve = 0.4
+    assert displayed_vitals(stroke)["sbp"] > stroke.sbp0
