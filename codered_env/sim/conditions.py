@@ -20,7 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .params import PROCEDURE_DURATION_MIN
+from .params import (
+    ADVICE_SCENE_MIN,
+    OHCA_DECLINE_PER_MIN_CPR,
+    OHCA_DECLINE_PER_MIN_NO_CPR,
+    OHCA_DETERIORATION_PER_MIN,
+    OHCA_INITIAL_RESERVE,
+    OHCA_SCENE_MIN,
+    OHCA_SURVIVAL_AT_COLLAPSE,
+    OHCA_TARGET_MIN,
+    PROCEDURE_DURATION_MIN,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,7 @@ class Condition:
     scene_min: int = 12
     untreated_outcome: float = 0.9
     transfer_target_min: int | None = None  # target when the patient needed an inter-facility transfer
+    treated_on_scene: bool = False  # the crew's arrival starts definitive care (no transport)
 
     def target_for(self, transferred: bool) -> int:
         return self.transfer_target_min if transferred and self.transfer_target_min else self.target_min
@@ -159,26 +170,66 @@ CONDITIONS: dict[str, Condition] = {
         _low("minor_injury", "Minor injury", "P3", 0.0002, 10),
         _low("fever", "Fever", "P3", 0.0003, 10),
         _low("gastritis", "Gastritis", "P3", 0.0002, 10),
-        Condition(
+        Condition(  # MPDS Alpha-level chest pain / breathing problem: a unit, cold
             key="anxiety",
             label="Anxiety / panic attack",
-            true_priority="P4",
+            true_priority="P3",
             target_min=120,
             transport=False,
             initial_reserve=(0.95, 1.0),
             scene_min=10,
             untreated_outcome=1.0,
+            treated_on_scene=True,
+        ),
+        Condition(  # MPDS Echo; parameters and sources in params.py ("Cardiac arrest")
+            key="cardiac_arrest",
+            label="Cardiac arrest",
+            true_priority="P1",
+            target_min=OHCA_TARGET_MIN,
+            transport=False,
+            deterioration_per_min=OHCA_DETERIORATION_PER_MIN,
+            initial_reserve=OHCA_INITIAL_RESERVE,
+            scene_min=OHCA_SCENE_MIN,
+            untreated_outcome=0.0,
+            treated_on_scene=True,
+        ),
+        Condition(  # MPDS Omega: advice only, no unit needed
+            key="minor_ailment",
+            label="Minor ailment (advice only)",
+            true_priority="P4",
+            target_min=120,
+            transport=False,
+            initial_reserve=(0.95, 1.0),
+            scene_min=ADVICE_SCENE_MIN,
+            untreated_outcome=1.0,
+            treated_on_scene=True,
         ),
     )
 }
 
 
-def expected_outcome(condition: Condition, delay_min: float, quality: float, onset_min: int) -> float:
+def cardiac_arrest_survival(no_cpr_min: float, cpr_min: float) -> float:
+    """Survival after an arrest reached by a crew after ``no_cpr_min`` minutes without CPR and
+    ``cpr_min`` minutes with (telephone-assisted) CPR (params.py, "Cardiac arrest")."""
+    return (
+        OHCA_SURVIVAL_AT_COLLAPSE
+        * (1.0 - OHCA_DECLINE_PER_MIN_NO_CPR) ** max(0.0, no_cpr_min)
+        * (1.0 - OHCA_DECLINE_PER_MIN_CPR) ** max(0.0, cpr_min)
+    )
+
+
+def expected_outcome(
+    condition: Condition, delay_min: float, quality: float, onset_min: int, cpr_min: float = 0.0
+) -> float:
     """Expected survival / good-outcome probability after treatment begins ``delay_min`` after
-    the call; ``onset_min`` is the stroke symptom-onset lead before the call."""
+    the call; ``onset_min`` is the stroke symptom-onset lead before the call; ``cpr_min`` the
+    part of the delay a cardiac arrest spent under telephone CPR."""
     q = max(quality, 0.05)
     d = max(0.0, delay_min)
     key = condition.key
+    if key == "cardiac_arrest":
+        cpr = min(d, max(0.0, cpr_min))
+        return cardiac_arrest_survival(d - cpr, cpr) * q
     if key == "stemi":
         mortality = min(0.30, 0.06 * 1.075 ** (d / 30.0) / q)
         return 1.0 - mortality

@@ -50,6 +50,7 @@ from .params import (
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
+    OVER_TRIAGE_COST_PER_LEVEL,
     PENALTY,
     PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
@@ -58,6 +59,7 @@ from .params import (
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
     TIME_SCORE_AT_TARGET,
+    UNDER_TRIAGE_COST_PER_LEVEL,
 )
 from .types import Patient
 from .world import World
@@ -144,7 +146,16 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
             for a in world.allocations
             if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
         )
+        advised_p1 = sum(  # true P1 callers sent away with advice whom no crew ever reached
+            1
+            for c in world.calls.values()
+            if c.status == "closed_advice"
+            and c.true_priority == "P1"
+            and world.patients[c.patient_id].first_unit_at is None
+            and c.callback_of is None
+        )
         for key, n in (
+            ("under_triage", advised_p1),
             ("wasted_page", extra_pages),
             ("unused_or_prep", extra_preps),
             ("unneeded_blood", unused_blood),
@@ -176,11 +187,13 @@ def _mean(values: list[float]) -> float:
 
 
 def _triage_accuracy(given: str | None, truth: str) -> float:
-    """1 for the right level, 0.5 one level off, 0 otherwise or untriaged."""
+    """1 for the right level, less per level of mistriage -- under-triage (a lower acuity than
+    the truth) costs more per level than over-triage; 0 if untriaged."""
     if given is None:
         return 0.0
-    gap = abs(int(given[1]) - int(truth[1]))
-    return 1.0 if gap == 0 else 0.5 if gap == 1 else 0.0
+    gap = int(given[1]) - int(truth[1])
+    cost = UNDER_TRIAGE_COST_PER_LEVEL if gap > 0 else OVER_TRIAGE_COST_PER_LEVEL
+    return max(0.0, 1.0 - cost * abs(gap))
 
 
 def _cascade(world: World, scored: list[Patient], final: bool) -> float:

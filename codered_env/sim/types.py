@@ -63,6 +63,7 @@ class Patient:
     or_ref: tuple[str, str] | None = None
     died_at: int | None = None
     transfused_units: int = 0
+    cpr_from: int | None = None  # telephone CPR instructions since this minute (call coded P1)
 
     def has_blood(self, now: int) -> bool:
         return self.blood_ready_at is not None and self.blood_ready_at <= now
