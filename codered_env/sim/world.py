@@ -507,15 +507,17 @@ class World:
             scene += MCI_EXTRA_SCENE_MIN
         amb.busy_until = self.clock + max(MIN_SCENE_MIN, scene)
         if cond.treated_on_scene:
-            self._treat_on_scene(p)
+            self._treat_on_scene(p, amb.busy_until)
         where = f" (call {p.call_id})" if p.call_id else ""
         self.event(
             f"{amb.ambulance_id} on scene{where}: {p.patient_id} is {cond.label} [{cond.true_priority}]"
         )
 
-    def _treat_on_scene(self, p: Patient) -> None:
-        """Definitive care given by the crew itself (defibrillation, reassurance, advice)."""
+    def _treat_on_scene(self, p: Patient, until: int) -> None:
+        """Definitive care given by the crew itself (defibrillation, reassurance, advice); it
+        ends when the crew leaves the scene (``_leave_scene``)."""
         p.status, p.treatment_start, p.treatment_quality = "in_treatment", self.clock, 1.0
+        p.treatment_end = until
         p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
 
     def _leave_scene(self, amb: Ambulance) -> None:
@@ -751,7 +753,12 @@ class World:
                 h = self.hospitals[p.transfer_to or ""]
                 self.event(f"{p.patient_id} arrived at {h.hospital_id} by inter-facility transfer")
                 self.admit(p, h)
-            elif p.status == "in_treatment" and p.treatment_end is not None and p.treatment_end <= t:
+            elif (
+                p.status == "in_treatment"
+                and p.hospital is not None  # on-scene care ends when the crew leaves
+                and p.treatment_end is not None
+                and p.treatment_end <= t
+            ):
                 self._finish_treatment(p)
 
     def _maybe_transfer_out(self, p: Patient, h: Hospital, t: int) -> None:
