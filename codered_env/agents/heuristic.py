@@ -1,7 +1,7 @@
 """The expert rule-set baseline. It reads only the observation (plus the public city map and
 the medical care table every dispatcher knows) and applies, in order, the first rule that fires:
 
-1. Triage every untriaged call from the caller's report (triage_rule.py).
+1. Triage every untriaged call from the caller's report (triage_rule.py: keywords only).
 2. Dispatch: most urgent first (P1 > P2 > P3, then lower vitals); P1 gets the ALS unit with
    the shortest ETA unless a BLS is more than 5 min closer; P2/P3 get the nearest BLS (P2 falls
    back to ALS); P4 callers get advice only.
@@ -34,6 +34,7 @@ from ..sim.params import (
     OR_PREP_MIN_BY_TIER,
     PROCEDURE_DURATION_MIN,
     SPECIALIST_PAGE_DELAY_BY_TIER,
+    UNTRIAGED_RESPONSE,
 )
 from ..sim.world import COMPATIBLE_DONORS
 from .base import MAINTAIN
@@ -58,8 +59,9 @@ def _road_view(obs: dict[str, Any]) -> RoadNetwork:
 class HeuristicAgent:
     name = "heuristic"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, triage: bool = True) -> None:
         self.seed = seed
+        self.triage = triage  # False: never triage (calls go out at the protocol default level)
         self._refused: set[str] = set()
         self._last: str | None = None
         self._clock, self._horizon = 0, float("inf")
@@ -92,13 +94,19 @@ class HeuristicAgent:
         return dict(MAINTAIN)
 
     # ------------------------------------------------------------------ rules
+    def triage_priority(self, call: dict[str, Any]) -> str:
+        """The level this agent gives a call (overridable: the bench's triage oracle)."""
+        return triage_report(call["report"])
+
     def _triage(self, obs, legal, net):
+        if not self.triage:
+            return
         for call in obs["calls"]:
             if call["priority"] is None and call["status"] == "pending":
                 yield {
                     "action_type": "triage_call",
                     "call_id": call["call_id"],
-                    "priority": triage_report(call["report"]),
+                    "priority": self.triage_priority(call),
                 }
 
     def _dispatch(self, obs, legal, net):
@@ -132,12 +140,13 @@ class HeuristicAgent:
                     }
                 )
         for c in obs["calls"]:
-            if c["status"] == "pending" and c["priority"] in ("P1", "P2", "P3"):
+            level = c["priority"] or UNTRIAGED_RESPONSE  # an uncoded call: the protocol default
+            if c["status"] == "pending" and level in ("P1", "P2", "P3"):
                 jobs.append(
                     {
                         "id": c["call_id"],
                         "node": c["node"],
-                        "priority": c["priority"],
+                        "priority": level,
                         "vitals": 1.0 - c["waiting_min"] / 100,
                     }
                 )

@@ -19,8 +19,9 @@ ACTION_HELP: dict[str, str] = {
     "dispatch_als": "(ambulance_id, call_id) Phase 2: send an ALS unit to a pending call.",
     "dispatch_bls": "(ambulance_id, call_id) Phase 2: send a BLS unit to a pending call.",
     "triage_call": (
-        "(call_id, priority) Phase 2: classify a pending call as P1 immediate, P2 urgent, "
-        "P3 non-urgent or P4 no-dispatch advice."
+        "(call_id, priority) Phase 2: classify a pending call as P1 immediate or P2 urgent "
+        "(lights and sirens), P3 non-urgent (cold; also how an uncoded call is sent) or P4 "
+        "no-dispatch advice (the call closes)."
     ),
     "assign_hospital": (
         "(patient_id, hospital_id) Set the destination the crew transports the patient to."

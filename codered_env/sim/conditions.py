@@ -26,7 +26,15 @@ import math
 from dataclasses import dataclass, field
 
 from . import params as P
-from .params import PROCEDURE_DURATION_MIN, TIER_CHC, TIER_DISTRICT, TIER_TERTIARY
+from .params import (
+    OHCA_DECLINE_PER_MIN_CPR,
+    OHCA_DECLINE_PER_MIN_NO_CPR,
+    OHCA_SURVIVAL_AT_COLLAPSE,
+    PROCEDURE_DURATION_MIN,
+    TIER_CHC,
+    TIER_DISTRICT,
+    TIER_TERTIARY,
+)
 
 MINUTES_PER_HOUR = 60.0
 
@@ -64,6 +72,7 @@ class Condition:
     transport: bool = True
     transfer_target_min: int | None = None  # target when no capable hospital could take the patient
     fallback_care: Care | None = None  # given at a capable hospital whose lab is unavailable
+    treated_on_scene: bool = False  # the crew's arrival starts definitive care (no transport)
 
     def target_for(self, relaxed: bool) -> int:
         return self.transfer_target_min if relaxed and self.transfer_target_min else self.target_min
@@ -216,13 +225,32 @@ CONDITIONS: dict[str, Condition] = {
         _low("minor_injury", "Minor injury", "P3"),
         _low("fever", "Fever", "P3"),
         _low("gastritis", "Gastritis", "P3"),
-        Condition(
+        Condition(  # MPDS Alpha-level chest pain / breathing problem: a unit, cold
             key="anxiety",
             label="Anxiety / panic attack",
+            true_priority="P3",
+            transport=False,
+            untreated_outcome=P.LOW_ACUITY_UNTREATED_GOOD,
+            treated_on_scene=True,
+            **_numbers("anxiety"),
+        ),
+        Condition(  # MPDS Echo; parameters and sources in params.py ("Cardiac arrest")
+            key="cardiac_arrest",
+            label="Cardiac arrest",
+            true_priority="P1",
+            transport=False,
+            untreated_outcome=0.0,
+            treated_on_scene=True,
+            **_numbers("cardiac_arrest"),
+        ),
+        Condition(  # MPDS Omega: advice only, no unit needed
+            key="minor_ailment",
+            label="Minor ailment (advice only)",
             true_priority="P4",
             transport=False,
             untreated_outcome=1.0,
-            **_numbers("anxiety"),
+            treated_on_scene=True,
+            **_numbers("minor_ailment"),
         ),
     )
 }
@@ -261,14 +289,33 @@ def _haemorrhage(d: float, q: float) -> float:
     return max(P.HAEMORRHAGE_UNTREATED_SURVIVAL, 1.0 - min(1.0, death / q))
 
 
+def cardiac_arrest_survival(no_cpr_min: float, cpr_min: float) -> float:
+    """Survival after an arrest reached by a crew after ``no_cpr_min`` minutes without CPR and
+    ``cpr_min`` minutes with (telephone-assisted) CPR (params.py, "Cardiac arrest")."""
+    return (
+        OHCA_SURVIVAL_AT_COLLAPSE
+        * (1.0 - OHCA_DECLINE_PER_MIN_NO_CPR) ** max(0.0, no_cpr_min)
+        * (1.0 - OHCA_DECLINE_PER_MIN_CPR) ** max(0.0, cpr_min)
+    )
+
+
 def expected_outcome(
-    condition: Condition, delay_min: float, quality: float, onset_min: int, therapy: str = "definitive"
+    condition: Condition,
+    delay_min: float,
+    quality: float,
+    onset_min: int,
+    therapy: str | None = "definitive",
+    cpr_min: float = 0.0,
 ) -> float:
     """Expected survival / good-outcome probability when ``therapy`` begins ``delay_min`` after
-    the call; ``onset_min`` is the stroke symptom-onset lead before the call."""
+    the call; ``onset_min`` is the stroke symptom-onset lead before the call; ``cpr_min`` the
+    part of the delay a cardiac arrest spent under telephone CPR."""
     q = max(quality, P.MIN_CARE_QUALITY)
     d = max(0.0, delay_min)
     key = condition.key
+    if key == "cardiac_arrest":
+        cpr = min(d, max(0.0, cpr_min))
+        return cardiac_arrest_survival(d - cpr, cpr) * q
     if key == "stemi":
         return _stemi(d, q, therapy)
     if key == "stroke":
@@ -293,17 +340,25 @@ def best_outcome(condition: Condition, onset_min: int) -> float:
 
 
 def benefit_kept(
-    condition: Condition, delay_min: float, quality: float, onset_min: int, therapy: str
+    condition: Condition,
+    delay_min: float,
+    quality: float,
+    onset_min: int,
+    therapy: str | None,
+    cpr_min: float = 0.0,
 ) -> float:
     """Share of the achievable benefit still obtained: the time score of one treated patient.
 
     ``(outcome(d, care given) - untreated) / (outcome(0, best care) - untreated)``, clipped to
-    0..1. It falls as steeply as the condition's own outcome curve does."""
+    0..1. It falls as steeply as the condition's own outcome curve does. For a cardiac arrest
+    (untreated survival 0) this is the survival ratio S(d, CPR minutes) / S(0): each minute
+    without CPR costs ~9 %, each minute under telephone CPR ~3.5 %."""
     best = condition.best_care
     best_therapy = best.therapy if best else "definitive"
     ceiling = expected_outcome(condition, 0.0, 1.0, onset_min, best_therapy)
     span = ceiling - condition.untreated_outcome
     if span <= 0:
         return 1.0
-    got = expected_outcome(condition, delay_min, quality, onset_min, therapy) - condition.untreated_outcome
+    got = expected_outcome(condition, delay_min, quality, onset_min, therapy, cpr_min)
+    got -= condition.untreated_outcome
     return min(1.0, max(0.0, got / span))

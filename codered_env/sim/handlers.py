@@ -147,13 +147,14 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    p = world.patients[call.patient_id]
+    if a.priority == "P1" and p.cpr_from is None and CONDITIONS[p.condition].key == "cardiac_arrest":
+        p.cpr_from = world.clock  # a coded Echo call gets telephone CPR instructions
     if a.priority == "P4":
         call.status = "closed_advice"
-        p = world.patients[call.patient_id]
         if call.true_priority == "P4":
             p.status = "released"
-        else:
-            world.schedule_callback(call)
+        world.schedule_callback(call)
     return None
 
 

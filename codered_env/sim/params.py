@@ -106,11 +106,10 @@ STROKE_ONSET_BEFORE_CALL_RANGE = (30, 120)  # minutes from symptom onset to the 
 # --------------------------------------------------------------------------------------------
 MUTUAL_AID_DELAY_RANGE = (10, 20)  # mobilisation before the unit reaches the entry node [assumption]
 NEWS_CYCLE_DEATH_PROBABILITY = 0.7  # a death makes the news [assumption]
-NEWS_CYCLE_P1_WAIT_MIN = 25  # a P1 caller left this long without a unit makes the news [assumption]
+NEWS_CYCLE_WAIT_MIN = 30  # any caller left this long without a unit makes the news [assumption]
 NEWS_CYCLE_SURGE_CALLS = (4, 6)  # extra low-acuity calls over the next 20 min [assumption]
 NEWS_CYCLE_SURGE_SPREAD_MIN = 20
 INCIDENT_ESCALATION_MIN = 15  # an unattended incident produces one more casualty after this
-CALLBACK_DELAY_BY_PRIORITY = {"P1": 12, "P2": 20, "P3": 40}  # under-triaged callers ring back
 
 # --------------------------------------------------------------------------------------------
 # Grading (rubric.py) -- weights are part of the public contract (product brief section 5;
@@ -133,6 +132,7 @@ PENALTY = {
     "unneeded_blood": 0.05,
     "over_triage": 0.06,
     "dispatch_no_need": 0.04,
+    "under_triage": 0.08,  # a true P1 sent cold or advised at P4 (params: "Triage accuracy")
 }
 MUTUAL_AID_PENALTY_UNNEEDED = 0.04
 MUTUAL_AID_PENALTY_UNUSED = 0.03
@@ -239,21 +239,24 @@ FLEET: tuple[tuple[str, str, str], ...] = (
 # Phase-2 call mix: ~30 % pregnancy-related calls in Tamil Nadu 108 (Financial Express), many
 # non-emergency calls (Arunachal Times 2022).
 CALL_MIX: dict[str, float] = {
-    "stemi": 0.11,
-    "stroke": 0.08,
-    "trauma_haemorrhage": 0.07,
-    "trauma_major": 0.09,
-    "labour": 0.20,
-    "minor_injury": 0.13,
-    "fever": 0.10,
-    "gastritis": 0.10,
-    "anxiety": 0.12,
+    "stemi": 0.10,
+    "stroke": 0.07,
+    "trauma_haemorrhage": 0.06,
+    "trauma_major": 0.08,
+    "labour": 0.18,
+    "minor_injury": 0.11,
+    "fever": 0.09,
+    "gastritis": 0.09,
+    "anxiety": 0.09,
+    "cardiac_arrest": 0.05,  # see "Cardiac arrest" below
+    "minor_ailment": 0.08,  # advice-only calls (see "Triage likelihood model" below)
 }
 SURGE_MIX: dict[str, float] = {
-    "anxiety": 0.35,
+    "anxiety": 0.3,
     "minor_injury": 0.2,
-    "fever": 0.2,
-    "gastritis": 0.15,
+    "fever": 0.15,
+    "gastritis": 0.1,
+    "minor_ailment": 0.15,
     "stemi": 0.1,
 }
 PHASE2_CALLS = {"task4": (8, 45), "task5": (9, 50)}  # (calls, minute of the last scheduled call)
@@ -386,31 +389,13 @@ DEFAULT_TREATMENT_MIN = 30  # ED treatment without an OR occupies the patient th
 # women of child-bearing age get O-neg (BSH 2013 guideline on pre-transfusion testing;
 # Yazer 2018, Transfusion: RhD-positive uncross-matched units in trauma).
 CHILDBEARING_AGE_RANGE = (15, 49)  # WHO definition of women of reproductive age
-# Patient sex and age by condition (draws in generator._demographics). Male share: STEMI 77 %
-# (CREATE registry, Xavier 2008); stroke 62 % (Indian stroke registries); trauma 80 % (Indian
-# road-traffic injury data, Gururaj 2008); labour female by definition.
-MALE_SHARE = {
-    "stemi": 0.77,
-    "stroke": 0.62,
-    "trauma_haemorrhage": 0.8,
-    "trauma_major": 0.8,
-    "labour": 0.0,
-}
-MALE_SHARE_DEFAULT = 0.5
-AGE_RANGE = {  # [assumption] around the registries' mean ages
-    "stemi": (38, 80),
-    "stroke": (40, 85),
-    "trauma_haemorrhage": (16, 65),
-    "trauma_major": (16, 70),
-    "labour": (18, 38),
-}
-AGE_RANGE_DEFAULT = (16, 75)
+# Patient sex and age: drawn from the caller-report tables of the triage model
+# (REPORT_SHARE_MALE, REPORT_AGE_BANDS below), so a phase-2 patient is who the caller described.
 BLOOD_PENDING_CREDIT = 0.5  # prep credit for blood reserved but still being issued [design choice]
 
 # --------------------------------------------------------------------------------------------
 # Grading details (rubric.py) [design choices, documented in docs/MODEL.md section 8]
 # --------------------------------------------------------------------------------------------
-TRIAGE_ONE_LEVEL_OFF_CREDIT = 0.5  # triage one level off earns half
 OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out
 SECONDARY_BEST_DELAY_FRACTION = 0.4  # secondary_harm's "best outcome": care at 40 % of target
@@ -424,3 +409,122 @@ VITALS_AT_ZERO_RESERVE = {"hr": 60, "sbp": -75, "spo2": -16, "rr": 16, "gcs": -6
 VITALS_AT_ZERO_RESERVE_STROKE = {"hr": 15, "sbp": 45, "spo2": -8, "rr": 8, "gcs": -10}
 VITALS_BASELINE = {"spo2": 99, "rr": 14, "gcs": 15}
 GCS_MIN = 3
+
+# ============================================================================================
+# Phase 2 (issue #7): triage likelihood model, response modes, cardiac arrest, budgets.
+# Read by triage.py (reports, posterior, callbacks), world.py and handlers.py.
+# ============================================================================================
+
+# --------------------------------------------------------------------------------------------
+# Triage likelihood model (triage.py docstring). How ambiguous real calls are, from dispatch
+# triage accuracy studies: criteria-based dispatch under-triages ~10-20 % and over-triages
+# ~30-50 % of calls against the crew's assessment (Dami 2015, BMC Emerg Med 15:32; Hettinger
+# 2013, Prehosp Emerg Care 17:41); dispatchers recognise ~45 % of strokes (Buck 2009, Stroke
+# 40:2027) and ~70-80 % of cardiac arrests, agonal breathing being the main confounder
+# (Viereck 2017, Resuscitation 115:141; Bang 2003, Resuscitation 56:25); few chest-pain calls
+# are acute coronary syndromes. The tables below are a design choice tuned so that the
+# Bayes-optimal priority from the report alone is right on ~80 % of calls
+# (bench/probe_triage.py prints the figure).
+# --------------------------------------------------------------------------------------------
+REPORT_CALLER_RELIABILITY = {"patient": 0.85, "family": 0.75, "bystander": 0.6}  # P(mention | present)
+REPORT_FALSE_MENTION = 0.01  # P(mention | absent): hearsay, worry [design choice]
+REPORT_NEVER_MISTAKEN = ("pregnant", "labour_pains")  # nobody reports a pregnancy by mistake
+REPORT_CALLER_MIX: dict[str, dict[str, float]] = {  # who rings 108 [design choice]
+    "cardiac_arrest": {"patient": 0.01, "family": 0.69, "bystander": 0.3},
+    "stemi": {"patient": 0.4, "family": 0.5, "bystander": 0.1},
+    "stroke": {"patient": 0.1, "family": 0.7, "bystander": 0.2},
+    "trauma_haemorrhage": {"patient": 0.05, "family": 0.25, "bystander": 0.7},
+    "trauma_major": {"patient": 0.15, "family": 0.3, "bystander": 0.55},
+    "labour": {"patient": 0.3, "family": 0.68, "bystander": 0.02},
+    "minor_injury": {"patient": 0.35, "family": 0.35, "bystander": 0.3},
+    "fever": {"patient": 0.3, "family": 0.68, "bystander": 0.02},
+    "gastritis": {"patient": 0.6, "family": 0.38, "bystander": 0.02},
+    "anxiety": {"patient": 0.5, "family": 0.4, "bystander": 0.1},
+    "minor_ailment": {"patient": 0.6, "family": 0.38, "bystander": 0.02},
+}
+REPORT_AGE_BANDS: dict[str, dict[str, float]] = {  # child, young 15-44, middle 45-64, old 65+
+    "cardiac_arrest": {"child": 0.02, "young": 0.08, "middle": 0.35, "old": 0.55},
+    "stemi": {"child": 0.005, "young": 0.1, "middle": 0.45, "old": 0.445},
+    "stroke": {"child": 0.01, "young": 0.07, "middle": 0.32, "old": 0.6},
+    "trauma_haemorrhage": {"child": 0.05, "young": 0.65, "middle": 0.25, "old": 0.05},
+    "trauma_major": {"child": 0.08, "young": 0.55, "middle": 0.25, "old": 0.12},
+    "labour": {"young": 1.0},
+    "minor_injury": {"child": 0.25, "young": 0.45, "middle": 0.2, "old": 0.1},
+    "fever": {"child": 0.35, "young": 0.3, "middle": 0.15, "old": 0.2},
+    "gastritis": {"child": 0.05, "young": 0.55, "middle": 0.3, "old": 0.1},
+    "anxiety": {"child": 0.02, "young": 0.75, "middle": 0.18, "old": 0.05},
+    "minor_ailment": {"child": 0.2, "young": 0.4, "middle": 0.2, "old": 0.2},
+}
+REPORT_SHARE_MALE = {
+    "cardiac_arrest": 0.65, "stemi": 0.7, "stroke": 0.55, "trauma_haemorrhage": 0.75,
+    "trauma_major": 0.7, "labour": 0.0, "minor_injury": 0.6, "fever": 0.5, "gastritis": 0.55,
+    "anxiety": 0.4, "minor_ailment": 0.5,
+}
+# P(symptom present | condition); absent keys are 0 [design choice within the studies above].
+REPORT_FEATURES: dict[str, dict[str, float]] = {
+    "cardiac_arrest": {"collapsed": 0.9, "unresponsive": 0.85, "gasping": 0.6, "chest_pain": 0.15,
+                       "breathless": 0.2, "sweating": 0.05},
+    "stemi": {"chest_pain": 0.75, "radiating": 0.4, "sweating": 0.5, "breathless": 0.35,
+              "vomiting": 0.2, "collapsed": 0.08, "panicky": 0.1, "stomach": 0.1},
+    "stroke": {"one_side_weak": 0.6, "speech": 0.55, "confused": 0.35, "collapsed": 0.3,
+               "headache": 0.2, "vomiting": 0.1, "unresponsive": 0.1},
+    "trauma_haemorrhage": {"injury": 0.95, "heavy_bleeding": 0.7, "pale_drowsy": 0.45,
+                           "unresponsive": 0.15, "limb_hurt": 0.25, "breathless": 0.15},
+    "trauma_major": {"injury": 0.95, "heavy_bleeding": 0.2, "limb_hurt": 0.6, "breathless": 0.2,
+                     "pale_drowsy": 0.1},
+    "labour": {"pregnant": 0.95, "labour_pains": 0.8, "stomach": 0.25, "heavy_bleeding": 0.05},
+    "minor_injury": {"injury": 0.9, "limb_hurt": 0.35, "heavy_bleeding": 0.15},
+    "fever": {"fever": 0.9, "vomiting": 0.3, "confused": 0.1, "headache": 0.3, "breathless": 0.1,
+              "collapsed": 0.05},
+    "gastritis": {"stomach": 0.85, "chest_pain": 0.35, "vomiting": 0.45, "sweating": 0.1},
+    "anxiety": {"chest_pain": 0.45, "breathless": 0.7, "panicky": 0.6, "sweating": 0.2,
+                "collapsed": 0.05, "headache": 0.1},
+    "minor_ailment": {"for_days": 0.6, "fever": 0.3, "stomach": 0.15, "headache": 0.2,
+                      "breathless": 0.05, "chest_pain": 0.05, "panicky": 0.1},
+}
+# A caller advised at P4 may ring back. Whether and when is drawn from the model's predictive
+# distribution given the report (triage.callback_plan), never from the caller's true state.
+CALLBACK_PROBABILITY_BY_PRIORITY = {"P1": 0.9, "P2": 0.8, "P3": 0.5, "P4": 0.3}  # [design choice]
+CALLBACK_DELAY_RANGE_BY_PRIORITY = {"P1": (8, 20), "P2": (15, 30), "P3": (25, 60), "P4": (30, 90)}
+
+# --------------------------------------------------------------------------------------------
+# Response modes: the triage level sets how a unit drives. Lights and sirens only on a coded
+# high-acuity determinant (NAEMSP/NASEMSO/ACEP et al. 2017 joint statement on lights and
+# siren vehicle operations; MPDS response plans). P1/P2 hot, P3 cold, P4 no unit.
+# --------------------------------------------------------------------------------------------
+HOT_PRIORITIES = ("P1", "P2")
+# Protocol default for a call dispatched before it is coded: cold, as a P3 -- without a
+# determinant there is no authority for lights and sirens (joint statement above).
+UNTRIAGED_RESPONSE = "P3"
+NON_URGENT_TURNOUT_MIN = 4  # a cold job is taken after restocking / handover chores [design choice]
+
+# --------------------------------------------------------------------------------------------
+# Cardiac arrest (MPDS Echo, P1). Survival falls ~7-10 % per minute without CPR and ~3-4 %
+# per minute with CPR (Larsen 1993, Ann Emerg Med 22:1652; Valenzuela 1997, Circulation
+# 96:3308; AHA guidelines). Dispatcher-assisted (telephone) CPR, given once the call is coded
+# P1, roughly doubles the CPR rate and improves survival (Rea 2001, Circulation 104:2513; Wu
+# 2018, Circulation 137:e1). Crew arrival (defibrillation, ALS) is the definitive care here.
+# --------------------------------------------------------------------------------------------
+OHCA_SURVIVAL_AT_COLLAPSE = 0.30  # witnessed arrest defibrillated at once [design choice]
+OHCA_DECLINE_PER_MIN_NO_CPR = 0.09  # relative loss per minute without CPR (7-10 %)
+OHCA_DECLINE_PER_MIN_CPR = 0.035  # with (telephone) CPR (3-4 %)
+OHCA_TARGET_MIN = 8  # call -> crew at the patient (NFPA 1710 / AHA 8-min ALS response)
+OHCA_INITIAL_RESERVE = (0.3, 0.4)  # physiological reserve at the call (dies in ~12-16 min)
+OHCA_DETERIORATION_PER_MIN = 0.025
+OHCA_SCENE_MIN = 25  # resuscitation on scene (ROSC or termination) [design choice]
+TELEPHONE_CPR_FACTOR = OHCA_DECLINE_PER_MIN_CPR / OHCA_DECLINE_PER_MIN_NO_CPR  # slows the decline
+ADVICE_SCENE_MIN = 10  # a crew sent to an advice-only caller [design choice]
+
+# --------------------------------------------------------------------------------------------
+# Triage accuracy in the rubric (cascade_score): credit lost per level of mistriage. Under-
+# triage is penalised twice as hard as over-triage (dispatch QA treats under-triage as the
+# safety failure; Dami 2015).
+# --------------------------------------------------------------------------------------------
+UNDER_TRIAGE_COST_PER_LEVEL = 0.5
+OVER_TRIAGE_COST_PER_LEVEL = 0.25
+
+# Condition numbers of the Phase-2 additions (conditions.CONDITIONS reads them from here).
+CONDITION_NUMBERS["cardiac_arrest"] = ConditionNumbers(
+    OHCA_TARGET_MIN, OHCA_DETERIORATION_PER_MIN, OHCA_INITIAL_RESERVE, OHCA_SCENE_MIN
+)
+CONDITION_NUMBERS["minor_ailment"] = ConditionNumbers(120, 0.0, (0.95, 1.0), ADVICE_SCENE_MIN)  # P4

@@ -62,6 +62,7 @@ from .params import (
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     NEWS_CYCLE_TRIAGE_FACTOR,
+    OVER_TRIAGE_COST_PER_LEVEL,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PRIORITY_WEIGHT,
@@ -70,7 +71,7 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
-    TRIAGE_ONE_LEVEL_OFF_CREDIT,
+    UNDER_TRIAGE_COST_PER_LEVEL,
 )
 from .types import Patient
 from .world import World
@@ -80,7 +81,7 @@ def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return expected_outcome(cond, delay, p.treatment_quality, p.onset_min, p.therapy)
+        return expected_outcome(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
 
 
@@ -99,7 +100,14 @@ def _time_score(p: Patient) -> float:
         return 0.0
     cond = CONDITIONS[p.condition]
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    return benefit_kept(cond, delay, p.treatment_quality, p.onset_min, p.therapy)
+    return benefit_kept(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+
+
+def _cpr_minutes(p: Patient) -> float:
+    """Minutes of the call-to-treatment delay a cardiac arrest spent under telephone CPR."""
+    if p.cpr_from is None or p.treatment_start is None:
+        return 0.0
+    return float(max(0, p.treatment_start - max(p.cpr_from, p.appeared_at)))
 
 
 def _prep(p: Patient) -> float | None:
@@ -166,7 +174,16 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
             for a in world.allocations
             if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
         )
+        advised_p1 = sum(  # true P1 callers sent away with advice whom no crew ever reached
+            1
+            for c in world.calls.values()
+            if c.status == "closed_advice"
+            and c.true_priority == "P1"
+            and world.patients[c.patient_id].first_unit_at is None
+            and c.callback_of is None
+        )
         for key, n in (
+            ("under_triage", advised_p1),
             ("wasted_page", extra_pages),
             ("unused_or_prep", extra_preps),
             ("unneeded_blood", unused_blood),
@@ -198,11 +215,13 @@ def _mean(values: list[float]) -> float:
 
 
 def _triage_accuracy(given: str | None, truth: str) -> float:
-    """1 for the right level, 0.5 one level off, 0 otherwise or untriaged."""
+    """1 for the right level, less per level of mistriage -- under-triage (a lower acuity than
+    the truth) costs more per level than over-triage; 0 if untriaged."""
     if given is None:
         return 0.0
-    gap = abs(int(given[1]) - int(truth[1]))
-    return 1.0 if gap == 0 else TRIAGE_ONE_LEVEL_OFF_CREDIT if gap == 1 else 0.0
+    gap = int(given[1]) - int(truth[1])
+    cost = UNDER_TRIAGE_COST_PER_LEVEL if gap > 0 else OVER_TRIAGE_COST_PER_LEVEL
+    return max(0.0, 1.0 - cost * abs(gap))
 
 
 def _cascade(world: World, scored: list[Patient], final: bool) -> float:

@@ -70,6 +70,7 @@ class Patient:
     or_ref: tuple[str, str] | None = None
     died_at: int | None = None
     transfused_units: int = 0
+    cpr_from: int | None = None  # telephone CPR instructions since this minute (call coded P1)
 
     def o_pos_safe(self) -> bool:
         """Uncross-matched O-pos is safe unless she is a woman of child-bearing age."""

@@ -27,7 +27,6 @@ from .params import (
     BLOOD_TYPE_QUERY_MIN,
     BLOOD_UNITS_PER_CASE,
     BLS_DETERIORATION_FACTOR,
-    CALLBACK_DELAY_BY_PRIORITY,
     CATH_LAB_PREP_RANGE,
     CROWDED_DOOR_FACTOR,
     CROWDED_HANDOVER_FACTOR,
@@ -38,16 +37,18 @@ from .params import (
     HANDOVER_JITTER_MIN,
     HANDOVER_MIN,
     HOSPITAL_TYPING_MIN,
+    HOT_PRIORITIES,
     INCIDENT_ESCALATION_MIN,
     LIGHTS_AND_SIRENS_FACTOR,
     MCI_EXTRA_SCENE_MIN,
     MIN_SCENE_MIN,
     NEWS_CYCLE_DEATH_PROBABILITY,
-    NEWS_CYCLE_P1_WAIT_MIN,
+    NEWS_CYCLE_WAIT_MIN,
     NO_BLOOD_QUALITY,
     NO_BLOOD_SURGERY_WAIT_MIN,
     NO_TRANSPORT_SCENE_MIN,
     NON_URGENT_FACTOR,
+    NON_URGENT_TURNOUT_MIN,
     O_NEG_RELEASE_MIN,
     ON_SCENE_JITTER_MIN,
     OR_HOLD_WINDOW_MIN,
@@ -55,14 +56,16 @@ from .params import (
     PROCEDURE_DURATION_MIN,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     SPECIALIST_WINDOW_MIN,
+    TELEPHONE_CPR_FACTOR,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
     TRAVEL_NOISE_CV,
     TYPE_SPECIFIC_MIN,
+    UNTRIAGED_RESPONSE,
     VITALS_BANDS,
 )
 from .tasks import TaskSpec
-from .triage import callback_report
+from .triage import callback_plan, callback_report
 from .types import (
     Ambulance,
     BloodAllocation,
@@ -140,15 +143,13 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
-        self.id_counters = [self._max_id("P"), self._max_id("C")]
+        self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
     # ------------------------------------------------------------------ bookkeeping
     def _max_id(self, prefix: str) -> int:
         ids = list(self.patients) + [s.patient.patient_id for s in self.spawns]
-        if prefix == "C":
-            ids = list(self.calls) + [s.call.call_id for s in self.spawns if s.call]
-        return max((int(i[1:]) for i in ids), default=0)
+        return max((int(i[len(prefix):]) for i in ids), default=0)
 
     def event(self, text: str) -> None:
         self.events.append(f"t{self.clock} {text}")
@@ -312,6 +313,7 @@ class World:
             self.patients[p.patient_id] = p
         if spawn.call is not None:
             call = spawn.call
+            call.call_id = self.next_call_id()
             self.calls[call.call_id] = call
             p.call_id = call.call_id
             self.event(f'NEW CALL {call.call_id}: "{call.report}"')
@@ -322,7 +324,7 @@ class World:
 
     def schedule(self, spawn: PendingSpawn) -> None:
         self.spawns.append(spawn)
-        self.spawns.sort(key=lambda s: (s.at, s.patient.patient_id, s.call.call_id if s.call else ""))
+        self.spawns.sort(key=lambda s: s.at)  # stable: same-minute spawns keep scheduling order
 
     def next_patient_id(self) -> str:
         self.id_counters[0] += 1
@@ -333,13 +335,19 @@ class World:
         return f"C{self.id_counters[1]}"
 
     def schedule_callback(self, call: Call) -> None:
+        """A caller advised at P4 may ring back. Whether and when comes from the report alone
+        (triage.callback_plan, on a stream seeded per call), never from the hidden truth."""
+        rng = Random(f"codered:{self.task.task_id}:{self.seed}:callback:{call.call_id}")
+        delay = callback_plan(call.report, rng)
+        if delay is None:
+            return
         p = self.patients[call.patient_id]
-        at = self.clock + CALLBACK_DELAY_BY_PRIORITY[call.true_priority]
+        at = self.clock + delay
         new = Call(
-            self.next_call_id(),
+            "",
             at,
             call.node,
-            callback_report(call.report),
+            callback_report(call.report, call.call_id),
             p.patient_id,
             call.true_priority,
             secondary=call.secondary,
@@ -373,6 +381,8 @@ class World:
 
     def send_unit(self, amb: Ambulance, p: Patient, call: Call | None) -> bool:
         node, depart = self.departure_point(amb)
+        if not self.hot_response(call):
+            depart += NON_URGENT_TURNOUT_MIN
         trip = self.plan_trip(node, p.node, depart, "scene", self.speed_for_call(call), self.draw_noise())
         if trip is None:
             return False
@@ -490,6 +500,7 @@ class World:
             p.visible = True
             amb.busy_until = self.clock + FOUND_DEAD_SCENE_MIN
             self.event(f"{amb.ambulance_id} on scene: {p.patient_id} found dead")
+            self._maybe_news_after_death(p.patient_id)
             return
         p.status = "on_scene"
         p.visible = True
@@ -497,22 +508,36 @@ class World:
             self.count("over_triage")
         if cond.true_priority == "P4":
             self.count("dispatch_no_need")
+        if cond.true_priority == "P1" and not self.hot_response(self.calls.get(p.call_id or "")):
+            self.count("under_triage")
         jitter = self.travel_rng.randint(-ON_SCENE_JITTER_MIN, ON_SCENE_JITTER_MIN)
-        scene = (cond.scene_min if cond.transport else NO_TRANSPORT_SCENE_MIN) + jitter
+        scene = (cond.scene_min if cond.transport or cond.treated_on_scene else NO_TRANSPORT_SCENE_MIN)
+        scene += jitter
         if p.patient_id in self.mci:
             scene += MCI_EXTRA_SCENE_MIN
         amb.busy_until = self.clock + max(MIN_SCENE_MIN, scene)
+        if cond.treated_on_scene:
+            self._treat_on_scene(p, amb.busy_until)
         where = f" (call {p.call_id})" if p.call_id else ""
         self.event(
             f"{amb.ambulance_id} on scene{where}: {p.patient_id} is {cond.label} [{cond.true_priority}]"
         )
+
+    def _treat_on_scene(self, p: Patient, until: int) -> None:
+        """Definitive care given by the crew itself (defibrillation, reassurance, advice); it
+        ends when the crew leaves the scene (``_leave_scene``)."""
+        p.status, p.treatment_start, p.treatment_quality = "in_treatment", self.clock, 1.0
+        p.therapy = "on_scene"
+        p.treatment_end = until
+        p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
 
     def _leave_scene(self, amb: Ambulance) -> None:
         p = self.patients[amb.patient_id or ""]
         cond = CONDITIONS[p.condition]
         if p.status == "deceased" or not cond.transport:
             if p.status != "deceased":
-                p.status = "released"
+                resuscitated = cond.true_priority == "P1"
+                p.status = "treated" if resuscitated else "released"
                 self.event(f"{amb.ambulance_id} treated {p.patient_id} on scene, no transport needed")
             self._return_home(amb)
             return
@@ -814,7 +839,12 @@ class World:
                 h = self.hospitals[p.transfer_to or ""]
                 self.event(f"{p.patient_id} arrived at {h.hospital_id} by inter-facility transfer")
                 self.admit(p, h)
-            elif p.status == "in_treatment" and p.treatment_end is not None and p.treatment_end <= t:
+            elif (
+                p.status == "in_treatment"
+                and p.hospital is not None  # on-scene care ends when the crew leaves
+                and p.treatment_end is not None
+                and p.treatment_end <= t
+            ):
                 self._finish_treatment(p)
 
     def _lab_unavailable(self, p: Patient, h: Hospital, care: Care) -> bool:
@@ -957,6 +987,8 @@ class World:
     def _care_factor(self, p: Patient) -> float:
         status = p.status
         factor = 1.0
+        if p.cpr_from is not None and status in ("awaiting_unit", "unit_en_route"):
+            return TELEPHONE_CPR_FACTOR
         if status in ("on_scene", "transporting") and p.ambulance_id:
             kind = self.ambulances[p.ambulance_id].kind
             factor = ALS_DETERIORATION_FACTOR if kind == "ALS" else BLS_DETERIORATION_FACTOR
@@ -977,8 +1009,13 @@ class World:
             if room is not None and room.patient_id == p.patient_id and room.state != "in_use":
                 room.patient_id = None
             p.or_ref = None
-        label = p.patient_id if p.visible else f"the caller of {p.call_id}"
-        self.event(f"DEATH {label} died")
+        if not p.visible:
+            return  # nobody knows yet: a crew will find out on scene
+        self.event(f"DEATH {p.patient_id} died")
+        self._maybe_news_after_death(p.patient_id)
+
+    def _maybe_news_after_death(self, label: str) -> None:
+        """A death becomes known (in view, or found by a crew) and may make the news."""
         if (
             self.task.cascades
             and self.task.phase == 2
@@ -1001,11 +1038,7 @@ class World:
             self._maybe_escalate_incident(t)
         if self.task.phase == 2 and self.news_cycle_at is None:
             for call in self.calls.values():
-                if (
-                    call.status == "pending"
-                    and call.true_priority == "P1"
-                    and t - call.received_at >= NEWS_CYCLE_P1_WAIT_MIN
-                ):
+                if call.status == "pending" and t - call.received_at >= NEWS_CYCLE_WAIT_MIN:
                     self._news_cycle(f"caller {call.call_id} waited {t - call.received_at} min for a unit")
                     break
 
@@ -1013,14 +1046,8 @@ class World:
         self.escalated = True
         if any(self.patients[pid].first_unit_at is not None for pid in self.mci if pid in self.patients):
             return
-        cid = self.next_call_id() if self.task.phase == 2 else None
         spawn = escalation_casualty(
-            self.narrative_rng,
-            self.next_patient_id(),
-            self.incident_node or "N0",
-            t + 1,
-            self.task.phase,
-            cid,
+            self.narrative_rng, self.next_patient_id(), self.incident_node or "N0", t + 1, self.task.phase
         )
         self.mci.add(spawn.patient.patient_id)
         self.schedule(spawn)
@@ -1031,24 +1058,34 @@ class World:
 
     def _news_cycle(self, reason: str) -> None:
         self.news_cycle_at, self.news_cycle_reason = self.clock, reason
-        spawns = surge_calls(self.narrative_rng, (self.id_counters[0], self.id_counters[1]), self.clock)
+        spawns = surge_calls(self.narrative_rng, self.id_counters[0], self.clock)
         self.id_counters[0] += len(spawns)
-        self.id_counters[1] += len(spawns)
         for spawn in spawns:
             self.schedule(spawn)
         self.event(f"ALERT news cycle after {reason}: call volume surging")
 
     # ------------------------------------------------------------------ queries used by several modules
+    @staticmethod
+    def response_level(call: Call | None) -> str | None:
+        """The level a unit responds at: the call's triage, or the protocol default if the call
+        is uncoded (params.UNTRIAGED_RESPONSE); None for a known patient in phase 1."""
+        if call is None:
+            return None
+        return call.priority or UNTRIAGED_RESPONSE
+
+    def hot_response(self, call: Call | None) -> bool:
+        level = self.response_level(call)
+        return level is None or level in HOT_PRIORITIES
+
     def speed_for_call(self, call: Call | None) -> float:
-        if call is not None and call.priority == "P3":
-            return NON_URGENT_FACTOR
-        return LIGHTS_AND_SIRENS_FACTOR
+        return LIGHTS_AND_SIRENS_FACTOR if self.hot_response(call) else NON_URGENT_FACTOR
 
     def request_blood_type(self, p: Patient) -> None:
         p.blood_type_ready_at = self.clock + BLOOD_TYPE_QUERY_MIN
 
     def resolved(self) -> bool:
-        """Nothing left to happen: no future calls and every patient in a final state."""
-        if self.spawns:
+        """Nothing left to happen: no future calls, no open call, and every patient the dispatcher
+        knows of in a final state (a hidden caller's fate never ends an episode early)."""
+        if self.spawns or any(c.status in ("pending", "dispatched") for c in self.calls.values()):
             return False
-        return all(p.status in FINAL_PATIENT_STATES for p in self.patients.values())
+        return all(p.status in FINAL_PATIENT_STATES for p in self.patients.values() if p.visible)

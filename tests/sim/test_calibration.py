@@ -57,6 +57,14 @@ def _trauma_odds_ratio_per_min(delay: float = 30.0) -> float:
     return odds(delay + 1) / odds(delay)
 
 
+def _arrest_decline_per_min(cpr: bool) -> float:
+    cond = CONDITIONS["cardiac_arrest"]
+    d = 5.0
+    s0 = expected_outcome(cond, d, 1.0, 0, cpr_min=d if cpr else 0.0)
+    s1 = expected_outcome(cond, d + 1, 1.0, 0, cpr_min=d + 1 if cpr else 0.0)
+    return 100 * (1 - s1 / s0)
+
+
 # ------------------------------------------------------------------ simulated in-hospital intervals
 def _door_to_treatment(procedure: str, specialty: str, condition_seed_task: str, pre_activate: bool) -> float:
     """Median door-to-treatment over seeds with the room idle, measured in the simulation."""
@@ -194,6 +202,24 @@ ROWS: list[Row] = [
         0.01,
         _trauma_odds_ratio_per_min,
         "Newgard 2010, Ann Emerg Med 55:235 (95 % CI 0.99-1.01)",
+    ),
+    Row(
+        "Cardiac arrest, relative loss of survival per minute without CPR",
+        "minute 5 -> 6 after collapse",
+        8.5,
+        1.5,
+        lambda: _arrest_decline_per_min(cpr=False),
+        "Larsen 1993; Valenzuela 1997; AHA (7-10 %/min)",
+        " %",
+    ),
+    Row(
+        "Cardiac arrest, relative loss of survival per minute with (telephone) CPR",
+        "minute 5 -> 6 after collapse",
+        3.5,
+        0.5,
+        lambda: _arrest_decline_per_min(cpr=True),
+        "Larsen 1993; Valenzuela 1997; AHA (3-4 %/min)",
+        " %",
     ),
     Row(
         "Door-to-device (PCI), field pre-activation",

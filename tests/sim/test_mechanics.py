@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from random import Random
 from typing import Any
 
 from codered_env.sim import CodeRedSim
+from codered_env.sim.triage import callback_plan
 from codered_env.sim.types import Disruption
 
 WAIT = {"action_type": "maintain_plan"}
@@ -241,20 +243,42 @@ def test_unattended_incident_escalates() -> None:
     assert len(sim.world.patients) + len(sim.world.spawns) == start + 1
 
 
-def test_under_triage_to_p4_brings_a_callback_from_a_sick_caller() -> None:
+def test_p4_advice_callbacks_follow_the_report_not_the_truth() -> None:
+    delays, rang_back = [], 0
     for seed in range(30):
         sim = CodeRedSim("task4", seed)
-        serious = [c for c in sim.world.calls.values() if c.true_priority == "P1"]
-        if serious:
-            call = serious[0]
-            play(sim, [{"action_type": "triage_call", "call_id": call.call_id, "priority": "P4"}])
-            assert call.status == "closed_advice"
-            for _ in range(4):
-                sim.step(WAIT)
-            callbacks = [c for c in sim.world.calls.values() if c.callback_of == call.call_id]
-            assert callbacks and callbacks[0].report.startswith("CALLBACK")
-            return
-    raise AssertionError("no task4 seed with an early P1 call")
+        call = sim.world.calls["C1"]
+        play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+        assert call.status == "closed_advice"
+        expected = callback_plan(call.report, Random(f"codered:task4:{seed}:callback:C1"))
+        while not sim.done and sim.clock < 100:
+            sim.step(WAIT)
+        callbacks = [c for c in sim.world.calls.values() if c.callback_of == "C1"]
+        if expected is None:
+            assert not callbacks
+            continue
+        rang_back += 1
+        (callback,) = callbacks
+        assert callback.received_at == expected  # advised at minute 0
+        assert callback.report == f"CALLBACK (was C1), caller says it is worse: {call.report}"
+        assert int(callback.call_id[1:]) > 1
+        delays.append(expected)
+    assert 0 < rang_back < 30 and len(set(delays)) > 3
+
+
+def test_a_true_p1_advised_and_never_reached_counts_as_under_triage() -> None:
+    for seed in range(60):
+        sim = CodeRedSim("task4", seed)
+        call = sim.world.calls["C1"]
+        if call.true_priority != "P1":
+            continue
+        if callback_plan(call.report, Random(f"codered:task4:{seed}:callback:C1")) is not None:
+            continue
+        play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+        sim.finish()
+        assert sim.grade()["penalties"].get("under_triage", 0) >= 1
+        return
+    raise AssertionError("no seed with a P1 first caller who does not ring back")
 
 
 # ------------------------------------------------------------------------------ mutual aid and ALS
@@ -466,3 +490,65 @@ def test_stroke_vitals_show_rising_blood_pressure() -> None:
     stroke = next(p for p in sim.world.patients.values() if p.condition == "stroke")
     stroke.reserve = 0.4
     assert displayed_vitals(stroke)["sbp"] > stroke.sbp0
+
+
+# ------------------------------------------------------------------------------ response modes (issue #7)
+def _scene_arrival(seed: int, coded: str | None) -> int:
+    sim = CodeRedSim("task4", seed)
+    if coded:
+        play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": coded}])
+    dispatched_at = sim.clock
+    play(sim, [{"action_type": "dispatch_bls", "ambulance_id": "BLS1", "call_id": "C1"}])
+    return sim.world.ambulances["BLS1"].trip.arrival - dispatched_at
+
+
+def test_triage_sets_the_response_mode() -> None:
+    for seed in range(12):
+        if CodeRedSim("task4", seed).world.calls["C1"].node == "N2":
+            continue  # BLS1's own station: on scene within the minute
+        hot, urgent, cold, uncoded = (_scene_arrival(seed, c) for c in ("P1", "P2", "P3", None))
+        assert hot == urgent  # P1 and P2 both drive with lights and sirens
+        assert cold > hot  # P3 goes cold, after the turnout of a non-urgent job
+        assert uncoded == cold  # an uncoded call goes at the protocol default (cold)
+
+
+def test_p4_closes_the_call_without_a_unit() -> None:
+    sim = CodeRedSim("task4", 0)
+    play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+    legal = sim.observation()["legal_actions"]
+    assert all("C1" not in option.get("call_id", []) for option in legal.get("dispatch_bls", []))
+    out = sim.step({"action_type": "dispatch_bls", "ambulance_id": "BLS1", "call_id": "C1"})
+    assert out.error and "closed_advice" in out.error
+
+
+def _cardiac_arrest_call() -> tuple[str, int, str, int]:
+    for task in ("task4", "task5"):
+        for seed in range(200):
+            for spawn in CodeRedSim(task, seed).world.spawns:
+                if spawn.patient.condition == "cardiac_arrest":
+                    return task, seed, spawn.patient.patient_id, spawn.at
+    raise AssertionError("no cardiac arrest in the call mix")
+
+
+def test_telephone_cpr_after_p1_coding_slows_a_cardiac_arrest() -> None:
+    task, seed, pid, _ = _cardiac_arrest_call()
+    reserves = {}
+    for coded in ("P1", "P3"):
+        sim = CodeRedSim(task, seed)
+        while pid not in sim.world.patients:
+            sim.step(WAIT)
+        cid = sim.world.patients[pid].call_id
+        play(sim, [{"action_type": "triage_call", "call_id": cid, "priority": coded}])
+        start = sim.world.patients[pid].reserve
+        for _ in range(6):
+            sim.step({"action_type": "query_or_status", "hospital_id": "H1"})  # one minute each
+        reserves[coded] = start - sim.world.patients[pid].reserve
+    assert 0 < reserves["P1"] < 0.5 * reserves["P3"]
+
+
+def test_cardiac_arrest_survival_falls_steeply_and_cpr_helps() -> None:
+    from codered_env.sim.conditions import cardiac_arrest_survival
+
+    s0, s1, s10 = (cardiac_arrest_survival(m, 0) for m in (0, 1, 10))
+    assert 0.07 <= 1 - s1 / s0 <= 0.10  # 7-10 % per minute without CPR
+    assert cardiac_arrest_survival(2, 8) > 1.5 * s10  # telephone CPR for most of the wait

@@ -441,7 +441,40 @@ def test_over_triage_is_penalised() -> None:
             ]
             if low:
                 play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=low[0])])
+                assert sim.grade()["penalties"].get("over_triage") is None  # not known before the scene
+                while sim.world.calls[low[0]].status != "on_scene":
+                    sim.step(WAIT)
                 assert sim.grade()["penalties"].get("over_triage") == 1
                 return
             sim.step(WAIT)
     raise AssertionError("no low-acuity call found")
+
+
+def _first_call_with(priority: str) -> tuple[int, str]:
+    for seed in range(60):
+        call = CodeRedSim("task4", seed).world.calls.get("C1")
+        if call is not None and call.true_priority == priority:
+            return seed, "C1"
+    raise AssertionError(f"no task4 seed opens with a {priority} call")
+
+
+@pytest.mark.parametrize(("coded", "counted"), [("P1", 0), ("P2", 0), ("P3", 1), (None, 1)])
+def test_a_true_p1_sent_cold_counts_as_under_triage(coded: str | None, counted: int) -> None:
+    seed, cid = _first_call_with("P1")
+    sim = CodeRedSim("task4", seed)
+    if coded:
+        play(sim, [act("triage_call", call_id=cid, priority=coded)])
+    play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=cid)])
+    while sim.world.calls[cid].status == "dispatched" and not sim.done:
+        sim.step(WAIT)
+    assert sim.grade()["penalties"].get("under_triage", 0) == counted
+
+
+def test_under_triage_costs_more_triage_accuracy_than_over_triage() -> None:
+    from codered_env.sim.rubric import _triage_accuracy
+
+    assert _triage_accuracy("P1", "P1") == 1.0
+    assert _triage_accuracy(None, "P3") == 0.0
+    assert _triage_accuracy("P3", "P1") < _triage_accuracy("P1", "P3")  # P1 sent as P3 vs P3 as P1
+    assert _triage_accuracy("P2", "P1") < _triage_accuracy("P1", "P2")
+    assert _triage_accuracy("P4", "P1") == 0.0
