@@ -43,7 +43,7 @@ ACTION_HELP: dict[str, str] = {
     "dispatch_ambulance": "Send a unit to a known patient.",
     "dispatch_als": "Send an ALS unit to a pending call.",
     "dispatch_bls": "Send a BLS unit to a pending call.",
-    "triage_call": "Classify a call: P1/P2 lights and sirens, P3 cold (as if uncoded), P4 advice only (closes it).",
+    "triage_call": "Classify a call: P1/P2 lights+sirens, P3 cold (as if uncoded), P4 advice (closes it).",
     "assign_hospital": "Set the hospital the crew transports the patient to.",
     "prepare_or": "Start readying an OR (15-30 min); wasted if unused.",
     "page_specialist": "Call an on-call specialist in (10-20 min); wasted if unneeded.",

@@ -24,7 +24,7 @@ from codered_env.agents.llm import (
     scrub,
 )
 from codered_env.runlog import format_stats, format_step
-from codered_env.sim import ACTION_TYPES, CodeRedSim
+from codered_env.sim import ACTION_TYPES, TASKS, CodeRedSim
 
 
 def observation(task: str = "task1", seed: int = 3000, waits: int = 0) -> dict[str, Any]:
@@ -237,7 +237,7 @@ def test_budget_scales_with_steps_and_a_cut_short_call_reports_the_budget(
     config = LLMConfig(api_key="k", timeout_s=10.0)
     assert config.episode_budget(30) == 450.0 and config.episode_budget(60) == 900.0
     agent = agent_for(fake_llm, "task5", timeout_s=10.0)
-    assert agent.client.budget_s == 900.0
+    assert agent.client.budget_s == config.episode_budget(TASKS["task5"].max_steps)
     fake_llm.set_script(default={"kind": "sleep", "seconds": 3.0})
     agent = agent_for(fake_llm, timeout_s=5.0, budget_s=0.8)
     agent.act(observation())
