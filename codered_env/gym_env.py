@@ -498,7 +498,7 @@ class CodeRedGymEnv(gymnasium.Env):
     ## Episode end
     ``terminated`` when the world resolves (every patient treated, released or dead, no call to
     come) or the clock reaches the task horizon. ``truncated`` when the step budget
-    (``max_steps``: 30/45/60/45/60) is spent first; the simulation then plays the world on without
+    (``max_steps``: 30/45/60/90/150) is spent first; the simulation then plays the world on without
     decisions and the last reward already includes that outcome. ``info["termination_reason"]``
     is ``"resolved"``, ``"horizon"`` or ``"step_budget"``.
 
