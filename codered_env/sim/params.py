@@ -514,6 +514,7 @@ OHCA_DETERIORATION_PER_MIN = 0.025
 OHCA_SCENE_MIN = 25  # resuscitation on scene (ROSC or termination) [design choice]
 TELEPHONE_CPR_FACTOR = OHCA_DECLINE_PER_MIN_CPR / OHCA_DECLINE_PER_MIN_NO_CPR  # slows the decline
 ADVICE_SCENE_MIN = 10  # a crew sent to an advice-only caller [design choice]
+ON_SCENE_CARE_QUALITY = 1.0  # care the crew gives on scene is the definitive care [design choice]
 
 # --------------------------------------------------------------------------------------------
 # Triage accuracy in the rubric (cascade_score): credit lost per level of mistriage. Under-

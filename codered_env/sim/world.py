@@ -50,6 +50,7 @@ from .params import (
     NON_URGENT_FACTOR,
     NON_URGENT_TURNOUT_MIN,
     O_NEG_RELEASE_MIN,
+    ON_SCENE_CARE_QUALITY,
     ON_SCENE_JITTER_MIN,
     OR_HOLD_WINDOW_MIN,
     OR_PREP_MIN_BY_TIER,
@@ -526,8 +527,8 @@ class World:
     def _treat_on_scene(self, p: Patient, until: int) -> None:
         """Definitive care given by the crew itself (defibrillation, reassurance, advice); it
         ends when the crew leaves the scene (``_leave_scene``)."""
-        p.status, p.treatment_start, p.treatment_quality = "in_treatment", self.clock, 1.0
-        p.therapy = "on_scene"
+        p.status, p.treatment_start = "in_treatment", self.clock
+        p.treatment_quality, p.therapy = ON_SCENE_CARE_QUALITY, "on_scene"
         p.treatment_end = until
         p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
 
