@@ -615,6 +615,13 @@ def _roads(world: World) -> np.ndarray:
     return out
 
 
+def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:
+    """The Gymnasium observation of ``sim`` as it stands (what ``CodeRedGymEnv`` returns)."""
+    legal = {} if sim.done else legal_actions(sim.world)
+    segments, total = action_segments(legal)
+    return FeatureBuilder(max_actions).build(sim, legal, segments, min(total, max_actions))
+
+
 def _box(*shape: int) -> spaces.Box:
     return spaces.Box(low=0.0, high=1.0, shape=shape, dtype=np.float32)
 

@@ -17,7 +17,7 @@ import pytest
 
 from codered_env.agents import make_agent
 from codered_env.agents.triage_rule import triage_report
-from codered_env.gym_env import encode_observation, enumerate_actions
+from codered_env.gym_env import sim_features
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.params import CALL_MIX
@@ -66,8 +66,8 @@ def _seen(sim: CodeRedSim) -> bool:
     return any(p.visible for p in sim.world.patients.values())
 
 
-def _gym(obs: dict[str, Any]) -> dict[str, np.ndarray]:
-    return encode_observation(obs, enumerate_actions(obs["legal_actions"]), 256)
+def _gym(sim: CodeRedSim) -> dict[str, np.ndarray]:
+    return sim_features(sim)
 
 
 @pytest.mark.parametrize("task_id", ["task4", "task5"])
@@ -85,7 +85,7 @@ def test_hidden_truth_of_unseen_callers_never_shows(task_id: str, policy: str) -
             obs_a, obs_b = real.observation(), twin.observation()
             assert obs_a == obs_b
             assert real.render_text() == twin.render_text()
-            gym_a, gym_b = _gym(obs_a), _gym(obs_b)
+            gym_a, gym_b = _gym(real), _gym(twin)
             assert all(np.array_equal(gym_a[k], gym_b[k]) for k in gym_a)
             compared += 1
             action = act(obs_a)
