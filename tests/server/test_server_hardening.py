@@ -103,8 +103,13 @@ def test_a_body_of_many_small_items_is_capped_cheaply(http: httpx.Client) -> Non
 
 
 def test_per_route_caps_fit_a_500_action_grader_list(http: httpx.Client) -> None:
-    action = {"action_type": "transfer_blood", "from_hospital_id": "H1", "to_hospital_id": "H2",
-              "blood_type": "O-", "units": 2}
+    action = {
+        "action_type": "transfer_blood",
+        "from_hospital_id": "H1",
+        "to_hospital_id": "H2",
+        "blood_type": "O-",
+        "units": 2,
+    }
     body = json.dumps({"task_id": "task3", "seed": 0, "actions": [action] * 500}).encode()
     assert 40_000 < len(body) <= 64 * 1024
     assert _post_raw(http, "/grader", body).status_code == 200
@@ -161,8 +166,12 @@ def test_a_flood_of_resets_evicts_idle_episodes_instead_of_refusing(http: httpx.
 
 
 def test_openenv_mcp_and_task_routes_are_not_served(hard: RunningServer, http: httpx.Client) -> None:
-    for method, path in (("POST", "/mcp"), ("GET", "/codered_env/splits"), ("GET", "/list_environments"),
-                         ("POST", "/codered_env/tasks")):
+    for method, path in (
+        ("POST", "/mcp"),
+        ("GET", "/codered_env/splits"),
+        ("GET", "/list_environments"),
+        ("POST", "/codered_env/tasks"),
+    ):
         assert http.request(method, path, json={}).status_code in (404, 405), path
     with pytest.raises(InvalidStatus):
         connect(f"ws://127.0.0.1:{hard.port}/mcp", open_timeout=10).close()
@@ -195,8 +204,12 @@ def test_every_bad_frame_is_answered_in_protocol_and_the_session_survives(hard: 
             ws.send(frame)
             reply = json.loads(ws.recv(timeout=10))
             assert reply["type"] == "error", name
-            assert reply["data"]["code"] in {"INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR",
-                                             "EXECUTION_ERROR"}, name
+            assert reply["data"]["code"] in {
+                "INVALID_JSON",
+                "UNKNOWN_TYPE",
+                "VALIDATION_ERROR",
+                "EXECUTION_ERROR",
+            }, name
             assert len(json.dumps(reply)) < 2000, name
         step = ws_call(ws, {"type": "step", "data": MAINTAIN})
         assert step["type"] == "observation"
