@@ -49,6 +49,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parents[1]
+SERVER_ROOT = ROOT  # --root: serve another checkout's code (e.g. the main branch, for "before")
 MAINTAIN = {"action_type": "maintain_plan"}
 HONEST_SESSIONS = 4
 
@@ -67,7 +68,11 @@ def server(extra_env: dict[str, str]):  # type: ignore[no-untyped-def]
     command = [sys.executable, "-m", "codered_env.server.app", "--host", "127.0.0.1", "--port", str(port)]
     with os.fdopen(fd, "wb") as log:
         proc = subprocess.Popen(
-            [*command, "--log-level", "warning"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            [*command, "--log-level", "warning"],
+            cwd=SERVER_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 240
@@ -174,11 +179,16 @@ BAD_FRAMES: list[str | bytes] = [
 
 
 async def _loop_bad_frames(port: int, stop: float, run: Run) -> None:
-    async with connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
-        while time.monotonic() < stop:
-            await ws.send(random.choice(BAD_FRAMES))
-            reply = json.loads(await ws.recv())
-            run.attack_status[f"ws-bad {reply['data']['code']}"] += 1
+    while time.monotonic() < stop:
+        try:
+            async with connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+                while time.monotonic() < stop:
+                    await ws.send(random.choice(BAD_FRAMES))
+                    reply = json.loads(await ws.recv())
+                    run.attack_status[f"ws-bad {reply['data']['code']}"] += 1
+        except Exception as exc:  # a server that closes the session on a bad frame
+            run.attack_status[f"ws-bad session ended ({type(exc).__name__})"] += 1
+            await asyncio.sleep(0.05)
 
 
 async def _loop_mcp(port: int, stop: float, run: Run) -> None:
@@ -301,7 +311,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="length of the quiet and hostile runs")
     parser.add_argument("--sessions", type=int, default=512)
     parser.add_argument("--disconnects", type=int, default=3000)
+    parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose server to run")
     args = parser.parse_args()
+    global SERVER_ROOT
+    SERVER_ROOT = args.root
     env = {"MAX_CONCURRENT_ENVS": str(args.sessions), "CODERED_WS_IDLE_TIMEOUT_S": "30"}
     with server(env) as (port, _log):
         quiet = asyncio.run(measure(port, args.seconds, hostile=False))

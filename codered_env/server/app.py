@@ -168,7 +168,7 @@ def serve(host: str = "0.0.0.0", port: int = 8000, log_level: str = "info") -> N
         log_level=log_level,
         http=make_protocol(settings.header_timeout_s, max_connections),
         ws_max_size=settings.ws_max_frame_bytes,
-        limit_concurrency=max_connections,
+        limit_concurrency=max_connections + 1,  # uvicorn answers 503 at >= this
         timeout_keep_alive=5,
         timeout_graceful_shutdown=5,
     )
