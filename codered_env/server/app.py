@@ -7,8 +7,10 @@ Routes:
   ``POST /step``, ``GET /state`` (see ``episode_routes.py``).
 * Benchmark: ``GET /tasks``, ``POST /grader``, ``POST /baseline``; ``GET /view``.
 
-OpenEnv's ``/mcp`` and task API (``/{env}/splits`` ...) are not registered: CodeRedEnv has no
-MCP tools and no task splits, and OpenEnv's versions let any client hold sessions for minutes.
+OpenEnv's task API (``/{env}/splits`` ...) is not registered (CodeRedEnv has no task splits),
+and ``POST /mcp`` is a stateless JSON-RPC stub: CodeRedEnv has no MCP tools, and OpenEnv's
+handler let any client hold session slots for minutes (``openenv validate`` requires ``/mcp``
+to answer JSON-RPC, so it answers, but holds nothing).
 Limits (docs/SERVER.md, "Limits") come from environment variables (see ``ServerSettings``).
 
 Run it with ``server --host 0.0.0.0 --port 8000``, ``codered serve`` or
@@ -20,10 +22,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from typing import Any
+from typing import Annotated, Any
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import Body, FastAPI
 from openenv.core.env_server.types import (
     EnvironmentMetadata,
     HealthResponse,
@@ -79,6 +81,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.ws_sessions = register_ws_route(app, settings)
     _register_openenv_info(app)
+    _register_mcp_stub(app)
     store: HttpSessionStore[CodeRedEnvironment] = HttpSessionStore(
         CodeRedEnvironment,
         settings.http_max_sessions,
@@ -103,6 +106,35 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.router.on_shutdown.append(store.close_all)
     app.router.on_shutdown.append(jobs.shutdown)
     return app
+
+
+MCP_NO_TOOLS = (
+    "CodeRedEnv serves no MCP tools and no MCP sessions; play episodes over the WebSocket /ws "
+    "(or the HTTP /reset and /step)"
+)
+
+
+def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _register_mcp_stub(app: FastAPI) -> None:
+    """``POST /mcp``: JSON-RPC answers without state (``tools/list`` is empty)."""
+
+    @app.post("/mcp", tags=["Environment Info"], summary="MCP JSON-RPC (no tools; stateless)")
+    async def mcp(body: Annotated[Any, Body()] = None) -> dict[str, Any]:
+        if (
+            not isinstance(body, dict)
+            or body.get("jsonrpc") != "2.0"
+            or not isinstance(body.get("method"), str)
+        ):
+            return _rpc_error(None, -32600, "invalid JSON-RPC 2.0 request")
+        request_id = body.get("id")
+        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+            request_id = None
+        if body["method"] == "tools/list":
+            return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}}
+        return _rpc_error(request_id, -32601, MCP_NO_TOOLS)
 
 
 def _register_openenv_info(app: FastAPI) -> None:

@@ -165,9 +165,8 @@ def test_a_flood_of_resets_evicts_idle_episodes_instead_of_refusing(http: httpx.
     assert evicted.status_code == 410 and "evicted" in evicted.json()["detail"]
 
 
-def test_openenv_mcp_and_task_routes_are_not_served(hard: RunningServer, http: httpx.Client) -> None:
+def test_openenv_task_routes_are_gone_and_mcp_holds_nothing(hard: RunningServer, http: httpx.Client) -> None:
     for method, path in (
-        ("POST", "/mcp"),
         ("GET", "/codered_env/splits"),
         ("GET", "/list_environments"),
         ("POST", "/codered_env/tasks"),
@@ -175,6 +174,19 @@ def test_openenv_mcp_and_task_routes_are_not_served(hard: RunningServer, http: h
         assert http.request(method, path, json={}).status_code in (404, 405), path
     with pytest.raises(InvalidStatus):
         connect(f"ws://127.0.0.1:{hard.port}/mcp", open_timeout=10).close()
+    listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+    assert listed == {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
+    # Session creation, which used to hold a WebSocket slot for minutes, holds nothing now.
+    create = {"jsonrpc": "2.0", "id": 2, "method": "openenv/session/create"}
+    for _ in range(10):
+        assert http.post("/mcp", json=create).json()["error"]["code"] == -32601
+    assert http.post("/mcp", json=[1]).json()["error"]["code"] == -32600
+    sockets = [connect(hard.ws_url, open_timeout=10) for _ in range(4)]  # every slot still free
+    try:
+        assert all(ws_call(ws, {"type": "reset", "data": {}})["type"] == "observation" for ws in sockets)
+    finally:
+        for ws in sockets:
+            ws.close()
 
 
 # --------------------------------------------------------------------------- 4. WebSocket errors
