@@ -7,16 +7,30 @@ the simulation, the built-in agents and the viewer.
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+import time
 from functools import lru_cache
 from typing import Any
 
 
+def _exit_with_parent(parent: int) -> None:
+    # A forked worker inherits both ends of its task pipe, so it never sees EOF when the
+    # server dies; without this it would linger (holding the listening socket) forever.
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
 def worker_init() -> None:
-    """In a forked worker: forget the server's signal handlers and event-loop wakeup fd."""
+    """In a forked worker: forget the server's signal handlers and event-loop wakeup fd, and
+    exit as soon as the server process is gone."""
     signal.set_wakeup_fd(-1)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
+    parent = os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
 
 
 @lru_cache(maxsize=512)
