@@ -36,6 +36,13 @@ USER 1000:1000
 
 EXPOSE 8000
 
+# File handles: every socket costs one. At startup the server raises its soft open-file limit
+# to the hard limit and closes sockets beyond min(CODERED_MAX_CONNECTIONS, limit - 64) on accept,
+# so idle clients cannot exhaust handles. Run with a high hard limit, e.g.
+#   docker run --ulimit nofile=65536:65536 ...
+# (with the common 1024 limit the server still works, capped at 960 sockets).
+# All limits and timeouts: docs/SERVER.md, "Limits".
+
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status == 200 else 1)"]
 

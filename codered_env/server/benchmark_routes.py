@@ -1,41 +1,46 @@
 """Benchmark routes: ``GET /tasks``, ``POST /grader``, ``POST /baseline``.
 
 Grading is a pure function of (task, seed, actions) (``codered_env.sim.grade_episode``), so
-``/grader`` answers are deterministic. Agent runs are bounded: at most ``heavy_jobs`` run at
-once (others wait up to ``heavy_wait_s``, then get 503), the seed list and the action list
-are capped by the request schemas, and built-in agent episodes are cached.
+``/grader`` answers are deterministic. Agent runs go through :class:`jobs.HeavyJobs` (worker
+processes, bounded queue, cache, per-client rate limit); the action list and the seed list are
+capped by the request schemas, and replayed actions must pass the same schema as a live step.
 """
 
 from __future__ import annotations
 
-import asyncio
+import hmac
 import statistics
-from collections.abc import Callable
-from functools import lru_cache
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, HTTPException
+from fastapi import Body, FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
 from codered_env.server.config import ServerSettings
-from codered_env.server.environment import DEFAULT_SEED, DEFAULT_TASK_ID, LIVE_EPISODES
-from codered_env.server.http_sessions import HttpSessionStore, SessionNotFound
+from codered_env.server.environment import DEFAULT_SEED, DEFAULT_TASK_ID
+from codered_env.server.heavy import builtin_episode, builtin_scores
+from codered_env.server.http_sessions import HttpSessionStore
+from codered_env.server.jobs import HeavyJobs
 from codered_env.server.schemas import BaselineBody, GraderBody
 from codered_env.sim import TASKS, grade_episode
 from codered_env.sim.actions import PHASE_OF, action_json_schemas
 
-T = TypeVar("T")
 TAGS = ["Benchmark"]
 BODY_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"description": "The body could not be read (not UTF-8 JSON)."},
+    400: {"description": "The body is not strict JSON (NaN, Infinity, lone surrogates, ...)."},
     413: {"description": "Request body over the size limit."},
-    422: {"description": "Malformed JSON or a body that does not match the schema."},
+    422: {"description": "The body does not match the schema."},
+    429: {"description": "Too many uncached agent runs from this client."},
+    503: {"description": "Every agent worker is busy and the queue is full."},
 }
 LLM_DISABLED = (
-    "the LLM baseline is disabled on this server: start it with CODERED_ENABLE_LLM_BASELINE=1 "
-    "and an API key (HF_TOKEN, API_KEY or OPENAI_API_KEY) in its environment; optionally "
-    "API_BASE_URL and MODEL_NAME"
+    "the LLM baseline is disabled on this server: start it with CODERED_ENABLE_LLM_BASELINE=1, "
+    "CODERED_BASELINE_TOKEN and an API key (HF_TOKEN, API_KEY or OPENAI_API_KEY) in its "
+    "environment; optionally API_BASE_URL and MODEL_NAME"
 )
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 def task_listing() -> dict[str, Any]:
@@ -48,19 +53,18 @@ def task_listing() -> dict[str, Any]:
     return {"tasks": tasks, "action_schemas": action_json_schemas()}
 
 
-@lru_cache(maxsize=512)
-def _builtin_episode(agent_name: str, task_id: str, seed: int) -> tuple[dict[str, Any], list]:
-    from codered_env.agents import make_agent
-    from codered_env.runner import run_episode
-
-    result = run_episode(task_id, seed, make_agent(agent_name, seed=seed))
-    return result.grade, list(result.actions)
+class ModelFailed(Exception):
+    """The LLM did not answer (unreachable, auth refused, budget, ...)."""
 
 
-def builtin_episode(agent_name: str, task_id: str, seed: int) -> dict[str, Any]:
-    """Grade (and actions) of a built-in agent's episode; deterministic, hence cached."""
-    grade, actions = _builtin_episode(agent_name, task_id, seed)
-    return {**grade, "actions": actions}
+def _model_failure(agent: Any) -> str | None:
+    reason = getattr(agent, "disabled_reason", None)
+    if reason:
+        return str(reason)
+    stats = getattr(agent, "stats", None)
+    if stats is not None and getattr(stats, "unanswered", 0) > 0:
+        return f"{stats.unanswered} step(s) without a model answer"
+    return None
 
 
 def _llm_episodes(tasks: list[str], seeds: list[int]) -> dict[str, list[float]]:
@@ -70,18 +74,31 @@ def _llm_episodes(tasks: list[str], seeds: list[int]) -> dict[str, list[float]]:
     config = LLMConfig.from_env()
     if config is None:
         raise HTTPException(403, LLM_DISABLED)
-    return {
-        task: [float(run_episode(task, seed, LLMAgent(config)).score) for seed in seeds] for task in tasks
-    }
+    scores: dict[str, list[float]] = {}
+    for task in tasks:
+        for seed in seeds:
+            agent = LLMAgent(config)
+            score = float(run_episode(task, seed, agent).score)
+            failure = _model_failure(agent)
+            if failure is not None:
+                raise ModelFailed(f"{task} seed {seed}: {failure}"[:300])
+            scores.setdefault(task, []).append(score)
+    return scores
 
 
-def _builtin_scores(agent: str, tasks: list[str], seeds: list[int]) -> dict[str, list[float]]:
-    return {task: [float(builtin_episode(agent, task, seed)["score"]) for seed in seeds] for task in tasks}
-
-
-def _check_llm_allowed(settings: ServerSettings) -> None:
-    if not settings.enable_llm_baseline:
+def _check_llm_allowed(settings: ServerSettings, request: Request) -> None:
+    if not settings.enable_llm_baseline or settings.baseline_token is None:
         raise HTTPException(403, LLM_DISABLED)
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        token.strip().encode(), settings.baseline_token.encode()
+    ):
+        raise HTTPException(
+            401,
+            "the LLM baseline needs 'Authorization: Bearer <CODERED_BASELINE_TOKEN>'",
+            {"WWW-Authenticate": "Bearer"},
+        )
     try:
         from codered_env.agents.llm import api_key_from_env
     except ImportError as exc:
@@ -90,31 +107,17 @@ def _check_llm_allowed(settings: ServerSettings) -> None:
         raise HTTPException(403, LLM_DISABLED)
 
 
-class HeavyJobs:
-    """Bounds the agent runs executing at once; waits a while, then answers 503."""
-
-    def __init__(self, slots: int, wait_s: float) -> None:
-        self._semaphore = asyncio.Semaphore(slots)
-        self._wait_s = wait_s
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        try:
-            await asyncio.wait_for(self._semaphore.acquire(), self._wait_s)
-        except asyncio.TimeoutError as exc:
-            raise HTTPException(
-                503, "server busy with other agent runs; retry shortly", {"Retry-After": "10"}
-            ) from exc
-        try:
-            return await run_in_threadpool(fn, *args)
-        finally:
-            self._semaphore.release()
-
-
 def register_benchmark_routes(
     app: FastAPI, settings: ServerSettings, store: HttpSessionStore[Any]
 ) -> HeavyJobs:
-    """Add /tasks, /grader and /baseline to ``app``; returns the shared agent-run limiter."""
-    jobs = HeavyJobs(settings.heavy_jobs, settings.heavy_wait_s)
+    """Add /tasks, /grader and /baseline to ``app``; returns the shared agent-run pool."""
+    jobs = HeavyJobs(
+        settings.heavy_jobs,
+        settings.heavy_queue,
+        settings.heavy_wait_s,
+        settings.heavy_per_minute,
+        settings.console_per_minute,
+    )
     listing = task_listing()
 
     @app.get("/tasks", tags=TAGS, summary="The five tasks and every action's JSON schema")
@@ -127,24 +130,28 @@ def register_benchmark_routes(
         summary="Score an episode with its full breakdown",
         responses={
             **BODY_ERRORS,
-            404: {"description": "Unknown or expired episode_id."},
-            503: {"description": "Too many agent runs at once."},
+            404: {"description": "An episode_id this server never issued."},
+            410: {"description": "The episode expired or was evicted."},
         },
     )
-    async def grader(body: Annotated[GraderBody | None, Body()] = None) -> dict[str, Any]:
+    async def grader(request: Request, body: Annotated[GraderBody | None, Body()] = None) -> dict[str, Any]:
         """Three modes: ``actions`` replays them from the start of (task_id, seed) and grades
-        the result; ``episode_id`` grades that live episode (HTTP or WebSocket) so far;
-        neither runs the built-in ``agent`` (default heuristic) on (task_id, seed)."""
+        the result; ``episode_id`` grades that HTTP episode so far (reading does not renew
+        it; a WebSocket session grades its own episode with a ``grade`` frame); neither runs
+        the built-in ``agent`` (default heuristic) on (task_id, seed)."""
         body = body or GraderBody()
         if body.episode_id is not None:
-            return await _grade_live(body.episode_id, store)
+            env = store.get(body.episode_id).env
+            grade = await run_in_threadpool(env.grade)
+            return {"source": "episode", "episode_id": body.episode_id, **grade}
         task_id = body.task_id or DEFAULT_TASK_ID
         seed = DEFAULT_SEED if body.seed is None else body.seed
         if body.actions is not None:
-            grade = await run_in_threadpool(grade_episode, task_id, seed, body.actions)
+            actions = [action.to_wire() for action in body.actions]
+            grade = await run_in_threadpool(grade_episode, task_id, seed, actions)
             return {"source": "actions", **grade}
         agent = body.agent or "heuristic"
-        result = await jobs.run(builtin_episode, agent, task_id, seed)
+        result = await jobs.run(client_of(request), builtin_episode, agent, task_id, seed)
         return {"source": "agent", "agent": agent, **result}
 
     @app.post(
@@ -153,40 +160,40 @@ def register_benchmark_routes(
         summary="Mean score of a built-in agent on every task",
         responses={
             **BODY_ERRORS,
+            401: {"description": "LLM baseline without the right bearer token."},
             403: {"description": "LLM baseline not enabled on this server."},
             501: {"description": "LLM agent not available in this build."},
-            503: {"description": "Too many agent runs at once."},
+            502: {"description": "The LLM did not answer."},
         },
     )
-    async def baseline(body: Annotated[BaselineBody | None, Body()] = None) -> dict[str, Any]:
-        """Run ``agent`` (heuristic, random, noop; llm only when the server enables it) on
-        ``seeds`` (default 0, 1, 2) of every task and return the mean score per task."""
+    async def baseline(
+        request: Request, body: Annotated[BaselineBody | None, Body()] = None
+    ) -> dict[str, Any]:
+        """Run ``agent`` (heuristic, random, noop; llm only when the server enables it and the
+        request carries its token) on ``seeds`` (default 0, 1, 2) of every task and return the
+        mean score per task."""
         body = body or BaselineBody()
-        task_ids = list(dict.fromkeys(body.tasks or list(TASKS)))
-        seeds = list(dict.fromkeys(body.seeds))
+        task_ids = tuple(dict.fromkeys(body.tasks or list(TASKS)))
+        seeds = tuple(dict.fromkeys(body.seeds))
         if body.agent == "llm":
-            _check_llm_allowed(settings)
-            per_seed = await jobs.run(_llm_episodes, task_ids, seeds)
+            _check_llm_allowed(settings, request)
+            try:
+                per_seed = await jobs.run_in_thread(
+                    client_of(request), _llm_episodes, list(task_ids), list(seeds)
+                )
+            except ModelFailed as exc:
+                raise HTTPException(
+                    502, f"the LLM baseline failed: the model did not answer ({exc})"
+                ) from exc
         else:
-            per_seed = await jobs.run(_builtin_scores, body.agent, task_ids, seeds)
+            per_seed = await jobs.run(client_of(request), builtin_scores, body.agent, task_ids, seeds)
         scores = {task: round(statistics.fmean(values), 4) for task, values in per_seed.items()}
         return {
             "agent": body.agent,
-            "seeds": seeds,
+            "seeds": list(seeds),
             "scores": scores,
             "per_seed": per_seed,
             "mean_score": round(statistics.fmean(scores.values()), 4),
         }
 
     return jobs
-
-
-async def _grade_live(episode_id: str, store: HttpSessionStore[Any]) -> dict[str, Any]:
-    try:
-        env = store.get(episode_id).env
-    except SessionNotFound as exc:
-        env = LIVE_EPISODES.get(episode_id)
-        if env is None:
-            raise SessionNotFound(f"{exc.message}; no live WebSocket episode has this id either") from exc
-    grade = await run_in_threadpool(env.grade)
-    return {"source": "episode", "episode_id": episode_id, **grade}

@@ -1,11 +1,14 @@
-"""Server settings, read from environment variables once per app construction."""
+"""Server settings, read from environment variables once per app construction.
+
+docs/SERVER.md lists every variable with its default; the numbers here are the defaults.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from codered_env.server.limits import ONE_MIB
+KIB = 1024
 
 
 def _int_env(name: str, default: int, minimum: int = 1) -> int:
@@ -29,47 +32,86 @@ def _float_env(name: str, default: float) -> float:
         value = float(raw)
     except ValueError as exc:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
     return value
+
+
+def _origins_env(name: str) -> tuple[str, ...]:
+    raw = os.environ.get(name, "*").strip() or "*"
+    return tuple(part.strip().rstrip("/") for part in raw.split(",") if part.strip())
 
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """Everything tunable about the server.
+    """Everything tunable about the server (see docs/SERVER.md, "Limits").
 
     Attributes:
         max_concurrent_envs: WebSocket sessions served at once (``MAX_CONCURRENT_ENVS``).
-        ws_idle_timeout_s: an idle WebSocket session is reaped after this long
-            (``CODERED_WS_IDLE_TIMEOUT_S``), so abandoned sockets never keep a slot.
-        http_max_sessions: stateful HTTP episodes kept at once (``CODERED_HTTP_MAX_SESSIONS``).
-        http_idle_ttl_s: an HTTP episode untouched this long expires (``CODERED_HTTP_TTL_S``).
-        max_body_bytes: larger request bodies and WebSocket frames are refused
-            (``CODERED_MAX_BODY_BYTES``).
-        heavy_jobs: /grader agent runs and /baseline runs executing at once
-            (``CODERED_HEAVY_JOBS``); more wait up to ``heavy_wait_s`` and then get 503.
-        enable_llm_baseline: ``CODERED_ENABLE_LLM_BASELINE=1`` allows ``/baseline`` with
-            the LLM agent (it also needs an API key in the server's environment).
+        ws_idle_timeout_s: a WebSocket that sends nothing this long is closed (1001).
+        ws_max_frame_bytes: larger WebSocket frames close the socket (1009).
+        http_max_sessions: stateful HTTP episodes kept at once; at the cap the least
+            recently stepped idle one is evicted (never-stepped ones first).
+        http_idle_ttl_s: a stepped HTTP episode not stepped for this long expires.
+        http_unstepped_ttl_s: a reset that is never stepped expires after this long.
+        max_body_bytes: body cap of every HTTP route except /grader.
+        grader_max_body_bytes: body cap of ``POST /grader`` (500 actions fit).
+        body_timeout_s: a request body must arrive completely within this time (else 408).
+        header_timeout_s: request headers must arrive within this time (else the socket closes).
+        max_connections: open sockets at once; more are closed on accept.
+        heavy_jobs: agent runs (/grader agent mode, /baseline, /web replays) executing at once, in
+            worker processes so they never hold the server's event loop.
+        heavy_queue: agent runs allowed to wait for a worker; more get 503 at once.
+        heavy_wait_s: how long a queued agent run waits before 503.
+        heavy_per_minute: uncached agent runs one client address may start per minute.
+        console_per_minute: uncached console replays (``POST /web/advice``, ``/web/frames``) one
+            client address may start per minute (one per step of play; same worker pool).
+        allowed_origins: ``Origin`` values accepted on ``/ws`` (``*`` = any); requests without
+            an Origin header (non-browser clients) and same-origin pages are always accepted.
+        enable_llm_baseline / baseline_token: ``/baseline`` with ``agent: llm`` needs both, and
+            the request must carry ``Authorization: Bearer <token>``.
     """
 
     max_concurrent_envs: int = 64
     ws_idle_timeout_s: float = 300.0
+    ws_max_frame_bytes: int = 64 * KIB
     http_max_sessions: int = 64
     http_idle_ttl_s: float = 600.0
-    max_body_bytes: int = ONE_MIB
-    heavy_jobs: int = 2
+    http_unstepped_ttl_s: float = 30.0
+    max_body_bytes: int = 16 * KIB
+    grader_max_body_bytes: int = 64 * KIB
+    body_timeout_s: float = 10.0
+    header_timeout_s: float = 10.0
+    max_connections: int = 2048
+    heavy_jobs: int = 1
+    heavy_queue: int = 8
     heavy_wait_s: float = 30.0
+    heavy_per_minute: int = 30
+    console_per_minute: int = 300
+    allowed_origins: tuple[str, ...] = ("*",)
     enable_llm_baseline: bool = False
+    baseline_token: str | None = None
 
     @classmethod
     def from_env(cls) -> ServerSettings:
         return cls(
             max_concurrent_envs=_int_env("MAX_CONCURRENT_ENVS", 64),
             ws_idle_timeout_s=_float_env("CODERED_WS_IDLE_TIMEOUT_S", 300.0),
+            ws_max_frame_bytes=_int_env("CODERED_WS_MAX_FRAME_BYTES", 64 * KIB, minimum=1024),
             http_max_sessions=_int_env("CODERED_HTTP_MAX_SESSIONS", 64),
             http_idle_ttl_s=_float_env("CODERED_HTTP_TTL_S", 600.0),
-            max_body_bytes=_int_env("CODERED_MAX_BODY_BYTES", ONE_MIB, minimum=1024),
-            heavy_jobs=_int_env("CODERED_HEAVY_JOBS", 2),
+            http_unstepped_ttl_s=_float_env("CODERED_HTTP_UNSTEPPED_TTL_S", 30.0),
+            max_body_bytes=_int_env("CODERED_MAX_BODY_BYTES", 16 * KIB, minimum=1024),
+            grader_max_body_bytes=_int_env("CODERED_GRADER_MAX_BODY_BYTES", 64 * KIB, minimum=1024),
+            body_timeout_s=_float_env("CODERED_BODY_TIMEOUT_S", 10.0),
+            header_timeout_s=_float_env("CODERED_HEADER_TIMEOUT_S", 10.0),
+            max_connections=_int_env("CODERED_MAX_CONNECTIONS", 2048, minimum=8),
+            heavy_jobs=_int_env("CODERED_HEAVY_JOBS", 1),
+            heavy_queue=_int_env("CODERED_HEAVY_QUEUE", 8, minimum=0),
             heavy_wait_s=_float_env("CODERED_HEAVY_WAIT_S", 30.0),
+            heavy_per_minute=_int_env("CODERED_HEAVY_PER_MINUTE", 30),
+            console_per_minute=_int_env("CODERED_CONSOLE_PER_MINUTE", 300),
+            allowed_origins=_origins_env("CODERED_ALLOWED_ORIGINS"),
             enable_llm_baseline=os.environ.get("CODERED_ENABLE_LLM_BASELINE", "") == "1",
+            baseline_token=os.environ.get("CODERED_BASELINE_TOKEN", "").strip() or None,
         )

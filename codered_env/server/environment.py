@@ -2,14 +2,13 @@
 
 One instance is one session: OpenEnv builds one per WebSocket connection (and the stateful
 HTTP routes keep one per HTTP episode). Every method takes the instance lock, so the
-``/grader`` route may read a live episode while its session is stepping it.
+``/grader`` route may read an HTTP episode while another request is stepping it.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -70,30 +69,6 @@ class _Episode:
 
 class SessionClosedError(RuntimeError):
     """The session was closed (idle timeout or server shutdown) and cannot be used again."""
-
-
-class EpisodeRegistry:
-    """Weak map ``episode_id -> live environment``, so /grader can grade any live episode."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._envs: weakref.WeakValueDictionary[str, CodeRedEnvironment] = weakref.WeakValueDictionary()
-
-    def register(self, episode_id: str, env: CodeRedEnvironment) -> None:
-        with self._lock:
-            self._envs[episode_id] = env
-
-    def unregister(self, episode_id: str, env: CodeRedEnvironment) -> None:
-        with self._lock:
-            if self._envs.get(episode_id) is env:
-                del self._envs[episode_id]
-
-    def get(self, episode_id: str) -> CodeRedEnvironment | None:
-        with self._lock:
-            return self._envs.get(episode_id)
-
-
-LIVE_EPISODES = EpisodeRegistry()
 
 
 def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[str, Any]) -> None:
@@ -188,7 +163,6 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            self._forget_episode()
             self._sim = None
 
     # ------------------------------------------------------------------ extras for the app
@@ -223,10 +197,8 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         _check_reset_args(seed, episode_id, task_id, extra)
         with self._lock:
             self._ensure_open()
-            self._forget_episode()
             self._sim = CodeRedSim(task_id=task_id, seed=seed)
             self._episode = _Episode(episode_id or str(uuid.uuid4()), task_id, seed)
-            LIVE_EPISODES.register(self._episode.episode_id or "", self)
             return self._observe(reward=None, error=None, wire=wire)
 
     def _step(self, action: CodeRedAction | Mapping[str, Any], wire: bool) -> CodeRedObservation:
@@ -248,10 +220,6 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         if self._sim is None:
             raise RuntimeError("no episode: send reset before step")
         return self._sim
-
-    def _forget_episode(self) -> None:
-        if self._episode.episode_id is not None:
-            LIVE_EPISODES.unregister(self._episode.episode_id, self)
 
     def _observe(self, reward: float | None, error: str | None, wire: bool) -> CodeRedObservation:
         sim = self._require_sim()

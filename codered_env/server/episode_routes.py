@@ -1,35 +1,32 @@
 """Stateful HTTP episode routes: ``POST /reset``, ``POST /step``, ``GET /state``.
 
 They keep OpenEnv's request and response shapes (``{"observation", "reward", "done"}``) and
-add ``episode_id``: the reset response carries it at the top level, and ``/step`` and
-``/state`` continue the episode it names (or the episode most recently reset over HTTP).
+add ``episode_id``, issued by the server on reset. ``/step`` and ``/state`` must name it: there
+is no shared default episode. ``POST /reset`` with the ``episode_id`` of a live episode restarts
+that episode; any other id is refused (ids are never chosen by clients).
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import Body, FastAPI, Query
 from openenv.core.env_server.serialization import serialize_observation
 from starlette.concurrency import run_in_threadpool
 
 from codered_env.models import CodeRedObservation, CodeRedState
-from codered_env.server.environment import CodeRedEnvironment, SessionClosedError
-from codered_env.server.http_sessions import (
-    HttpSessionStore,
-    SessionCapacityError,
-    SessionNotFound,
-)
+from codered_env.server.environment import CodeRedEnvironment
+from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.schemas import EpisodeResponse, ResetBody, StepBody
 
 TAGS = ["Environment Control"]
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"description": "The body could not be read (not UTF-8 JSON)."},
-    404: {"description": "Unknown or expired episode_id (the message says which)."},
+    400: {"description": "The body is not strict JSON (NaN, Infinity, lone surrogates, ...)."},
+    404: {"description": "An episode_id this server never issued."},
+    408: {"description": "The body did not arrive in time."},
+    410: {"description": "The episode expired or was evicted (the message says which)."},
     413: {"description": "Request body over the size limit."},
-    422: {"description": "Malformed JSON or a body that does not match the schema."},
+    422: {"description": "The body does not match the schema."},
 }
 
 
@@ -40,28 +37,28 @@ def _episode_response(observation: CodeRedObservation, episode_id: str) -> dict[
 
 
 def register_episode_routes(app: FastAPI, store: HttpSessionStore[CodeRedEnvironment]) -> None:
-    """Add the stateful /reset, /step and /state routes and their error handlers to ``app``."""
-    _register_error_handlers(app)
+    """Add the stateful /reset, /step and /state routes to ``app``."""
 
     @app.post(
         "/reset",
         response_model=EpisodeResponse,
         tags=TAGS,
         summary="Start an HTTP episode",
-        responses={**_ERRORS, 503: {"description": "Every HTTP session slot is in use."}},
+        responses=_ERRORS,
     )
     async def reset(body: Annotated[ResetBody | None, Body()] = None) -> dict[str, Any]:
-        """Start (or restart) an episode; an empty body plays task1 with seed 0.
+        """Start an episode (an empty body plays task1 with seed 0) and return its new
+        ``episode_id`` beside OpenEnv's ``{observation, reward, done}``. With the
+        ``episode_id`` of one of your live episodes, restart that episode instead.
 
-        The response is OpenEnv's ``{observation, reward, done}`` plus ``episode_id``.
+        A reset that is never stepped expires quickly; only steps renew an episode's lease.
         """
         body = body or ResetBody()
-        episode_id = body.episode_id or str(uuid.uuid4())
-        session = store.acquire(episode_id)
+        session = store.restarted(body.episode_id) if body.episode_id else store.create()
         observation = await run_in_threadpool(
-            session.env.reset, seed=body.seed, episode_id=episode_id, task_id=body.task_id
+            session.env.reset, seed=body.seed, episode_id=session.episode_id, task_id=body.task_id
         )
-        return _episode_response(observation, episode_id)
+        return _episode_response(observation, session.episode_id)
 
     @app.post(
         "/step",
@@ -71,12 +68,12 @@ def register_episode_routes(app: FastAPI, store: HttpSessionStore[CodeRedEnviron
         responses=_ERRORS,
     )
     async def step(body: StepBody) -> dict[str, Any]:
-        """Apply ``action`` to the episode ``episode_id`` (default: the latest HTTP reset).
+        """Apply ``action`` to the episode ``episode_id``.
 
         A well-formed action that is illegal now (unknown id, wrong phase, ...) is answered
         with 200 and ``observation.last_action_error``; the world does not change.
         """
-        session = store.get(body.episode_id)
+        session = store.get(body.episode_id, renew=True)
         observation = await run_in_threadpool(session.env.step, body.action)
         return _episode_response(observation, session.episode_id)
 
@@ -85,27 +82,13 @@ def register_episode_routes(app: FastAPI, store: HttpSessionStore[CodeRedEnviron
         response_model=CodeRedState,
         tags=["State Management"],
         summary="State of an HTTP episode",
-        responses={404: _ERRORS[404], 422: _ERRORS[422]},
+        responses={k: _ERRORS[k] for k in (404, 410, 422)},
     )
     async def state(
-        episode_id: str | None = Query(
-            default=None,
+        episode_id: str = Query(
             min_length=1,
-            max_length=255,
-            description="Episode to inspect (default: the latest HTTP reset).",
+            max_length=64,
+            description="The id POST /reset returned (reading does not renew it).",
         ),
     ) -> CodeRedState:
-        session = store.get(episode_id)
-        return session.env.state
-
-
-def _register_error_handlers(app: FastAPI) -> None:
-    async def not_found(_: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
-
-    async def capacity(_: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
-
-    app.add_exception_handler(SessionNotFound, not_found)
-    app.add_exception_handler(SessionClosedError, not_found)
-    app.add_exception_handler(SessionCapacityError, capacity)
+        return store.get(episode_id).env.state

@@ -1,36 +1,36 @@
-"""Stateful HTTP episodes: a capped, idle-expiring store of environments keyed by episode_id.
+"""Stateful HTTP episodes: a capped store of environments keyed by server-issued episode ids.
 
 OpenEnv's own HTTP ``/reset``/``/step``/``/state`` build a fresh environment per request.
-CodeRedEnv replaces them with routes backed by this store so that simple HTTP clients can
-play an episode: ``POST /reset`` creates (or re-uses) the entry for an ``episode_id``, later
-requests name that id, and a request without an id uses the episode most recently reset
-over HTTP.
+CodeRedEnv replaces them with routes backed by this store. The rules keep any one client from
+taking capacity from the others:
 
-Rules:
-* An entry untouched for ``ttl_s`` seconds expires; a later request for it gets a
-  :class:`SessionNotFound` that says it expired (the last 1024 dropped ids are remembered).
-* At most ``max_sessions`` entries live at once. A new reset at the cap first drops expired
-  entries, then the least recently used *finished* episode; if every entry is a live,
-  unfinished episode the reset is refused with :class:`SessionCapacityError`.
+* Ids are issued by the server (``secrets.token_urlsafe``, 144 random bits), so an episode can
+  only be used by whoever received its id. There is no default episode.
+* Only a step renews an episode's lease. A reset that is never stepped expires after
+  ``unstepped_ttl_s``; a stepped episode after ``ttl_s`` without steps. Reads never renew.
+* At the cap a new reset is never refused: the least recently used idle episode is evicted,
+  never-stepped ones first.
+* A request for an expired or evicted id raises :class:`SessionGone` (HTTP 410) saying so
+  (the last 4096 dropped ids are remembered); an id never issued raises
+  :class:`SessionNotFound` (HTTP 404).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-_REMEMBERED_GONE = 1024
+_REMEMBERED_GONE = 4096
+_SHOWN_ID_CHARS = 48
 
 
 class SessionEnv(Protocol):
     """What the store needs from an environment."""
-
-    @property
-    def finished(self) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -38,41 +38,44 @@ class SessionEnv(Protocol):
 EnvT = TypeVar("EnvT", bound=SessionEnv)
 
 
+def _shown(episode_id: str) -> str:
+    return repr(episode_id if len(episode_id) <= _SHOWN_ID_CHARS else episode_id[:_SHOWN_ID_CHARS] + "...")
+
+
 class SessionNotFound(LookupError):
-    """No live HTTP episode for the requested id (unknown, expired, or none reset yet)."""
+    """No HTTP episode was ever issued with this id."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
-class SessionCapacityError(RuntimeError):
-    """Every HTTP session slot holds a live, unfinished episode."""
-
-    def __init__(self, max_sessions: int, ttl_s: float) -> None:
-        self.message = (
-            f"HTTP session capacity reached ({max_sessions} unfinished episodes); "
-            f"finish an episode, wait for idle ones to expire ({ttl_s:g} s), "
-            "or use the WebSocket endpoint /ws"
-        )
-        super().__init__(self.message)
+class SessionGone(SessionNotFound):
+    """The episode existed but expired or was evicted."""
 
 
 @dataclass
 class HttpSession(Generic[EnvT]):
     episode_id: str
     env: EnvT
-    last_used: float = field(default_factory=time.monotonic)
+    created: float
+    last_step: float | None = None
+
+    def expires_at(self, ttl_s: float, unstepped_ttl_s: float) -> float:
+        if self.last_step is None:
+            return self.created + unstepped_ttl_s
+        return self.last_step + ttl_s
 
 
 class HttpSessionStore(Generic[EnvT]):
-    """Thread-safe map ``episode_id -> environment`` with a cap and an idle TTL."""
+    """Thread-safe map ``episode_id -> environment`` with a cap, leases and LRU eviction."""
 
     def __init__(
         self,
         factory: Callable[[], EnvT],
         max_sessions: int,
         ttl_s: float,
+        unstepped_ttl_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_sessions < 1:
@@ -82,51 +85,59 @@ class HttpSessionStore(Generic[EnvT]):
         self._factory = factory
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
+        self.unstepped_ttl_s = min(ttl_s, unstepped_ttl_s or ttl_s)
         self._clock = clock
         self._lock = threading.Lock()
+        # Ordered by last use (creation or step), least recent first.
         self._sessions: OrderedDict[str, HttpSession[EnvT]] = OrderedDict()
         self._gone: OrderedDict[str, str] = OrderedDict()  # episode_id -> why it is gone
-        self._latest: str | None = None
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
 
-    def acquire(self, episode_id: str) -> HttpSession[EnvT]:
-        """The entry for ``episode_id``, created if needed, marked as the latest reset."""
+    def create(self) -> HttpSession[EnvT]:
+        """A new episode slot with a fresh server-issued id (evicting one at the cap)."""
+        closing: list[EnvT] = []
+        try:
+            with self._lock:
+                closing.extend(self._drop_expired_locked())
+                closing.extend(self._make_room_locked())
+                episode_id = secrets.token_urlsafe(18)
+                session = HttpSession(episode_id, self._factory(), self._clock())
+                self._sessions[episode_id] = session
+                return session
+        finally:
+            _close_all(closing)
+
+    def get(self, episode_id: str, *, renew: bool = False) -> HttpSession[EnvT]:
+        """The live entry for ``episode_id``; ``renew`` (a step) extends its lease."""
         closing: list[EnvT] = []
         try:
             with self._lock:
                 closing.extend(self._drop_expired_locked())
                 session = self._sessions.get(episode_id)
                 if session is None:
-                    closing.extend(self._make_room_locked())
-                    session = HttpSession(episode_id, self._factory(), self._clock())
-                    self._sessions[episode_id] = session
-                    self._gone.pop(episode_id, None)
-                self._touch_locked(session)
-                self._latest = episode_id
+                    raise self._missing_locked(episode_id)
+                if renew:
+                    session.last_step = self._clock()
+                    self._sessions.move_to_end(episode_id)
                 return session
         finally:
             _close_all(closing)
 
-    def get(self, episode_id: str | None) -> HttpSession[EnvT]:
-        """The live entry for ``episode_id`` (or the latest reset when None)."""
-        closing: list[EnvT] = []
-        try:
-            with self._lock:
-                closing.extend(self._drop_expired_locked())
-                key = self._resolve_locked(episode_id)
-                session = self._sessions.get(key)
-                if session is None:
-                    raise SessionNotFound(self._missing_message(key))
-                self._touch_locked(session)
-                return session
-        finally:
-            _close_all(closing)
+    def restarted(self, episode_id: str) -> HttpSession[EnvT]:
+        """The entry for ``episode_id`` after a reset: its lease starts over as unstepped."""
+        with self._lock:
+            session = self._sessions.get(episode_id)
+            if session is None:
+                raise self._missing_locked(episode_id)
+            session.created, session.last_step = self._clock(), None
+            self._sessions.move_to_end(episode_id)
+            return session
 
     def purge_expired(self) -> int:
-        """Drop idle entries now; returns how many were dropped."""
+        """Drop expired entries now; returns how many were dropped."""
         with self._lock:
             dropped = self._drop_expired_locked()
         _close_all(dropped)
@@ -138,37 +149,37 @@ class HttpSessionStore(Generic[EnvT]):
             self._sessions.clear()
         _close_all(envs)
 
-    def _resolve_locked(self, episode_id: str | None) -> str:
-        if episode_id is not None:
-            return episode_id
-        if self._latest is None:
-            raise SessionNotFound("no HTTP episode yet: POST /reset first, or pass episode_id")
-        return self._latest
-
-    def _missing_message(self, episode_id: str) -> str:
+    def _missing_locked(self, episode_id: str) -> SessionNotFound:
         reason = self._gone.get(episode_id)
         if reason is not None:
-            return f"episode_id {episode_id!r} {reason}; POST /reset to start a new episode"
-        return f"unknown episode_id {episode_id!r}: no live HTTP episode has this id (POST /reset starts one)"
-
-    def _touch_locked(self, session: HttpSession[EnvT]) -> None:
-        session.last_used = self._clock()
-        self._sessions.move_to_end(session.episode_id)
+            return SessionGone(f"episode_id {_shown(episode_id)} {reason}; POST /reset starts a new episode")
+        return SessionNotFound(
+            f"unknown episode_id {_shown(episode_id)}: this server never issued it "
+            "(ids come from POST /reset)"
+        )
 
     def _drop_expired_locked(self) -> list[EnvT]:
         now = self._clock()
-        stale = [k for k, s in self._sessions.items() if now - s.last_used > self.ttl_s]
-        reason = f"expired after {self.ttl_s:g} s without requests"
-        return [self._forget_locked(k, reason) for k in stale]
+        stale = [
+            k for k, s in self._sessions.items() if now >= s.expires_at(self.ttl_s, self.unstepped_ttl_s)
+        ]
+        return [self._forget_locked(k, self._expiry_reason(self._sessions[k])) for k in stale]
+
+    def _expiry_reason(self, session: HttpSession[EnvT]) -> str:
+        if session.last_step is None:
+            return f"expired: it was never stepped within {self.unstepped_ttl_s:g} s of its reset"
+        return f"expired after {self.ttl_s:g} s without a step"
 
     def _make_room_locked(self) -> list[EnvT]:
         if len(self._sessions) < self.max_sessions:
             return []
-        for key, session in self._sessions.items():  # least recently used first
-            if session.env.finished:
-                reason = "was finished and dropped to make room for newer episodes"
-                return [self._forget_locked(key, reason)]
-        raise SessionCapacityError(self.max_sessions, self.ttl_s)
+        victim = next((k for k, s in self._sessions.items() if s.last_step is None), None)
+        victim = victim or next(iter(self._sessions))
+        reason = (
+            f"was evicted: the server keeps {self.max_sessions} HTTP episodes and this was "
+            "the least recently used one when a new episode started"
+        )
+        return [self._forget_locked(victim, reason)]
 
     def _forget_locked(self, key: str, reason: str) -> EnvT:
         session = self._sessions.pop(key)

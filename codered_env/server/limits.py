@@ -1,15 +1,22 @@
-"""Request-size guard for the HTTP routes (an ASGI middleware, no framework magic).
+"""The request guard: one ASGI middleware in front of every HTTP route.
 
-Bodies larger than ``max_bytes`` are refused with 413 before any route sees them, whether
-the client announces the size (``Content-Length``) or streams a chunked body. Bodies within
-the limit are buffered once and replayed to the application unchanged.
+* Body caps per route (``Content-Length`` or a streamed body over the cap: 413), and a deadline
+  for the whole body (a client trickling its upload: 408, connection closed).
+* Every non-empty body must be strict JSON (``safe_json``): NaN, Infinity, 1e400, lone
+  surrogates, deep nesting and huge integers get a short 400 before any route or validator
+  sees them, so nothing can reach a 500 or echo a large input back.
+* Response headers: ``X-Content-Type-Options: nosniff`` everywhere and a Content Security
+  Policy on HTML (routes may set a stricter one of their own).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
+
+from codered_env.server.safe_json import JsonRejected, parse_json
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -17,22 +24,26 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-ONE_MIB = 1024 * 1024
+# Same-origin scripts, styles and WebSocket only; no inline code, no framing by other sites.
+DEFAULT_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'self'"
+)
+# FastAPI's interactive docs load their assets from a CDN with an inline bootstrap script.
+_NO_DEFAULT_CSP = ("/docs", "/redoc")
 
 
-async def _send_json(send: Send, status: int, detail: str) -> None:
+async def send_json(send: Send, status: int, detail: str, close: bool = True) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-content-type-options", b"nosniff"),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -41,52 +52,72 @@ def _declared_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", []):
         if name.lower() == b"content-length":
             text = value.decode("latin-1").strip()
-            return int(text) if text.isdigit() else -1
+            return int(text) if text.isdigit() and len(text) < 19 else -1
     return None
 
 
-class BodySizeLimitMiddleware:
-    """Refuse HTTP request bodies over ``max_bytes`` with 413 (WebSocket scopes pass through)."""
+class _BodyTooLarge(Exception):
+    pass
 
-    def __init__(self, app: ASGIApp, max_bytes: int = ONE_MIB) -> None:
+
+class RequestGuardMiddleware:
+    """Body caps, body deadline, strict JSON and security headers (WebSocket scopes pass)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        default_max_bytes: int,
+        route_max_bytes: Mapping[str, int] | None = None,
+        body_timeout_s: float = 10.0,
+    ) -> None:
         self.app = app
-        self.max_bytes = max_bytes
-
-    def _too_large(self) -> str:
-        return f"request body too large: the limit is {self.max_bytes} bytes"
+        self.default_max_bytes = default_max_bytes
+        self.route_max_bytes = dict(route_max_bytes or {})
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.route_max_bytes.get(scope.get("path", ""), self.default_max_bytes)
         declared = _declared_length(scope)
         if declared == -1:
-            await _send_json(send, 400, "invalid Content-Length header")
+            await send_json(send, 400, "invalid Content-Length header")
             return
-        if declared is not None and declared > self.max_bytes:
-            await _send_json(send, 413, self._too_large())
+        if declared is not None and declared > limit:
+            await send_json(send, 413, f"request body too large: the limit of this route is {limit} bytes")
             return
-        body = await self._read_body(receive)
-        if body is None:
-            await _send_json(send, 413, self._too_large())
+        try:
+            body = await asyncio.wait_for(_read_body(receive, limit), self.body_timeout_s)
+        except _BodyTooLarge:
+            await send_json(send, 413, f"request body too large: the limit of this route is {limit} bytes")
             return
-        await self.app(scope, _replay(body, receive), send)
+        except asyncio.TimeoutError:
+            await send_json(send, 408, f"request body not received within {self.body_timeout_s:g} s")
+            return
+        if body and body.strip():
+            try:
+                parse_json(body)
+            except JsonRejected as exc:
+                await send_json(send, 400, f"invalid JSON body: {exc.message}", close=False)
+                return
+        await self.app(scope, _replay(body, receive), _with_headers(scope, send))
 
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        """The whole request body, or None once it grows past the limit."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b"".join(chunks)  # client went away; let the app see an empty body
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)  # client went away; the app sees what arrived
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -100,3 +131,22 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _with_headers(scope: Scope, send: Send) -> Send:
+    csp_allowed = scope.get("path", "") not in _NO_DEFAULT_CSP
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            names = {name.lower() for name, _ in headers}
+            if b"x-content-type-options" not in names:
+                headers.append((b"x-content-type-options", b"nosniff"))
+            content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+            is_html = content_type.lower().startswith(b"text/html")
+            if is_html and csp_allowed and b"content-security-policy" not in names:
+                headers.append((b"content-security-policy", DEFAULT_CSP.encode()))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return wrapped

@@ -21,7 +21,8 @@ def _json_integer(value: Any) -> Any:
 
 
 SeedInt = Annotated[int, Field(ge=0, le=2**32 - 1, strict=True), BeforeValidator(_json_integer)]
-EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=255)]
+# Server-issued ids are 24 characters; 64 leaves room without letting clients send essays.
+EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=64)]
 
 MAX_GRADER_ACTIONS = 500
 MAX_BASELINE_SEEDS = 10
@@ -37,7 +38,11 @@ class ResetBody(_Body):
     task_id: TaskId = Field(default="task1", description="Which task to play.")
     seed: SeedInt | None = Field(default=None, description="Episode seed (default 0).")
     episode_id: EpisodeIdStr | None = Field(
-        default=None, description="Id for the new episode (a UUID is generated when omitted)."
+        default=None,
+        description=(
+            "Omit it to start a new episode (the server issues its id). The id of one of your "
+            "live episodes restarts that episode; ids are never chosen by clients."
+        ),
     )
 
 
@@ -45,10 +50,7 @@ class StepBody(_Body):
     """Body of ``POST /step``: the OpenEnv step request plus the episode to continue."""
 
     action: CodeRedAction
-    episode_id: EpisodeIdStr | None = Field(
-        default=None,
-        description="Episode to continue; defaults to the episode most recently reset over HTTP.",
-    )
+    episode_id: EpisodeIdStr = Field(description="The episode to continue (the id POST /reset returned).")
     timeout_s: float | None = Field(
         default=None, gt=0, description="Accepted for OpenEnv compatibility; a step never takes long."
     )
@@ -98,12 +100,15 @@ class GraderBody(_Body):
 
     task_id: TaskId | None = Field(default=None, description="Task (default task1).")
     seed: SeedInt | None = Field(default=None, description="Episode seed (default 0).")
-    actions: list[dict[str, Any]] | None = Field(
+    actions: list[CodeRedAction] | None = Field(
         default=None,
         max_length=MAX_GRADER_ACTIONS,
-        description="Wire actions to replay from the start of the episode.",
+        description=(
+            "Wire actions to replay from the start of the episode; each must match the action "
+            "schema, exactly as a live episode requires (a schema-invalid action is a 422)."
+        ),
     )
-    episode_id: EpisodeIdStr | None = Field(default=None, description="A live episode's id.")
+    episode_id: EpisodeIdStr | None = Field(default=None, description="A live HTTP episode's id.")
     agent: BuiltinAgent | None = Field(
         default=None,
         description="Built-in agent to run when neither actions nor episode_id is given (default heuristic).",

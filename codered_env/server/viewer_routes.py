@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Query
 from fastapi.responses import RedirectResponse
 
-from codered_env.server.benchmark_routes import HeavyJobs
 from codered_env.sim import TASKS
 
 TaskId = Literal["task1", "task2", "task3", "task4", "task5"]
@@ -19,7 +18,7 @@ BuiltinAgent = Literal["heuristic", "random", "noop"]
 assert set(TaskId.__args__) == set(TASKS)  # type: ignore[attr-defined]
 
 
-def register_viewer_routes(app: FastAPI, jobs: HeavyJobs) -> None:
+def register_viewer_routes(app: FastAPI) -> None:
     @app.get(
         "/view",
         tags=["Viewer"],

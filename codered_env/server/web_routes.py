@@ -1,8 +1,11 @@
 """``GET /web``: the interactive dispatch console, and the small JSON routes it uses.
 
-The page plays a live episode over the OpenEnv ``/ws`` socket. The routes below are pure
-functions of (task_id, seed, actions) (see ``codered_env.web.advice``), bounded by the same
-action cap as ``/grader``; agent runs share the server's heavy-job pool.
+The page plays a live episode over the OpenEnv ``/ws`` socket and grades it at the end with
+``POST /grader {task_id, seed, actions}``. The routes below are pure functions of (task_id,
+seed, actions) (see ``codered_env.web.advice``), bounded by the same action cap and body cap as
+``/grader``. They run in the server's agent worker processes (``jobs.HeavyJobs``: bounded queue,
+cache, per-client rate limit; advice and frames have their own per-minute allowance, one call
+per step of play) and come back as JSON text.
 
 * ``GET /web`` and ``GET /web/static/{console.js,console.css}``: the page.
 * ``GET /web/map``: the city layout (and its static SVG) plus the task menu.
@@ -14,20 +17,31 @@ action cap as ``/grader``; agent runs share the server's heavy-job pool.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from fastapi import Body, FastAPI, Query
+from fastapi import Body, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from codered_env.server.benchmark_routes import BODY_ERRORS, HeavyJobs
+from codered_env.server.benchmark_routes import BODY_ERRORS, client_of
+from codered_env.server.heavy import web_advice, web_episode, web_frames
+from codered_env.server.jobs import HeavyJobs
 from codered_env.server.schemas import MAX_GRADER_ACTIONS, BuiltinAgent, SeedInt, TaskId
-from codered_env.viewer import map_layout, record_frames, render_svg
+from codered_env.viewer import map_layout, render_svg
 from codered_env.web import ASSETS, asset
-from codered_env.web.advice import advice, replay_frames, task_menu
+from codered_env.web.advice import task_menu
 
 TAGS = ["Web console"]
 NO_STORE = {"Cache-Control": "no-cache"}
+# Body caps (``limits.RequestGuardMiddleware``) of the POST routes: the /grader cap, so that
+# MAX_GRADER_ACTIONS actions fit.
+POST_ROUTES = ("/web/advice", "/web/frames")
+HEAVY_ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"description": "Unknown task or agent, or a seed out of range."},
+    429: {"description": "Too many uncached agent runs from this client."},
+    503: {"description": "Every agent worker is busy and the queue is full."},
+}
 
 
 class PlayedBody(BaseModel):
@@ -53,6 +67,15 @@ def _map_payload() -> dict[str, Any]:
     return {"map": {**layout, "svg": render_svg(layout)}, "tasks": task_menu()}
 
 
+def _actions_text(actions: list[dict[str, Any]]) -> str:
+    """The action list as canonical JSON: hashable, so the job cache can key on it."""
+    return json.dumps(actions, sort_keys=True, separators=(",", ":"))
+
+
+def _json(text: str) -> Response:
+    return Response(text, media_type="application/json")
+
+
 def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
     map_payload = _map_payload()
 
@@ -71,22 +94,29 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
 
     @app.post("/web/advice", tags=TAGS, summary="Running grade and the heuristic's suggestion",
               responses=BODY_ERRORS)
-    async def web_advice(body: Annotated[AdviceBody, Body()]) -> dict[str, Any]:
+    async def web_advice_route(request: Request, body: Annotated[AdviceBody, Body()]) -> Response:
         """Replay the actions, return the running grade (per-patient rows only once the episode
         is over) and what ``agent`` would do now (the heuristic: with the rule behind it).
         Autoplay asks this once per step."""
-        return await jobs.run(advice, body.task_id, body.seed, body.actions, body.agent)
+        text = await jobs.run_console(
+            client_of(request), web_advice, body.task_id, body.seed, _actions_text(body.actions), body.agent
+        )
+        return _json(text)
 
     @app.post("/web/frames", tags=TAGS, summary="Replay frames of an action list", responses=BODY_ERRORS)
-    async def web_frames(body: Annotated[PlayedBody, Body()]) -> dict[str, Any]:
-        frames = await jobs.run(replay_frames, body.task_id, body.seed, body.actions)
-        return {"frames": frames}
+    async def web_frames_route(request: Request, body: Annotated[PlayedBody, Body()]) -> Response:
+        text = await jobs.run_console(
+            client_of(request), web_frames, body.task_id, body.seed, _actions_text(body.actions)
+        )
+        return _json(text)
 
-    @app.get("/web/episode", tags=TAGS, summary="Replay frames of a built-in agent's episode")
-    async def web_episode(
+    @app.get("/web/episode", tags=TAGS, summary="Replay frames of a built-in agent's episode",
+             responses=HEAVY_ERRORS)
+    async def web_episode_route(
+        request: Request,
         task_id: Annotated[TaskId, Query()] = "task5",
         seed: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
         agent: Annotated[BuiltinAgent, Query()] = "heuristic",
-    ) -> dict[str, Any]:
-        frames = await jobs.run(record_frames, task_id, seed, agent)
-        return {"frames": frames, "agent": agent}
+    ) -> Response:
+        """A whole agent episode (what ``/view`` shows): counts as an agent run."""
+        return _json(await jobs.run(client_of(request), web_episode, task_id, seed, agent))

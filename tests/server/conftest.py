@@ -33,7 +33,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def server() -> Iterator[RunningServer]:
     """The default server configuration (64 WebSocket slots)."""
-    with running_server({"MAX_CONCURRENT_ENVS": "64", "CODERED_ENABLE_LLM_BASELINE": "0"}) as handle:
+    env = {
+        "MAX_CONCURRENT_ENVS": "64",
+        "CODERED_ENABLE_LLM_BASELINE": "0",
+        "CODERED_HEAVY_PER_MINUTE": "100000",
+        "CODERED_CONSOLE_PER_MINUTE": "100000",
+        # A browser page is still served: same-origin pages pass the allow-list (the console).
+        "CODERED_ALLOWED_ORIGINS": "https://trusted.example",
+    }
+    with running_server(env) as handle:
         yield handle
 
 

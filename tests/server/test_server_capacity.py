@@ -9,7 +9,9 @@ import struct
 import time
 
 import httpx
+import pytest
 from support_server import RunningServer, ws_call
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 MAINTAIN = {"action_type": "maintain_plan"}
@@ -79,25 +81,25 @@ def test_a_silent_client_is_reaped_after_the_idle_timeout(small_server: RunningS
     silent = [_open_session(small_server) for _ in range(SLOTS)]
     try:
         assert _refused(small_server)["data"]["code"] == "CAPACITY_REACHED"
-        # Idle timeout 1 s; OpenEnv's reaper looks every 5 s.
+        # Idle timeout 1 s: the silent sockets are closed with 1001 and their slots freed.
         _eventually_accepted(small_server, within_s=15).close()
-        reply = ws_call(silent[0], {"type": "step", "data": MAINTAIN}, timeout=10)
-        assert reply["type"] == "error" and "closed" in reply["data"]["message"]
+        with pytest.raises(ConnectionClosed) as closed:
+            ws_call(silent[0], {"type": "step", "data": MAINTAIN}, timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
     finally:
         for ws in silent:
             ws.close()
 
 
-def test_http_sessions_are_capped_and_expire(small_server: RunningServer) -> None:
+def test_http_sessions_are_capped_by_eviction_and_expire(small_server: RunningServer) -> None:
     with httpx.Client(base_url=small_server.base_url, timeout=30) as http:
-        time.sleep(1.6)  # let earlier HTTP sessions of this module expire
-        first = http.post("/reset", json={"episode_id": "cap-1"})
-        second = http.post("/reset", json={"episode_id": "cap-2"})
-        assert first.status_code == second.status_code == 200
-        full = http.post("/reset", json={"episode_id": "cap-3"})
-        assert full.status_code == 503 and "capacity" in full.json()["detail"]
-        assert full.headers["retry-after"]
+        first = http.post("/reset").json()["episode_id"]
+        assert http.post("/step", json={"action": MAINTAIN, "episode_id": first}).status_code == 200
+        second = http.post("/reset").json()["episode_id"]
+        third = http.post("/reset")  # at the cap of 2: never refused, the idle unstepped one goes
+        assert third.status_code == 200
+        evicted = http.get("/state", params={"episode_id": second})
+        assert evicted.status_code == 410 and "evicted" in evicted.json()["detail"]
         time.sleep(1.6)
-        expired = http.post("/step", json={"action": MAINTAIN, "episode_id": "cap-1"})
-        assert expired.status_code == 404 and "expired" in expired.json()["detail"]
-        assert http.post("/reset", json={"episode_id": "cap-3"}).status_code == 200
+        expired = http.post("/step", json={"action": MAINTAIN, "episode_id": first})
+        assert expired.status_code == 410 and "expired" in expired.json()["detail"]

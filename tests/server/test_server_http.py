@@ -41,14 +41,6 @@ def test_reset_step_step_state_counts_two_steps_for_that_episode(http: httpx.Cli
     assert http.get("/state", params={"episode_id": other}).json()["step_count"] == 0
 
 
-def test_requests_without_episode_id_use_the_latest_http_reset(http: httpx.Client) -> None:
-    latest = http.post("/reset", json={"episode_id": "latest-default", "seed": 1}).json()
-    assert latest["episode_id"] == "latest-default"
-    assert http.post("/step", json={"action": MAINTAIN}).json()["episode_id"] == "latest-default"
-    state = http.get("/state").json()
-    assert (state["episode_id"], state["step_count"], state["seed"]) == ("latest-default", 1, 1)
-
-
 def test_invalid_ids_come_back_as_last_action_error(http: httpx.Client) -> None:
     episode = http.post("/reset", json={"task_id": "task1"}).json()["episode_id"]
     action = {"action_type": "dispatch_ambulance", "ambulance_id": "NOPE", "patient_id": "P1"}

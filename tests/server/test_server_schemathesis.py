@@ -8,7 +8,6 @@ through ``schemathesis.pytest.from_fixture``, whose lazy loader does not work wi
 
 from __future__ import annotations
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -36,8 +35,6 @@ EXAMPLES = 60
 
 @pytest.fixture(scope="module")
 def api_schema(server: RunningServer) -> schemathesis.BaseSchema:
-    # A live HTTP episode, so that /step and /state without episode_id reach their 200 path.
-    httpx.post(server.base_url + "/reset", json={"task_id": "task3", "seed": 5}, timeout=30)
     return schemathesis.openapi.from_url(server.base_url + "/openapi.json")
 
 

@@ -135,6 +135,26 @@ def test_web_routes_refuse_bad_bodies_without_side_effects(http: httpx.Client, b
     assert http.get("/web/episode", params={"agent": "llm"}).status_code == 422
 
 
+def test_post_bodies_fit_500_actions_and_no_more_bytes_than_grader(http: httpx.Client) -> None:
+    action = {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}
+    body = json.dumps({"task_id": "task5", "seed": 7, "actions": [action] * 500}).encode()
+    headers = {"content-type": "application/json"}
+    advice = http.post("/web/advice", content=body, headers=headers)
+    assert advice.status_code == 200 and advice.json()["step"] >= 1
+    frames = http.post("/web/frames", content=body, headers=headers)
+    assert frames.status_code == 200 and len(frames.json()["frames"]) == advice.json()["step"] + 1
+    huge = json.dumps({"task_id": "task1", "actions": [action] * 2000}).encode()
+    for path in ("/web/advice", "/web/frames", "/grader"):
+        assert http.post(path, content=huge, headers=headers).status_code == 413
+
+
+def test_console_page_has_the_strict_csp(http: httpx.Client) -> None:
+    page = http.get("/web")
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "style-src 'self'" in csp
+    assert "unsafe" not in csp and page.headers["x-content-type-options"] == "nosniff"
+
+
 def test_view_is_the_consoles_replay_mode(http: httpx.Client) -> None:
     moved = http.get("/view", params={"task_id": "task1", "seed": 4}, follow_redirects=False)
     assert moved.status_code == 307

@@ -1,0 +1,92 @@
+"""The CPU-heavy work behind /grader (agent mode), /baseline and the console's /web routes.
+
+These functions run in the server's worker processes (``jobs.HeavyJobs``), never on the event
+loop's process, so an agent run cannot starve WebSocket sessions of the GIL. They import only
+the simulation, the built-in agents and the viewer. Their arguments are hashable (the pool
+caches by them: action lists travel as canonical JSON text), and the console's answers come
+back as JSON text, so a cached replay costs its size in bytes, not a tree of Python objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from functools import lru_cache
+from typing import Any
+
+
+def _exit_with_parent(parent: int) -> None:
+    # A forked worker inherits both ends of its task pipe, so it never sees EOF when the
+    # server dies; without this it would linger (holding the listening socket) forever.
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
+def worker_init() -> None:
+    """In a forked worker: forget the server's signal handlers and event-loop wakeup fd, and
+    exit as soon as the server process is gone."""
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    parent = os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+@lru_cache(maxsize=512)
+def _builtin_episode(agent_name: str, task_id: str, seed: int) -> tuple[dict[str, Any], list[Any]]:
+    from codered_env.agents import make_agent
+    from codered_env.runner import run_episode
+
+    result = run_episode(task_id, seed, make_agent(agent_name, seed=seed))
+    return result.grade, list(result.actions)
+
+
+def builtin_episode(agent_name: str, task_id: str, seed: int) -> dict[str, Any]:
+    """Grade (and actions) of a built-in agent's episode; deterministic, hence cached."""
+    grade, actions = _builtin_episode(agent_name, task_id, seed)
+    return {**grade, "actions": actions}
+
+
+def builtin_scores(agent: str, tasks: tuple[str, ...], seeds: tuple[int, ...]) -> dict[str, list[float]]:
+    return {
+        task: [float(_builtin_episode(agent, task, seed)[0]["score"]) for seed in seeds] for task in tasks
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def web_advice(task_id: str, seed: int, actions_json: str, agent: str) -> str:
+    """``/web/advice``: running grade after the actions and ``agent``'s next action (JSON)."""
+    from codered_env.web.advice import advice
+
+    return _json(advice(task_id, seed, json.loads(actions_json), agent))
+
+
+def web_frames(task_id: str, seed: int, actions_json: str) -> str:
+    """``/web/frames``: replay frames of an action list (JSON)."""
+    from codered_env.web.advice import replay_frames
+
+    return _json({"frames": replay_frames(task_id, seed, json.loads(actions_json))})
+
+
+def web_episode(task_id: str, seed: int, agent: str) -> str:
+    """``/web/episode``: replay frames of a built-in agent's episode (JSON)."""
+    from codered_env.viewer import record_frames
+
+    return _json({"frames": record_frames(task_id, seed, agent), "agent": agent})
+
+
+def warm_up() -> bool:
+    """Imports the simulation and agents in a fresh worker (first requests are then fast)."""
+    import codered_env.agents
+    import codered_env.runner
+    import codered_env.viewer
+    import codered_env.web.advice  # noqa: F401
+
+    return True
