@@ -146,7 +146,7 @@ def triage_call(world: World, a: Any) -> str | None:
                 "P4 (advice only) needs a call without a unit")
     call.priority = a.priority
     if a.priority == "P4":
-        call.status = "closed_advice"
+        call.status, call.closed_at = "closed_advice", world.clock
         p = world.patients[call.patient_id]
         if call.true_priority == "P4":
             p.status = "released"

@@ -12,7 +12,11 @@ separate look-alikes (radiation, sweating, tingling fingers after an argument) a
 
 from __future__ import annotations
 
+import re
 from random import Random
+
+from .params import CALL_MIX
+from .types import Call
 
 PRIORITIES: tuple[str, ...] = ("P1", "P2", "P3", "P4")
 PRIORITY_MEANING: dict[str, str] = {
@@ -125,3 +129,40 @@ def caller_report(condition: str, place: str, rng: Random) -> str:
 def callback_report(original: str) -> str:
     """What an under-triaged caller says when ringing back: worse, and angrier."""
     return f"CALLBACK, much worse now -- {original}"
+
+
+_CALLBACK_PREFIX = "CALLBACK, much worse now -- "
+_REPORT_SHAPE = re.compile(r"^(\d+)([MF]) at [^:]*: (.*)$")
+
+
+def condition_posterior(call: Call) -> dict[str, float]:
+    """Posterior over true conditions given only what the agent sees of ``call`` (its report).
+
+    Bayes over today's phrase pools: prior = the phase-2 call mix (``CALL_MIX``), likelihood =
+    P(age | condition) x P(sex | condition) x P(phrase | condition), each exactly as
+    ``caller_report`` draws them. A callback repeats the original report, so it carries the
+    same evidence. A report that fits no condition falls back to the prior.
+    """
+    report = call.report
+    while report.startswith(_CALLBACK_PREFIX):
+        report = report[len(_CALLBACK_PREFIX) :]
+    prior = {c: w for c, w in CALL_MIX.items() if c in _REPORTS}
+    match = _REPORT_SHAPE.match(report)
+    weights: dict[str, float] = {}
+    if match:
+        age, sex, phrase = int(match.group(1)), match.group(2), match.group(3)
+        weights = {c: w * _likelihood(c, age, sex, phrase) for c, w in prior.items()}
+        if sum(weights.values()) <= 0.0:  # an edited report: trust the symptoms alone
+            weights = {c: w * (phrase in _REPORTS[c][2]) / len(_REPORTS[c][2]) for c, w in prior.items()}
+    total = sum(weights.values())
+    if total <= 0.0:
+        weights, total = prior, sum(prior.values())
+    return {c: w / total for c, w in weights.items() if w > 0.0}
+
+
+def _likelihood(condition: str, age: int, sex: str, phrase: str) -> float:
+    (lo, hi), share_male, phrases = _REPORTS[condition]
+    if not lo <= age <= hi or phrase not in phrases:
+        return 0.0
+    p_sex = share_male if sex == "M" else 1.0 - share_male
+    return p_sex / ((hi - lo + 1) * len(phrases))

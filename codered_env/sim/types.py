@@ -82,6 +82,7 @@ class Call:
     priority: str | None = None  # the agent's triage
     ambulance_id: str | None = None
     callback_of: str | None = None
+    closed_at: int | None = None  # when the agent closed it with advice (P4)
 
 
 @dataclass(slots=True)
