@@ -15,8 +15,10 @@ Algorithm (one decision):
    serve every candidate (common random numbers), so candidates are compared on the same
    imagined futures. A rollout plays the candidate, then lets the heuristic finish the episode;
    its value is the final raw grade.
-4. Play the candidate with the best mean value; the proposal wins unless another beats it by
-   more than ``min_gain`` (so noise alone never overrides the expert rule).
+4. Compare each alternative with the proposal fork by fork (paired differences). An
+   alternative qualifies when its mean gain exceeds both ``min_gain`` and ``z`` standard errors
+   of the paired differences; the qualifying alternative with the largest gain is played, else
+   the proposal (so noise alone never overrides the expert rule).
 
 The budget per decision is therefore at most ``max_candidates x forks`` rollouts (default 4 x
 4 = 16), and most decisions (waiting, preparation, blood) cost none. Rollouts are seeded from
@@ -32,6 +34,7 @@ frame), the planner plays the heuristic's proposal from then on.
 from __future__ import annotations
 
 import json
+import statistics
 from random import Random
 from typing import Any
 
@@ -43,7 +46,8 @@ from .heuristic import HeuristicAgent, _road_view
 
 DEFAULT_FORKS = 4
 DEFAULT_MAX_CANDIDATES = 4
-DEFAULT_MIN_GAIN = 0.002
+DEFAULT_MIN_GAIN = 0.005
+DEFAULT_Z = 1.5
 
 
 def _key(action: dict[str, Any]) -> str:
@@ -61,6 +65,7 @@ class PlannerAgent:
         forks: int = DEFAULT_FORKS,
         max_candidates: int = DEFAULT_MAX_CANDIDATES,
         min_gain: float = DEFAULT_MIN_GAIN,
+        z: float = DEFAULT_Z,
     ) -> None:
         if forks < 1 or max_candidates < 1:
             raise ValueError(f"forks and max_candidates must be >= 1, got {forks}, {max_candidates}")
@@ -68,6 +73,7 @@ class PlannerAgent:
         self.forks = forks
         self.max_candidates = max_candidates
         self.min_gain = min_gain
+        self.z = z
         self.rollouts = 0  # rollouts played this episode (budget accounting)
         self.decisions = 0
         self._sim: CodeRedSim | None = None
@@ -105,19 +111,24 @@ class PlannerAgent:
     def _choose(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         task_id, seed = self._task
         base = Random(f"planner:{self.seed}:{task_id}:{seed}:{sim.step_count}").getrandbits(40)
-        values = [self._value(sim, c, [base + k for k in range(self.forks)]) for c in candidates]
-        best = max(range(len(candidates)), key=lambda i: (values[i], -i))
-        if values[best] > values[0] + self.min_gain:
-            return candidates[best]
-        return candidates[0]
+        fork_seeds = [base + k for k in range(self.forks)]
+        values = [self._values(sim, c, fork_seeds) for c in candidates]
+        best, best_gain = 0, 0.0
+        for i in range(1, len(candidates)):
+            diffs = [v - v0 for v, v0 in zip(values[i], values[0], strict=True)]
+            gain = statistics.fmean(diffs)
+            spread = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+            if gain > max(self.min_gain, self.z * spread) and gain > best_gain:
+                best, best_gain = i, gain
+        return candidates[best]
 
-    def _value(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> float:
-        total = 0.0
+    def _values(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> list[float]:
+        values = []
         for fork_seed in fork_seeds:
             twin = sim.fork(fork_seed)
             twin.step(action)
-            total += self._rollout(twin)
-        return total / len(fork_seeds)
+            values.append(self._rollout(twin))
+        return values
 
     def _rollout(self, twin: CodeRedSim) -> float:
         self.rollouts += 1
