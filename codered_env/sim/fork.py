@@ -74,8 +74,9 @@ def fork_world(world: World, rng: Random) -> None:
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
     _renoise_trips(world, rng)
-    _replace_future(world, rng, callbacks)
-    _replace_disruptions(world, rng)
+    shadow = generate(world.task, rng.getrandbits(48))
+    _replace_future(world, rng, callbacks, shadow)
+    _replace_disruptions(world, rng, shadow)
 
 
 # ------------------------------------------------------------------ callers
@@ -92,14 +93,16 @@ def _resample_callers(world: World, rng: Random, callbacks: dict[str, PendingSpa
         p = world.patients[call.patient_id]
         if p.visible:
             continue
-        weights = _consistent(world, call, p, rung_back.get(call.call_id))
-        condition = _weighted(rng, weights)
+        arrived = rung_back.get(call.call_id)
+        advised = call.status == "closed_advice" and arrived is None
+        if advised and p.status == "released":
+            p.status = "awaiting_unit"  # released only if truly P4, which is what we redraw
+        condition = _weighted(rng, _consistent(world, call, p, arrived))
         _redraw_patient(world, p, condition, rng)
-        priority = CONDITIONS[condition].true_priority
-        call.true_priority = priority
-        if call.call_id in rung_back:
-            rung_back[call.call_id].true_priority = priority
-        elif call.status == "closed_advice" and p.status != "deceased":
+        call.true_priority = CONDITIONS[condition].true_priority
+        if arrived is not None:
+            arrived.true_priority = call.true_priority
+        elif advised:
             callbacks.pop(call.call_id, None)
             _redo_callback(world, call, p, callbacks)
 
@@ -157,9 +160,9 @@ def _redo_callback(world: World, call: Call, p: Patient, callbacks: dict[str, Pe
     """A P4-advised caller: released if truly P4, else rings back at the time the truth implies."""
     priority = call.true_priority
     if priority == "P4":
-        p.status = "released"
+        if p.status != "deceased":
+            p.status = "released"
         return
-    p.status = "awaiting_unit"
     closed = call.closed_at if call.closed_at is not None else call.received_at
     at = max(world.clock + 1, closed + CALLBACK_DELAY_BY_PRIORITY[priority])
     new = Call(
@@ -210,16 +213,17 @@ def _renoise_trips(world: World, rng: Random) -> None:
 
 
 # ------------------------------------------------------------------ the future
-def _replace_future(world: World, rng: Random, callbacks: dict[str, PendingSpawn]) -> None:
+def _replace_future(
+    world: World, rng: Random, callbacks: dict[str, PendingSpawn], shadow: Scenario
+) -> None:
     old = world.spawns
     incident_ids = set(world.mci)
-    world.mci -= {s.patient.patient_id for s in old if s.patient.patient_id not in world.patients}
-    shadow = generate(world.task, rng.getrandbits(48))
+    world.mci = {pid for pid in world.mci if pid in world.patients}
     regular = [s for s in shadow.spawns if s.patient.patient_id not in shadow.mci_patients]
     future = [(s, False) for s in callbacks.values()]
     future += [(s, False) for s in regular if s.at > world.clock]
     future += [(s, True) for s in _incident_future(world, old, shadow, incident_ids)]
-    future += [(s, False) for s in _surge_future(world, old, rng)]
+    future += [(s, False) for s in _surge_future(world, rng)]
     future += [(_redraw_escalation(s, rng), True) for s in old if s.reason.startswith(_ESCALATION)]
     world.spawns = []
     world.id_counters = [_max_id(world.patients, "P"), _max_id(world.calls, "C")]
@@ -270,8 +274,9 @@ def _incident_future(
     return [secondary]
 
 
-def _surge_future(world: World, old: list[PendingSpawn], rng: Random) -> list[PendingSpawn]:
-    if not any(s.call is not None and s.call.surge for s in old) or world.news_cycle_at is None:
+def _surge_future(world: World, rng: Random) -> list[PendingSpawn]:
+    """An announced news cycle: its surge calls still to come (their number and times are hidden)."""
+    if world.news_cycle_at is None:
         return []
     spawns = surge_calls(rng, (0, 0), world.news_cycle_at)
     return [s for s in spawns if s.at > world.clock]
@@ -304,7 +309,7 @@ def _renumber(world: World, spawn: PendingSpawn) -> None:
             p.call_id = spawn.call.call_id
 
 
-def _replace_disruptions(world: World, rng: Random) -> None:
+def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
     seen = [d for d in world.disruptions if d.start <= world.clock]
     missing = world.task.disruptions - len(seen)
     if missing <= 0:
@@ -314,10 +319,13 @@ def _replace_disruptions(world: World, rng: Random) -> None:
     pool = [k for k in DISRUPTION_POOLS.get(world.task.task_id, ()) if k not in kinds_seen]
     kinds = rng.sample(pool, min(missing, len(pool)))
     net = RoadNetwork(world.peak_hour)
+    origins = list(world.origins)
+    if world.task.phase == 2:  # the first call is known; later callers' places are not
+        origins = origins[:1] + [s.patient.node for s in shadow.spawns[1:]]
     fresh = []
     for kind in kinds:
         for _ in range(_MAX_DRAWS):
-            d = _disruption(rng, kind, net, list(world.origins), world.task)
+            d = _disruption(rng, kind, net, origins, world.task)
             if d.start > world.clock:
                 break
         if d.start <= world.clock:
