@@ -28,7 +28,6 @@ Termination
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .actions import parse_action
-from .fork import fork_rng, fork_world
+from .fork import fork_rng, fork_world, private_copy
 from .handlers import apply_action
 from .observation import build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
@@ -169,8 +168,9 @@ class CodeRedSim:
         """A planning copy with every hidden part redrawn from ``seed`` (see the class docstring)."""
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"fork seed must be a non-negative integer, got {seed!r}")
-        twin = copy.deepcopy(self)
-        fork_world(twin.world, fork_rng(self.task.task_id, self.seed, self.step_count, seed))
+        twin = private_copy(self)
+        rng = fork_rng(self.task.task_id, self.seed, self.step_count, seed)
+        fork_world(twin.world, rng, self.world.spawns)
         return twin
 
     # ------------------------------------------------------------------ views

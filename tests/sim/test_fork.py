@@ -65,8 +65,10 @@ def snapshot(sim: CodeRedSim) -> tuple[str, str, bytes]:
     return json.dumps(sim.observation(), sort_keys=True), json.dumps(sim.grade()), state_bytes(sim)
 
 
-def future_reports(sim: CodeRedSim) -> set[str]:
-    return {s.call.report for s in sim.world.spawns if s.call is not None}
+def future_reports(sim: CodeRedSim) -> set[tuple[int, str]]:
+    """(minute, report) of every call still to come (a report alone may recur by chance), except
+    callbacks: those follow from the agent's own advice and the report, which the agent knows."""
+    return {(s.at, s.call.report) for s in sim.world.spawns if s.call is not None and not s.call.callback_of}
 
 
 def hidden_truth(sim: CodeRedSim) -> list[tuple]:
@@ -118,13 +120,13 @@ def test_forks_never_contain_a_future_call(task_id: str, steps: int) -> None:
     sim = advance(task_id, SEED, steps)
     real_future = future_reports(sim)
     real_secondary = {(s.at, s.patient.reserve) for s in sim.world.spawns if s.call is None}
-    seen = {c.report for c in sim.world.calls.values()}
+    seen = {(c.received_at, c.report) for c in sim.world.calls.values()}
     for fork_seed in range(4):
         fork = sim.fork(fork_seed)
         assert not future_reports(fork) & real_future
         assert not {(s.at, s.patient.reserve) for s in fork.world.spawns if s.call is None} & real_secondary
         finish_with_heuristic(fork)
-        received = {c.report.removeprefix("CALLBACK, much worse now -- ") for c in fork.world.calls.values()}
+        received = {(c.received_at, c.report) for c in fork.world.calls.values()}
         assert not (received - seen) & real_future
 
 
