@@ -54,6 +54,19 @@ def _key(action: dict[str, Any]) -> str:
     return json.dumps(action, sort_keys=True)
 
 
+def _digest(obs: dict[str, Any]) -> tuple:
+    """What must agree between the replica and the episode the agent is really playing."""
+    return (
+        obs.get("task_id"),
+        obs.get("seed"),
+        obs.get("step"),
+        obs.get("clock_min"),
+        [(c.get("call_id"), c.get("report"), c.get("status")) for c in obs.get("calls", [])],
+        [(p.get("patient_id"), p.get("status"), p.get("node")) for p in obs.get("patients", [])],
+        [(a.get("ambulance_id"), a.get("status"), a.get("node")) for a in obs.get("ambulances", [])],
+    )
+
+
 class PlannerAgent:
     """Heuristic-guided rollout planner on ``CodeRedSim.fork`` (see the module docstring)."""
 
@@ -93,7 +106,7 @@ class PlannerAgent:
         self._catch_up()
         proposal = self._base.act(obs)
         sim = self._sim
-        if sim is None or sim.done or sim.step_count != obs.get("step") or sim.clock != obs.get("clock_min"):
+        if sim is None or sim.done or _digest(sim.observation()) != _digest(obs):
             self._sim = None  # out of sync: the heuristic plays on alone
             return proposal
         self.decisions += 1
