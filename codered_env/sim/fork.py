@@ -130,46 +130,54 @@ def _pending_callbacks(world: World) -> dict[str, PendingSpawn]:
 
 
 def _resample_callers(world: World, rng: Random, callbacks: dict[str, PendingSpawn]) -> None:
-    rung_back = {c.callback_of: c for c in world.calls.values() if c.callback_of}
-    for call in list(world.calls.values()):
-        if call.callback_of is not None:
-            continue
-        p = world.patients[call.patient_id]
+    """Every caller no crew has reached, with the chain of calls (original, callbacks) they made."""
+    chains: dict[str, list[Call]] = {}
+    for call in world.calls.values():  # in the order they came in
+        chains.setdefault(call.patient_id, []).append(call)
+    for patient_id, chain in chains.items():
+        p = world.patients[patient_id]
         if p.visible:
             continue
-        arrived = rung_back.get(call.call_id)
-        advised = call.status == "closed_advice" and arrived is None
+        last = chain[-1]
+        advised = last.status == "closed_advice"
         if advised and p.status == "released":
             p.status = "awaiting_unit"  # released only if truly P4, which is what we redraw
-        condition = _weighted(rng, _consistent(world, call, p, arrived))
+        condition = _weighted(rng, _consistent(world, chain, p))
         _redraw_patient(world, p, condition, rng)
-        call.true_priority = CONDITIONS[condition].true_priority
-        if arrived is not None:
-            arrived.true_priority = call.true_priority
-        elif advised:
-            callbacks.pop(call.call_id, None)
-            _redo_callback(world, call, p, callbacks)
+        for call in chain:
+            call.true_priority = CONDITIONS[condition].true_priority
+        if advised:
+            callbacks.pop(last.call_id, None)
+            _redo_callback(world, last, p, callbacks)
 
 
-def _consistent(world: World, call: Call, p: Patient, callback: Call | None) -> dict[str, float]:
-    """The posterior over conditions, times how likely each is to explain what happened since."""
-    posterior = condition_posterior(call)
+def _consistent(world: World, chain: list[Call], p: Patient) -> dict[str, float]:
+    """The posterior from the report, times how likely each condition makes what happened since:
+    alive after the minutes waited; after P4 advice, a callback exactly when that priority rings
+    back (or none yet)."""
+    posterior = condition_posterior(chain[0])
     weights: dict[str, float] = {}
     for condition, prob in posterior.items():
         spec = CONDITIONS[condition]
-        priority = spec.true_priority
-        w = prob
-        if call.status == "closed_advice" and call.closed_at is not None:
-            due = call.closed_at + CALLBACK_DELAY_BY_PRIORITY.get(priority, 0)
-            if callback is not None:
-                w *= priority != "P4" and due == callback.received_at
-            elif priority != "P4":
-                w *= due > world.clock
-        if p.status != "deceased" and p.status != "released":
+        w = prob * _callbacks_fit(world, chain, spec.true_priority)
+        if p.status not in ("deceased", "released"):
             w *= _survival(spec.initial_reserve, spec.deterioration_per_min * _minutes_waited(world, p))
         if w > 0.0:
             weights[condition] = w
     return weights or posterior
+
+
+def _callbacks_fit(world: World, chain: list[Call], priority: str) -> float:
+    for i, call in enumerate(chain):
+        if call.status != "closed_advice" or call.closed_at is None:
+            continue
+        due = call.closed_at + CALLBACK_DELAY_BY_PRIORITY.get(priority, 0)
+        if i + 1 < len(chain):
+            if priority == "P4" or due != chain[i + 1].received_at:
+                return 0.0
+        elif priority != "P4" and due <= world.clock:
+            return 0.0
+    return 1.0
 
 
 def _minutes_waited(world: World, p: Patient) -> int:

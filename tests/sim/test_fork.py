@@ -11,7 +11,7 @@ import pytest
 
 from codered_env.agents import HeuristicAgent
 from codered_env.sim import TASK_IDS, CodeRedSim
-from codered_env.sim.params import CALL_MIX
+from codered_env.sim.params import CALL_MIX, CALLBACK_DELAY_BY_PRIORITY
 from codered_env.sim.triage import condition_posterior
 from codered_env.sim.types import Call
 
@@ -201,3 +201,46 @@ def test_condition_posterior_reads_only_the_report() -> None:
     assert unknown.keys() == CALL_MIX.keys()
     assert sum(unknown.values()) == pytest.approx(1.0)
     assert unknown["labour"] > unknown["stroke"]
+
+
+def advised_episode(task_id: str, steps: int) -> CodeRedSim:
+    """Every call gets P4 advice as soon as it comes in: released or rings back later."""
+    sim = CodeRedSim(task_id, SEED)
+    while not sim.done and sim.step_count < steps:
+        pending = [c for c in sim.world.calls.values() if c.status == "pending" and c.priority is None]
+        action = {"action_type": "maintain_plan"}
+        if pending:
+            action = {"action_type": "triage_call", "call_id": pending[0].call_id, "priority": "P4"}
+        sim.step(action)
+    return sim
+
+
+@pytest.mark.parametrize("steps", [4, 12, 20])
+def test_p4_advised_callers_in_a_fork(steps: int) -> None:
+    sim = advised_episode("task4", steps)
+    assert any(c.status == "closed_advice" for c in sim.world.calls.values())
+    for fork_seed in range(4):
+        fork = sim.fork(fork_seed)
+        w = fork.world
+        rung_back = {c.callback_of for c in w.calls.values() if c.callback_of}
+        pending = {s.call.callback_of: s for s in w.spawns if s.call is not None and s.call.callback_of}
+        for call in w.calls.values():
+            if call.status != "closed_advice" or call.call_id in rung_back:
+                continue
+            p = w.patients[call.patient_id]
+            if call.true_priority == "P4":
+                assert p.status == "released" and call.call_id not in pending
+            elif p.status != "deceased":
+                assert p.status == "awaiting_unit"
+                due = call.closed_at + CALLBACK_DELAY_BY_PRIORITY[call.true_priority]
+                assert pending[call.call_id].at == due > w.clock
+        finish_with_heuristic(fork)
+    # whether the real caller was released or will ring back is hidden: the fork does not depend on it
+    other = copy.deepcopy(sim)
+    ow = other.world
+    ow.spawns = [s for s in ow.spawns if not (s.call is not None and s.call.callback_of)]
+    for call in ow.calls.values():
+        p = ow.patients[call.patient_id]
+        if call.status == "closed_advice" and p.status in ("released", "awaiting_unit") and not p.visible:
+            p.status = "released" if p.status == "awaiting_unit" else "awaiting_unit"
+    assert state_bytes(other.fork(3)) == state_bytes(sim.fork(3))
