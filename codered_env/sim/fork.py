@@ -21,8 +21,8 @@ Redrawn (from a ``random.Random`` seeded by the parent's task, seed, step and th
   (uniform on the part of the condition's range that keeps them alive until now), blood type,
   baseline HR/SBP, stroke onset, the call's true priority and any callback still to come;
 - blood types nobody has typed yet (visible patients too);
-- specialists' page delays before a page, the cath lab's preparation time before it is first
-  readied, and the remaining minutes of elective cases (uniform given still running);
+- specialists' page delays while not paged, the cath lab's preparation time while it is idle,
+  and the remaining minutes of elective cases (uniform given still running);
 - the traffic noise of every trip in progress (the shown noise-free ETA is kept);
 - calls and casualties not yet announced: replaced by a fresh draw of the task's generator
   (calls after the current minute; the task5 incident if it has not begun, at the known incident
