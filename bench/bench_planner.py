@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="3000-3004")
     parser.add_argument("--forks", type=int, default=None)
     parser.add_argument("--max-candidates", type=int, default=None)
+    parser.add_argument("--per-seed", action="store_true", help="also print each seed's two scores")
     args = parser.parse_args()
     budget = {k: v for k, v in (("forks", args.forks), ("max_candidates", args.max_candidates)) if v}
     for task in args.tasks.split(","):
@@ -44,6 +45,8 @@ def main() -> None:
             wall += time.perf_counter() - start
             decisions += planner.decisions
             rollouts += planner.rollouts
+            if args.per_seed:
+                print(f"  {task} seed {seed}: heuristic {heur[-1]:.4f} planner {plan[-1]:.4f}", flush=True)
         diff = [p - h for p, h in zip(plan, heur, strict=True)]
         print(
             f"{task}: heuristic {statistics.fmean(heur):.3f}±{_se(heur):.3f} "

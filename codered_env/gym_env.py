@@ -108,25 +108,25 @@ _FINISHED = frozenset({"treated", "released", "deceased"})
 # Symptom cues read from the caller's report (a bag of words, not a triage rule).
 REPORT_CUES: tuple[tuple[str, ...], ...] = (
     ("chest",),
-    ("arm", "jaw"),
+    ("into the arm", "into the jaw"),
     ("sweat",),
-    ("faint", "grey", "pale"),
-    ("breath",),
-    ("vomit",),
-    ("face", "drooping"),
-    ("speak", "speech", "slurred"),
-    ("cannot move", "weak", "numb"),
-    ("headache", "vision"),
-    ("bleeding", "blood"),
-    ("stabbed", "trapped", "crash", "hit by", "overturned"),
-    ("drowsy", "barely", "unconscious", "confused"),
-    ("fell",),
-    ("pregnant", "labour", "contractions", "water broke"),
-    ("fever", "hot to touch"),
-    ("stomach", "burning", "sour"),
-    ("tingling", "panic", "shaking", "exams", "argument", "racing"),
-    ("pain",),
-    ("child",),
+    ("short of breath", "breathing fast", "get breath"),
+    ("vomit", "throwing up"),
+    ("collapsed", "fell down suddenly"),
+    ("not responding", "not waking", "not breathing properly", "gasping"),
+    ("one side weak", "face drooping", "lift one arm"),
+    ("slurred", "talking strangely", "confused", "where they are"),
+    ("headache", "head hurting"),
+    ("accident", "had a fall", "hit by"),
+    ("bleeding a lot", "lot of blood"),
+    ("pale and drowsy", "cold and sleepy"),
+    ("badly hurt", "broken", "cannot move the leg"),
+    ("pregnant", "labour pains", "water broke", "contractions"),
+    ("fever", "hot body"),
+    ("stomach", "acidity"),
+    ("panicky", "tingling", "shaking"),
+    ("some days", "what to do", "advice"),
+    ("passer-by calling",),
 )
 _AGE_SEX = re.compile(r"(\d+)([MF]) at ")
 
@@ -457,9 +457,9 @@ class CodeRedGymEnv(gymnasium.Env):
       present, ALS, mutual aid, status one-hot (6: available, en_route, on_scene, transporting,
       at_hospital, returning), node one-hot (12: N0-N8, H1-H3), destination one-hot (12),
       ETA/30 min, busy minutes/30, has a job, held by a closed road.
-    - ``patients`` (16, 59): visible patients in observation order, zero-padded (beyond 16,
+    - ``patients`` (16, 61): visible patients in observation order, zero-padded (beyond 16,
       treated/released/deceased ones are dropped first); present, priority one-hot (P1-P4),
-      condition one-hot (9), status one-hot (10), displayed vitals hr/200, sbp/200, spo2/100,
+      condition one-hot (11), status one-hot (10), displayed vitals hr/200, sbp/200, spo2/100,
       rr/40, gcs/15 and vitals score, minutes since call/180, ETA/30, has a unit, has a
       destination, destination one-hot (H1-H3), current hospital one-hot (H1-H3), waiting for an
       OR / a specialist / blood / a transfer, blood type known, agent-reserved units/6,
@@ -467,9 +467,10 @@ class CodeRedGymEnv(gymnasium.Env):
     - ``calls`` (16, 45): open calls in observation order, zero-padded; present, waiting
       minutes/60, agent triage one-hot (P1-P4), untriaged, pending, dispatched, has a unit, node
       one-hot (12), caller age/100, male, callback, and 20 symptom-cue flags read from the report
-      text (``REPORT_CUES``: chest, arm/jaw, sweat, faint, breath, vomit, face, speech, cannot
-      move, headache, bleeding, violence/crash, drowsy, fell, pregnancy, fever, stomach,
-      anxiety cues, pain, child).
+      text (``REPORT_CUES``: chest, arm/jaw, sweat, breathless, vomit, collapsed, unresponsive /
+      gasping, one side weak, speech / confusion, headache, injury, heavy bleeding, pale and
+      drowsy, limb hurt, pregnancy / labour, fever, stomach, panicky, advice wanted, passer-by
+      calling).
     - ``hospitals`` (3, 43): H1, H2, H3; occupancy/(2 x capacity), crowded, diverted, diversion
       minutes left/60, OR state counts/3 (idle, preparing, ready, in_use, out_of_service), a room
       preparing for / ready for each procedure (cath_lab, trauma_surgery, stroke_intervention,

@@ -192,6 +192,8 @@ class PatientView(_Part):
     status: str
     node: str
     call_id: str | None
+    sex: str = Field(description="'M' or 'F' (decides which uncross-matched group O is safe).")
+    age: int
     vitals: Vitals
     blood_type: str | None = Field(description="Known only after query_blood_type returns.")
     ambulance_id: str | None
@@ -203,6 +205,7 @@ class PatientView(_Part):
         description="Units reserved for the patient and not yet used, per hospital_id."
     )
     minutes_since_call: int
+    minutes_since_onset: int = Field(description="Since symptom onset (last known well).")
     treatment_start_min: int | None
 
 

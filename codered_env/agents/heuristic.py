@@ -1,19 +1,21 @@
 """The expert rule-set baseline. It reads only the observation (plus the public city map and
 the medical care table every dispatcher knows) and applies, in order, the first rule that fires:
 
-1. Triage every untriaged call from the caller's report (triage_rule.py).
+1. Triage every untriaged call from the caller's report (triage_rule.py: keywords only).
 2. Dispatch: most urgent first (P1 > P2 > P3, then lower vitals); P1 gets the ALS unit with
    the shortest ETA unless a BLS is more than 5 min closer; P2/P3 get the nearest BLS (P2 falls
    back to ALS); P4 callers get advice only.
 3. Mutual aid when more patients/calls wait for a unit than units are free or already coming.
-4. Destination: the hospital maximising care quality x 100 - travel minutes - 15 if crowded
-   - 25 if the needed OR is out of service, - 40 if the specialist is unavailable;
-   hospitals on diversion excluded.
+4. Destination: the hospital maximising 100 x the benefit kept (the public outcome curve of
+   the care it gives, at the estimated call-to-treatment delay: elapsed + scene + travel +
+   door-to-treatment) - 15 if crowded - 25 if the needed OR is out of service, - 40 if the
+   specialist is unavailable; hospitals on diversion excluded.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
    specialist at the destination.
-6. Blood for haemorrhage: type the patient, then reserve 2 compatible units at the
-   destination (2 O-negative if the crew is about to arrive and the type is still unknown).
+6. Blood for haemorrhage: as soon as the destination is chosen, reserve 2 units of
+   uncross-matched group O there (O-pos for men and older women, O-neg for women of
+   child-bearing age); type the patient only when no suitable group O is in stock.
 7. Otherwise ``maintain_plan``.
 Actions refused once are not repeated.
 """
@@ -24,13 +26,24 @@ import json
 from typing import Any
 
 from ..sim.city import RoadNetwork
-from ..sim.conditions import CONDITIONS
+from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.params import (
+    BLOOD_UNITS_PER_CASE,
+    CATH_LAB_PREP_RANGE,
+    CHILDBEARING_AGE_RANGE,
+    OR_PREP_MIN_BY_TIER,
+    PROCEDURE_DURATION_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
+    UNTRIAGED_RESPONSE,
+)
 from ..sim.world import COMPATIBLE_DONORS
 from .base import MAINTAIN
 from .triage_rule import triage_report
 
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 _PRIORITY_RANK = {"P1": 0, "P2": 1, "P3": 2, "P4": 3}
+BLOOD_UNITS = BLOOD_UNITS_PER_CASE
+BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
 
 
 def _road_view(obs: dict[str, Any]) -> RoadNetwork:
@@ -46,10 +59,13 @@ def _road_view(obs: dict[str, Any]) -> RoadNetwork:
 class HeuristicAgent:
     name = "heuristic"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, triage: bool = True) -> None:
         self.seed = seed
+        self.triage = triage  # False: never triage (calls go out at the protocol default level)
         self._refused: set[str] = set()
         self._last: str | None = None
+        self._clock, self._horizon = 0, float("inf")
+        self._lab_users: dict[str, list[str]] = {}
 
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
@@ -78,13 +94,19 @@ class HeuristicAgent:
         return dict(MAINTAIN)
 
     # ------------------------------------------------------------------ rules
+    def triage_priority(self, call: dict[str, Any]) -> str:
+        """The level this agent gives a call (overridable: the bench's triage oracle)."""
+        return triage_report(call["report"])
+
     def _triage(self, obs, legal, net):
+        if not self.triage:
+            return
         for call in obs["calls"]:
             if call["priority"] is None and call["status"] == "pending":
                 yield {
                     "action_type": "triage_call",
                     "call_id": call["call_id"],
-                    "priority": triage_report(call["report"]),
+                    "priority": self.triage_priority(call),
                 }
 
     def _dispatch(self, obs, legal, net):
@@ -118,12 +140,13 @@ class HeuristicAgent:
                     }
                 )
         for c in obs["calls"]:
-            if c["status"] == "pending" and c["priority"] in ("P1", "P2", "P3"):
+            level = c["priority"] or UNTRIAGED_RESPONSE  # an uncoded call: the protocol default
+            if c["status"] == "pending" and level in ("P1", "P2", "P3"):
                 jobs.append(
                     {
                         "id": c["call_id"],
                         "node": c["node"],
-                        "priority": c["priority"],
+                        "priority": level,
                         "vitals": 1.0 - c["waiting_min"] / 100,
                     }
                 )
@@ -164,20 +187,26 @@ class HeuristicAgent:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
 
     def _assign(self, obs, legal, net):
+        """Assign first the patient who loses most if their best hospital is not free (regret)."""
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         inbound = self._inbound(obs)
+        self._lab_users = self._lab_load(obs, hospitals)
+        self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
+        ranked = []
         for p in obs["patients"]:
-            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL:
-                if not CONDITIONS[p["condition"]].transport:
-                    continue
-                best = self._best_hospital(p, hospitals, inbound, net)
-                if best:
-                    inbound[best] = inbound.get(best, 0) + 1
-                    yield {
-                        "action_type": "assign_hospital",
-                        "patient_id": p["patient_id"],
-                        "hospital_id": best,
-                    }
+            if (
+                p["destination"] is None
+                and p["status"] in BEFORE_ARRIVAL
+                and CONDITIONS[p["condition"]].transport
+            ):
+                scores = sorted(
+                    self._hospital_scores(p, hospitals, inbound, net).items(), key=lambda kv: -kv[1]
+                )
+                if scores:
+                    regret = scores[0][1] - (scores[1][1] if len(scores) > 1 else 0.0)
+                    ranked.append((-regret, p["patient_id"], scores[0][0]))
+        for _, pid, best in sorted(ranked):
+            yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
 
     @staticmethod
     def _inbound(obs) -> dict[str, int]:
@@ -187,14 +216,52 @@ class HeuristicAgent:
                 counts[p["destination"]] = counts.get(p["destination"], 0) + 1
         return counts
 
+    @staticmethod
+    def _lab_load(obs, hospitals) -> dict[str, list[str]]:
+        """Procedures already claimed per hospital: untreated patients bound there."""
+        load: dict[str, list[str]] = {}
+        for p in obs["patients"]:
+            hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
+            if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
+                continue
+            care = CONDITIONS[p["condition"]].care_at(hospitals[hid]["tier"])
+            if care is not None and care.procedure:
+                load.setdefault(hid, []).append(care.procedure)
+        return load
+
+    def _queue_minutes(self, h, care) -> float:
+        """Extra wait when the rooms that can host this procedure are claimed by others."""
+        rooms = [r for r in h["ors"] if care.procedure in r["procedures"] and r["state"] != "out_of_service"]
+        shared = {proc for r in rooms for proc in r["procedures"]}
+        users = sum(1 for proc in self._lab_users.get(h["hospital_id"], []) if proc in shared)
+        behind = users - len(rooms) + 1
+        if behind <= 0:
+            return 0.0
+        # each patient ahead: their own door time, the procedure, re-preparing the room
+        turnover = care.door_min + PROCEDURE_DURATION_MIN.get(care.procedure, 0) + CATH_LAB_PREP_RANGE[1]
+        return behind * (turnover + care.room_min)
+
     def _best_hospital(self, p, hospitals, inbound, net) -> str | None:
+        scores = self._hospital_scores(p, hospitals, inbound, net)
+        return max(scores, key=lambda hid: (scores[hid], hid)) if scores else None
+
+    def _hospital_scores(self, p, hospitals, inbound, net) -> dict[str, float]:
+        """Per open capable hospital: 100 x the benefit kept (the public outcome curves) at the
+        estimated delay (elapsed + scene + travel + door-to-treatment + queue for a shared
+        room), less penalties."""
         cond = CONDITIONS[p["condition"]]
-        best, best_score = None, float("-inf")
+        scores: dict[str, float] = {}
         for hid, h in hospitals.items():
             care = cond.care_at(h["tier"])
             if care is None or h["diverted_until"] is not None:
                 continue
-            score = care.quality * 100 - net.minutes(p["node"], h["node"])
+            delay = self._estimated_delay(p, cond, care, h, net)
+            if care.procedure:
+                delay += self._queue_minutes(h, care)
+            onset = p["minutes_since_onset"] - p["minutes_since_call"]
+            score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
+            if self._clock - p["minutes_since_call"] + delay > self._horizon:
+                score = 0.0  # treatment would come after the episode ends: no benefit counted
             if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
                 score -= 15
             if care.procedure and not any(
@@ -203,9 +270,31 @@ class HeuristicAgent:
                 score -= 25
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
                 score -= 40
-            if score > best_score:
-                best, best_score = hid, score
-        return best
+            scores[hid] = score
+        return scores
+
+    @staticmethod
+    def _estimated_delay(p, cond, care, h, net) -> float:
+        """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
+        room (prepared from now on) cannot be ready by then."""
+        now = p["minutes_since_call"]
+        scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
+        reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
+        start = now + reach + scene + net.minutes(p["node"], h["node"]) + care.door_min
+        if care.specialist:
+            state = h["specialists"].get(care.specialist, {}).get("state")
+            if state in ("on_call", "unavailable"):
+                start = max(start, now + SPECIALIST_PAGE_DELAY_BY_TIER[h["tier"]][1])
+        if care.procedure:
+            rooms = [r for r in h["ors"] if care.procedure in r["procedures"]]
+            if not any(r["state"] in ("ready", "preparing") and r["patient_id"] is None for r in rooms):
+                prep = (
+                    CATH_LAB_PREP_RANGE[1]
+                    if "cath_lab" in rooms[0]["procedures"]
+                    else OR_PREP_MIN_BY_TIER[h["tier"]]
+                )
+                start = max(start, now + prep + care.room_min)
+        return start
 
     def _prepare(self, obs, legal, net):
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
@@ -250,6 +339,9 @@ class HeuristicAgent:
             yield {"action_type": "preempt_or", "hospital_id": h["hospital_id"], "or_id": room}
 
     def _blood(self, obs, legal, net):
+        """Bleeding patients: reserve uncross-matched group O at the destination as soon as it is
+        chosen (O-pos for men and older women, sparing O-neg for women of child-bearing age), so
+        it is issued before arrival; type-specific only when no suitable group O is in stock."""
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         queryable = set()
         for opt in legal.get("query_blood_type", []):
@@ -257,32 +349,31 @@ class HeuristicAgent:
         for p in obs["patients"]:
             if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
                 continue
-            if p["patient_id"] in queryable:
-                yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
-                continue
             dest = p["destination"]
             if dest is None or p["blood_reserved"].get(dest):
                 continue
             stock = hospitals[dest]["blood"]
+            options = list(_emergency_o(p))
             if p["blood_type"]:
-                donors = sorted(
+                options += sorted(
                     COMPATIBLE_DONORS[p["blood_type"]], key=lambda t: (t != p["blood_type"], t == "O-")
                 )
-                for t in donors:
-                    if stock.get(t, 0) >= 2:
-                        yield {
-                            "action_type": "allocate_blood",
-                            "patient_id": p["patient_id"],
-                            "hospital_id": dest,
-                            "blood_type": t,
-                            "units": 2,
-                        }
-                        break
-            elif p["status"] == "transporting" and (p["eta_min"] or 0) <= 6 and stock.get("O-", 0) >= 2:
+            allowed = COMPATIBLE_DONORS[p["blood_type"]] if p["blood_type"] else options
+            choice = next((t for t in options if t in allowed and stock.get(t, 0) >= BLOOD_UNITS), None)
+            if choice is not None:
                 yield {
                     "action_type": "allocate_blood",
                     "patient_id": p["patient_id"],
                     "hospital_id": dest,
-                    "blood_type": "O-",
-                    "units": 2,
+                    "blood_type": choice,
+                    "units": BLOOD_UNITS,
                 }
+            elif p["patient_id"] in queryable:
+                yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
+
+
+def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:
+    """Uncross-matched group O that is safe for this patient, cheapest first."""
+    lo, hi = CHILDBEARING_AGE_RANGE
+    childbearing = p.get("sex") == "F" and lo <= p.get("age", 0) <= hi
+    return ("O-",) if childbearing else ("O+", "O-")

@@ -3,7 +3,9 @@
 Algorithm (one decision):
 1. Ask the heuristic (heuristic.py) for its action, the *proposal*.
 2. Build a few *candidates* around it, each a concrete legal action:
-   - a triage proposal: the call at every priority P1..P4;
+   - a triage proposal: the call at every priority P1..P4 (the level is also the response:
+     P1/P2 lights and sirens, P3 a cold response, P4 advice without a unit -- and P1 starts
+     telephone CPR for an arrest);
    - a dispatch proposal: the proposed unit, the nearest free unit of the other kind, the
      nearest other unit of the same kind, and waiting (``maintain_plan``);
    - a hospital assignment: every open hospital that can treat the patient;

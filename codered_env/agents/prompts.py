@@ -19,8 +19,9 @@ ACTION_HELP: dict[str, str] = {
     "dispatch_als": "(ambulance_id, call_id) Phase 2: send an ALS unit to a pending call.",
     "dispatch_bls": "(ambulance_id, call_id) Phase 2: send a BLS unit to a pending call.",
     "triage_call": (
-        "(call_id, priority) Phase 2: classify a pending call as P1 immediate, P2 urgent, "
-        "P3 non-urgent or P4 no-dispatch advice."
+        "(call_id, priority) Phase 2: classify a pending call as P1 immediate or P2 urgent "
+        "(lights and sirens), P3 non-urgent (cold; also how an uncoded call is sent) or P4 "
+        "no-dispatch advice (the call closes)."
     ),
     "assign_hospital": (
         "(patient_id, hospital_id) Set the destination the crew transports the patient to."
@@ -36,7 +37,9 @@ ACTION_HELP: dict[str, str] = {
         "(hospital_id, or_id) Stop an elective case to free its OR now (costs efficiency)."
     ),
     "allocate_blood": (
-        "(patient_id, hospital_id, blood_type, units) Reserve blood at the destination."
+        "(patient_id, hospital_id, blood_type, units) Reserve blood at the destination. Untyped: "
+        "uncross-matched O+ (men, older women) or O- (women of child-bearing age), issued in 5 min; "
+        "typed: type-specific units are cross-matched 12 min after the patient reaches that lab."
     ),
     "transfer_blood": (
         "(from_hospital_id, to_hospital_id, blood_type, units) Move blood stock between hospitals."
@@ -51,7 +54,8 @@ ACTION_HELP: dict[str, str] = {
 }
 
 _RUBRIC = """Grading (0-1, deterministic):
-  0.32 time_score     - definitive treatment started close to each condition's target time
+  0.32 time_score     - share of each patient's achievable treatment benefit still obtained
+                       (falls with delay as the condition's outcome curve does)
   0.16 efficiency     - no wasted pages, unused OR preps, premature blood, invalid actions,
                        over-triage
   0.16 secondary_harm - outcome of secondary casualties

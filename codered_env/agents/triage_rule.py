@@ -1,8 +1,11 @@
 """The heuristic agent's call-triage rule: keywords in the caller's report -> P1..P4.
 
 A deliberately simple protocol card in the spirit of MPDS key questions. It reads only the
-report text. It gets atypical presentations wrong (a breathless, vomiting elderly STEMI reads as
-P3) and sends some panic attacks as P1 -- the headroom a smarter agent can win back.
+report text (the phrases callers use, the caller's age) and weighs no probabilities, so it is
+below the Bayes-optimal triage that the likelihood model in ``sim/triage.py`` allows
+(``bench/probe_triage.py`` prints both accuracies): it sends every collapse and every chest pain
+over 40 as P1, misses strokes described only as confusion, and cannot tell a bleeding minor
+injury from a haemorrhage.
 """
 
 from __future__ import annotations
@@ -10,44 +13,29 @@ from __future__ import annotations
 import re
 
 _P1_CUES = (
-    "arm",
-    "jaw",
-    "sweat",
-    "faint",
-    "grey",
-    "pressure",
-    "heaviness",
-    "crushing",
-    "drooping",
-    "slurred",
-    "cannot speak",
-    "one side",
-    "cannot move right",
-    "vision blurred",
-    "bleeding heavily",
+    "not responding",
+    "not waking",
+    "not breathing",
+    "gasping",
+    "collapsed",
+    "fell down suddenly",
+    "one side weak",
+    "face drooping",
+    "cannot lift one arm",
+    "speech slurred",
+    "talking strangely",
+    "bleeding a lot",
     "lot of blood",
-    "blood everywhere",
-    "stabbed",
-    "trapped",
-    "barely answering",
-    "drowsy",
-    "unconscious",
-    "bleeding from head",
+    "pale and drowsy",
+    "cold and sleepy",
+    "into the arm",
+    "into the jaw",
 )
-_P2_CUES = (
-    "pregnant",
-    "labour",
-    "water broke",
-    "contractions",
-    "fell from",
-    "overturned",
-    "hit by",
-    "cannot move legs",
-    "leg bent",
-    "hurts when breathing",
-)
-_ANXIETY_CUES = ("tingling", "panic", "exams", "argument", "shaking, crying", "hands numb")
-_AGE = re.compile(r"^(?:CALLBACK[^-]*-- )?(\d+)([MF])")
+_CHEST = ("chest",)
+_P2_CUES = ("pregnant", "labour pains", "water broke", "contractions", "broken", "badly hurt", "cannot move")
+_INJURY = ("accident", "fall", "hit by")
+_ADVICE = ("some days", "what to do", "advice")
+_AGE = re.compile(r"^(?:CALLBACK[^:]*: )?(\d+)([MF])")
 
 
 def report_age(report: str) -> int | None:
@@ -61,13 +49,14 @@ def triage_report(report: str) -> str:
     if text.startswith("callback"):
         return "P1"
     age = report_age(report) or 40
-    anxious = any(cue in text for cue in _ANXIETY_CUES)
-    if "chest" in text and not anxious and (age >= 45 or any(c in text for c in _P1_CUES)):
+    if any(cue in text for cue in _P1_CUES):
         return "P1"
-    if any(cue in text for cue in _P1_CUES) and not anxious:
+    if any(cue in text for cue in _CHEST) and age >= 40:
         return "P1"
     if any(cue in text for cue in _P2_CUES):
         return "P2"
-    if anxious and age < 45:
+    if any(cue in text for cue in _INJURY):
+        return "P3"
+    if any(cue in text for cue in _ADVICE):
         return "P4"
     return "P3"

@@ -2,36 +2,59 @@
 
 Every condition states its true dispatch priority (MPDS-style, see triage.py), the target time
 from the 108 call to definitive treatment, the care each hospital tier can give (procedure,
-specialist, quality), whether it needs blood, its deterioration rate and its outcome curve.
+specialist, quality, therapy, in-hospital intervals), whether it needs blood, its deterioration
+rate and its outcome curve. Every number comes from ``params.py`` with its source.
 
 Outcome curves (expected survival or good-outcome probability as a function of the delay ``d``
-in minutes from the call to definitive treatment, and the care quality ``q``):
+in minutes from the call to definitive treatment, the therapy and the care quality ``q``):
 
-* STEMI: 1-year mortality ``m = 0.06 x 1.075^(d/30) / q`` (De Luca 2004; Rathore 2009 slope of
-  ~+1 pp per 10 min), capped at the untreated 30 %.
-* Stroke: good outcome ``(0.49 - 0.052 x (h - 1)) x q`` where ``h`` is hours from symptom onset
-  (HERMES / Dundee registry), floored at the untreated 13 % (DAWN control arm).
-* Haemorrhagic trauma: death ``0.10 + 0.0035 x min(d, 90)`` then +0.5 pp/min (Clarke 2002).
-* Major trauma without shock: weakly time-dependent, ``0.05 + 0.0005 d`` (Newgard 2010).
+* STEMI, primary PCI: in-hospital mortality ``m = 3.0 % x exp(0.00686 (d - 30 - 30)) / q``
+  (Rathore 2009 against door-to-balloon time, the door ~30 min after the call), capped at the
+  untreated 13 % (GISSI-1); fibrinolysis multiplies mortality by 1.29 (Keeley 2003).
+* Stroke (large-vessel occlusion), thrombectomy: good outcome (mRS 0-2)
+  ``0.46 - 0.052 x (h - 238/60)`` with ``h`` hours from symptom onset (HERMES); IV
+  thrombolysis: the untreated 13 % with odds x ``exp(0.28 (4.5 - h))`` up to 4.5 h, none after
+  (Emberson 2014).
+* Haemorrhagic trauma: death ``0.10 + d / 300`` up to 90 min (Clarke 2002), then +0.5 pp/min.
+* Major trauma without shock: weakly time-dependent, death ``0.05 x exp(0.002 d)`` (Newgard 2010).
 * Labour and low-acuity conditions: nearly flat.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from .params import PROCEDURE_DURATION_MIN
+from . import params as P
+from .params import (
+    OHCA_DECLINE_PER_MIN_CPR,
+    OHCA_DECLINE_PER_MIN_NO_CPR,
+    OHCA_SURVIVAL_AT_COLLAPSE,
+    PROCEDURE_DURATION_MIN,
+    TIER_CHC,
+    TIER_DISTRICT,
+    TIER_TERTIARY,
+)
+
+MINUTES_PER_HOUR = 60.0
 
 
 @dataclass(frozen=True)
 class Care:
-    """Definitive care a hospital tier gives for a condition."""
+    """Definitive care a hospital tier gives for a condition.
+
+    Door-to-treatment is at least ``door_min``; a room the hospital itself has to ready is
+    activated ``activation_min`` after arrival, and treatment starts ``room_min`` after the
+    room is ready (params.py, in-hospital intervals)."""
 
     procedure: str | None  # OR procedure needed (None: no operating room)
     specialist: str | None  # specialist who must be present (None: ED team suffices)
     quality: float  # 1.0 full definitive care; < 1 partial (e.g. thrombolysis instead of PCI)
     door_min: int  # door-to-treatment when everything is ready
     label: str
+    therapy: str = "definitive"  # selects the outcome curve: pci, lysis, evt, surgery, ...
+    activation_min: int = 0
+    room_min: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,43 +63,89 @@ class Condition:
     label: str
     true_priority: str  # P1..P4
     target_min: int  # call -> definitive treatment target
+    deterioration_per_min: float
+    initial_reserve: tuple[float, float]
+    scene_min: int
+    untreated_outcome: float
     care_by_tier: dict[int, Care] = field(default_factory=dict)
     needs_blood: bool = False
     transport: bool = True
-    deterioration_per_min: float = 0.0
-    initial_reserve: tuple[float, float] = (0.9, 1.0)
-    scene_min: int = 12
-    untreated_outcome: float = 0.9
-    transfer_target_min: int | None = None  # target when the patient needed an inter-facility transfer
+    transfer_target_min: int | None = None  # target when no capable hospital could take the patient
+    fallback_care: Care | None = None  # given at a capable hospital whose lab is unavailable
+    treated_on_scene: bool = False  # the crew's arrival starts definitive care (no transport)
 
-    def target_for(self, transferred: bool) -> int:
-        return self.transfer_target_min if transferred and self.transfer_target_min else self.target_min
+    def target_for(self, relaxed: bool) -> int:
+        return self.transfer_target_min if relaxed and self.transfer_target_min else self.target_min
 
     def care_at(self, tier: int) -> Care | None:
         return self.care_by_tier.get(tier)
 
     @property
+    def best_care(self) -> Care | None:
+        return self.care_by_tier.get(min(self.care_by_tier)) if self.care_by_tier else None
+
+    @property
     def needs_prep(self) -> bool:
         """Does definitive care at the best tier need an OR, a specialist or blood?"""
-        best = self.care_by_tier.get(min(self.care_by_tier)) if self.care_by_tier else None
+        best = self.best_care
         return bool(best and (best.procedure or best.specialist)) or self.needs_blood
 
     def treatment_minutes(self, care: Care) -> int:
-        return PROCEDURE_DURATION_MIN.get(care.procedure or "", 30)
+        return PROCEDURE_DURATION_MIN.get(care.procedure or "", P.DEFAULT_TREATMENT_MIN)
 
 
-def _low(key: str, label: str, priority: str, deterioration: float, scene: int) -> Condition:
-    any_tier = Care(None, None, 1.0, 15, "ED care")
+_STEMI_LYSIS = Care(None, None, P.STEMI_LYSIS_QUALITY, P.STEMI_LYSIS_DOOR_MIN, "thrombolysis", "lysis")
+_STROKE_LYSIS = Care(None, None, 1.0, P.STROKE_LYSIS_DOOR_MIN, "IV thrombolysis", "lysis")
+
+
+def _numbers(key: str) -> dict:
+    n = P.CONDITION_NUMBERS[key]
+    return {
+        "target_min": n.target_min,
+        "deterioration_per_min": n.deterioration_per_min,
+        "initial_reserve": n.initial_reserve,
+        "scene_min": n.scene_min,
+        "transfer_target_min": n.transfer_target_min,
+    }
+
+
+def _low(key: str, label: str, priority: str) -> Condition:
+    any_tier = Care(None, None, 1.0, P.ED_CARE_DOOR_MIN, "ED care")
     return Condition(
         key=key,
         label=label,
         true_priority=priority,
-        target_min=120,
-        care_by_tier={1: any_tier, 2: any_tier, 3: any_tier},
-        deterioration_per_min=deterioration,
-        initial_reserve=(0.88, 0.98),
-        scene_min=scene,
-        untreated_outcome=0.97,
+        care_by_tier={TIER_TERTIARY: any_tier, TIER_DISTRICT: any_tier, TIER_CHC: any_tier},
+        untreated_outcome=P.LOW_ACUITY_UNTREATED_GOOD,
+        **_numbers(key),
+    )
+
+
+_PCI = Care(
+    "cath_lab",
+    "cardiology",
+    1.0,
+    P.PCI_DOOR_MIN,
+    "primary PCI",
+    "pci",
+    P.PCI_ACTIVATION_MIN,
+    P.PCI_ROOM_TO_DEVICE_MIN,
+)
+_EVT = Care(
+    "stroke_intervention",
+    "neurology",
+    1.0,
+    P.EVT_DOOR_MIN,
+    "thrombectomy",
+    "evt",
+    P.EVT_ACTIVATION_MIN,
+    P.EVT_ROOM_TO_PUNCTURE_MIN,
+)
+
+
+def _surgery(quality: float, door: int, label: str) -> Care:
+    return Care(
+        "trauma_surgery", "trauma_surgery", quality, door, label, "surgery", 0, P.TRAUMA_ROOM_TO_INCISION_MIN
     )
 
 
@@ -87,115 +156,209 @@ CONDITIONS: dict[str, Condition] = {
             key="stemi",
             label="STEMI",
             true_priority="P1",
-            target_min=90,  # FMC-to-device 90 min (ACC/AHA 2025)
-            transfer_target_min=120,  # 120 min when first taken to a non-PCI hospital (ACC/AHA, ESC)
-            care_by_tier={
-                1: Care("cath_lab", "cardiology", 1.0, 10, "primary PCI"),
-                2: Care(None, None, 0.8, 30, "thrombolysis"),  # door-to-needle 30 min
-            },
-            deterioration_per_min=0.0035,
-            initial_reserve=(0.68, 0.84),
-            scene_min=12,
-            untreated_outcome=0.70,
+            care_by_tier={TIER_TERTIARY: _PCI, TIER_DISTRICT: _STEMI_LYSIS},
+            untreated_outcome=1.0 - P.STEMI_UNTREATED_MORTALITY,
+            fallback_care=Care(
+                None,
+                None,
+                P.STEMI_LYSIS_QUALITY,
+                P.STEMI_LYSIS_DOOR_MIN,
+                "thrombolysis (cath lab unavailable)",
+                "lysis",
+            ),
+            **_numbers("stemi"),
         ),
         Condition(
             key="stroke",
             label="Stroke",
             true_priority="P1",
-            target_min=80,
-            care_by_tier={
-                1: Care("stroke_intervention", "neurology", 1.0, 15, "thrombectomy"),
-                2: Care(None, None, 0.75, 45, "thrombolysis"),  # door-to-needle <= 45 good
-            },
-            deterioration_per_min=0.003,
-            initial_reserve=(0.68, 0.84),
-            scene_min=12,
-            untreated_outcome=0.13,
+            care_by_tier={TIER_TERTIARY: _EVT, TIER_DISTRICT: _STROKE_LYSIS},
+            untreated_outcome=P.STROKE_UNTREATED_GOOD,
+            fallback_care=Care(
+                None, None, 1.0, P.STROKE_LYSIS_DOOR_MIN, "IV thrombolysis (angio suite unavailable)", "lysis"
+            ),
+            **_numbers("stroke"),
         ),
         Condition(
             key="trauma_haemorrhage",
             label="Major trauma with haemorrhage",
             true_priority="P1",
-            target_min=60,  # golden hour (Motor Vehicles Act s.2(12-A))
             care_by_tier={
-                1: Care("trauma_surgery", "trauma_surgery", 1.0, 10, "damage-control surgery"),
-                2: Care("trauma_surgery", "trauma_surgery", 0.9, 10, "damage-control surgery"),
+                TIER_TERTIARY: _surgery(1.0, P.TRAUMA_SURGERY_DOOR_MIN, "damage-control surgery"),
+                TIER_DISTRICT: _surgery(
+                    P.TIER2_TRAUMA_QUALITY, P.TRAUMA_SURGERY_DOOR_MIN, "damage-control surgery"
+                ),
             },
             needs_blood=True,
-            deterioration_per_min=0.008,
-            initial_reserve=(0.56, 0.72),
-            scene_min=10,
-            untreated_outcome=0.35,
+            untreated_outcome=P.HAEMORRHAGE_UNTREATED_SURVIVAL,
+            **_numbers("trauma_haemorrhage"),
         ),
         Condition(
             key="trauma_major",
             label="Major trauma",
             true_priority="P2",
-            target_min=90,
             care_by_tier={
-                1: Care("trauma_surgery", "trauma_surgery", 1.0, 15, "trauma surgery"),
-                2: Care("trauma_surgery", "trauma_surgery", 0.9, 15, "trauma surgery"),
+                TIER_TERTIARY: _surgery(1.0, P.TRAUMA_MAJOR_DOOR_MIN, "trauma surgery"),
+                TIER_DISTRICT: _surgery(P.TIER2_TRAUMA_QUALITY, P.TRAUMA_MAJOR_DOOR_MIN, "trauma surgery"),
             },
-            deterioration_per_min=0.002,
-            initial_reserve=(0.66, 0.8),
-            scene_min=14,
-            untreated_outcome=0.85,
+            untreated_outcome=P.TRAUMA_UNTREATED_SURVIVAL,
+            **_numbers("trauma_major"),
         ),
         Condition(
             key="labour",
             label="Labour",
             true_priority="P2",
-            target_min=60,
             care_by_tier={
-                1: Care(None, "obstetrics", 1.0, 10, "obstetric care"),
-                2: Care(None, "obstetrics", 1.0, 10, "obstetric care"),
-                3: Care(None, None, 0.7, 15, "midwife delivery"),
+                TIER_TERTIARY: Care(
+                    None, "obstetrics", 1.0, P.OBSTETRIC_DOOR_MIN, "obstetric care", "delivery"
+                ),
+                TIER_DISTRICT: Care(
+                    None, "obstetrics", 1.0, P.OBSTETRIC_DOOR_MIN, "obstetric care", "delivery"
+                ),
+                TIER_CHC: Care(
+                    None, None, P.CHC_DELIVERY_QUALITY, P.MIDWIFE_DOOR_MIN, "midwife delivery", "delivery"
+                ),
             },
-            deterioration_per_min=0.0008,
-            initial_reserve=(0.85, 0.95),
-            scene_min=10,
-            untreated_outcome=0.93,
+            untreated_outcome=P.LABOUR_UNTREATED_GOOD,
+            **_numbers("labour"),
         ),
-        _low("minor_injury", "Minor injury", "P3", 0.0002, 10),
-        _low("fever", "Fever", "P3", 0.0003, 10),
-        _low("gastritis", "Gastritis", "P3", 0.0002, 10),
-        Condition(
+        _low("minor_injury", "Minor injury", "P3"),
+        _low("fever", "Fever", "P3"),
+        _low("gastritis", "Gastritis", "P3"),
+        Condition(  # MPDS Alpha-level chest pain / breathing problem: a unit, cold
             key="anxiety",
             label="Anxiety / panic attack",
-            true_priority="P4",
-            target_min=120,
+            true_priority="P3",
             transport=False,
-            initial_reserve=(0.95, 1.0),
-            scene_min=10,
+            untreated_outcome=P.LOW_ACUITY_UNTREATED_GOOD,
+            treated_on_scene=True,
+            **_numbers("anxiety"),
+        ),
+        Condition(  # MPDS Echo; parameters and sources in params.py ("Cardiac arrest")
+            key="cardiac_arrest",
+            label="Cardiac arrest",
+            true_priority="P1",
+            transport=False,
+            untreated_outcome=0.0,
+            treated_on_scene=True,
+            **_numbers("cardiac_arrest"),
+        ),
+        Condition(  # MPDS Omega: advice only, no unit needed
+            key="minor_ailment",
+            label="Minor ailment (advice only)",
+            true_priority="P4",
+            transport=False,
             untreated_outcome=1.0,
+            treated_on_scene=True,
+            **_numbers("minor_ailment"),
         ),
     )
 }
 
 
-def expected_outcome(condition: Condition, delay_min: float, quality: float, onset_min: int) -> float:
-    """Expected survival / good-outcome probability after treatment begins ``delay_min`` after
-    the call; ``onset_min`` is the stroke symptom-onset lead before the call."""
-    q = max(quality, 0.05)
+def _stemi(d: float, q: float, therapy: str) -> float:
+    door_to_balloon = d - P.STEMI_CALL_TO_DOOR_MIN
+    m = P.STEMI_MORTALITY_AT_D2B_30 * math.exp(
+        P.STEMI_MORTALITY_GROWTH_PER_MIN * (door_to_balloon - P.STEMI_RATHORE_REF_D2B_MIN)
+    )
+    return 1.0 - min(P.STEMI_UNTREATED_MORTALITY, m / q)
+
+
+def _stroke(d: float, q: float, therapy: str, onset_min: int) -> float:
+    onset_to_treatment = onset_min + d
+    if therapy == "lysis":
+        if onset_to_treatment >= P.STROKE_LYSIS_WINDOW_MIN:
+            return P.STROKE_UNTREATED_GOOD
+        hours_left = (P.STROKE_LYSIS_WINDOW_MIN - onset_to_treatment) / MINUTES_PER_HOUR
+        base = P.STROKE_UNTREATED_GOOD
+        odds = base / (1.0 - base) * math.exp(P.STROKE_LYSIS_LOG_OR_PER_HOUR * hours_left)
+        return odds / (1.0 + odds)
+    hours_late = (onset_to_treatment - P.STROKE_EVT_REF_ONSET_MIN) / MINUTES_PER_HOUR
+    good = (P.STROKE_EVT_GOOD_AT_REF - P.STROKE_EVT_LOSS_PER_HOUR * hours_late) * q
+    return max(P.STROKE_UNTREATED_GOOD, good)
+
+
+def _haemorrhage(d: float, q: float) -> float:
+    linear = min(d, P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
+    late = max(0.0, d - P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
+    death = (
+        P.HAEMORRHAGE_DEATH_AT_0
+        + P.HAEMORRHAGE_DEATH_PER_MIN * linear
+        + P.HAEMORRHAGE_DEATH_PER_MIN_AFTER * late
+    )
+    return max(P.HAEMORRHAGE_UNTREATED_SURVIVAL, 1.0 - min(1.0, death / q))
+
+
+def cardiac_arrest_survival(no_cpr_min: float, cpr_min: float) -> float:
+    """Survival after an arrest reached by a crew after ``no_cpr_min`` minutes without CPR and
+    ``cpr_min`` minutes with (telephone-assisted) CPR (params.py, "Cardiac arrest")."""
+    return (
+        OHCA_SURVIVAL_AT_COLLAPSE
+        * (1.0 - OHCA_DECLINE_PER_MIN_NO_CPR) ** max(0.0, no_cpr_min)
+        * (1.0 - OHCA_DECLINE_PER_MIN_CPR) ** max(0.0, cpr_min)
+    )
+
+
+def expected_outcome(
+    condition: Condition,
+    delay_min: float,
+    quality: float,
+    onset_min: int,
+    therapy: str | None = "definitive",
+    cpr_min: float = 0.0,
+) -> float:
+    """Expected survival / good-outcome probability when ``therapy`` begins ``delay_min`` after
+    the call; ``onset_min`` is the stroke symptom-onset lead before the call; ``cpr_min`` the
+    part of the delay a cardiac arrest spent under telephone CPR."""
+    q = max(quality, P.MIN_CARE_QUALITY)
     d = max(0.0, delay_min)
     key = condition.key
+    if key == "cardiac_arrest":
+        cpr = min(d, max(0.0, cpr_min))
+        return cardiac_arrest_survival(d - cpr, cpr) * q
     if key == "stemi":
-        mortality = min(0.30, 0.06 * 1.075 ** (d / 30.0) / q)
-        return 1.0 - mortality
+        return _stemi(d, q, therapy)
     if key == "stroke":
-        hours = (onset_min + d) / 60.0
-        good = (0.49 - 0.052 * max(0.0, hours - 1.0)) * q
-        return max(condition.untreated_outcome, good)
+        return _stroke(d, q, therapy, onset_min)
     if key == "trauma_haemorrhage":
-        death = 0.10 + 0.0035 * min(d, 90.0) + 0.005 * max(0.0, d - 90.0)
-        return max(condition.untreated_outcome, 1.0 - min(1.0, death / q))
+        return _haemorrhage(d, q)
     if key == "trauma_major":
-        return max(condition.untreated_outcome, 1.0 - (0.05 + 0.0005 * d) / q)
+        death = P.TRAUMA_DEATH_AT_0 * math.exp(P.TRAUMA_DEATH_GROWTH_PER_MIN * d)
+        return max(condition.untreated_outcome, 1.0 - death / q)
     if key == "labour":
-        return max(condition.untreated_outcome, (0.995 - 0.0004 * d) * q + (1 - q) * 0.9)
-    return max(condition.untreated_outcome, 0.999 - 0.0001 * d)
+        full = (P.LABOUR_GOOD_AT_0 - P.LABOUR_LOSS_PER_MIN * d) * q
+        return max(condition.untreated_outcome, full + (1 - q) * P.LABOUR_PARTIAL_CARE_OUTCOME)
+    return max(condition.untreated_outcome, P.LOW_ACUITY_GOOD_AT_0 - P.LOW_ACUITY_LOSS_PER_MIN * d)
 
 
 def best_outcome(condition: Condition, onset_min: int) -> float:
-    """Outcome had definitive full-quality care begun at 40 % of the target time."""
-    return expected_outcome(condition, 0.4 * condition.target_min, 1.0, onset_min)
+    """Outcome had full definitive care begun at ``SECONDARY_BEST_DELAY_FRACTION`` of the target."""
+    best = condition.best_care
+    therapy = best.therapy if best else "definitive"
+    delay = P.SECONDARY_BEST_DELAY_FRACTION * condition.target_min
+    return expected_outcome(condition, delay, 1.0, onset_min, therapy)
+
+
+def benefit_kept(
+    condition: Condition,
+    delay_min: float,
+    quality: float,
+    onset_min: int,
+    therapy: str | None,
+    cpr_min: float = 0.0,
+) -> float:
+    """Share of the achievable benefit still obtained: the time score of one treated patient.
+
+    ``(outcome(d, care given) - untreated) / (outcome(0, best care) - untreated)``, clipped to
+    0..1. It falls as steeply as the condition's own outcome curve does. For a cardiac arrest
+    (untreated survival 0) this is the survival ratio S(d, CPR minutes) / S(0): each minute
+    without CPR costs ~9 %, each minute under telephone CPR ~3.5 %."""
+    best = condition.best_care
+    best_therapy = best.therapy if best else "definitive"
+    ceiling = expected_outcome(condition, 0.0, 1.0, onset_min, best_therapy)
+    span = ceiling - condition.untreated_outcome
+    if span <= 0:
+        return 1.0
+    got = expected_outcome(condition, delay_min, quality, onset_min, therapy, cpr_min)
+    got -= condition.untreated_outcome
+    return min(1.0, max(0.0, got / span))

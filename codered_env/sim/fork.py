@@ -15,11 +15,17 @@ the ledger of the episode so far, and the timers the agent started (OR preparati
 
 Redrawn (from a ``random.Random`` seeded by the parent's task, seed, step and the fork seed):
 - callers nobody has reached (hidden patients): the true condition from
-  ``triage.condition_posterior(call)``, restricted to conditions consistent with what happened
-  (still alive after the minutes waited; a P4-advised caller who has not rung back yet, or whose
-  callback came at the minute only one priority explains); then the patient's initial reserve
-  (uniform on the part of the condition's range that keeps them alive until now), blood type,
-  baseline HR/SBP, stroke onset, the call's true priority and any callback still to come;
+  ``triage.condition_posterior(call, prior)``, with the prior the call's arrival minute implies
+  (the task's regular call mix, the news-cycle surge mix while a surge runs, the incident's
+  injuries for the calls at a known incident's place and minute); nothing else the agent sees
+  depends on the truth (a hidden death raises no event, a callback's timing comes from the report
+  alone). Then the patient's initial reserve (uniform on the condition's range) replayed minute
+  by minute since the call, with telephone CPR from the minute the agent coded the call P1 for a
+  cardiac arrest (so a hidden caller may have died), blood type, baseline HR/SBP, stroke onset,
+  telephone-CPR start, the call's true priority, and release after P4 advice for a true P4;
+  (sex and age are the reported ones and kept);
+- callbacks still to come after P4 advice: ``triage.callback_plan`` on the report, given that
+  none came so far;
 - blood types nobody has typed yet (visible patients too);
 - specialists' page delays while not paged, the cath lab's preparation time while it is idle,
   and the remaining minutes of elective cases (uniform given still running);
@@ -27,7 +33,8 @@ Redrawn (from a ``random.Random`` seeded by the parent's task, seed, step and th
 - calls and casualties not yet announced: replaced by a fresh draw of the task's generator
   (calls after the current minute; the task5 incident if it has not begun, at the known incident
   otherwise; the pending secondary casualty of task3/task5 at the known scene; a news-cycle surge
-  already announced; an announced escalation casualty keeps its time and place);
+  already announced; an announced escalation casualty keeps its time, place and injury, its
+  body and caller's report are redrawn);
 - disruptions that have not started: the missing number (the task's count is public) redrawn
   from the task's pool without the kinds already seen;
 - the travel and narrative random streams (trip noise, scene and handover jitter, mutual-aid
@@ -42,11 +49,12 @@ import pickle
 from random import Random
 from typing import TYPE_CHECKING
 
-from .city import RoadNetwork
+from .city import NODE_NAMES, RoadNetwork
 from .conditions import CONDITIONS
 from .generator import (
     _PHASE1_BUILDERS,
     DISRUPTION_POOLS,
+    PATIENT_NODES,
     Scenario,
     _disruption,
     _Ids,
@@ -58,14 +66,20 @@ from .params import (
     BASELINE_HR_RANGE,
     BASELINE_SBP_RANGE,
     BLOOD_TYPE_FREQUENCY,
-    CALLBACK_DELAY_BY_PRIORITY,
+    CALL_MIX,
     CATH_LAB_PREP_RANGE,
     ELECTIVE_REMAINING_RANGE,
+    INCIDENT_SECONDARY_DELAY_RANGE,
+    NEWS_CYCLE_SURGE_CALLS,
+    NEWS_CYCLE_SURGE_SPREAD_MIN,
+    PHASE2_CALLS,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
+    SURGE_MIX,
+    TELEPHONE_CPR_FACTOR,
 )
 from .tasks import TaskSpec
-from .triage import callback_report, condition_posterior
+from .triage import callback_plan, callback_report, caller_report, condition_posterior, parse_report
 from .types import Call, Patient, PendingSpawn
 from .world import World, _band
 
@@ -96,8 +110,9 @@ def private_copy(sim: CodeRedSim) -> CodeRedSim:
 
 
 def _carried(spawn: PendingSpawn) -> bool:
-    """Future arrivals whose existence the agent knows: callbacks and announced escalations."""
-    return bool(spawn.call is not None and spawn.call.callback_of) or spawn.reason.startswith(_ESCALATION)
+    """Future arrivals whose existence the agent knows: announced escalations (whether and when
+    an advised caller rings back is drawn from a stream the agent does not see: redrawn)."""
+    return spawn.reason.startswith(_ESCALATION)
 
 
 def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> None:
@@ -105,8 +120,8 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     (read only) tells whether the incident's secondary casualty is still to come."""
     world.travel_rng = Random(rng.getrandbits(64))
     world.narrative_rng = Random(rng.getrandbits(64))
-    callbacks = _pending_callbacks(world)
-    _resample_callers(world, rng, callbacks)
+    _resample_callers(world, rng)
+    callbacks = _redraw_callbacks(world, rng)
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
     _renoise_trips(world, rng)
@@ -124,12 +139,7 @@ def _shadow_arrivals(task: TaskSpec, rng: Random) -> Scenario:
 
 
 # ------------------------------------------------------------------ callers
-def _pending_callbacks(world: World) -> dict[str, PendingSpawn]:
-    """Original call id -> its callback still to come."""
-    return {s.call.callback_of: s for s in world.spawns if s.call is not None and s.call.callback_of}
-
-
-def _resample_callers(world: World, rng: Random, callbacks: dict[str, PendingSpawn]) -> None:
+def _resample_callers(world: World, rng: Random) -> None:
     """Every caller no crew has reached, with the chain of calls (original, callbacks) they made."""
     chains: dict[str, list[Call]] = {}
     for call in world.calls.values():  # in the order they came in
@@ -138,90 +148,129 @@ def _resample_callers(world: World, rng: Random, callbacks: dict[str, PendingSpa
         p = world.patients[patient_id]
         if p.visible:
             continue
-        last = chain[-1]
-        advised = last.status == "closed_advice"
-        if advised and p.status == "released":
-            p.status = "awaiting_unit"  # released only if truly P4, which is what we redraw
-        condition = _weighted(rng, _consistent(world, chain, p))
-        _redraw_patient(world, p, condition, rng)
+        condition = _weighted(rng, condition_posterior(chain[0], _call_prior(world, chain[0])))
+        priority = CONDITIONS[condition].true_priority
         for call in chain:
-            call.true_priority = CONDITIONS[condition].true_priority
-        if advised:
-            callbacks.pop(last.call_id, None)
-            _redo_callback(world, last, p, callbacks)
+            call.true_priority = priority
+        _redraw_patient(world, p, chain, condition, rng)
 
 
-def _consistent(world: World, chain: list[Call], p: Patient) -> dict[str, float]:
-    """The posterior from the report, times how likely each condition makes what happened since:
-    alive after the minutes waited; after P4 advice, a callback exactly when that priority rings
-    back (or none yet)."""
-    posterior = condition_posterior(chain[0])
-    weights: dict[str, float] = {}
-    for condition, prob in posterior.items():
-        spec = CONDITIONS[condition]
-        w = prob * _callbacks_fit(world, chain, spec.true_priority)
-        if p.status not in ("deceased", "released"):
-            w *= _survival(spec.initial_reserve, spec.deterioration_per_min * _minutes_waited(world, p))
-        if w > 0.0:
-            weights[condition] = w
-    return weights or posterior
+def _call_prior(world: World, call: Call) -> dict[str, float]:
+    """P(condition) for a call at this minute and place before its report is read: each source
+    of calls (the task's schedule, a running news-cycle surge, a known incident) weighted by the
+    calls it is expected to bring to one place in that minute, times its condition mix."""
+    task, t = world.task, call.received_at
+    if task.task_id not in PHASE2_CALLS:
+        return CALL_MIX
+    n_calls, last_call = PHASE2_CALLS[task.task_id]
+    sources: list[tuple[float, dict[str, float]]] = []
+    places = len(PATIENT_NODES)
+    if t == 0:
+        sources.append((1.0 / places, _schedule_mix(n_calls)))
+    elif t <= last_call:
+        sources.append(((n_calls - 1) / last_call / places, _schedule_mix(n_calls)))
+    surge = world.news_cycle_at
+    if surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN:
+        expected = sum(NEWS_CYCLE_SURGE_CALLS) / 2 / NEWS_CYCLE_SURGE_SPREAD_MIN
+        sources.append((expected / places, SURGE_MIX))
+    if _known_incident(world) and call.node == world.incident_node:
+        injuries = {"trauma_haemorrhage": 0.5, "trauma_major": 0.5}
+        if t == world.incident_start:
+            sources.append((2.0, injuries))  # the incident's first two calls
+        lo, hi = INCIDENT_SECONDARY_DELAY_RANGE
+        if world.incident_start + lo <= t <= world.incident_start + hi:
+            sources.append((1.0 / (hi - lo + 1), injuries))
+    prior: dict[str, float] = {}
+    for weight, mix in sources:
+        norm = sum(mix.values())
+        for condition, w in mix.items():
+            prior[condition] = prior.get(condition, 0.0) + weight * w / norm
+    total = sum(prior.values())
+    return {c: w / total for c, w in prior.items()} if total > 0 else CALL_MIX
 
 
-def _callbacks_fit(world: World, chain: list[Call], priority: str) -> float:
-    for i, call in enumerate(chain):
-        if call.status != "closed_advice" or call.closed_at is None:
-            continue
-        due = call.closed_at + CALLBACK_DELAY_BY_PRIORITY.get(priority, 0)
-        if i + 1 < len(chain):
-            if priority == "P4" or due != chain[i + 1].received_at:
-                return 0.0
-        elif priority != "P4" and due <= world.clock:
-            return 0.0
-    return 1.0
+def _schedule_mix(n_calls: int) -> dict[str, float]:
+    """The condition of one scheduled call: three are fixed (STEMI, stroke or haemorrhage,
+    labour), the rest drawn from the call mix, in shuffled order (generator._phase2)."""
+    fixed = {"stemi": 1.0, "stroke": 0.5, "trauma_haemorrhage": 0.5, "labour": 1.0}
+    norm = sum(CALL_MIX.values())
+    mix = {c: (n_calls - 3) / n_calls * w / norm for c, w in CALL_MIX.items()}
+    for c, w in fixed.items():
+        mix[c] = mix.get(c, 0.0) + w / n_calls
+    return mix
 
 
-def _minutes_waited(world: World, p: Patient) -> int:
-    """Minutes of untreated deterioration since the call (a spawn at t>0 deteriorates in its tick)."""
-    return world.clock - p.appeared_at + (1 if p.appeared_at > 0 else 0)
+def _known_incident(world: World) -> bool:
+    """The task5 incident has begun: its first calls (two from one place in one minute) are in."""
+    return world.incident_node is not None and any(pid in world.patients for pid in world.mci)
 
 
-def _survival(reserve_range: tuple[float, float], drop: float) -> float:
-    lo, hi = reserve_range
-    if hi <= lo:
-        return 1.0 if hi > drop else 0.0
-    return min(1.0, max(0.0, (hi - max(lo, drop)) / (hi - lo)))
-
-
-def _redraw_patient(world: World, p: Patient, condition: str, rng: Random) -> None:
+def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str, rng: Random) -> None:
+    """The hidden patient behind ``chain`` as ``condition``: body, and the minutes since the call
+    replayed (deterioration, telephone CPR, death, release after P4 advice)."""
     spec = CONDITIONS[condition]
     p.condition = condition
     p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0 = rng.randint(*BASELINE_HR_RANGE)
     p.sbp0 = rng.randint(*BASELINE_SBP_RANGE)
     p.onset_min = rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
-    if p.status in ("deceased", "released"):
-        return
-    lo, hi = spec.initial_reserve
-    drop = spec.deterioration_per_min * _minutes_waited(world, p)
-    start = rng.uniform(max(lo, min(hi, drop)), hi)
-    p.reserve = max(0.001, round(start, 3) - drop)
+    coded = [c.coded_p1_at for c in chain if c.coded_p1_at is not None]
+    p.cpr_from = min(coded) if coded and spec.key == "cardiac_arrest" else None
+    p.reserve = round(rng.uniform(*spec.initial_reserve), 3)
+    p.died_at = None
+    advised = any(c.status == "closed_advice" for c in chain)
+    if advised and spec.true_priority == "P4":
+        p.status = "released"
+    else:
+        en_route = world.ambulances.get(p.ambulance_id or "")
+        p.status = "unit_en_route" if en_route and en_route.patient_id == p.patient_id else "awaiting_unit"
+        _replay_wait(world, p, spec.deterioration_per_min)
     p.band = _band(p.reserve)
 
 
-def _redo_callback(world: World, call: Call, p: Patient, callbacks: dict[str, PendingSpawn]) -> None:
-    """A P4-advised caller: released if truly P4, else rings back at the time the truth implies."""
-    priority = call.true_priority
-    if priority == "P4":
-        if p.status != "deceased":
-            p.status = "released"
+def _replay_wait(world: World, p: Patient, rate: float) -> None:
+    """World._physiology over the minutes since the call, for a patient nobody has reached (a
+    spawn at t>0 deteriorates in its own tick; the first tick is minute 1)."""
+    if rate == 0.0:
         return
-    closed = call.closed_at if call.closed_at is not None else call.received_at
-    at = max(world.clock + 1, closed + CALLBACK_DELAY_BY_PRIORITY[priority])
-    new = Call(
-        "", at, call.node, callback_report(call.report), p.patient_id, priority,
-        secondary=call.secondary, callback_of=call.call_id,
-    )
-    callbacks[call.call_id] = PendingSpawn(at, p, new, "callback")
+    for minute in range(max(1, p.appeared_at), world.clock + 1):
+        cpr = p.cpr_from is not None and minute > p.cpr_from
+        p.reserve -= rate * (TELEPHONE_CPR_FACTOR if cpr else 1.0)
+        if p.reserve <= 0.0:
+            p.reserve, p.status, p.died_at = 0.0, "deceased", minute
+            return
+
+
+def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
+    """Original call id -> its callback still to come: for each call closed with advice whose
+    caller has not rung back, ``callback_plan`` given that no callback came so far."""
+    rung_back = {c.callback_of for c in world.calls.values() if c.callback_of}
+    out: dict[str, PendingSpawn] = {}
+    for call in world.calls.values():
+        if call.status != "closed_advice" or call.call_id in rung_back:
+            continue
+        closed = call.closed_at if call.closed_at is not None else call.received_at
+        delay = None
+        for _ in range(_MAX_DRAWS):
+            delay = callback_plan(call.report, rng)
+            if delay is None or closed + delay > world.clock:
+                break
+        if delay is None or closed + delay <= world.clock:
+            continue
+        p = world.patients[call.patient_id]
+        at = closed + delay
+        new = Call(
+            "",
+            at,
+            call.node,
+            callback_report(call.report, call.call_id),
+            p.patient_id,
+            call.true_priority,
+            secondary=call.secondary,
+            callback_of=call.call_id,
+        )
+        out[call.call_id] = PendingSpawn(at, p, new, "callback")
+    return out
 
 
 # ------------------------------------------------------------------ other hidden state
@@ -334,17 +383,23 @@ def _surge_future(world: World, rng: Random) -> list[PendingSpawn]:
     """An announced news cycle: its surge calls still to come (their number and times are hidden)."""
     if world.news_cycle_at is None:
         return []
-    spawns = surge_calls(rng, (0, 0), world.news_cycle_at)
+    spawns = surge_calls(rng, 0, world.news_cycle_at)
     return [s for s in spawns if s.at > world.clock]
 
 
 def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
-    """An announced escalation casualty: its time, place and injury are known, its body is not."""
+    """An announced escalation casualty: its time, place and injury are known, its body and its
+    caller's report (phase 2) are not."""
     p = spawn.patient
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
     p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0, p.sbp0 = rng.randint(*BASELINE_HR_RANGE), rng.randint(*BASELINE_SBP_RANGE)
     p.band = _band(p.reserve)
+    if spawn.call is not None:
+        spawn.call.report = caller_report(p.condition, NODE_NAMES[p.node], rng)
+        facts = parse_report(spawn.call.report)
+        if facts is not None:
+            p.sex, p.age = facts.sex, facts.age
     return spawn
 
 
@@ -353,16 +408,13 @@ def _max_id(items: dict[str, object], prefix: str) -> int:
 
 
 def _renumber(world: World, spawn: PendingSpawn) -> None:
-    """Fresh ids for a future patient (unless it is a caller already known) and its call."""
+    """A fresh id for a future patient unless it is a caller already known (call ids are given
+    on arrival)."""
     p = spawn.patient
-    new_patient = world.patients.get(p.patient_id) is not p
-    if new_patient:
+    if world.patients.get(p.patient_id) is not p:
         p.patient_id = world.next_patient_id()
-    if spawn.call is not None:
-        spawn.call.call_id = world.next_call_id()
-        spawn.call.patient_id = p.patient_id
-        if new_patient:
-            p.call_id = spawn.call.call_id
+        if spawn.call is not None:
+            spawn.call.patient_id = p.patient_id
 
 
 def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:

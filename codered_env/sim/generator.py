@@ -36,6 +36,8 @@ from .params import (
     OR_FAILURE_WINDOW,
     PEAK_HOUR_PROBABILITY,
     PHASE2_CALLS,
+    REPORT_AGE_BANDS,
+    REPORT_SHARE_MALE,
     RIVERSIDE_CLOSURE_PROBABILITY,
     ROAD_DISRUPTION_WINDOW,
     SPECIALIST_OUT_WINDOW,
@@ -46,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import caller_report
+from .triage import AGE_BANDS, caller_report, parse_report
 from .types import (
     Ambulance,
     Call,
@@ -130,7 +132,7 @@ def _patient(
 ) -> Patient:
     spec = CONDITIONS[condition]
     lo, hi = spec.initial_reserve
-    return Patient(
+    patient = Patient(
         patient_id=pid,
         condition=condition,
         node=node,
@@ -143,13 +145,27 @@ def _patient(
         secondary=secondary,
         visible=visible,
     )
+    patient.sex, patient.age = _demographics(patient)
+    return patient
 
 
-def _call(rng: Random, cid: str, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
+def _demographics(p: Patient) -> tuple[str, int]:
+    """Sex and age from the triage model's tables (the same ones caller reports are drawn
+    from), on a stream of their own so the scenario's other draws stay put. A phase-2 patient
+    is then given the sex and age their caller reported (``_call``)."""
+    rng = Random(f"codered:demographics:{p.patient_id}:{p.condition}:{p.node}:{p.appeared_at}:{p.reserve}")
+    lo, hi = AGE_BANDS[_weighted(rng, REPORT_AGE_BANDS[p.condition])]
+    age = rng.randint(lo, hi)
+    return ("M" if rng.random() < REPORT_SHARE_MALE[p.condition] else "F"), age
+
+
+def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
+    """A call whose id is given on arrival (World._add_spawn), so ids follow arrival order."""
     report = caller_report(patient.condition, NODE_NAMES[patient.node], rng)
-    patient.call_id = cid
+    facts = parse_report(report)
+    patient.sex, patient.age = facts.sex, facts.age  # the patient the caller described
     return Call(
-        cid,
+        "",
         patient.appeared_at,
         patient.node,
         report,
@@ -257,15 +273,10 @@ DISRUPTION_POOLS = {
 class _Ids:
     def __init__(self) -> None:
         self.patients = 0
-        self.calls = 0
 
     def patient(self) -> str:
         self.patients += 1
         return f"P{self.patients}"
-
-    def call(self) -> str:
-        self.calls += 1
-        return f"C{self.calls}"
 
 
 def generate(task: TaskSpec, seed: int) -> Scenario:
@@ -318,65 +329,57 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
 
 
 def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
+    """The call schedule. Calls are drawn first as (minute, condition, node, kind), then put in
+    arrival order with a random tie-break before patients and reports are made, so neither ids
+    nor draw order tell an incident call from any other."""
     n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
     conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
     conditions += [_weighted(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
     rng.shuffle(conditions)
-    spawns: list[PendingSpawn] = []
-    for at, cond in zip(times, conditions, strict=False):
-        p = _patient(rng, ids.patient(), cond, rng.choice(PATIENT_NODES), at, visible=False)
-        spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p), "call"))
+    planned = [
+        (at, cond, rng.choice(PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
+    ]
     incident = None
-    mci: set[str] = set()
     if task.cascades:
         incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
         at = rng.randint(*INCIDENT_CALL_RANGE)
-        for cond in ("trauma_haemorrhage", "trauma_major"):
-            p = _patient(rng, ids.patient(), cond, incident, at, visible=False)
-            mci.add(p.patient_id)
-            spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p), "incident call"))
+        planned += [(at, cond, incident, "incident call") for cond in ("trauma_haemorrhage", "trauma_major")]
         later = at + rng.randint(*INCIDENT_SECONDARY_DELAY_RANGE)
-        p = _patient(
-            rng,
-            ids.patient(),
-            rng.choice(("trauma_haemorrhage", "trauma_major")),
-            incident,
-            later,
-            secondary=True,
-            visible=False,
-        )
-        mci.add(p.patient_id)
-        spawns.append(
-            PendingSpawn(
-                later, p, _call(rng, ids.call(), p, secondary=True), "secondary casualty at the incident"
-            )
-        )
-    spawns.sort(key=lambda s: (s.at, s.patient.patient_id))
+        cond = rng.choice(("trauma_haemorrhage", "trauma_major"))
+        planned.append((later, cond, incident, "secondary casualty at the incident"))
+    order = sorted((at, rng.random(), cond, node, reason) for at, cond, node, reason in planned)
+    spawns: list[PendingSpawn] = []
+    mci: set[str] = set()
+    for at, _, cond, node, reason in order:
+        secondary = reason.startswith("secondary")
+        p = _patient(rng, ids.patient(), cond, node, at, secondary=secondary, visible=False)
+        if reason != "call":
+            mci.add(p.patient_id)
+        spawns.append(PendingSpawn(at, p, _call(rng, p, secondary=secondary), reason))
     return {}, {}, spawns, incident, mci
 
 
 _PHASE1_BUILDERS = {"task1": _task1, "task2": _task2, "task3": _task3}
 
 
-def surge_calls(rng: Random, ids_start: tuple[int, int], start: int) -> list[PendingSpawn]:
+def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpawn]:
     """The low-acuity calls a news cycle brings (drawn when the cascade fires)."""
     ids = _Ids()
-    ids.patients, ids.calls = ids_start
+    ids.patients = patients_start
     spawns = []
     for _ in range(rng.randint(*NEWS_CYCLE_SURGE_CALLS)):
         at = start + rng.randint(1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
             rng, ids.patient(), _weighted(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False
         )
-        spawns.append(PendingSpawn(at, p, _call(rng, ids.call(), p, surge=True), "news-cycle surge"))
+        spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))
+    spawns.sort(key=lambda s: s.at)
     return spawns
 
 
-def escalation_casualty(
-    rng: Random, pid: str, node: str, at: int, phase: int, cid: str | None
-) -> PendingSpawn:
-    """One more casualty at an incident nobody has reached in time."""
+def escalation_casualty(rng: Random, pid: str, node: str, at: int, phase: int) -> PendingSpawn:
+    """One more casualty at an incident nobody has reached in time (a call in phase 2)."""
     p = _patient(rng, pid, "trauma_major", node, at, secondary=True, visible=phase == 1)
-    call = _call(rng, cid, p, secondary=True) if cid else None
+    call = _call(rng, p, secondary=True) if phase == 2 else None
     return PendingSpawn(at, p, call, "incident escalated: bystander injured")

@@ -28,7 +28,7 @@ from .types import (
     MutualAidRequest,
     Patient,
 )
-from .world import COMPATIBLE_DONORS, World
+from .world import COMPATIBLE_DONORS, World, emergency_group_o
 
 DISPATCHABLE = ("available", "returning")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -142,16 +142,21 @@ def triage_call(world: World, a: Any) -> str | None:
     if call.status not in ("pending", "dispatched"):
         return f"call {call.call_id} is {call.status}; calls open for triage: {_ids(open_calls)}"
     if a.priority == "P4" and call.status == "dispatched":
-        return (f"call {call.call_id} already has {call.ambulance_id} on the way; "
-                "P4 (advice only) needs a call without a unit")
+        return (
+            f"call {call.call_id} already has {call.ambulance_id} on the way; "
+            "P4 (advice only) needs a call without a unit"
+        )
     call.priority = a.priority
+    if a.priority == "P1" and call.coded_p1_at is None:
+        call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
+    p = world.patients[call.patient_id]
+    if a.priority == "P1" and p.cpr_from is None and CONDITIONS[p.condition].key == "cardiac_arrest":
+        p.cpr_from = world.clock  # a coded Echo call gets telephone CPR instructions
     if a.priority == "P4":
         call.status, call.closed_at = "closed_advice", world.clock
-        p = world.patients[call.patient_id]
         if call.true_priority == "P4":
             p.status = "released"
-        else:
-            world.schedule_callback(call)
+        world.schedule_callback(call)
     return None
 
 
@@ -171,7 +176,7 @@ def assign_hospital(world: World, a: Any) -> str | None:
             f"{h.hospital_id} is on diversion ({h.diversion_reason}) until t{h.diverted_until}; "
             f"open hospitals: {_ids(open_ids)}"
         )
-    p.destination = h.hospital_id
+    world.note_destination(p, h.hospital_id)
     amb = world.ambulances.get(p.ambulance_id or "")
     if p.status == "transporting" and amb is not None and amb.trip is not None:
         amb.trip.target = h.node
@@ -246,31 +251,43 @@ def allocate_blood(world: World, a: Any) -> str | None:
         return err
     if p.status in ("in_treatment", "treated", "released", "deceased"):
         return f"{p.patient_id} is {p.status}; blood can be reserved only before treatment"
+    emergency = emergency_group_o(p)
     if p.blood_type_known:
         if a.blood_type not in COMPATIBLE_DONORS[p.blood_type]:
             return (
                 f"{a.blood_type} is incompatible with {p.patient_id}'s type {p.blood_type}; "
                 f"compatible: {_ids(list(COMPATIBLE_DONORS[p.blood_type]))}"
             )
-    elif a.blood_type != "O-":
+    elif a.blood_type not in emergency:
+        why = "" if p.o_pos_safe() else " (O+ is unsafe uncross-matched for a woman of child-bearing age)"
         return (
-            f"{p.patient_id}'s blood type is unknown: only O- can be given uncrossmatched "
-            "(query_blood_type takes 5 min)"
+            f"{p.patient_id}'s blood type is unknown: only {_ids(list(emergency))} can be given "
+            f"uncross-matched{why}; query_blood_type takes 5 min"
         )
     stock = h.blood.get(a.blood_type, 0)
     if stock < a.units:
         return f"{h.hospital_id} has {stock} unit(s) of {a.blood_type}; asked for {a.units}"
-    issue = O_NEG_RELEASE_MIN if a.blood_type == "O-" else TYPE_SPECIFIC_MIN
-    ready_at = world.clock + issue
+    # Uncross-matched group O is released at once; type-specific units need an immediate-spin
+    # cross-match on the patient's sample, which reaches this lab only with the patient.
+    sample_here = p.status == "at_hospital" and p.hospital == h.hospital_id
+    uncrossmatched = a.blood_type in emergency
+    ready_at = world.clock + (O_NEG_RELEASE_MIN if uncrossmatched else TYPE_SPECIFIC_MIN)
     world.allocations.append(
         BloodAllocation(
-            p.patient_id, h.hospital_id, a.blood_type, a.units, world.clock, ready_at=ready_at, by_agent=True
+            p.patient_id,
+            h.hospital_id,
+            a.blood_type,
+            a.units,
+            world.clock,
+            ready_at=ready_at,
+            by_agent=True,
+            awaiting_sample=not uncrossmatched and not sample_here,
         )
     )
     h.blood[a.blood_type] -= a.units
     if not CONDITIONS[p.condition].needs_blood:
         world.count("unneeded_blood")
-    if p.status == "at_hospital" and p.hospital == h.hospital_id:
+    if sample_here:
         current = p.blood_ready_at if p.blood_ready_at is not None else ready_at
         p.blood_ready_at = min(current, ready_at)
     return None

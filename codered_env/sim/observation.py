@@ -11,26 +11,34 @@ from typing import Any
 
 from .conditions import CONDITIONS
 from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
+from .params import (
+    GCS_MIN,
+    MAX_BLOOD_UNITS_PER_ACTION,
+    VITALS_AT_ZERO_RESERVE,
+    VITALS_AT_ZERO_RESERVE_STROKE,
+    VITALS_BASELINE,
+)
 from .triage import PRIORITIES
 from .types import Patient
-from .world import COMPATIBLE_DONORS, World
+from .world import COMPATIBLE_DONORS, World, emergency_group_o
 
-MAX_UNITS = 6
+MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
 
 
 def displayed_vitals(p: Patient) -> dict[str, float | int]:
     """Vitals derived from the hidden reserve (1 stable .. 0 dead) and the patient's baseline."""
     if p.status == "deceased":
-        return {"hr": 0, "sbp": 0, "spo2": 0, "rr": 0, "gcs": 3, "score": 0.0}
+        return {"hr": 0, "sbp": 0, "spo2": 0, "rr": 0, "gcs": GCS_MIN, "score": 0.0}
     r = p.reserve_at_treatment if p.reserve_at_treatment is not None else max(0.0, p.reserve)
     loss = 1.0 - r
-    gcs_drop = 10 if p.condition == "stroke" else 6
+    shift = VITALS_AT_ZERO_RESERVE_STROKE if p.condition == "stroke" else VITALS_AT_ZERO_RESERVE
+    base = VITALS_BASELINE
     return {
-        "hr": round(p.hr0 + 60 * loss),
-        "sbp": round(p.sbp0 - 75 * loss),
-        "spo2": round(99 - 16 * loss),
-        "rr": round(14 + 16 * loss),
-        "gcs": max(3, 15 - round(gcs_drop * loss)),
+        "hr": round(p.hr0 + shift["hr"] * loss),
+        "sbp": round(p.sbp0 + shift["sbp"] * loss),
+        "spo2": round(base["spo2"] + shift["spo2"] * loss),
+        "rr": round(base["rr"] + shift["rr"] * loss),
+        "gcs": max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
         "score": round(r, 2),
     }
 
@@ -80,6 +88,8 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
         "status": p.status,
         "node": p.node,
         "call_id": p.call_id,
+        "sex": p.sex,
+        "age": p.age,
         "vitals": displayed_vitals(p),
         "blood_type": p.blood_type if p.blood_type_known else None,
         "ambulance_id": p.ambulance_id,
@@ -89,6 +99,7 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
         "waiting_for": _waiting_for(world, p),
         "blood_reserved": _reserved(world, p),
         "minutes_since_call": world.clock - p.appeared_at,
+        "minutes_since_onset": world.clock - p.appeared_at + p.onset_min,
         "treatment_start_min": p.treatment_start,
     }
 
@@ -280,7 +291,7 @@ def _phase2_legal(world: World, legal: dict, free: list) -> None:
     if pending:
         options.append({"call_id": pending, "priority": list(PRIORITIES)})
     if dispatched:
-        options.append({"call_id": dispatched, "priority": list(PRIORITIES[:3])})
+        options.append({"call_id": dispatched, "priority": [q for q in PRIORITIES if q != "P4"]})
     if options:
         legal["triage_call"] = options
 
@@ -317,7 +328,7 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
             continue
         if not p.blood_type_known and p.blood_type_ready_at is None:
             query.append(p.patient_id)
-        donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else ("O-",)
+        donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else emergency_group_o(p)
         by_donors.setdefault(donors, []).append(p.patient_id)
     allocate = []
     for donors, patient_ids in by_donors.items():  # patients who can take the same types share an option

@@ -45,6 +45,7 @@ ED_DETERIORATION_FACTOR = 0.6  # monitored in the emergency department [assumpti
 # --------------------------------------------------------------------------------------------
 # Hospitals
 # --------------------------------------------------------------------------------------------
+TIER_TERTIARY, TIER_DISTRICT, TIER_CHC = 1, 2, 3  # hospital tiers (identifiers, not quantities)
 CATH_LAB_PREP_RANGE = (20, 30)  # cath lab ready 20-30 min after activation (Bradley 2006; SCAI)
 OR_PREP_MIN_BY_TIER = {1: 15, 2: 30, 3: 30}  # OR staffed 15 min L-I/II, 30 min L-III (ACS COT)
 ELECTIVE_CASE_PROBABILITY = 0.45  # an OR starts the episode running an elective list [assumption]
@@ -81,8 +82,11 @@ BLOOD_TYPE_FREQUENCY = {
     "A-": 0.01,
     "AB-": 0.005,
 }
-O_NEG_RELEASE_MIN = 5  # emergency O-neg issue < 10 min (HSE Waterford)
-TYPE_SPECIFIC_MIN = 12  # group-specific uncrossmatched 10-15 min (NZ Blood)
+O_NEG_RELEASE_MIN = 5  # emergency (uncross-matched group O) issue < 10 min (HSE Waterford)
+# Type-specific units are issued after an immediate-spin cross-match on a sample in the issuing
+# hospital's lab: 10-15 min from the sample (NZ Blood). Reserved before the patient (and so the
+# sample) reaches that hospital, they are issued this long after arrival.
+TYPE_SPECIFIC_MIN = 12
 BLOOD_TYPE_QUERY_MIN = 5  # ABO/Rh typing result (focosi table: ABO-Rh 5-15 min)
 HOSPITAL_TYPING_MIN = 5  # the receiving lab types an untyped patient on arrival
 BLOOD_UNITS_PER_CASE = 2  # units started before surgery in haemorrhagic shock [assumption]
@@ -102,11 +106,10 @@ STROKE_ONSET_BEFORE_CALL_RANGE = (30, 120)  # minutes from symptom onset to the 
 # --------------------------------------------------------------------------------------------
 MUTUAL_AID_DELAY_RANGE = (10, 20)  # mobilisation before the unit reaches the entry node [assumption]
 NEWS_CYCLE_DEATH_PROBABILITY = 0.7  # a death makes the news [assumption]
-NEWS_CYCLE_P1_WAIT_MIN = 25  # a P1 caller left this long without a unit makes the news [assumption]
+NEWS_CYCLE_WAIT_MIN = 30  # any caller left this long without a unit makes the news [assumption]
 NEWS_CYCLE_SURGE_CALLS = (4, 6)  # extra low-acuity calls over the next 20 min [assumption]
 NEWS_CYCLE_SURGE_SPREAD_MIN = 20
 INCIDENT_ESCALATION_MIN = 15  # an unattended incident produces one more casualty after this
-CALLBACK_DELAY_BY_PRIORITY = {"P1": 12, "P2": 20, "P3": 40}  # under-triaged callers ring back
 
 # --------------------------------------------------------------------------------------------
 # Grading (rubric.py) -- weights are part of the public contract (product brief section 5;
@@ -121,7 +124,6 @@ RUBRIC_WEIGHTS = {
     "cascade_score": 0.10,
 }
 PRIORITY_WEIGHT = {"P1": 3.0, "P2": 2.0, "P3": 1.0}
-TIME_SCORE_AT_TARGET = 0.75  # time score falls linearly 1 -> 0.75 up to the target, then to 0 at 2x
 PENALTY = {
     "invalid_action": 0.03,
     "wasted_page": 0.08,
@@ -130,6 +132,7 @@ PENALTY = {
     "unneeded_blood": 0.05,
     "over_triage": 0.06,
     "dispatch_no_need": 0.04,
+    "under_triage": 0.08,  # a true P1 sent cold or advised at P4 (params: "Triage accuracy")
 }
 MUTUAL_AID_PENALTY_UNNEEDED = 0.04
 MUTUAL_AID_PENALTY_UNUSED = 0.03
@@ -161,6 +164,19 @@ class HospitalSpec:
     blood: dict[str, int]  # starting units per type (+/- 1 seeded jitter where > 1)
 
 
+def blood_stock(total: int, o_neg_floor: int, group_o_only: bool = False) -> dict[str, int]:
+    """Starting units per type: ``total`` split by the Indian ABO/Rh frequencies
+    (``BLOOD_TYPE_FREQUENCY``), with at least ``o_neg_floor`` O-neg units. Design choice: at a
+    2 % O-neg share the proportional split would leave most banks without the O-neg that women of
+    child-bearing age need uncross-matched, so each keeps a small emergency reserve. A CHC blood
+    storage unit holds group O only (IPHS CHC 2012, Annexure 11), split O+/O- by frequency."""
+    freq = {t: f for t, f in BLOOD_TYPE_FREQUENCY.items() if not group_o_only or t.startswith("O")}
+    scale = total / sum(freq.values())
+    stock = {t: round(f * scale) for t, f in freq.items()}
+    stock["O-"] = max(stock["O-"], o_neg_floor)
+    return stock
+
+
 # Three tiers after Indian public-hospital norms: an AIIMS-style tertiary centre with a cath lab,
 # a district hospital (IPHS 2007, 101-200+ beds) and a Community Health Centre first-referral
 # unit with a blood storage fridge (IPHS CHC 2012, Annexure 11).
@@ -179,7 +195,7 @@ HOSPITAL_SPECS: tuple[HospitalSpec, ...] = (
             ("OR3", ("trauma_surgery", "general")),
         ),
         specialists=("cardiology", "neurology", "trauma_surgery", "obstetrics"),
-        blood={"O-": 6, "O+": 12, "A-": 2, "A+": 8, "B-": 2, "B+": 10, "AB-": 1, "AB+": 3},
+        blood=blood_stock(44, o_neg_floor=2),
     ),
     HospitalSpec(
         "H2",
@@ -191,7 +207,7 @@ HOSPITAL_SPECS: tuple[HospitalSpec, ...] = (
         icu_used=(0, 1),
         ors=(("OR1", ("trauma_surgery", "general")), ("OR2", ("trauma_surgery", "general"))),
         specialists=("trauma_surgery", "obstetrics"),
-        blood={"O-": 3, "O+": 6, "A-": 1, "A+": 4, "B-": 1, "B+": 5, "AB-": 0, "AB+": 1},
+        blood=blood_stock(22, o_neg_floor=1),
     ),
     HospitalSpec(
         "H3",
@@ -203,7 +219,7 @@ HOSPITAL_SPECS: tuple[HospitalSpec, ...] = (
         icu_used=None,
         ors=(),
         specialists=(),
-        blood={"O-": 4},
+        blood=blood_stock(4, o_neg_floor=1, group_o_only=True),
     ),
 )
 BLOOD_STOCK_JITTER = 1
@@ -223,21 +239,24 @@ FLEET: tuple[tuple[str, str, str], ...] = (
 # Phase-2 call mix: ~30 % pregnancy-related calls in Tamil Nadu 108 (Financial Express), many
 # non-emergency calls (Arunachal Times 2022).
 CALL_MIX: dict[str, float] = {
-    "stemi": 0.11,
-    "stroke": 0.08,
-    "trauma_haemorrhage": 0.07,
-    "trauma_major": 0.09,
-    "labour": 0.20,
-    "minor_injury": 0.13,
-    "fever": 0.10,
-    "gastritis": 0.10,
-    "anxiety": 0.12,
+    "stemi": 0.10,
+    "stroke": 0.07,
+    "trauma_haemorrhage": 0.06,
+    "trauma_major": 0.08,
+    "labour": 0.18,
+    "minor_injury": 0.11,
+    "fever": 0.09,
+    "gastritis": 0.09,
+    "anxiety": 0.09,
+    "cardiac_arrest": 0.05,  # see "Cardiac arrest" below
+    "minor_ailment": 0.08,  # advice-only calls (see "Triage likelihood model" below)
 }
 SURGE_MIX: dict[str, float] = {
-    "anxiety": 0.35,
+    "anxiety": 0.3,
     "minor_injury": 0.2,
-    "fever": 0.2,
-    "gastritis": 0.15,
+    "fever": 0.15,
+    "gastritis": 0.1,
+    "minor_ailment": 0.15,
     "stemi": 0.1,
 }
 PHASE2_CALLS = {"task4": (8, 45), "task5": (9, 50)}  # (calls, minute of the last scheduled call)
@@ -251,3 +270,261 @@ DIVERSION_WINDOW = ((5, 20), (30, 45))
 OR_FAILURE_WINDOW = ((0, 10), (45, 90))
 SPECIALIST_OUT_WINDOW = ((0, 5), (40, 70))
 RIVERSIDE_CLOSURE_PROBABILITY = 0.3  # a closure hits the flood-prone riverside links anyway
+
+# --------------------------------------------------------------------------------------------
+# Outcome curves (conditions.expected_outcome) and the time score built on them (rubric.py).
+# Each curve is calibrated to the table in docs/MODEL.md section 3.6; tests/sim/test_calibration.py
+# evaluates the model at the published delays and holds it to the stated tolerances.
+# ``d`` is minutes from the 108 call to the start of definitive care.
+# --------------------------------------------------------------------------------------------
+# STEMI, primary PCI: in-hospital mortality against door-to-balloon time (Rathore 2009, BMJ
+# 338:b1807: 3.0 % at 30 min .. 8.4 % at 180 min), fitted as m = 3.0 % x exp(k (D2B - 30)) with
+# k = ln(8.4 / 3.0) / 150. The model's clock starts at the call, Rathore's at the door:
+# D2B = d - STEMI_CALL_TO_DOOR_MIN (design choice: the typical call-to-door time in this city).
+STEMI_MORTALITY_AT_D2B_30 = 0.030
+STEMI_RATHORE_REF_D2B_MIN = 30
+STEMI_MORTALITY_GROWTH_PER_MIN = 0.00686
+STEMI_CALL_TO_DOOR_MIN = 30
+STEMI_UNTREATED_MORTALITY = 0.13  # no reperfusion: GISSI-1 control arm, 21-day mortality 13.0 %
+# Fibrinolysis instead of primary PCI: short-term mortality 9 % vs 7 % (Keeley 2003, Lancet
+# 361:13), i.e. mortality x 1.29; the care quality of lysis is its inverse.
+STEMI_LYSIS_MORTALITY_RATIO = 1.29
+STEMI_LYSIS_QUALITY = 1.0 / STEMI_LYSIS_MORTALITY_RATIO
+# Stroke (large-vessel occlusion). Thrombectomy: mRS 0-2 at 90 days 46.0 % in the HERMES
+# endovascular arm (Goyal 2016, Lancet 387:1723) at its median onset-to-puncture of 238 min
+# (Saver 2016, JAMA 316:1279), falling 5.2 points per hour of delay (product brief section 7,
+# HERMES / Dundee registry); floored at the untreated level.
+STROKE_EVT_GOOD_AT_REF = 0.46
+STROKE_EVT_REF_ONSET_MIN = 238
+STROKE_EVT_LOSS_PER_HOUR = 0.052
+STROKE_UNTREATED_GOOD = 0.13  # mRS 0-2 without reperfusion: DAWN control arm 13 %
+# IV thrombolysis: odds ratio for a good outcome 1.75 (<= 3 h), 1.26 (3-4.5 h), none after 4.5 h
+# (Emberson 2014, Lancet 384:1929). Fitted as log OR = s x (4.5 h - onset-to-needle hours).
+STROKE_LYSIS_LOG_OR_PER_HOUR = 0.28
+STROKE_LYSIS_WINDOW_MIN = 270
+# Haemorrhagic shock needing laparotomy: death rises ~1 % per 3 min of delay up to 90 min
+# (Clarke 2002, J Trauma 52:420); beyond 90 min the slope steepens [assumption].
+HAEMORRHAGE_DEATH_AT_0 = 0.10  # [assumption] operative mortality with no delay
+HAEMORRHAGE_DEATH_PER_MIN = 1.0 / 300.0
+HAEMORRHAGE_LINEAR_UNTIL_MIN = 90
+HAEMORRHAGE_DEATH_PER_MIN_AFTER = 0.005  # [assumption]
+HAEMORRHAGE_UNTREATED_SURVIVAL = 0.35  # [assumption] untreated haemorrhagic shock
+# Major trauma without shock: survival barely depends on EMS minutes (Newgard 2010, Ann Emerg
+# Med 55:235: adjusted OR per minute of total EMS time 1.00, 95 % CI 0.99-1.01).
+TRAUMA_DEATH_AT_0 = 0.05  # [assumption]
+TRAUMA_DEATH_GROWTH_PER_MIN = 0.002  # odds ratio ~1.002 per minute, inside Newgard's CI
+TRAUMA_UNTREATED_SURVIVAL = 0.85  # [assumption]
+# Uncomplicated labour and low-acuity conditions: weakly time-dependent [design choice: they
+# must weigh little per minute next to P1 conditions].
+LABOUR_GOOD_AT_0 = 0.995
+LABOUR_LOSS_PER_MIN = 0.0001
+LABOUR_PARTIAL_CARE_OUTCOME = 0.9  # outcome share not covered by partial-quality care
+LABOUR_UNTREATED_GOOD = 0.93
+LOW_ACUITY_GOOD_AT_0 = 0.999
+LOW_ACUITY_LOSS_PER_MIN = 0.00005
+LOW_ACUITY_UNTREATED_GOOD = 0.97
+MIN_CARE_QUALITY = 0.05  # guard against division by a zero quality [design choice]
+
+
+@dataclass(frozen=True)
+class ConditionNumbers:
+    """Per-condition numbers used by conditions.CONDITIONS."""
+
+    target_min: int  # call -> definitive treatment target
+    deterioration_per_min: float  # hidden reserve lost per untreated minute [assumption]
+    initial_reserve: tuple[float, float]  # reserve when the call comes in [assumption]
+    scene_min: int  # on-scene time before jitter (JEMSS mean 12-15)
+    transfer_target_min: int | None = None
+
+
+CONDITION_NUMBERS: dict[str, ConditionNumbers] = {
+    # FMC-to-device 90 min; 120 min when first taken to a non-PCI hospital (ACC/AHA 2025, ESC)
+    "stemi": ConditionNumbers(90, 0.0035, (0.68, 0.84), 12, transfer_target_min=120),
+    # onset-to-needle within 4.5 h: a call-to-treatment target of 80 min [design choice]
+    "stroke": ConditionNumbers(80, 0.003, (0.68, 0.84), 12),
+    # golden hour (Motor Vehicles Act s.2(12-A)); short scene time for load-and-go
+    "trauma_haemorrhage": ConditionNumbers(60, 0.008, (0.56, 0.72), 10),
+    "trauma_major": ConditionNumbers(90, 0.002, (0.66, 0.8), 14),  # [design choice]
+    "labour": ConditionNumbers(60, 0.0008, (0.85, 0.95), 10),  # [design choice]
+    "minor_injury": ConditionNumbers(120, 0.0002, (0.88, 0.98), 10),  # P3: 120 min [design choice]
+    "fever": ConditionNumbers(120, 0.0003, (0.88, 0.98), 10),
+    "gastritis": ConditionNumbers(120, 0.0002, (0.88, 0.98), 10),
+    "anxiety": ConditionNumbers(120, 0.0, (0.95, 1.0), 10),  # P4: no transport needed
+}
+
+# --------------------------------------------------------------------------------------------
+# In-hospital intervals (conditions.Care). Door-to-treatment = max(door floor, the hospital's
+# own activation + room preparation + room-to-treatment). Pre-activation from the field removes
+# the activation and preparation legs.
+# --------------------------------------------------------------------------------------------
+# Primary PCI: door-to-device ~40 min with field pre-activation, ~52 min without (US registry
+# medians, ACTION Registry-GWTG / D2B Alliance, as cited in issue 8; Bradley 2006: pre-activation
+# saves ~12 min). Without it: ECG + activation 12 min, cath lab 20-30 min, lab-to-device 15 min.
+PCI_DOOR_MIN = 40
+PCI_ACTIVATION_MIN = 12
+PCI_ROOM_TO_DEVICE_MIN = 15
+# Thrombectomy: door-to-puncture 60-90 min in registries (e.g. STRATIS, GWTG-Stroke). With
+# pre-activation 60; without: CT/CTA read and decision 35 min, lab 20-30 min, on table 20 min.
+EVT_DOOR_MIN = 60
+EVT_ACTIVATION_MIN = 35
+EVT_ROOM_TO_PUNCTURE_MIN = 20
+STEMI_LYSIS_DOOR_MIN = 30  # door-to-needle 30 min (ACC/AHA, ESC)
+STROKE_LYSIS_DOOR_MIN = 45  # door-to-needle <= 60, good <= 45 (AHA Target: Stroke)
+TRAUMA_SURGERY_DOOR_MIN = 10  # [assumption] primary survey + FAST before theatre
+TRAUMA_MAJOR_DOOR_MIN = 15  # [assumption]
+TRAUMA_ROOM_TO_INCISION_MIN = 5  # [assumption] patient into theatre, knife to skin
+OBSTETRIC_DOOR_MIN = 10  # [assumption]
+MIDWIFE_DOOR_MIN = 15  # [assumption]
+ED_CARE_DOOR_MIN = 15  # [assumption] low-acuity ED care
+TIER2_TRAUMA_QUALITY = 0.9  # district-hospital surgery vs trauma centre [assumption]
+# Uncomplicated deliveries belong at a CHC first-referral unit (IPHS CHC 2012: 24x7 normal
+# delivery services), so midwife care there is full quality.
+CHC_DELIVERY_QUALITY = 1.0
+DEFAULT_TREATMENT_MIN = 30  # ED treatment without an OR occupies the patient this long [assumption]
+
+# --------------------------------------------------------------------------------------------
+# Transfusion service (world.py, handlers.allocate_blood)
+# --------------------------------------------------------------------------------------------
+# Uncross-matched group O: O-pos is acceptable for men and for women past child-bearing age;
+# women of child-bearing age get O-neg (BSH 2013 guideline on pre-transfusion testing;
+# Yazer 2018, Transfusion: RhD-positive uncross-matched units in trauma).
+CHILDBEARING_AGE_RANGE = (15, 49)  # WHO definition of women of reproductive age
+# Patient sex and age: drawn from the caller-report tables of the triage model
+# (REPORT_SHARE_MALE, REPORT_AGE_BANDS below), so a phase-2 patient is who the caller described.
+BLOOD_PENDING_CREDIT = 0.5  # prep credit for blood reserved but still being issued [design choice]
+
+# --------------------------------------------------------------------------------------------
+# Grading details (rubric.py) [design choices, documented in docs/MODEL.md section 8]
+# --------------------------------------------------------------------------------------------
+OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
+NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out
+SECONDARY_BEST_DELAY_FRACTION = 0.4  # secondary_harm's "best outcome": care at 40 % of target
+
+# --------------------------------------------------------------------------------------------
+# Displayed vitals (observation.displayed_vitals): deviation from baseline at zero reserve
+# [design choice: shock physiology, ATLS class IV at reserve 0]. Stroke raises blood pressure
+# (acute hypertensive response in ~75 % of strokes: Qureshi 2007, Circulation) and lowers GCS.
+# --------------------------------------------------------------------------------------------
+VITALS_AT_ZERO_RESERVE = {"hr": 60, "sbp": -75, "spo2": -16, "rr": 16, "gcs": -6}
+VITALS_AT_ZERO_RESERVE_STROKE = {"hr": 15, "sbp": 45, "spo2": -8, "rr": 8, "gcs": -10}
+VITALS_BASELINE = {"spo2": 99, "rr": 14, "gcs": 15}
+GCS_MIN = 3
+
+# ============================================================================================
+# Phase 2 (issue #7): triage likelihood model, response modes, cardiac arrest, budgets.
+# Read by triage.py (reports, posterior, callbacks), world.py and handlers.py.
+# ============================================================================================
+
+# --------------------------------------------------------------------------------------------
+# Triage likelihood model (triage.py docstring). How ambiguous real calls are, from dispatch
+# triage accuracy studies: criteria-based dispatch under-triages ~10-20 % and over-triages
+# ~30-50 % of calls against the crew's assessment (Dami 2015, BMC Emerg Med 15:32; Hettinger
+# 2013, Prehosp Emerg Care 17:41); dispatchers recognise ~45 % of strokes (Buck 2009, Stroke
+# 40:2027) and ~70-80 % of cardiac arrests, agonal breathing being the main confounder
+# (Viereck 2017, Resuscitation 115:141; Bang 2003, Resuscitation 56:25); few chest-pain calls
+# are acute coronary syndromes. The tables below are a design choice tuned so that the
+# Bayes-optimal priority from the report alone is right on ~80 % of calls
+# (bench/probe_triage.py prints the figure).
+# --------------------------------------------------------------------------------------------
+REPORT_CALLER_RELIABILITY = {"patient": 0.85, "family": 0.75, "bystander": 0.6}  # P(mention | present)
+REPORT_FALSE_MENTION = 0.01  # P(mention | absent): hearsay, worry [design choice]
+REPORT_NEVER_MISTAKEN = ("pregnant", "labour_pains")  # nobody reports a pregnancy by mistake
+REPORT_CALLER_MIX: dict[str, dict[str, float]] = {  # who rings 108 [design choice]
+    "cardiac_arrest": {"patient": 0.01, "family": 0.69, "bystander": 0.3},
+    "stemi": {"patient": 0.4, "family": 0.5, "bystander": 0.1},
+    "stroke": {"patient": 0.1, "family": 0.7, "bystander": 0.2},
+    "trauma_haemorrhage": {"patient": 0.05, "family": 0.25, "bystander": 0.7},
+    "trauma_major": {"patient": 0.15, "family": 0.3, "bystander": 0.55},
+    "labour": {"patient": 0.3, "family": 0.68, "bystander": 0.02},
+    "minor_injury": {"patient": 0.35, "family": 0.35, "bystander": 0.3},
+    "fever": {"patient": 0.3, "family": 0.68, "bystander": 0.02},
+    "gastritis": {"patient": 0.6, "family": 0.38, "bystander": 0.02},
+    "anxiety": {"patient": 0.5, "family": 0.4, "bystander": 0.1},
+    "minor_ailment": {"patient": 0.6, "family": 0.38, "bystander": 0.02},
+}
+REPORT_AGE_BANDS: dict[str, dict[str, float]] = {  # child, young 15-44, middle 45-64, old 65+
+    "cardiac_arrest": {"child": 0.02, "young": 0.08, "middle": 0.35, "old": 0.55},
+    "stemi": {"child": 0.005, "young": 0.1, "middle": 0.45, "old": 0.445},
+    "stroke": {"child": 0.01, "young": 0.07, "middle": 0.32, "old": 0.6},
+    "trauma_haemorrhage": {"child": 0.05, "young": 0.65, "middle": 0.25, "old": 0.05},
+    "trauma_major": {"child": 0.08, "young": 0.55, "middle": 0.25, "old": 0.12},
+    "labour": {"young": 1.0},
+    "minor_injury": {"child": 0.25, "young": 0.45, "middle": 0.2, "old": 0.1},
+    "fever": {"child": 0.35, "young": 0.3, "middle": 0.15, "old": 0.2},
+    "gastritis": {"child": 0.05, "young": 0.55, "middle": 0.3, "old": 0.1},
+    "anxiety": {"child": 0.02, "young": 0.75, "middle": 0.18, "old": 0.05},
+    "minor_ailment": {"child": 0.2, "young": 0.4, "middle": 0.2, "old": 0.2},
+}
+REPORT_SHARE_MALE = {
+    "cardiac_arrest": 0.65, "stemi": 0.7, "stroke": 0.55, "trauma_haemorrhage": 0.75,
+    "trauma_major": 0.7, "labour": 0.0, "minor_injury": 0.6, "fever": 0.5, "gastritis": 0.55,
+    "anxiety": 0.4, "minor_ailment": 0.5,
+}
+# P(symptom present | condition); absent keys are 0 [design choice within the studies above].
+REPORT_FEATURES: dict[str, dict[str, float]] = {
+    "cardiac_arrest": {"collapsed": 0.9, "unresponsive": 0.85, "gasping": 0.6, "chest_pain": 0.15,
+                       "breathless": 0.2, "sweating": 0.05},
+    "stemi": {"chest_pain": 0.75, "radiating": 0.4, "sweating": 0.5, "breathless": 0.35,
+              "vomiting": 0.2, "collapsed": 0.08, "panicky": 0.1, "stomach": 0.1},
+    "stroke": {"one_side_weak": 0.6, "speech": 0.55, "confused": 0.35, "collapsed": 0.3,
+               "headache": 0.2, "vomiting": 0.1, "unresponsive": 0.1},
+    "trauma_haemorrhage": {"injury": 0.95, "heavy_bleeding": 0.7, "pale_drowsy": 0.45,
+                           "unresponsive": 0.15, "limb_hurt": 0.25, "breathless": 0.15},
+    "trauma_major": {"injury": 0.95, "heavy_bleeding": 0.2, "limb_hurt": 0.6, "breathless": 0.2,
+                     "pale_drowsy": 0.1},
+    "labour": {"pregnant": 0.95, "labour_pains": 0.8, "stomach": 0.25, "heavy_bleeding": 0.05},
+    "minor_injury": {"injury": 0.9, "limb_hurt": 0.35, "heavy_bleeding": 0.15},
+    "fever": {"fever": 0.9, "vomiting": 0.3, "confused": 0.1, "headache": 0.3, "breathless": 0.1,
+              "collapsed": 0.05},
+    "gastritis": {"stomach": 0.85, "chest_pain": 0.35, "vomiting": 0.45, "sweating": 0.1},
+    "anxiety": {"chest_pain": 0.45, "breathless": 0.7, "panicky": 0.6, "sweating": 0.2,
+                "collapsed": 0.05, "headache": 0.1},
+    "minor_ailment": {"for_days": 0.6, "fever": 0.3, "stomach": 0.15, "headache": 0.2,
+                      "breathless": 0.05, "chest_pain": 0.05, "panicky": 0.1},
+}
+# A caller advised at P4 may ring back. Whether and when is drawn from the model's predictive
+# distribution given the report (triage.callback_plan), never from the caller's true state.
+CALLBACK_PROBABILITY_BY_PRIORITY = {"P1": 0.9, "P2": 0.8, "P3": 0.5, "P4": 0.3}  # [design choice]
+CALLBACK_DELAY_RANGE_BY_PRIORITY = {"P1": (8, 20), "P2": (15, 30), "P3": (25, 60), "P4": (30, 90)}
+
+# --------------------------------------------------------------------------------------------
+# Response modes: the triage level sets how a unit drives. Lights and sirens only on a coded
+# high-acuity determinant (NAEMSP/NASEMSO/ACEP et al. 2017 joint statement on lights and
+# siren vehicle operations; MPDS response plans). P1/P2 hot, P3 cold, P4 no unit.
+# --------------------------------------------------------------------------------------------
+HOT_PRIORITIES = ("P1", "P2")
+# Protocol default for a call dispatched before it is coded: cold, as a P3 -- without a
+# determinant there is no authority for lights and sirens (joint statement above).
+UNTRIAGED_RESPONSE = "P3"
+NON_URGENT_TURNOUT_MIN = 4  # a cold job is taken after restocking / handover chores [design choice]
+
+# --------------------------------------------------------------------------------------------
+# Cardiac arrest (MPDS Echo, P1). Survival falls ~7-10 % per minute without CPR and ~3-4 %
+# per minute with CPR (Larsen 1993, Ann Emerg Med 22:1652; Valenzuela 1997, Circulation
+# 96:3308; AHA guidelines). Dispatcher-assisted (telephone) CPR, given once the call is coded
+# P1, roughly doubles the CPR rate and improves survival (Rea 2001, Circulation 104:2513; Wu
+# 2018, Circulation 137:e1). Crew arrival (defibrillation, ALS) is the definitive care here.
+# --------------------------------------------------------------------------------------------
+OHCA_SURVIVAL_AT_COLLAPSE = 0.30  # witnessed arrest defibrillated at once [design choice]
+OHCA_DECLINE_PER_MIN_NO_CPR = 0.09  # relative loss per minute without CPR (7-10 %)
+OHCA_DECLINE_PER_MIN_CPR = 0.035  # with (telephone) CPR (3-4 %)
+OHCA_TARGET_MIN = 8  # call -> crew at the patient (NFPA 1710 / AHA 8-min ALS response)
+OHCA_INITIAL_RESERVE = (0.3, 0.4)  # physiological reserve at the call (dies in ~12-16 min)
+OHCA_DETERIORATION_PER_MIN = 0.025
+OHCA_SCENE_MIN = 25  # resuscitation on scene (ROSC or termination) [design choice]
+TELEPHONE_CPR_FACTOR = OHCA_DECLINE_PER_MIN_CPR / OHCA_DECLINE_PER_MIN_NO_CPR  # slows the decline
+ADVICE_SCENE_MIN = 10  # a crew sent to an advice-only caller [design choice]
+
+# --------------------------------------------------------------------------------------------
+# Triage accuracy in the rubric (cascade_score): credit lost per level of mistriage. Under-
+# triage is penalised twice as hard as over-triage (dispatch QA treats under-triage as the
+# safety failure; Dami 2015).
+# --------------------------------------------------------------------------------------------
+UNDER_TRIAGE_COST_PER_LEVEL = 0.5
+OVER_TRIAGE_COST_PER_LEVEL = 0.25
+
+# Condition numbers of the Phase-2 additions (conditions.CONDITIONS reads them from here).
+CONDITION_NUMBERS["cardiac_arrest"] = ConditionNumbers(
+    OHCA_TARGET_MIN, OHCA_DETERIORATION_PER_MIN, OHCA_INITIAL_RESERVE, OHCA_SCENE_MIN
+)
+CONDITION_NUMBERS["minor_ailment"] = ConditionNumbers(120, 0.0, (0.95, 1.0), ADVICE_SCENE_MIN)  # P4

@@ -12,11 +12,19 @@ callers whose call has come in but whom no crew has seen yet; the running previe
 patients the agent can see, so it never leaks a caller's true condition (the difference lands in
 the last step's reward). P4 callers are not patients for grading.
 
-* ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of
-  ``s(d) x q``: ``s`` falls linearly from 1 at d = 0 to 0.75 at the condition's target and on to
-  0 at twice the target (STEMI: 90 min, 120 min after an inter-facility transfer); ``d`` is
-  minutes from the call to the start of definitive care; ``q``
-  is the care quality (1 for definitive care, 0.8 thrombolysis for STEMI, ...). Never treated: 0.
+* ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of the
+  *benefit kept*: the share of the achievable benefit of treatment still obtained at the delay
+  ``d`` (minutes from the call to the start of definitive care), read off the condition's own
+  cited outcome curve ``O`` (conditions.py, docs/MODEL.md section 3.6)::
+
+      benefit_kept = clip((O(d - a, care given) - O_untreated) / (O(0, best care) - O_untreated), 0, 1)
+
+  so the grade falls steeply where minutes cost lives (haemorrhage, STEMI) and gently where
+  they do not (non-shock trauma, labour). The care given enters through its therapy and
+  quality (thrombolysis instead of PCI, surgery without blood ...). ``a`` is the transfer
+  allowance: 30 min (STEMI 120 instead of 90) for a patient transferred after being sent to a
+  non-PCI hospital while no PCI-capable hospital could take them (diverted, lab out of
+  service or occupied at the time of assignment); 0 otherwise. Never treated: 0.
 * ``efficiency`` -- ``coverage x max(0, 1 - penalties)``; coverage is the share of scored
   patients a crew reached. Penalties: invalid action 0.03, wasted specialist page 0.08, OR
   preparation never used 0.08, pre-empted elective case 0.05, blood reserved for a patient who
@@ -25,6 +33,9 @@ the last step's reward). P4 callers are not patients for grading.
 * ``prep_ready`` -- mean over patients whose condition needs an OR, a specialist or blood, of the
   readiness measured when they first reached a hospital (each of OR / specialist / blood in 0..1;
   partial while preparing; 0 at a hospital that cannot treat them; 0 if they never arrived).
+  Credit comes only from preparation that happened: a patient given care that needs nothing
+  prepared (thrombolysis, a CHC delivery) is left out when that care was the best available
+  to them, and scores 0 when a better-equipped hospital could have taken them.
 * ``vitals_score_avg`` -- mean vitals score (0..1) at the start of treatment; 0 if never treated.
 * ``secondary_harm`` -- mean over secondary casualties of their outcome gain, normalised:
   (expected outcome - untreated outcome) / (best outcome - untreated outcome), clipped to 0..1.
@@ -45,11 +56,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conditions import CONDITIONS, best_outcome, expected_outcome
+from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_outcome
 from .params import (
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
+    NEWS_CYCLE_TRIAGE_FACTOR,
+    OVER_TRIAGE_COST_PER_LEVEL,
+    OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
@@ -57,38 +71,52 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
-    TIME_SCORE_AT_TARGET,
+    UNDER_TRIAGE_COST_PER_LEVEL,
 )
 from .types import Patient
 from .world import World
 
 
-def time_curve(delay: float, target: float) -> float:
-    """1 at zero delay, TIME_SCORE_AT_TARGET at the target, 0 at twice the target."""
-    if delay <= target:
-        return 1.0 - (1.0 - TIME_SCORE_AT_TARGET) * delay / target
-    return max(0.0, TIME_SCORE_AT_TARGET * (1.0 - (delay - target) / target))
-
-
 def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
-        return expected_outcome(cond, p.treatment_start - p.appeared_at, p.treatment_quality, p.onset_min)
+        delay = p.treatment_start - p.appeared_at
+        return expected_outcome(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
+
+
+def _relaxed(p: Patient) -> bool:
+    """The relaxed transfer target applies: transferred, and no capable hospital could take them."""
+    return p.transferred and p.relaxed_target
+
+
+def transfer_allowance(p: Patient) -> int:
+    cond = CONDITIONS[p.condition]
+    return cond.target_for(_relaxed(p)) - cond.target_min
 
 
 def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
-    target = CONDITIONS[p.condition].target_for(p.transferred)
-    return time_curve(p.treatment_start - p.appeared_at, target) * p.treatment_quality
+    cond = CONDITIONS[p.condition]
+    delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
+    return benefit_kept(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+
+
+def _cpr_minutes(p: Patient) -> float:
+    """Minutes of the call-to-treatment delay a cardiac arrest spent under telephone CPR."""
+    if p.cpr_from is None or p.treatment_start is None:
+        return 0.0
+    return float(max(0, p.treatment_start - max(p.cpr_from, p.appeared_at)))
 
 
 def _prep(p: Patient) -> float | None:
     if not CONDITIONS[p.condition].needs_prep:
         return None
-    parts = p.arrival_prep
-    return sum(parts.values()) / len(parts) if parts else 0.0
+    if p.first_hospital_arrival is None:
+        return 0.0
+    parts = p.arrival_prep or {}
+    return sum(parts.values()) / len(parts) if parts else None
 
 
 def _patient_record(p: Patient) -> dict[str, Any]:
@@ -103,8 +131,10 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "status": p.status,
         "hospital": p.hospital,
         "delay_min": p.treatment_start - p.appeared_at if treated else None,
-        "target_min": cond.target_for(p.transferred),
+        "target_min": cond.target_for(_relaxed(p)),
+        "therapy": p.therapy if treated else None,
         "quality": round(p.treatment_quality, 3),
+        "benefit_kept": round(_time_score(p), 4),
         "time_score": round(_time_score(p), 4),
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
         "prep": None if prep is None else round(prep, 4),
@@ -144,7 +174,16 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
             for a in world.allocations
             if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
         )
+        advised_p1 = sum(  # true P1 callers sent away with advice whom no crew ever reached
+            1
+            for c in world.calls.values()
+            if c.status == "closed_advice"
+            and c.true_priority == "P1"
+            and world.patients[c.patient_id].first_unit_at is None
+            and c.callback_of is None
+        )
         for key, n in (
+            ("under_triage", advised_p1),
             ("wasted_page", extra_pages),
             ("unused_or_prep", extra_preps),
             ("unneeded_blood", unused_blood),
@@ -176,11 +215,13 @@ def _mean(values: list[float]) -> float:
 
 
 def _triage_accuracy(given: str | None, truth: str) -> float:
-    """1 for the right level, 0.5 one level off, 0 otherwise or untriaged."""
+    """1 for the right level, less per level of mistriage -- under-triage (a lower acuity than
+    the truth) costs more per level than over-triage; 0 if untriaged."""
     if given is None:
         return 0.0
-    gap = abs(int(given[1]) - int(truth[1]))
-    return 1.0 if gap == 0 else 0.5 if gap == 1 else 0.0
+    gap = int(given[1]) - int(truth[1])
+    cost = UNDER_TRIAGE_COST_PER_LEVEL if gap > 0 else OVER_TRIAGE_COST_PER_LEVEL
+    return max(0.0, 1.0 - cost * abs(gap))
 
 
 def _cascade(world: World, scored: list[Patient], final: bool) -> float:
@@ -189,13 +230,13 @@ def _cascade(world: World, scored: list[Patient], final: bool) -> float:
     delivered = sum(1 for p in scored if p.first_hospital_arrival is not None)
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     share = delivered / len(scored) if scored else 0.0
-    subs.append(share * max(0.0, 1.0 - 0.5 * events))
+    subs.append(share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
         received = [c for c in world.calls.values() if c.callback_of is None]
         if not final:  # the preview judges only triage the crews have already checked
             received = [c for c in received if world.patients[c.patient_id].visible]
         accuracy = _mean([_triage_accuracy(c.priority, c.true_priority) for c in received])
-        subs.append(accuracy * (0.5 if world.news_cycle_at is not None else 1.0))
+        subs.append(accuracy * (NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0))
     return _mean(subs)
 
 
@@ -244,8 +285,15 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
     effective = {k: (w / norm if components[k] is not None else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
-    return {"scored": scored, "components": components, "effective": effective, "counts": counts,
-            "coverage": coverage, "ma_penalty": ma_penalty, "raw": raw}
+    return {
+        "scored": scored,
+        "components": components,
+        "effective": effective,
+        "counts": counts,
+        "coverage": coverage,
+        "ma_penalty": ma_penalty,
+        "raw": raw,
+    }
 
 
 def _clamp(raw: float, final: bool) -> float:

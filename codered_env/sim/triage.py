@@ -1,22 +1,62 @@
-"""Call triage ground truth and the caller reports the agent sees.
+"""Call triage: the caller-report likelihood model, its Bayes posterior, and callbacks.
 
 True priorities follow MPDS response plans mapped onto the four 108 levels (MODEL.md section 7):
 Echo/Delta -> P1 immediate, Charlie -> P2 urgent, Bravo/Alpha -> P3 non-urgent, Omega -> P4
 no-dispatch advice. Stroke within the treatment window is handled as Delta-equivalent (P1) here.
 
-A caller describes symptoms, never the diagnosis. Reports are drawn from per-condition phrase
-pools that deliberately overlap: chest pain comes from STEMI, gastritis and panic attacks alike;
-atypical STEMI (breathless, vomiting, tired) reads like gastritis. Age and the details that
-separate look-alikes (radiation, sweating, tingling fingers after an argument) are in the text.
+Likelihood model (the tables live in ``params.py``, section "Triage likelihood model")
+    A caller describes symptoms, never the diagnosis. For one call with true condition ``c``:
+
+    1. who rings (``patient`` / ``family`` / ``bystander``) is drawn from ``REPORT_CALLER_MIX[c]``;
+    2. the age band from ``REPORT_AGE_BANDS[c]`` (the age is then uniform inside the band), and
+       the sex from ``REPORT_SHARE_MALE[c]``;
+    3. each symptom feature ``f`` is present with probability ``REPORT_FEATURES[c][f]``; the
+       caller mentions a present feature with the caller's reliability ``r`` and mentions an
+       absent one by mistake with probability ``REPORT_FALSE_MENTION``. So a feature is in the
+       report with probability ``p_cf * r + (1 - p_cf) * e``, independently given (c, caller);
+    4. each mentioned feature is worded with one of several phrases drawn uniformly (the words
+       carry no information beyond the feature), in a random order.
+
+    The same words therefore come from several conditions (chest pain: STEMI, gastritis,
+    anxiety; collapse: cardiac arrest, stroke, fever in the elderly; breathlessness: STEMI,
+    anxiety, trauma). The report text is everything the dispatcher knows about the caller.
+
+Public functions
+    ``caller_report(condition, place, rng)`` -- sample a report for ``condition`` from ``rng``
+    (a ``random.Random``); the draws depend only on that generator.
+    ``parse_report(report)`` -- the visible facts of a report (caller, age band, sex, features).
+    ``condition_posterior(call, prior=None)`` -- the exact posterior over true conditions given
+    only what the dispatcher sees of ``call`` (its report text), normalised, deterministic;
+    ``prior`` defaults to the phase-2 call mix ``CALL_MIX`` (incident and news-cycle surge calls
+    come from other mixes: pass ``INCIDENT_MIX``-style priors explicitly if you know better).
+    ``priority_posterior(call)`` -- the same, summed per priority level.
+    ``callback_plan(report, rng)`` -- whether and when a caller advised at P4 rings back, drawn
+    from the model's predictive distribution given the report alone (so a callback's timing
+    and words never depend on the caller's hidden truth).
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from dataclasses import dataclass
 from random import Random
+from typing import Any
 
-from .params import CALL_MIX
-from .types import Call
+from .conditions import CONDITIONS
+from .params import (
+    CALL_MIX,
+    CALLBACK_DELAY_RANGE_BY_PRIORITY,
+    CALLBACK_PROBABILITY_BY_PRIORITY,
+    REPORT_AGE_BANDS,
+    REPORT_CALLER_MIX,
+    REPORT_CALLER_RELIABILITY,
+    REPORT_FALSE_MENTION,
+    REPORT_FEATURES,
+    REPORT_NEVER_MISTAKEN,
+    REPORT_SHARE_MALE,
+)
 
 PRIORITIES: tuple[str, ...] = ("P1", "P2", "P3", "P4")
 PRIORITY_MEANING: dict[str, str] = {
@@ -26,143 +66,185 @@ PRIORITY_MEANING: dict[str, str] = {
     "P4": "no dispatch, advice only (MPDS Omega)",
 }
 
-# condition -> (age range, share male, complaint phrases)
-_REPORTS: dict[str, tuple[tuple[int, int], float, tuple[str, ...]]] = {
-    "stemi": (
-        (45, 78),
-        0.7,
-        (
-            "crushing chest pain spreading to left arm, sweating",
-            "chest pain for 30 min, cold sweat, feels faint",
-            "heaviness in chest and jaw, vomited once, sweating",
-            "breathless and very tired, vomiting, looks grey",  # atypical presentation
-            "pressure in chest after climbing stairs, not going away",
-        ),
-    ),
-    "stroke": (
-        (50, 85),
-        0.55,
-        (
-            "face drooping on one side, speech slurred",
-            "suddenly cannot move right arm and leg, confused",
-            "fell down, cannot speak properly, one side weak",
-            "sudden severe headache, vision blurred, arm numb",
-        ),
-    ),
-    "trauma_haemorrhage": (
-        (18, 60),
-        0.75,
-        (
-            "bike hit by truck, bleeding heavily from thigh",
-            "stabbed in abdomen, lot of blood, getting drowsy",
-            "fell from scaffolding, bleeding from head and belly pain, pale",
-            "car crash, trapped, blood everywhere, barely answering",
-        ),
-    ),
-    "trauma_major": (
-        (18, 70),
-        0.7,
-        (
-            "fell from first floor, cannot move legs, awake",
-            "auto-rickshaw overturned, chest hurts when breathing",
-            "hit by car, leg bent badly, in a lot of pain",
-        ),
-    ),
-    "labour": (
-        (19, 36),
-        0.0,
-        (
-            "nine months pregnant, water broke, pains every five minutes",
-            "pregnant, strong labour pains, first baby",
-            "in labour, contractions close together, no transport",
-        ),
-    ),
-    "minor_injury": (
-        (8, 70),
-        0.6,
-        (
-            "fell from scooter, wrist painful and swollen",
-            "cut hand on glass, bleeding stopped with cloth",
-            "twisted ankle, cannot walk on it",
-            "small accident, bruises, says he is fine but shaken",
-        ),
-    ),
-    "fever": (
-        (3, 80),
-        0.5,
-        (
-            "high fever for two days, body ache",
-            "child with fever and vomiting since morning",
-            "elderly mother hot to touch, eating nothing",
-        ),
-    ),
-    "gastritis": (
-        (20, 70),
-        0.55,
-        (
-            "burning pain in upper stomach and chest after meal",
-            "stomach pain and vomiting, ate outside",
-            "chest and stomach burning, sour taste, had this before",
-        ),
-    ),
-    "anxiety": (
-        (16, 40),
-        0.4,
-        (
-            "chest tight, breathing fast, fingers tingling after argument",
-            "says she is dying, heart racing, had panic attacks before",
-            "cannot breathe, shaking, crying, exams tomorrow",
-            "chest pain and fear, breathing very fast, hands numb",
-        ),
-    ),
+# feature -> phrases a caller may use for it (drawn uniformly: wording carries no information).
+FEATURE_PHRASES: dict[str, tuple[str, ...]] = {
+    "chest_pain": ("chest pain", "pain in the chest", "tightness in the chest"),
+    "radiating": ("pain going into the arm", "pain up into the jaw"),
+    "sweating": ("sweating a lot", "cold sweat"),
+    "breathless": ("short of breath", "breathing fast", "cannot get breath"),
+    "vomiting": ("vomiting", "throwing up"),
+    "collapsed": ("collapsed", "fell down suddenly"),
+    "unresponsive": ("not responding", "not waking up"),
+    "gasping": ("not breathing properly", "gasping"),
+    "one_side_weak": ("one side weak", "face drooping", "cannot lift one arm"),
+    "speech": ("speech slurred", "talking strangely"),
+    "confused": ("confused", "does not know where they are"),
+    "headache": ("bad headache", "head hurting"),
+    "injury": ("road accident", "had a fall", "hit by a vehicle"),
+    "heavy_bleeding": ("bleeding a lot", "lot of blood"),
+    "pale_drowsy": ("pale and drowsy", "going cold and sleepy"),
+    "limb_hurt": ("leg badly hurt", "arm looks broken", "cannot move the leg"),
+    "pregnant": ("pregnant", "nine months pregnant"),
+    "labour_pains": ("labour pains", "water broke", "contractions"),
+    "fever": ("fever", "very hot body"),
+    "stomach": ("stomach pain", "burning in the stomach", "acidity"),
+    "panicky": ("very panicky", "hands tingling", "shaking and crying"),
+    "for_days": ("same for some days", "wants to know what to do", "asking for advice"),
 }
+FEATURES: tuple[str, ...] = tuple(FEATURE_PHRASES)
+CALLER_PHRASES: dict[str, str] = {
+    "patient": "patient calling",
+    "family": "family calling",
+    "bystander": "passer-by calling",
+}
+AGE_BANDS: dict[str, tuple[int, int]] = {
+    "child": (2, 14),
+    "young": (15, 44),
+    "middle": (45, 64),
+    "old": (65, 90),
+}
+NO_SYMPTOM_TEXT = "unwell, caller not sure what is wrong"
+CALLBACK_PREFIX = "CALLBACK"
+_PHRASE_TO_FEATURE = {phrase: f for f, phrases in FEATURE_PHRASES.items() for phrase in phrases}
+_CALLER_FROM_PHRASE = {v: k for k, v in CALLER_PHRASES.items()}
+_HEADER = re.compile(r"^(?:CALLBACK[^:]*: )?(\d+)([MF]) at [^,]+, ([a-z -]+ calling): (.*)$")
+
+
+@dataclass(frozen=True)
+class ReportFacts:
+    """What a report says, as a dispatcher reads it."""
+
+    caller: str
+    age: int
+    sex: str
+    features: frozenset[str]
+
+    @property
+    def age_band(self) -> str:
+        return age_band(self.age)
+
+
+def age_band(age: int) -> str:
+    for band, (lo, hi) in AGE_BANDS.items():
+        if lo <= age <= hi:
+            return band
+    return "old" if age > AGE_BANDS["old"][0] else "child"
+
+
+def _draw(rng: Random, table: dict[str, float]) -> str:
+    x = rng.random() * sum(table.values())
+    for key, weight in table.items():
+        x -= weight
+        if x <= 0:
+            return key
+    return next(reversed(table))
+
+
+def _false_mention(feature: str) -> float:
+    return 0.0 if feature in REPORT_NEVER_MISTAKEN else REPORT_FALSE_MENTION
 
 
 def caller_report(condition: str, place: str, rng: Random) -> str:
-    """One caller report: age, sex, place and symptoms -- never the diagnosis."""
-    (lo, hi), share_male, phrases = _REPORTS[condition]
+    """One caller report for ``condition``: caller, age, sex, place and mentioned symptoms."""
+    caller = _draw(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[_draw(rng, REPORT_AGE_BANDS[condition])]
     age = rng.randint(lo, hi)
-    sex = "M" if rng.random() < share_male else "F"
-    return f"{age}{sex} at {place}: {rng.choice(phrases)}"
+    sex = "M" if rng.random() < REPORT_SHARE_MALE[condition] else "F"
+    reliability = REPORT_CALLER_RELIABILITY[caller]
+    mentioned = []
+    for feature in FEATURES:
+        present = rng.random() < REPORT_FEATURES[condition].get(feature, 0.0)
+        said = rng.random() < (reliability if present else _false_mention(feature))
+        if said:
+            mentioned.append(rng.choice(FEATURE_PHRASES[feature]))
+    rng.shuffle(mentioned)
+    symptoms = "; ".join(mentioned) if mentioned else NO_SYMPTOM_TEXT
+    return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}"
 
 
-def callback_report(original: str) -> str:
-    """What an under-triaged caller says when ringing back: worse, and angrier."""
-    return f"CALLBACK, much worse now -- {original}"
+def callback_report(original: str, original_id: str) -> str:
+    """What a caller advised at P4 says when ringing back."""
+    return f"{CALLBACK_PREFIX} (was {original_id}), caller says it is worse: {original}"
 
 
-_CALLBACK_PREFIX = "CALLBACK, much worse now -- "
-_REPORT_SHAPE = re.compile(r"^(\d+)([MF]) at [^:]*: (.*)$")
+@functools.lru_cache(maxsize=8192)
+def parse_report(report: str) -> ReportFacts | None:
+    """The visible facts of a report, or None for text this model did not produce."""
+    match = _HEADER.match(report)
+    if match is None:
+        return None
+    age, sex, caller_text, body = match.groups()
+    caller = _CALLER_FROM_PHRASE.get(caller_text)
+    if caller is None:
+        return None
+    features = set()
+    if body != NO_SYMPTOM_TEXT:
+        for phrase in body.split("; "):
+            if phrase not in _PHRASE_TO_FEATURE:
+                return None
+            features.add(_PHRASE_TO_FEATURE[phrase])
+    return ReportFacts(caller, int(age), sex, frozenset(features))
 
 
-def condition_posterior(call: Call) -> dict[str, float]:
-    """Posterior over true conditions given only what the agent sees of ``call`` (its report).
-
-    Bayes over today's phrase pools: prior = the phase-2 call mix (``CALL_MIX``), likelihood =
-    P(age | condition) x P(sex | condition) x P(phrase | condition), each exactly as
-    ``caller_report`` draws them. A callback repeats the original report, so it carries the
-    same evidence. A report that fits no condition falls back to the prior.
-    """
-    report = call.report
-    while report.startswith(_CALLBACK_PREFIX):
-        report = report[len(_CALLBACK_PREFIX) :]
-    prior = {c: w for c, w in CALL_MIX.items() if c in _REPORTS}
-    match = _REPORT_SHAPE.match(report)
-    weights: dict[str, float] = {}
-    if match:
-        age, sex, phrase = int(match.group(1)), match.group(2), match.group(3)
-        weights = {c: w * _likelihood(c, age, sex, phrase) for c, w in prior.items()}
-        if sum(weights.values()) <= 0.0:  # an edited report: trust the symptoms alone
-            weights = {c: w * (phrase in _REPORTS[c][2]) / len(_REPORTS[c][2]) for c, w in prior.items()}
-    total = sum(weights.values())
-    if total <= 0.0:
-        weights, total = prior, sum(prior.values())
-    return {c: w / total for c, w in weights.items() if w > 0.0}
+def log_likelihood(condition: str, facts: ReportFacts) -> float:
+    """log P(report facts | condition) under the generative model above."""
+    caller_p = REPORT_CALLER_MIX[condition].get(facts.caller, 0.0)
+    band_p = REPORT_AGE_BANDS[condition].get(facts.age_band, 0.0)
+    male = REPORT_SHARE_MALE[condition]
+    sex_p = male if facts.sex == "M" else 1.0 - male
+    if caller_p <= 0 or band_p <= 0 or sex_p <= 0:
+        return -math.inf
+    r = REPORT_CALLER_RELIABILITY[facts.caller]
+    total = math.log(caller_p) + math.log(band_p) + math.log(sex_p)
+    table = REPORT_FEATURES[condition]
+    for feature in FEATURES:
+        p = table.get(feature, 0.0)
+        said = p * r + (1.0 - p) * _false_mention(feature)
+        chance = said if feature in facts.features else 1.0 - said
+        if chance <= 0.0:
+            return -math.inf
+        total += math.log(chance)
+    return total
 
 
-def _likelihood(condition: str, age: int, sex: str, phrase: str) -> float:
-    (lo, hi), share_male, phrases = _REPORTS[condition]
-    if not lo <= age <= hi or phrase not in phrases:
-        return 0.0
-    p_sex = share_male if sex == "M" else 1.0 - share_male
-    return p_sex / ((hi - lo + 1) * len(phrases))
+def posterior_from_facts(facts: ReportFacts, prior: dict[str, float] | None = None) -> dict[str, float]:
+    prior = CALL_MIX if prior is None else prior
+    logs = {c: math.log(w) + log_likelihood(c, facts) for c, w in prior.items() if w > 0}
+    top = max(logs.values())
+    weights = {c: math.exp(v - top) if v > -math.inf else 0.0 for c, v in logs.items()}
+    norm = sum(weights.values())
+    return {c: w / norm for c, w in weights.items()}
+
+
+def condition_posterior(call: Any, prior: dict[str, float] | None = None) -> dict[str, float]:
+    """P(true condition | everything the dispatcher sees of ``call``), normalised.
+
+    ``call`` is a ``types.Call`` or anything with a ``report`` attribute / key. A report this
+    model did not produce (not expected in play) falls back to the prior."""
+    report = call["report"] if isinstance(call, dict) else call.report
+    prior = CALL_MIX if prior is None else prior
+    facts = parse_report(report)
+    if facts is None:
+        norm = sum(prior.values())
+        return {c: w / norm for c, w in prior.items()}
+    return posterior_from_facts(facts, prior)
+
+
+def priority_posterior(call: Any, prior: dict[str, float] | None = None) -> dict[str, float]:
+    out = dict.fromkeys(PRIORITIES, 0.0)
+    for condition, p in condition_posterior(call, prior).items():
+        out[CONDITIONS[condition].true_priority] += p
+    return out
+
+
+def callback_plan(report: str, rng: Random) -> int | None:
+    """Minutes until a caller advised at P4 rings back, or None if they never do.
+
+    A condition is drawn from the posterior given the report, then whether and when that
+    caller would ring back; the caller's true condition plays no part."""
+    posterior = condition_posterior({"report": report})
+    imagined = _draw(rng, posterior)
+    priority = CONDITIONS[imagined].true_priority
+    if rng.random() >= CALLBACK_PROBABILITY_BY_PRIORITY[priority]:
+        return None
+    return rng.randint(*CALLBACK_DELAY_RANGE_BY_PRIORITY[priority])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .params import CHILDBEARING_AGE_RANGE
+
 PATIENT_STATES = (
     "awaiting_unit",  # known, no unit assigned (phase 1) / call pending (phase 2, hidden)
     "unit_en_route",
@@ -38,6 +40,8 @@ class Patient:
     hr0: int
     sbp0: int
     onset_min: int  # symptom onset before the call (stroke outcome)
+    sex: str = "M"  # "M" | "F": decides which uncross-matched group O is safe
+    age: int = 40
     secondary: bool = False
     call_id: str | None = None
     visible: bool = True  # phase 2: hidden until a crew is on scene
@@ -59,10 +63,19 @@ class Patient:
     treatment_start: int | None = None
     treatment_end: int | None = None
     treatment_quality: float = 0.0
+    therapy: str | None = None  # outcome curve of the care given (pci, lysis, evt, surgery, ...)
+    relaxed_target: bool = False  # sent where care is partial while no capable hospital could take them
+    fallback: bool = False  # the capable hospital's lab was unavailable: fallback care there
     reserve_at_treatment: float | None = None
     or_ref: tuple[str, str] | None = None
     died_at: int | None = None
     transfused_units: int = 0
+    cpr_from: int | None = None  # telephone CPR instructions since this minute (call coded P1)
+
+    def o_pos_safe(self) -> bool:
+        """Uncross-matched O-pos is safe unless she is a woman of child-bearing age."""
+        lo, hi = CHILDBEARING_AGE_RANGE
+        return self.sex == "M" or not lo <= self.age <= hi
 
     def has_blood(self, now: int) -> bool:
         return self.blood_ready_at is not None and self.blood_ready_at <= now
@@ -83,6 +96,7 @@ class Call:
     ambulance_id: str | None = None
     callback_of: str | None = None
     closed_at: int | None = None  # when the agent closed it with advice (P4)
+    coded_p1_at: int | None = None  # when the agent first coded it P1
 
 
 @dataclass(slots=True)
@@ -147,6 +161,7 @@ class OperatingRoom:
     agent_prepared: bool = False
     patient_id: str | None = None  # claimed by / operating on
     failure_until: int = 0  # an equipment failure found while a case was running ends here
+    ready_at: int = 0  # when the current preparation completed (state "ready")
 
 
 @dataclass(slots=True)
@@ -203,6 +218,7 @@ class BloodAllocation:
     ready_at: int = 0  # issued and at hand from this minute
     by_agent: bool = False
     used: bool = False
+    awaiting_sample: bool = False  # type-specific: issued once the patient's sample reaches the lab
 
 
 @dataclass(slots=True)

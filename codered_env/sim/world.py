@@ -17,16 +17,16 @@ import math
 from random import Random
 
 from .city import NODE_NAMES, RoadNetwork
-from .conditions import CONDITIONS, Care
+from .conditions import CONDITIONS, Care, expected_outcome
 from .generator import escalation_casualty, generate, surge_calls
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
     ALS_DETERIORATION_FACTOR,
+    BLOOD_PENDING_CREDIT,
     BLOOD_TRANSFUSION_FACTOR,
     BLOOD_TYPE_QUERY_MIN,
     BLOOD_UNITS_PER_CASE,
     BLS_DETERIORATION_FACTOR,
-    CALLBACK_DELAY_BY_PRIORITY,
     CATH_LAB_PREP_RANGE,
     CROWDED_DOOR_FACTOR,
     CROWDED_HANDOVER_FACTOR,
@@ -37,30 +37,35 @@ from .params import (
     HANDOVER_JITTER_MIN,
     HANDOVER_MIN,
     HOSPITAL_TYPING_MIN,
+    HOT_PRIORITIES,
     INCIDENT_ESCALATION_MIN,
     LIGHTS_AND_SIRENS_FACTOR,
     MCI_EXTRA_SCENE_MIN,
     MIN_SCENE_MIN,
     NEWS_CYCLE_DEATH_PROBABILITY,
-    NEWS_CYCLE_P1_WAIT_MIN,
+    NEWS_CYCLE_WAIT_MIN,
     NO_BLOOD_QUALITY,
     NO_BLOOD_SURGERY_WAIT_MIN,
     NO_TRANSPORT_SCENE_MIN,
     NON_URGENT_FACTOR,
+    NON_URGENT_TURNOUT_MIN,
     O_NEG_RELEASE_MIN,
     ON_SCENE_JITTER_MIN,
     OR_HOLD_WINDOW_MIN,
     OR_PREP_MIN_BY_TIER,
+    PROCEDURE_DURATION_MIN,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     SPECIALIST_WINDOW_MIN,
+    TELEPHONE_CPR_FACTOR,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
     TRAVEL_NOISE_CV,
     TYPE_SPECIFIC_MIN,
+    UNTRIAGED_RESPONSE,
     VITALS_BANDS,
 )
 from .tasks import TaskSpec
-from .triage import callback_report
+from .triage import callback_plan, callback_report
 from .types import (
     Ambulance,
     BloodAllocation,
@@ -78,7 +83,15 @@ from .types import (
 FINAL_PATIENT_STATES = frozenset({"treated", "released", "deceased", "in_treatment"})
 MOVING = frozenset({"en_route", "transporting", "returning"})
 _NOISE_SIGMA = math.sqrt(math.log(1.0 + TRAVEL_NOISE_CV**2))
-_NOISE_MU = -0.5 * _NOISE_SIGMA**2
+_NOISE_MU = -math.log(math.sqrt(1.0 + TRAVEL_NOISE_CV**2))  # -sigma^2 / 2: mean factor 1
+
+
+def emergency_group_o(p: Patient) -> tuple[str, ...]:
+    """Uncross-matched group O a patient of unknown type may get (O-pos first when safe, to
+    spare the scarce O-neg)."""
+    return ("O+", "O-") if p.o_pos_safe() else ("O-",)
+
+
 COMPATIBLE_DONORS: dict[str, tuple[str, ...]] = {
     "O-": ("O-",),
     "O+": ("O-", "O+"),
@@ -132,15 +145,13 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
-        self.id_counters = [self._max_id("P"), self._max_id("C")]
+        self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
     # ------------------------------------------------------------------ bookkeeping
     def _max_id(self, prefix: str) -> int:
         ids = list(self.patients) + [s.patient.patient_id for s in self.spawns]
-        if prefix == "C":
-            ids = list(self.calls) + [s.call.call_id for s in self.spawns if s.call]
-        return max((int(i[1:]) for i in ids), default=0)
+        return max((int(i[len(prefix):]) for i in ids), default=0)
 
     def event(self, text: str) -> None:
         self.events.append(f"t{self.clock} {text}")
@@ -304,6 +315,7 @@ class World:
             self.patients[p.patient_id] = p
         if spawn.call is not None:
             call = spawn.call
+            call.call_id = self.next_call_id()
             self.calls[call.call_id] = call
             p.call_id = call.call_id
             self.event(f'NEW CALL {call.call_id}: "{call.report}"')
@@ -314,7 +326,7 @@ class World:
 
     def schedule(self, spawn: PendingSpawn) -> None:
         self.spawns.append(spawn)
-        self.spawns.sort(key=lambda s: (s.at, s.patient.patient_id, s.call.call_id if s.call else ""))
+        self.spawns.sort(key=lambda s: s.at)  # stable: same-minute spawns keep scheduling order
 
     def next_patient_id(self) -> str:
         self.id_counters[0] += 1
@@ -325,13 +337,19 @@ class World:
         return f"C{self.id_counters[1]}"
 
     def schedule_callback(self, call: Call) -> None:
+        """A caller advised at P4 may ring back. Whether and when comes from the report alone
+        (triage.callback_plan, on a stream seeded per call), never from the hidden truth."""
+        rng = Random(f"codered:{self.task.task_id}:{self.seed}:callback:{call.call_id}")
+        delay = callback_plan(call.report, rng)
+        if delay is None:
+            return
         p = self.patients[call.patient_id]
-        at = self.clock + CALLBACK_DELAY_BY_PRIORITY[call.true_priority]
+        at = self.clock + delay
         new = Call(
-            self.next_call_id(),
+            "",
             at,
             call.node,
-            callback_report(call.report),
+            callback_report(call.report, call.call_id),
             p.patient_id,
             call.true_priority,
             secondary=call.secondary,
@@ -365,6 +383,8 @@ class World:
 
     def send_unit(self, amb: Ambulance, p: Patient, call: Call | None) -> bool:
         node, depart = self.departure_point(amb)
+        if not self.hot_response(call):
+            depart += NON_URGENT_TURNOUT_MIN
         trip = self.plan_trip(node, p.node, depart, "scene", self.speed_for_call(call), self.draw_noise())
         if trip is None:
             return False
@@ -425,7 +445,7 @@ class World:
 
     def _room_timer(self, h: Hospital, room: OperatingRoom, t: int) -> None:
         if room.state == "preparing" and room.until <= t:
-            room.state, room.until = "ready", t + OR_HOLD_WINDOW_MIN
+            room.state, room.until, room.ready_at = "ready", t + OR_HOLD_WINDOW_MIN, t
             self.event(f"{h.hospital_id} {room.or_id} ready for {room.procedure}")
         elif room.state == "ready" and room.until <= t and room.patient_id is None:
             if room.agent_prepared:
@@ -482,6 +502,7 @@ class World:
             p.visible = True
             amb.busy_until = self.clock + FOUND_DEAD_SCENE_MIN
             self.event(f"{amb.ambulance_id} on scene: {p.patient_id} found dead")
+            self._maybe_news_after_death(p.patient_id)
             return
         p.status = "on_scene"
         p.visible = True
@@ -489,28 +510,44 @@ class World:
             self.count("over_triage")
         if cond.true_priority == "P4":
             self.count("dispatch_no_need")
+        if cond.true_priority == "P1" and not self.hot_response(self.calls.get(p.call_id or "")):
+            self.count("under_triage")
         jitter = self.travel_rng.randint(-ON_SCENE_JITTER_MIN, ON_SCENE_JITTER_MIN)
-        scene = (cond.scene_min if cond.transport else NO_TRANSPORT_SCENE_MIN) + jitter
+        scene = (cond.scene_min if cond.transport or cond.treated_on_scene else NO_TRANSPORT_SCENE_MIN)
+        scene += jitter
         if p.patient_id in self.mci:
             scene += MCI_EXTRA_SCENE_MIN
         amb.busy_until = self.clock + max(MIN_SCENE_MIN, scene)
+        if cond.treated_on_scene:
+            self._treat_on_scene(p, amb.busy_until)
         where = f" (call {p.call_id})" if p.call_id else ""
         self.event(
             f"{amb.ambulance_id} on scene{where}: {p.patient_id} is {cond.label} [{cond.true_priority}]"
         )
+
+    def _treat_on_scene(self, p: Patient, until: int) -> None:
+        """Definitive care given by the crew itself (defibrillation, reassurance, advice); it
+        ends when the crew leaves the scene (``_leave_scene``)."""
+        p.status, p.treatment_start, p.treatment_quality = "in_treatment", self.clock, 1.0
+        p.therapy = "on_scene"
+        p.treatment_end = until
+        p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
 
     def _leave_scene(self, amb: Ambulance) -> None:
         p = self.patients[amb.patient_id or ""]
         cond = CONDITIONS[p.condition]
         if p.status == "deceased" or not cond.transport:
             if p.status != "deceased":
-                p.status = "released"
+                resuscitated = cond.true_priority == "P1"
+                p.status = "treated" if resuscitated else "released"
                 self.event(f"{amb.ambulance_id} treated {p.patient_id} on scene, no transport needed")
             self._return_home(amb)
             return
         hid = self.transport_destination(p)
         if p.destination and hid != p.destination:
             self.event(f"{p.destination} on diversion: {amb.ambulance_id} takes {p.patient_id} to {hid}")
+        if hid != p.destination:
+            self.note_destination(p, hid)
         trip = self.plan_trip(
             amb.node, self.hospitals[hid].node, self.clock, "hospital", TRANSPORT_FACTOR, self.draw_noise()
         )
@@ -556,7 +593,39 @@ class World:
 
     # ------------------------------------------------------------------ hospital care
     def care_for(self, p: Patient, h: Hospital) -> Care | None:
-        return CONDITIONS[p.condition].care_at(h.tier)
+        cond = CONDITIONS[p.condition]
+        care = cond.care_at(h.tier)
+        if p.fallback and care is not None and care.procedure and cond.fallback_care:
+            return cond.fallback_care
+        return care
+
+    def best_care_available(self, p: Patient) -> bool:
+        """Could a hospital giving this condition's best care take the patient now (open, lab in
+        service and free, specialist not unavailable)?"""
+        cond = CONDITIONS[p.condition]
+        best = cond.best_care
+        if best is None:
+            return True
+        for h in self.hospitals.values():
+            care = cond.care_at(h.tier)
+            if care is None or care.quality < best.quality or self.diverted(h.hospital_id):
+                continue
+            if care.procedure and self._free_room(h, care.procedure) is None:
+                continue
+            spec = h.specialists.get(care.specialist or "")
+            if care.specialist and (spec is None or spec.state == "unavailable"):
+                continue
+            return True
+        return False
+
+    def note_destination(self, p: Patient, hospital_id: str) -> None:
+        """Record the destination and whether the relaxed (transfer) target applies to it."""
+        cond = CONDITIONS[p.condition]
+        care = cond.care_at(self.hospitals[hospital_id].tier)
+        best = cond.best_care
+        partial = best is not None and (care is None or care.quality < best.quality)
+        p.destination = hospital_id
+        p.relaxed_target = partial and not self.best_care_available(p)
 
     def admit(self, p: Patient, h: Hospital) -> None:
         p.status, p.hospital, p.node = "at_hospital", h.hospital_id, h.node
@@ -567,6 +636,9 @@ class World:
         if p.first_hospital_arrival is None:
             p.first_hospital_arrival = self.clock
             p.arrival_prep = self.measure_prep(p, h, care)
+        self._issue_awaiting_sample(p, h)
+        if CONDITIONS[p.condition].needs_blood:
+            self._hospital_blood(p, h)  # also to stabilise a patient awaiting transfer
         if care is None:
             p.transfer_to = self._transfer_target(p, h)
             p.transfer_arrives_at = None
@@ -575,17 +647,16 @@ class World:
                 f"transfer to {p.transfer_to} after stabilisation"
             )
             return
-        if CONDITIONS[p.condition].needs_blood:
-            self._hospital_blood(p, h)
-        self._claim_resources(p, h, care)
+        self._claim_resources(p, h, care, activated=care.activation_min == 0)
 
     def measure_prep(self, p: Patient, h: Hospital, care: Care | None) -> dict[str, float]:
         """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing)."""
         cond = CONDITIONS[p.condition]
         if not cond.needs_prep:
             return {}
+        zeros = {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
         if care is None:
-            return {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
+            return zeros
         parts: dict[str, float] = {}
         if care.procedure:
             parts["or"] = self._or_readiness(h, care.procedure)
@@ -594,16 +665,21 @@ class World:
             parts["specialist"] = self._specialist_readiness(spec)
         if cond.needs_blood:
             parts["blood"] = self._blood_readiness(p, h)
-        if not parts:  # partial care that needs nothing prepared (thrombolysis at tier 2)
-            parts["ed"] = 0.5
-        return parts
+        best = cond.best_care
+        partial = best is not None and care.quality < best.quality
+        if parts or not partial or p.relaxed_target or p.fallback:
+            return parts  # empty: the care given needs nothing prepared and was the best on offer
+        return zeros  # thrombolysis chosen while a hospital able to give PCI could take them
 
     def _blood_readiness(self, p: Patient, h: Hospital) -> float:
         """1 if blood reserved by the agent is issued and waiting, 0.5 if still being issued."""
         reserved = self._agent_blood(p, h)
         if not reserved:
             return 0.0
-        return 1.0 if min(a.ready_at for a in reserved) <= self.clock else 0.5
+        issued = (
+            all(not a.awaiting_sample for a in reserved) and min(a.ready_at for a in reserved) <= self.clock
+        )
+        return 1.0 if issued else BLOOD_PENDING_CREDIT
 
     def _or_readiness(self, h: Hospital, procedure: str) -> float:
         best = 0.0
@@ -640,7 +716,8 @@ class World:
 
     def _hospital_blood(self, p: Patient, h: Hospital) -> None:
         """Blood reserved by the agent, else the hospital's own supply: type-specific for a typed
-        patient, else emergency O-neg, else typing then type-specific."""
+        patient (immediate-spin cross-match on the sample), else uncross-matched group O (O-pos
+        unless she is of child-bearing age), else typing then type-specific."""
         reserved = self._agent_blood(p, h)
         if reserved:
             p.blood_ready_at = min(a.ready_at for a in reserved)
@@ -651,12 +728,31 @@ class World:
         if p.blood_type_known and self._reserve_first(p, h, type_specific, units):
             p.blood_ready_at = self.clock + TYPE_SPECIFIC_MIN
             return
-        if self._reserve_first(p, h, ["O-"], units):
+        if self._reserve_first(p, h, list(emergency_group_o(p)), units):
             p.blood_ready_at = self.clock + O_NEG_RELEASE_MIN
             return
-        if self._reserve_first(p, h, type_specific, units):
+        if self._reserve_first(p, h, donors, units):
             typing = 0 if p.blood_type_known else HOSPITAL_TYPING_MIN
             p.blood_ready_at = self.clock + typing + TYPE_SPECIFIC_MIN
+
+    def _issue_awaiting_sample(self, p: Patient, h: Hospital) -> None:
+        """Type-specific units reserved before arrival are cross-matched once the sample is in."""
+        for a in self._agent_blood(p, h):
+            if a.awaiting_sample:
+                a.awaiting_sample, a.ready_at = False, self.clock + TYPE_SPECIFIC_MIN
+
+    def _transfuse(self, p: Patient, h: Hospital) -> None:
+        """Blood issued for the patient at this hospital is given (treatment or stabilisation)."""
+        for a in self.allocations:
+            if (
+                a.patient_id == p.patient_id
+                and a.hospital_id == h.hospital_id
+                and not a.used
+                and not a.awaiting_sample
+                and a.ready_at <= self.clock
+            ):
+                a.used = True
+                p.transfused_units += a.units
 
     def _agent_blood(self, p: Patient, h: Hospital) -> list[BloodAllocation]:
         return [
@@ -678,10 +774,12 @@ class World:
             BloodAllocation(p.patient_id, h.hospital_id, blood_type, units, self.clock, ready_at=self.clock)
         )
 
-    def _claim_resources(self, p: Patient, h: Hospital, care: Care) -> None:
+    def _claim_resources(self, p: Patient, h: Hospital, care: Care, activated: bool) -> None:
+        """Claim a room readied in advance at once; the hospital readies an idle room and pages
+        the specialist itself only once it has activated (``care.activation_min`` after arrival)."""
         if care.procedure and p.or_ref is None:
             room = self._find_room(h, care.procedure)
-            if room is not None:
+            if room is not None and (activated or room.state != "idle"):
                 if room.state == "idle":
                     room.state, room.procedure = "preparing", care.procedure
                     room.prep_total = self._prep_minutes(h, room, care.procedure)
@@ -689,7 +787,7 @@ class World:
                     room.agent_prepared = False
                 room.patient_id = p.patient_id
                 p.or_ref = (h.hospital_id, room.or_id)
-        if care.specialist:
+        if care.specialist and activated:
             spec = h.specialists.get(care.specialist)
             if spec is not None and spec.state == "on_call":
                 spec.state, spec.until = "paged", self.clock + spec.page_delay
@@ -700,7 +798,7 @@ class World:
         return OR_PREP_MIN_BY_TIER[h.tier]
 
     def _find_room(self, h: Hospital, procedure: str) -> OperatingRoom | None:
-        rank = {"ready": 0, "preparing": 1, "idle": 2}
+        rank = {state: i for i, state in enumerate(("ready", "preparing", "idle"))}
         best: OperatingRoom | None = None
         for room in h.ors:
             if procedure not in room.procedures or room.patient_id is not None:
@@ -713,6 +811,10 @@ class World:
                 best = room
         return best
 
+    def _free_room(self, h: Hospital, procedure: str) -> OperatingRoom | None:
+        """A room for ``procedure`` nobody else has claimed, idle or readied for it."""
+        return self._find_room(h, procedure)
+
     def _hospital_care(self, t: int) -> None:
         for p in list(self.patients.values()):
             if p.status == "at_hospital":
@@ -721,7 +823,15 @@ class World:
                 if care is None:
                     self._maybe_transfer_out(p, h, t)
                 else:
-                    self._claim_resources(p, h, care)
+                    activated = t >= (p.wait_started or t) + care.activation_min
+                    self._claim_resources(p, h, care, activated)
+                    if (
+                        activated
+                        and care.procedure
+                        and p.or_ref is None
+                        and self._lab_unavailable(p, h, care)
+                    ):
+                        care = self._fall_back(p, h)
                     self._maybe_start_treatment(p, h, care, t)
             elif (
                 p.status == "transferring"
@@ -731,8 +841,55 @@ class World:
                 h = self.hospitals[p.transfer_to or ""]
                 self.event(f"{p.patient_id} arrived at {h.hospital_id} by inter-facility transfer")
                 self.admit(p, h)
-            elif p.status == "in_treatment" and p.treatment_end is not None and p.treatment_end <= t:
+            elif (
+                p.status == "in_treatment"
+                and p.hospital is not None  # on-scene care ends when the crew leaves
+                and p.treatment_end is not None
+                and p.treatment_end <= t
+            ):
                 self._finish_treatment(p)
+
+    def _lab_unavailable(self, p: Patient, h: Hospital, care: Care) -> bool:
+        """Fallback care (thrombolysis) is given when the specialist is unavailable, or when no
+        room for the procedure is free and the earliest the procedure could start gives a worse
+        expected outcome than the fallback now (ESC: lysis when PCI would come too late)."""
+        cond = CONDITIONS[p.condition]
+        fallback = cond.fallback_care
+        if fallback is None:
+            return False
+        spec = h.specialists.get(care.specialist or "")
+        if spec is not None and spec.state == "unavailable":
+            return True
+        if self._free_room(h, care.procedure or "") is not None:
+            return False
+        wait = self._room_wait(h, care.procedure or "")
+        prep = OR_PREP_MIN_BY_TIER[h.tier] if h.tier in OR_PREP_MIN_BY_TIER else CATH_LAB_PREP_RANGE[0]
+        best_start = self.clock + wait + max(prep, CATH_LAB_PREP_RANGE[0]) + care.room_min
+        lysis_start = max(self.clock, (p.wait_started or self.clock) + fallback.door_min)
+        onset = p.onset_min
+        procedure = expected_outcome(cond, best_start - p.appeared_at, care.quality, onset, care.therapy)
+        lysis = expected_outcome(cond, lysis_start - p.appeared_at, fallback.quality, onset, fallback.therapy)
+        return lysis > procedure
+
+    def _room_wait(self, h: Hospital, procedure: str) -> float:
+        """Minutes until some room able to host ``procedure`` could be free (inf if none)."""
+        waits = []
+        for room in h.ors:
+            if procedure not in room.procedures:
+                continue
+            remaining = max(0, room.until - self.clock)
+            if room.state in ("preparing", "ready") and room.patient_id is not None:
+                remaining += PROCEDURE_DURATION_MIN.get(room.procedure or procedure, 0)
+            if room.state == "in_use" and room.failure_until > self.clock:
+                remaining = max(remaining, room.failure_until - self.clock)
+            waits.append(remaining)
+        return min(waits, default=float("inf"))
+
+    def _fall_back(self, p: Patient, h: Hospital) -> Care:
+        p.fallback = True
+        care = self.care_for(p, h)
+        self.event(f"{h.hospital_id} lab unavailable for {p.patient_id}: {care.label if care else 'no care'}")
+        return care
 
     def _maybe_transfer_out(self, p: Patient, h: Hospital, t: int) -> None:
         if t < (p.wait_started or t) + TRANSFER_DOOR_IN_DOOR_OUT_MIN:
@@ -741,6 +898,7 @@ class World:
         minutes = self.net.minutes(h.node, target.node)
         if minutes == float("inf"):
             return
+        self._transfuse(p, h)  # blood given to stabilise before the transfer counts as used
         h.ed_patients.remove(p.patient_id)
         p.status, p.hospital, p.transferred = "transferring", None, True
         p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
@@ -758,7 +916,7 @@ class World:
             if p.or_ref is None:
                 return
             room = h.or_by_id(p.or_ref[1])
-            if room is None or room.state != "ready":
+            if room is None or room.state != "ready" or t < room.ready_at + care.room_min:
                 return
         if care.specialist and h.specialists[care.specialist].state != "present":
             return
@@ -774,7 +932,7 @@ class World:
     ) -> None:
         cond = CONDITIONS[p.condition]
         p.status, p.treatment_start = "in_treatment", self.clock
-        p.treatment_quality = quality
+        p.treatment_quality, p.therapy = quality, care.therapy
         p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
         p.treatment_end = self.clock + cond.treatment_minutes(care)
         if room is not None:
@@ -782,10 +940,7 @@ class World:
             h.ed_patients.remove(p.patient_id)
         if care.specialist:
             h.specialists[care.specialist].used = True
-        for a in self.allocations:
-            if a.patient_id == p.patient_id and a.hospital_id == h.hospital_id and not a.used:
-                a.used = True
-                p.transfused_units += a.units
+        self._transfuse(p, h)
         delay = self.clock - p.appeared_at
         self.event(
             f"TREATMENT {p.patient_id} {care.label} started at {h.hospital_id} ({delay} min after call)"
@@ -834,6 +989,8 @@ class World:
     def _care_factor(self, p: Patient) -> float:
         status = p.status
         factor = 1.0
+        if p.cpr_from is not None and status in ("awaiting_unit", "unit_en_route"):
+            return TELEPHONE_CPR_FACTOR
         if status in ("on_scene", "transporting") and p.ambulance_id:
             kind = self.ambulances[p.ambulance_id].kind
             factor = ALS_DETERIORATION_FACTOR if kind == "ALS" else BLS_DETERIORATION_FACTOR
@@ -854,8 +1011,13 @@ class World:
             if room is not None and room.patient_id == p.patient_id and room.state != "in_use":
                 room.patient_id = None
             p.or_ref = None
-        label = p.patient_id if p.visible else f"the caller of {p.call_id}"
-        self.event(f"DEATH {label} died")
+        if not p.visible:
+            return  # nobody knows yet: a crew will find out on scene
+        self.event(f"DEATH {p.patient_id} died")
+        self._maybe_news_after_death(p.patient_id)
+
+    def _maybe_news_after_death(self, label: str) -> None:
+        """A death becomes known (in view, or found by a crew) and may make the news."""
         if (
             self.task.cascades
             and self.task.phase == 2
@@ -878,11 +1040,7 @@ class World:
             self._maybe_escalate_incident(t)
         if self.task.phase == 2 and self.news_cycle_at is None:
             for call in self.calls.values():
-                if (
-                    call.status == "pending"
-                    and call.true_priority == "P1"
-                    and t - call.received_at >= NEWS_CYCLE_P1_WAIT_MIN
-                ):
+                if call.status == "pending" and t - call.received_at >= NEWS_CYCLE_WAIT_MIN:
                     self._news_cycle(f"caller {call.call_id} waited {t - call.received_at} min for a unit")
                     break
 
@@ -890,14 +1048,8 @@ class World:
         self.escalated = True
         if any(self.patients[pid].first_unit_at is not None for pid in self.mci if pid in self.patients):
             return
-        cid = self.next_call_id() if self.task.phase == 2 else None
         spawn = escalation_casualty(
-            self.narrative_rng,
-            self.next_patient_id(),
-            self.incident_node or "N0",
-            t + 1,
-            self.task.phase,
-            cid,
+            self.narrative_rng, self.next_patient_id(), self.incident_node or "N0", t + 1, self.task.phase
         )
         self.mci.add(spawn.patient.patient_id)
         self.schedule(spawn)
@@ -908,24 +1060,34 @@ class World:
 
     def _news_cycle(self, reason: str) -> None:
         self.news_cycle_at, self.news_cycle_reason = self.clock, reason
-        spawns = surge_calls(self.narrative_rng, (self.id_counters[0], self.id_counters[1]), self.clock)
+        spawns = surge_calls(self.narrative_rng, self.id_counters[0], self.clock)
         self.id_counters[0] += len(spawns)
-        self.id_counters[1] += len(spawns)
         for spawn in spawns:
             self.schedule(spawn)
         self.event(f"ALERT news cycle after {reason}: call volume surging")
 
     # ------------------------------------------------------------------ queries used by several modules
+    @staticmethod
+    def response_level(call: Call | None) -> str | None:
+        """The level a unit responds at: the call's triage, or the protocol default if the call
+        is uncoded (params.UNTRIAGED_RESPONSE); None for a known patient in phase 1."""
+        if call is None:
+            return None
+        return call.priority or UNTRIAGED_RESPONSE
+
+    def hot_response(self, call: Call | None) -> bool:
+        level = self.response_level(call)
+        return level is None or level in HOT_PRIORITIES
+
     def speed_for_call(self, call: Call | None) -> float:
-        if call is not None and call.priority == "P3":
-            return NON_URGENT_FACTOR
-        return LIGHTS_AND_SIRENS_FACTOR
+        return LIGHTS_AND_SIRENS_FACTOR if self.hot_response(call) else NON_URGENT_FACTOR
 
     def request_blood_type(self, p: Patient) -> None:
         p.blood_type_ready_at = self.clock + BLOOD_TYPE_QUERY_MIN
 
     def resolved(self) -> bool:
-        """Nothing left to happen: no future calls and every patient in a final state."""
-        if self.spawns:
+        """Nothing left to happen: no future calls, no open call, and every patient the dispatcher
+        knows of in a final state (a hidden caller's fate never ends an episode early)."""
+        if self.spawns or any(c.status in ("pending", "dispatched") for c in self.calls.values()):
             return False
-        return all(p.status in FINAL_PATIENT_STATES for p in self.patients.values())
+        return all(p.status in FINAL_PATIENT_STATES for p in self.patients.values() if p.visible)

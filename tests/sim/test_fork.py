@@ -11,9 +11,9 @@ import pytest
 
 from codered_env.agents import HeuristicAgent
 from codered_env.sim import TASK_IDS, CodeRedSim
-from codered_env.sim.params import CALL_MIX, CALLBACK_DELAY_BY_PRIORITY
-from codered_env.sim.triage import condition_posterior
-from codered_env.sim.types import Call
+from codered_env.sim.fork import _call_prior
+from codered_env.sim.params import CALL_MIX, SURGE_MIX
+from codered_env.sim.triage import callback_report
 
 SEED = 1003
 
@@ -67,14 +67,14 @@ def snapshot(sim: CodeRedSim) -> tuple[str, str, bytes]:
 
 def future_reports(sim: CodeRedSim) -> set[tuple[int, str]]:
     """(minute, report) of every call still to come (a report alone may recur by chance), except
-    callbacks: those follow from the agent's own advice and the report, which the agent knows."""
+    callbacks: their words follow from the report the agent knows (their timing is redrawn)."""
     return {(s.at, s.call.report) for s in sim.world.spawns if s.call is not None and not s.call.callback_of}
 
 
 def hidden_truth(sim: CodeRedSim) -> list[tuple]:
     w = sim.world
     callers = [
-        (p.patient_id, p.condition, p.reserve, p.blood_type, p.hr0, p.sbp0)
+        (p.patient_id, p.condition, p.reserve, p.blood_type, p.hr0, p.sbp0, p.status, p.cpr_from)
         for p in w.patients.values()
         if not p.visible or not p.blood_type_known
     ]
@@ -154,12 +154,14 @@ def test_a_fork_depends_only_on_what_the_agent_knows(task_id: str, steps: int) -
     for p in w.patients.values():
         if not p.visible:
             p.condition, p.reserve, p.hr0, p.sbp0 = "fever", 0.5, 70, 130
+            p.onset_min, p.cpr_from, p.band = 33, 2, 0
+            p.status, p.died_at = ("deceased", 5) if p.status != "deceased" else ("awaiting_unit", None)
         if not p.blood_type_known:
             p.blood_type = "AB-"
     for call in w.calls.values():
         if not w.patients[call.patient_id].visible:
             call.true_priority = "P3"
-    w.spawns = [s for s in w.spawns if s.reason not in ("call", "incident call")]
+    w.spawns = [s for s in w.spawns if s.reason not in ("call", "incident call", "callback")]
     for s in w.spawns:
         s.at += 3
         s.patient.reserve, s.patient.blood_type = 0.42, "B-"
@@ -187,20 +189,19 @@ def test_fork_rejects_a_bad_seed() -> None:
             sim.fork(bad)  # type: ignore[arg-type]
 
 
-def test_condition_posterior_reads_only_the_report() -> None:
-    def call(report: str) -> Call:
-        return Call("C1", 0, "N0", report, "P1", "P1")
-
-    panic = condition_posterior(call("24F at Old City: chest pain and fear, breathing very fast, hands numb"))
-    assert panic == {"anxiety": 1.0}
-    callback = condition_posterior(
-        call("CALLBACK, much worse now -- 60M at Old City: breathless and very tired, vomiting, looks grey")
-    )
-    assert callback == {"stemi": 1.0}
-    unknown = condition_posterior(call("someone is shouting"))
-    assert unknown.keys() == CALL_MIX.keys()
-    assert sum(unknown.values()) == pytest.approx(1.0)
-    assert unknown["labour"] > unknown["stroke"]
+def test_call_prior_follows_the_sources_of_calls_at_that_minute() -> None:
+    sim = advance("task5", SEED, 0)
+    w = sim.world
+    first = w.calls["C1"]
+    prior = _call_prior(w, first)
+    assert sum(prior.values()) == pytest.approx(1.0)
+    assert prior.keys() == CALL_MIX.keys()
+    assert prior["stemi"] > CALL_MIX["stemi"]  # one call of the task's schedule is always a STEMI
+    late = copy.copy(first)
+    late.received_at = 60  # after the schedule's last call, before any surge: nothing expected
+    assert _call_prior(w, late) == CALL_MIX
+    w.news_cycle_at = 55
+    assert _call_prior(w, late).keys() == SURGE_MIX.keys()
 
 
 def advised_episode(task_id: str, steps: int) -> CodeRedSim:
@@ -229,11 +230,12 @@ def test_p4_advised_callers_in_a_fork(steps: int) -> None:
                 continue
             p = w.patients[call.patient_id]
             if call.true_priority == "P4":
-                assert p.status == "released" and call.call_id not in pending
-            elif p.status != "deceased":
-                assert p.status == "awaiting_unit"
-                due = call.closed_at + CALLBACK_DELAY_BY_PRIORITY[call.true_priority]
-                assert pending[call.call_id].at == due > w.clock
+                assert p.status == "released"
+            else:
+                assert p.status in ("awaiting_unit", "deceased")
+            if call.call_id in pending:  # a callback comes from the report alone, later than now
+                spawn = pending[call.call_id]
+                assert spawn.at > w.clock and spawn.call.report == callback_report(call.report, call.call_id)
         finish_with_heuristic(fork)
     # whether the real caller was released or will ring back is hidden: the fork does not depend on it
     other = copy.deepcopy(sim)

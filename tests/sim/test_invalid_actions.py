@@ -782,11 +782,22 @@ def _incompatible(sim: CodeRedSim) -> tuple[Any, list[str]]:
     ]
 
 
-def _untyped_non_o_neg(sim: CodeRedSim) -> tuple[Any, list[str]]:
-    return act("allocate_blood", patient_id="P1", hospital_id="H1", blood_type="O+", units=2), [
+def _untyped_non_group_o(sim: CodeRedSim) -> tuple[Any, list[str]]:
+    p = sim.world.patients["P1"]
+    p.sex, p.age = "M", 60
+    return act("allocate_blood", patient_id="P1", hospital_id="H1", blood_type="A+", units=2), [
         "unknown",
-        "only O- can be given uncrossmatched",
+        "only O+, O- can be given uncross-matched",
         "query_blood_type",
+    ]
+
+
+def _untyped_o_pos_for_a_young_woman(sim: CodeRedSim) -> tuple[Any, list[str]]:
+    p = sim.world.patients["P1"]
+    p.sex, p.age = "F", 30
+    return act("allocate_blood", patient_id="P1", hospital_id="H1", blood_type="O+", units=2), [
+        "only O- can be given uncross-matched",
+        "child-bearing age",
     ]
 
 
@@ -897,7 +908,8 @@ IMPOSSIBLE_CASES: list[Case] = [
     Case("preempt-idle-or", "task1", ("task1", "h1_or2_idle"), _preempt_idle),
     Case("preempt-prepared-or", "task1", ("task1", "cath_idle"), _preempt_prepared),
     Case("incompatible-blood", "task1", ("task1", "typed_not_ab_pos"), _incompatible),
-    Case("untyped-non-o-neg", "task1", 0, _untyped_non_o_neg),
+    Case("untyped-non-group-o", "task1", 0, _untyped_non_group_o),
+    Case("untyped-o-pos-young-woman", "task1", 0, _untyped_o_pos_for_a_young_woman),
     Case("insufficient-stock-allocate", "task1", 0, _insufficient_allocate),
     Case("insufficient-stock-transfer", "task3", 0, _insufficient_transfer),
     Case("insufficient-stock-transfer-chc", "task1", 0, _transfer_from_chc),

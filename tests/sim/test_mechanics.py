@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from random import Random
 from typing import Any
 
 from codered_env.sim import CodeRedSim
+from codered_env.sim.triage import callback_plan
 from codered_env.sim.types import Disruption
 
 WAIT = {"action_type": "maintain_plan"}
@@ -241,20 +243,42 @@ def test_unattended_incident_escalates() -> None:
     assert len(sim.world.patients) + len(sim.world.spawns) == start + 1
 
 
-def test_under_triage_to_p4_brings_a_callback_from_a_sick_caller() -> None:
+def test_p4_advice_callbacks_follow_the_report_not_the_truth() -> None:
+    delays, rang_back = [], 0
     for seed in range(30):
         sim = CodeRedSim("task4", seed)
-        serious = [c for c in sim.world.calls.values() if c.true_priority == "P1"]
-        if serious:
-            call = serious[0]
-            play(sim, [{"action_type": "triage_call", "call_id": call.call_id, "priority": "P4"}])
-            assert call.status == "closed_advice"
-            for _ in range(4):
-                sim.step(WAIT)
-            callbacks = [c for c in sim.world.calls.values() if c.callback_of == call.call_id]
-            assert callbacks and callbacks[0].report.startswith("CALLBACK")
-            return
-    raise AssertionError("no task4 seed with an early P1 call")
+        call = sim.world.calls["C1"]
+        play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+        assert call.status == "closed_advice"
+        expected = callback_plan(call.report, Random(f"codered:task4:{seed}:callback:C1"))
+        while not sim.done and sim.clock < 100:
+            sim.step(WAIT)
+        callbacks = [c for c in sim.world.calls.values() if c.callback_of == "C1"]
+        if expected is None:
+            assert not callbacks
+            continue
+        rang_back += 1
+        (callback,) = callbacks
+        assert callback.received_at == expected  # advised at minute 0
+        assert callback.report == f"CALLBACK (was C1), caller says it is worse: {call.report}"
+        assert int(callback.call_id[1:]) > 1
+        delays.append(expected)
+    assert 0 < rang_back < 30 and len(set(delays)) > 3
+
+
+def test_a_true_p1_advised_and_never_reached_counts_as_under_triage() -> None:
+    for seed in range(60):
+        sim = CodeRedSim("task4", seed)
+        call = sim.world.calls["C1"]
+        if call.true_priority != "P1":
+            continue
+        if callback_plan(call.report, Random(f"codered:task4:{seed}:callback:C1")) is not None:
+            continue
+        play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+        sim.finish()
+        assert sim.grade()["penalties"].get("under_triage", 0) >= 1
+        return
+    raise AssertionError("no seed with a P1 first caller who does not ring back")
 
 
 # ------------------------------------------------------------------------------ mutual aid and ALS
@@ -342,3 +366,189 @@ def test_reserved_blood_takes_its_issue_time() -> None:
             ],
         )
         assert sim.world.allocations[-1].ready_at == sim.world.allocations[-1].made_at + 12  # type-specific
+
+
+# ------------------------------------------------------------------------------ issue 8: transfusion service
+def _bleeder(task: str = "task3", seed: int = 0) -> tuple[CodeRedSim, str]:
+    sim = CodeRedSim(task, seed)
+    pid = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
+    return sim, pid
+
+
+def _allocate(pid: str, hid: str, blood_type: str, units: int = 2) -> dict[str, Any]:
+    return {
+        "action_type": "allocate_blood",
+        "patient_id": pid,
+        "hospital_id": hid,
+        "blood_type": blood_type,
+        "units": units,
+    }
+
+
+def test_uncrossmatched_o_pos_for_a_man_o_neg_only_for_a_young_woman() -> None:
+    sim, pid = _bleeder()
+    p = patient(sim, pid)
+    p.sex, p.age = "M", 40
+    assert sim.step(_allocate(pid, "H1", "O+")).error is None
+    assert sim.world.allocations[-1].ready_at == sim.world.allocations[-1].made_at + 5
+    sim2, pid2 = _bleeder()
+    p2 = patient(sim2, pid2)
+    p2.sex, p2.age = "F", 28
+    err = sim2.step(_allocate(pid2, "H1", "O+")).error
+    assert err and "child-bearing" in err
+    assert sim2.step(_allocate(pid2, "H1", "O-")).error is None
+
+
+def test_type_specific_blood_waits_for_the_sample_to_reach_the_lab() -> None:
+    sim, pid = _bleeder()
+    p = patient(sim, pid)
+    p.blood_type, p.blood_type_known, p.sex = "A+", True, "M"
+    sim.world.hospitals["H1"].blood["A+"] = 4
+    sim.world.initial_blood = sim.world.blood_in_circulation()
+    play(
+        sim,
+        [
+            {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": pid},
+            {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": "H1"},
+            _allocate(pid, "H1", "A+"),
+        ],
+    )
+    alloc = sim.world.allocations[-1]
+    assert alloc.awaiting_sample
+    for _ in range(80):
+        if p.first_hospital_arrival is not None:
+            break
+        sim.step(WAIT)
+    assert not alloc.awaiting_sample
+    assert alloc.ready_at == p.first_hospital_arrival + 12  # immediate-spin cross-match on arrival
+
+
+def test_blood_given_to_stabilise_before_a_transfer_counts_as_used() -> None:
+    sim, pid = _bleeder()
+    p = patient(sim, pid)
+    p.sex, p.age = "M", 40
+    play(
+        sim,
+        [
+            {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": pid},
+            {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": "H3"},
+            _allocate(pid, "H3", "O+"),
+        ],
+    )
+    for _ in range(120):
+        if p.transferred or p.status == "deceased":
+            break
+        sim.step(WAIT)
+    assert p.transferred
+    alloc = next(a for a in sim.world.allocations if a.by_agent and a.hospital_id == "H3")
+    assert alloc.used and p.transfused_units >= alloc.units
+    sim.finish()
+    assert "unneeded_blood" not in sim.grade()["penalties"]
+
+
+# ------------------------------------------------------------------------------ issue 8: hospitals
+def test_h1_gives_thrombolysis_when_its_cath_lab_is_out_of_service() -> None:
+    seed = free_cath_lab_seed()
+    sim = CodeRedSim("task1", seed)
+    room = sim.world.hospitals["H1"].or_by_id("OR1")
+    room.state, room.until = "out_of_service", 10_000
+    play(sim, stemi_plan("H1", prep=False))
+    run_until_done(sim)
+    rec = sim.grade()["patients"][0]
+    assert rec["therapy"] == "lysis" and rec["hospital"] == "H1"
+    assert rec["delay_min"] is not None and rec["delay_min"] < 120
+
+
+def test_pre_activation_shortens_door_to_device() -> None:
+    seed = free_cath_lab_seed()
+    times = {}
+    for prep in (True, False):
+        sim = CodeRedSim("task1", seed)
+        play(sim, stemi_plan("H1", prep=prep))
+        run_until_done(sim)
+        p = patient(sim)
+        times[prep] = p.treatment_start - p.first_hospital_arrival
+    assert times[True] < times[False]
+    assert times[True] >= 40  # the door-to-device floor
+
+
+def test_thrombolysis_while_pci_was_available_earns_no_readiness_credit() -> None:
+    seed = free_cath_lab_seed()
+    sim = CodeRedSim("task1", seed)
+    play(sim, stemi_plan("H2", prep=False))
+    run_until_done(sim)
+    g = sim.grade()
+    rec = g["patients"][0]
+    assert rec["therapy"] == "lysis" and rec["prep"] == 0.0
+    assert g["components"]["prep_ready"] == 0.0
+
+
+def test_stroke_vitals_show_rising_blood_pressure() -> None:
+    from codered_env.sim.observation import displayed_vitals
+
+    sim = CodeRedSim("task2", 0)
+    stroke = next(p for p in sim.world.patients.values() if p.condition == "stroke")
+    stroke.reserve = 0.4
+    assert displayed_vitals(stroke)["sbp"] > stroke.sbp0
+
+
+# ------------------------------------------------------------------------------ response modes (issue #7)
+def _scene_arrival(seed: int, coded: str | None) -> int:
+    sim = CodeRedSim("task4", seed)
+    if coded:
+        play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": coded}])
+    dispatched_at = sim.clock
+    play(sim, [{"action_type": "dispatch_bls", "ambulance_id": "BLS1", "call_id": "C1"}])
+    return sim.world.ambulances["BLS1"].trip.arrival - dispatched_at
+
+
+def test_triage_sets_the_response_mode() -> None:
+    for seed in range(12):
+        if CodeRedSim("task4", seed).world.calls["C1"].node == "N2":
+            continue  # BLS1's own station: on scene within the minute
+        hot, urgent, cold, uncoded = (_scene_arrival(seed, c) for c in ("P1", "P2", "P3", None))
+        assert hot == urgent  # P1 and P2 both drive with lights and sirens
+        assert cold > hot  # P3 goes cold, after the turnout of a non-urgent job
+        assert uncoded == cold  # an uncoded call goes at the protocol default (cold)
+
+
+def test_p4_closes_the_call_without_a_unit() -> None:
+    sim = CodeRedSim("task4", 0)
+    play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+    legal = sim.observation()["legal_actions"]
+    assert all("C1" not in option.get("call_id", []) for option in legal.get("dispatch_bls", []))
+    out = sim.step({"action_type": "dispatch_bls", "ambulance_id": "BLS1", "call_id": "C1"})
+    assert out.error and "closed_advice" in out.error
+
+
+def _cardiac_arrest_call() -> tuple[str, int, str, int]:
+    for task in ("task4", "task5"):
+        for seed in range(200):
+            for spawn in CodeRedSim(task, seed).world.spawns:
+                if spawn.patient.condition == "cardiac_arrest":
+                    return task, seed, spawn.patient.patient_id, spawn.at
+    raise AssertionError("no cardiac arrest in the call mix")
+
+
+def test_telephone_cpr_after_p1_coding_slows_a_cardiac_arrest() -> None:
+    task, seed, pid, _ = _cardiac_arrest_call()
+    reserves = {}
+    for coded in ("P1", "P3"):
+        sim = CodeRedSim(task, seed)
+        while pid not in sim.world.patients:
+            sim.step(WAIT)
+        cid = sim.world.patients[pid].call_id
+        play(sim, [{"action_type": "triage_call", "call_id": cid, "priority": coded}])
+        start = sim.world.patients[pid].reserve
+        for _ in range(6):
+            sim.step({"action_type": "query_or_status", "hospital_id": "H1"})  # one minute each
+        reserves[coded] = start - sim.world.patients[pid].reserve
+    assert 0 < reserves["P1"] < 0.5 * reserves["P3"]
+
+
+def test_cardiac_arrest_survival_falls_steeply_and_cpr_helps() -> None:
+    from codered_env.sim.conditions import cardiac_arrest_survival
+
+    s0, s1, s10 = (cardiac_arrest_survival(m, 0) for m in (0, 1, 10))
+    assert 0.07 <= 1 - s1 / s0 <= 0.10  # 7-10 % per minute without CPR
+    assert cardiac_arrest_survival(2, 8) > 1.5 * s10  # telephone CPR for most of the wait

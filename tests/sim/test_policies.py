@@ -6,9 +6,10 @@ import statistics
 
 import pytest
 
-from codered_env.agents import make_agent
+from codered_env.agents import HeuristicAgent, make_agent
 from codered_env.runner import run_episode
 from codered_env.sim import TASK_IDS
+from codered_env.sim.tasks import TASKS
 
 SEEDS = range(1000, 1040)  # seeds the calibration never used
 
@@ -49,3 +50,13 @@ def test_heuristic_dispatches_transports_and_treats_in_task1() -> None:
     assert patient["status"] in ("in_treatment", "treated")
     assert patient["hospital"] == "H1" and patient["delay_min"] <= 90
     assert result.steps <= 30 and result.score > 0.75
+
+
+@pytest.mark.parametrize("task_id", ["task4", "task5"])
+def test_triage_pays_and_every_caller_is_reachable(task_id: str) -> None:
+    """Issue #7: triaging beats never triaging, and the budget does not end the heuristic's game."""
+    seeds = range(1000, 1020)
+    triaged = [run_episode(task_id, s, HeuristicAgent(s)) for s in seeds]
+    never = [run_episode(task_id, s, HeuristicAgent(s, triage=False)) for s in seeds]
+    assert statistics.fmean(r.score for r in triaged) >= statistics.fmean(r.score for r in never) + 0.03
+    assert all(r.steps < TASKS[task_id].max_steps for r in triaged)

@@ -19,7 +19,7 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.runner import run_episode
 from codered_env.sim import TASK_IDS, TASKS, CodeRedSim, grade_episode
-from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.conditions import CONDITIONS, benefit_kept
 from codered_env.sim.params import (
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
@@ -29,7 +29,7 @@ from codered_env.sim.params import (
     SCORE_CEIL,
     SCORE_FLOOR,
 )
-from codered_env.sim.rubric import grade, time_curve
+from codered_env.sim.rubric import grade
 
 WAIT: dict[str, Any] = {"action_type": "maintain_plan"}
 NULLABLE = ("secondary_harm", "cascade_score")
@@ -152,6 +152,7 @@ def test_score_is_clamped_at_the_ceiling() -> None:
     p = sim.world.patients["P1"]
     p.status, p.hospital = "treated", "H1"
     p.treatment_start, p.treatment_end, p.treatment_quality = p.appeared_at, p.appeared_at + 60, 1.0
+    p.therapy = "pci"
     p.reserve_at_treatment, p.first_unit_at, p.first_hospital_arrival = 1.0, 0, 0
     p.arrival_prep = {"or": 1.0, "specialist": 1.0}
     g = grade(sim.world, final=True)
@@ -185,14 +186,54 @@ def test_score_rounded_to_four_decimals(task_id: str, agent: str) -> None:
         assert value is None or value == round(value, 4)
 
 
-def test_time_curve_shape() -> None:
-    target = 90
-    assert time_curve(0, target) == 1.0
-    assert time_curve(target, target) == pytest.approx(0.75)
-    assert time_curve(2 * target, target) == 0.0
-    assert time_curve(5 * target, target) == 0.0
-    values = [time_curve(d, target) for d in range(0, 3 * target)]
+def _kept(key: str, delay: float, therapy: str | None = None, quality: float = 1.0, onset: int = 60) -> float:
+    cond = CONDITIONS[key]
+    best = cond.best_care
+    return benefit_kept(cond, delay, quality, onset, therapy or (best.therapy if best else "definitive"))
+
+
+@pytest.mark.parametrize("key", [k for k, c in CONDITIONS.items() if c.true_priority != "P4"])
+def test_benefit_kept_is_a_share_that_falls_with_delay(key: str) -> None:
+    values = [_kept(key, d) for d in range(0, 300, 5)]
+    assert values[0] == pytest.approx(1.0)
+    assert all(0.0 <= v <= 1.0 for v in values)
     assert all(a >= b for a, b in itertools.pairwise(values))
+    assert values[-1] < values[0], "delay must cost something"
+
+
+def test_time_score_is_steep_where_minutes_cost_lives() -> None:
+    """Per minute over the first hour: haemorrhage > STEMI > non-shock trauma (Clarke, Rathore,
+    Newgard); non-shock trauma keeps most of its benefit even at 3 hours."""
+    loss = {k: _kept(k, 0) - _kept(k, 60) for k in ("trauma_haemorrhage", "stemi", "trauma_major")}
+    assert loss["trauma_haemorrhage"] > loss["stemi"] > loss["trauma_major"]
+    assert _kept("trauma_major", 180) >= 0.6
+    assert _kept("trauma_haemorrhage", 90) < 0.5
+
+
+def test_stroke_thrombolysis_ends_at_four_and_a_half_hours() -> None:
+    onset = 120
+    inside = _kept("stroke", 270 - onset - 30, therapy="lysis", onset=onset)
+    outside = _kept("stroke", 270 - onset + 1, therapy="lysis", onset=onset)
+    assert inside > 0.0 and outside == 0.0
+    assert _kept("stroke", 60, therapy="evt", onset=onset) > _kept("stroke", 60, therapy="lysis", onset=onset)
+
+
+def _treated_stemi(delay: int, transferred: bool, relaxed: bool) -> dict:
+    sim = CodeRedSim("task1", 0)
+    p = sim.world.patients["P1"]
+    p.status, p.hospital, p.therapy = "treated", "H1", "pci"
+    p.treatment_start, p.treatment_end, p.treatment_quality = delay, delay + 60, 1.0
+    p.transferred, p.relaxed_target = transferred, relaxed
+    return grade(sim.world, final=True)["patients"][0]
+
+
+def test_relaxed_transfer_target_only_when_no_pci_hospital_could_take_the_patient() -> None:
+    direct = _treated_stemi(100, transferred=False, relaxed=False)
+    shortcut = _treated_stemi(130, transferred=True, relaxed=False)
+    forced = _treated_stemi(130, transferred=True, relaxed=True)
+    assert shortcut["target_min"] == 90 and forced["target_min"] == 120
+    assert shortcut["benefit_kept"] < direct["benefit_kept"] == pytest.approx(forced["benefit_kept"])
+    assert {"delay_min", "target_min", "benefit_kept", "expected_outcome"} <= set(direct)
 
 
 # ------------------------------------------------------------------------------ per-patient breakdown
@@ -400,7 +441,40 @@ def test_over_triage_is_penalised() -> None:
             ]
             if low:
                 play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=low[0])])
+                assert sim.grade()["penalties"].get("over_triage") is None  # not known before the scene
+                while sim.world.calls[low[0]].status != "on_scene":
+                    sim.step(WAIT)
                 assert sim.grade()["penalties"].get("over_triage") == 1
                 return
             sim.step(WAIT)
     raise AssertionError("no low-acuity call found")
+
+
+def _first_call_with(priority: str) -> tuple[int, str]:
+    for seed in range(60):
+        call = CodeRedSim("task4", seed).world.calls.get("C1")
+        if call is not None and call.true_priority == priority:
+            return seed, "C1"
+    raise AssertionError(f"no task4 seed opens with a {priority} call")
+
+
+@pytest.mark.parametrize(("coded", "counted"), [("P1", 0), ("P2", 0), ("P3", 1), (None, 1)])
+def test_a_true_p1_sent_cold_counts_as_under_triage(coded: str | None, counted: int) -> None:
+    seed, cid = _first_call_with("P1")
+    sim = CodeRedSim("task4", seed)
+    if coded:
+        play(sim, [act("triage_call", call_id=cid, priority=coded)])
+    play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=cid)])
+    while sim.world.calls[cid].status == "dispatched" and not sim.done:
+        sim.step(WAIT)
+    assert sim.grade()["penalties"].get("under_triage", 0) == counted
+
+
+def test_under_triage_costs_more_triage_accuracy_than_over_triage() -> None:
+    from codered_env.sim.rubric import _triage_accuracy
+
+    assert _triage_accuracy("P1", "P1") == 1.0
+    assert _triage_accuracy(None, "P3") == 0.0
+    assert _triage_accuracy("P3", "P1") < _triage_accuracy("P1", "P3")  # P1 sent as P3 vs P3 as P1
+    assert _triage_accuracy("P2", "P1") < _triage_accuracy("P1", "P2")
+    assert _triage_accuracy("P4", "P1") == 0.0

@@ -1,0 +1,215 @@
+"""Does the grade rank policies the way patient outcomes do? (issue 8 acceptance figures)
+
+Runs a family of policies on unseen seeds (the tests use 1000-1039) and prints, per task:
+
+* each policy's mean final score and mean priority-weighted expected outcome
+  (sum of P1 x3 / P2 x2 / P3 x1 weighted expected outcomes over the graded patients);
+* the Spearman rank correlation between the two columns (target >= 0.9 on every task);
+* nearest-unit-only / heuristic score ratio (target <= 0.7 on tasks 2-5);
+* the STEMI route probe on task1: CHC-then-transfer vs direct PCI vs thrombolysis at H2
+  (target: transfer scores below both).
+
+Usage: ``uv run python bench/probe_grading.py --seeds 3000-3029`` (a few minutes on one core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from codered_env.agents import make_agent
+from codered_env.agents.heuristic import HeuristicAgent
+from codered_env.runner import run_episode
+from codered_env.sim import TASK_IDS
+from codered_env.sim.params import PRIORITY_WEIGHT
+
+Action = dict[str, Any]
+
+
+class FixedDestination(HeuristicAgent):
+    """The heuristic, but every patient goes to one hospital (when it is open)."""
+
+    def __init__(self, hospital_id: str, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.hospital_id = hospital_id
+        self.name = f"heuristic->{hospital_id}"
+
+    def _hospital_scores(self, p, hospitals, inbound, net):
+        if hospitals[self.hospital_id]["diverted_until"] is None:
+            return {self.hospital_id: 1.0}
+        return super()._hospital_scores(p, hospitals, inbound, net)
+
+
+class NearestHospital(HeuristicAgent):
+    """The heuristic, but every patient goes to the nearest open hospital, capable or not."""
+
+    name = "heuristic->nearest"
+
+    def _hospital_scores(self, p, hospitals, inbound, net):
+        open_ids = [hid for hid, h in hospitals.items() if h["diverted_until"] is None] or list(hospitals)
+        return {min(open_ids, key=lambda hid: (net.minutes(p["node"], hospitals[hid]["node"]), hid)): 1.0}
+
+
+class NoPreparation(HeuristicAgent):
+    """The heuristic without pre-activation (no OR preparation, pages or blood)."""
+
+    name = "heuristic-no-prep"
+
+    def _prepare(self, obs, legal, net) -> Iterator[Action]:
+        return iter(())
+
+    def _blood(self, obs, legal, net) -> Iterator[Action]:
+        return iter(())
+
+
+class NoBlood(HeuristicAgent):
+    """The heuristic without blood management."""
+
+    name = "heuristic-no-blood"
+
+    def _blood(self, obs, legal, net) -> Iterator[Action]:
+        return iter(())
+
+
+class NoMutualAid(HeuristicAgent):
+    name = "heuristic-no-mutual-aid"
+
+    def _mutual_aid(self, obs, legal, net) -> Iterator[Action]:
+        return iter(())
+
+
+class NearestUnitOnly(NoPreparation):
+    """Triage, then send the nearest free unit of any kind to each job, most urgent first. No
+    hospital choice (the crew takes the nearest open ED), no preparation, no blood, no mutual aid."""
+
+    name = "nearest-unit-only"
+
+    def _pick_unit(self, free, job, net):
+        return min(free, key=lambda u: (self._eta(u, job["node"], net), u["ambulance_id"]), default=None)
+
+    def _assign(self, obs, legal, net) -> Iterator[Action]:
+        return iter(())
+
+    def _mutual_aid(self, obs, legal, net) -> Iterator[Action]:
+        return iter(())
+
+
+POLICIES = {
+    "noop": lambda s: make_agent("noop", s),
+    "random": lambda s: make_agent("random", s),
+    "nearest-unit-only": lambda s: NearestUnitOnly(s),
+    "heuristic": lambda s: make_agent("heuristic", s),
+    "heuristic->H1": lambda s: FixedDestination("H1", s),
+    "heuristic->H2": lambda s: FixedDestination("H2", s),
+    "heuristic->H3": lambda s: FixedDestination("H3", s),
+    "heuristic->nearest": lambda s: NearestHospital(s),
+    "heuristic-no-prep": lambda s: NoPreparation(s),
+    "heuristic-no-blood": lambda s: NoBlood(s),
+    "heuristic-no-mutual-aid": lambda s: NoMutualAid(s),
+}
+
+
+def weighted_outcome(grade: dict[str, Any]) -> float:
+    """Priority-weighted mean expected outcome over the graded patients."""
+    total = weight = 0.0
+    for rec in grade["patients"]:
+        w = PRIORITY_WEIGHT[rec["priority"]]
+        total += w * rec["expected_outcome"]
+        weight += w
+    return total / weight if weight else 0.0
+
+
+def ranks(values: list[float]) -> list[float]:
+    """Ranks 1..n, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    var = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return cov / var if var else 0.0
+
+
+def run_family(task_id: str, seeds: list[int]) -> dict[str, dict[str, float]]:
+    table: dict[str, dict[str, float]] = {}
+    for name, build in POLICIES.items():
+        scores, outcomes, times = [], [], []
+        for seed in seeds:
+            result = run_episode(task_id, seed, build(seed))
+            scores.append(result.score)
+            outcomes.append(weighted_outcome(result.grade))
+            times.append(result.grade["components"]["time_score"])
+        table[name] = {
+            "score": statistics.fmean(scores),
+            "outcome": statistics.fmean(outcomes),
+            "time_score": statistics.fmean(times),
+        }
+    return table
+
+
+def parse_seeds(text: str) -> list[int]:
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="3000-3029", help="range lo-hi or comma list (default 3000-3029)")
+    ap.add_argument("--tasks", default=",".join(TASK_IDS))
+    args = ap.parse_args(argv)
+    seeds = parse_seeds(args.seeds)
+    started = time.perf_counter()
+    ok = True
+    print(f"seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), {len(POLICIES)} policies")
+    for task_id in args.tasks.split(","):
+        table = run_family(task_id, seeds)
+        print(f"\n{task_id}: {'policy':<24} {'score':>7} {'w.outcome':>10} {'time_score':>10}")
+        for name, row in sorted(table.items(), key=lambda kv: -kv[1]["score"]):
+            print(f"        {name:<24} {row['score']:7.3f} {row['outcome']:10.4f} {row['time_score']:10.3f}")
+        rho = spearman([r["score"] for r in table.values()], [r["outcome"] for r in table.values()])
+        ratio = table["nearest-unit-only"]["score"] / table["heuristic"]["score"]
+        rho_ok = rho >= 0.9
+        ratio_ok = task_id == "task1" or ratio <= 0.7
+        ok = ok and rho_ok and ratio_ok
+        print(f"  spearman(score, weighted outcome) = {rho:.3f}  [{'ok' if rho_ok else 'FAIL'} >= 0.9]")
+        print(
+            f"  nearest-unit-only / heuristic = {ratio:.3f}  "
+            f"[{'n/a on task1' if task_id == 'task1' else ('ok' if ratio_ok else 'FAIL') + ' <= 0.7'}]"
+        )
+        if task_id == "task1":
+            transfer, pci, lysis = (
+                table[k]["score"] for k in ("heuristic->H3", "heuristic->H1", "heuristic->H2")
+            )
+            route_ok = transfer < pci and transfer < lysis
+            ok = ok and route_ok
+            print(
+                f"  STEMI routes: CHC then transfer {transfer:.3f} < direct PCI {pci:.3f} and "
+                f"< thrombolysis at H2 {lysis:.3f}  [{'ok' if route_ok else 'FAIL'}]"
+            )
+    verdict = "all acceptance checks pass" if ok else "SOME CHECKS FAIL"
+    print(
+        f"\n{verdict} ({time.perf_counter() - started:.0f} s)"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
