@@ -71,8 +71,9 @@ class CodeRedSim:
     and their announced timers, visible patients, received calls and their reports, the agent's
     own triage, reservations, queries and requests, the episode's ledger) and redraws every
     hidden part from ``seed``: unreached callers' true conditions from
-    ``triage.condition_posterior`` (and with them reserve, blood type, baseline vitals, stroke
-    onset, true priority, callbacks), untyped blood types, page delays, cath-lab preparation
+    ``triage.condition_posterior`` (and with them reserve replayed since the call, so possibly
+    death, blood type, baseline vitals, stroke onset, telephone CPR, true priority), callbacks
+    still to come (``triage.callback_plan``), untyped blood types, page delays, cath-lab preparation
     time, elective cases' remaining minutes, the traffic noise of trips under way, calls and
     casualties not yet announced (fresh draws of the task's generator), disruptions not yet
     started, and the travel and narrative random streams. The exact list is in
