@@ -102,7 +102,7 @@ def default_workers() -> int:
 def play(
     task: Annotated[str, typer.Option(help="task1..task5")] = "task1",
     seed: Annotated[int, typer.Option(min=0)] = 0,
-    agent: Annotated[str, typer.Option(help="noop, random or heuristic")] = "heuristic",
+    agent: Annotated[str, typer.Option(help="noop, random, heuristic or planner")] = "heuristic",
     quiet: Annotated[bool, typer.Option(help="no narration on stderr")] = False,
 ) -> None:
     """Play one episode and print the agent run log ([START] / [STEP] / [END]) on stdout."""

@@ -1,4 +1,5 @@
-"""Built-in agents: ``noop``, ``random`` (seeded) and ``heuristic`` (the expert rule set).
+"""Built-in agents: ``noop``, ``random`` (seeded), ``heuristic`` (the expert rule set) and
+``planner`` (rollouts of the heuristic on fair forks of the episode, planner.py).
 
 ``make_agent(name, seed)`` builds one; the LLM agent lives in ``codered_env.agents.llm`` and is
 built by ``make_agent("llm")`` only when that module is importable and configured.
@@ -11,9 +12,10 @@ from typing import Any
 
 from .base import MAINTAIN, Agent, NoopAgent
 from .heuristic import HeuristicAgent
+from .planner import PlannerAgent
 from .random_agent import RandomAgent
 
-BUILTIN_AGENTS: tuple[str, ...] = ("noop", "random", "heuristic")
+BUILTIN_AGENTS: tuple[str, ...] = ("noop", "random", "heuristic", "planner")
 
 
 def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
@@ -24,6 +26,8 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
         return RandomAgent(seed)
     if name == "heuristic":
         return HeuristicAgent(seed)
+    if name == "planner":  # kwargs: forks, max_candidates, min_gain (the per-decision budget)
+        return PlannerAgent(seed, **kwargs)
     if name == "llm":
         from .llm import LLMAgent  # imported lazily: pulls in the openai client
 
@@ -35,4 +39,13 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
     raise ValueError(f"unknown agent {name!r}; choose from {', '.join((*BUILTIN_AGENTS, 'llm', 'ppo:PATH'))}")
 
 
-__all__ = ["BUILTIN_AGENTS", "MAINTAIN", "Agent", "HeuristicAgent", "NoopAgent", "RandomAgent", "make_agent"]
+__all__ = [
+    "BUILTIN_AGENTS",
+    "MAINTAIN",
+    "Agent",
+    "HeuristicAgent",
+    "NoopAgent",
+    "PlannerAgent",
+    "RandomAgent",
+    "make_agent",
+]

@@ -16,7 +16,7 @@ from pathlib import Path
 from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
 from codered_env.evaluation.trajectory import package_version
 
-AGENT_ORDER = ("noop", "random", "heuristic", "llm")
+AGENT_ORDER = ("noop", "random", "heuristic", "planner", "llm")
 RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
                 "cascade_score")
 

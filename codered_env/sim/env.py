@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .actions import parse_action
+from .fork import fork_rng, fork_world, private_copy
 from .handlers import apply_action
 from .observation import build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
@@ -63,7 +64,22 @@ def _as_logged(action: object) -> Any:
 
 
 class CodeRedSim:
-    """One CodeRedEnv episode. See the module docstring for the full contract."""
+    """One CodeRedEnv episode. See the module docstring for the full contract.
+
+    ``fork(seed)`` returns an independent copy for planning that holds only what the agent could
+    know: it keeps the observable state (clock, roads and active disruptions, hospitals, units
+    and their announced timers, visible patients, received calls and their reports, the agent's
+    own triage, reservations, queries and requests, the episode's ledger) and redraws every
+    hidden part from ``seed``: unreached callers' true conditions from
+    ``triage.condition_posterior`` (and with them reserve replayed since the call, so possibly
+    death, blood type, baseline vitals, stroke onset, telephone CPR, true priority), callbacks
+    still to come (``triage.callback_plan``), untyped blood types, page delays, cath-lab preparation
+    time, elective cases' remaining minutes, the traffic noise of trips under way, calls and
+    casualties not yet announced (fresh draws of the task's generator), disruptions not yet
+    started, and the travel and narrative random streams. The exact list is in
+    ``codered_env/sim/fork.py`` and docs/MODEL.md. The parent episode is never changed, and the
+    same (episode state, seed) always gives the same fork.
+    """
 
     def __init__(self, task_id: str = "task1", seed: int = 0) -> None:
         if task_id not in TASKS:
@@ -148,6 +164,15 @@ class CodeRedSim:
             world.tick()
         self.done = True
         self._final = grade(world, final=True) | {"steps": self.step_count}
+
+    def fork(self, seed: int) -> CodeRedSim:
+        """A planning copy with every hidden part redrawn from ``seed`` (see the class docstring)."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"fork seed must be a non-negative integer, got {seed!r}")
+        twin = private_copy(self)
+        rng = fork_rng(self.task.task_id, self.seed, self.step_count, seed)
+        fork_world(twin.world, rng, self.world.spawns)
+        return twin
 
     # ------------------------------------------------------------------ views
     def grade(self) -> dict[str, Any]:

@@ -147,11 +147,13 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    if a.priority == "P1" and call.coded_p1_at is None:
+        call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
     p = world.patients[call.patient_id]
     if a.priority == "P1" and p.cpr_from is None and CONDITIONS[p.condition].key == "cardiac_arrest":
         p.cpr_from = world.clock  # a coded Echo call gets telephone CPR instructions
     if a.priority == "P4":
-        call.status = "closed_advice"
+        call.status, call.closed_at = "closed_advice", world.clock
         if call.true_priority == "P4":
             p.status = "released"
         world.schedule_callback(call)

@@ -95,6 +95,8 @@ class Call:
     priority: str | None = None  # the agent's triage
     ambulance_id: str | None = None
     callback_of: str | None = None
+    closed_at: int | None = None  # when the agent closed it with advice (P4)
+    coded_p1_at: int | None = None  # when the agent first coded it P1
 
 
 @dataclass(slots=True)

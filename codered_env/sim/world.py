@@ -127,6 +127,8 @@ class World:
         self.disruptions: list[Disruption] = scenario.disruptions
         self.incident_node = scenario.incident_node
         self.mci: set[str] = scenario.mci_patients
+        # where the first patients were (disruptions are drawn around them; fork.py redraws them)
+        self.origins = [p.node for p in self.patients.values()] or [s.patient.node for s in self.spawns]
         arrivals = [p.appeared_at for p in self.patients.values() if p.patient_id in self.mci]
         arrivals += [s.at for s in self.spawns if s.patient.patient_id in self.mci]
         self.incident_start = min(arrivals, default=0)

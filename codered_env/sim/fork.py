@@ -1,0 +1,443 @@
+"""``fork``: a copy of an episode that knows only what the agent could know (for planning).
+
+A planning agent may simulate forward from the current state, but a plain copy of the world
+also holds the future (calls and disruptions not yet announced) and every caller's true
+condition. ``fork_world`` turns a copy into a *sample from the agent's belief*: everything the
+agent has observed (or could have by a free look at the observation) is kept, every hidden part
+is redrawn from the same distributions the generator uses, conditioned on what was observed.
+
+Kept: the clock, the road network and active disruptions (with their announced end), the
+hospitals' states (OR states, specialists' states and announced times, blood stock, crowding,
+diversion), every unit's position, job and announced timers, visible patients' conditions and
+reserve (shown as the vitals score), every call already received and its report, the agent's
+triage, reservations, transfers, queries, mutual-aid requests (with their announced arrival),
+the ledger of the episode so far, and the timers the agent started (OR preparation).
+
+Redrawn (from a ``random.Random`` seeded by the parent's task, seed, step and the fork seed):
+- callers nobody has reached (hidden patients): the true condition from
+  ``triage.condition_posterior(call, prior)``, with the prior the call's arrival minute implies
+  (the task's regular call mix, the news-cycle surge mix while a surge runs, the incident's
+  injuries for the calls at a known incident's place and minute); nothing else the agent sees
+  depends on the truth (a hidden death raises no event, a callback's timing comes from the report
+  alone). Then the patient's initial reserve (uniform on the condition's range) replayed minute
+  by minute since the call, with telephone CPR from the minute the agent coded the call P1 for a
+  cardiac arrest (so a hidden caller may have died), blood type, baseline HR/SBP, stroke onset,
+  telephone-CPR start, the call's true priority, and release after P4 advice for a true P4;
+  (sex and age are the reported ones and kept);
+- callbacks still to come after P4 advice: ``triage.callback_plan`` on the report, given that
+  none came so far;
+- blood types nobody has typed yet (visible patients too);
+- specialists' page delays while not paged, the cath lab's preparation time while it is idle,
+  and the remaining minutes of elective cases (uniform given still running);
+- the traffic noise of every trip in progress (the shown noise-free ETA is kept);
+- calls and casualties not yet announced: replaced by a fresh draw of the task's generator
+  (calls after the current minute; the task5 incident if it has not begun, at the known incident
+  otherwise; the pending secondary casualty of task3/task5 at the known scene; a news-cycle surge
+  already announced; an announced escalation casualty keeps its time, place and injury, its
+  body and caller's report are redrawn);
+- disruptions that have not started: the missing number (the task's count is public) redrawn
+  from the task's pool without the kinds already seen;
+- the travel and narrative random streams (trip noise, scene and handover jitter, mutual-aid
+  delay, news-cycle draws).
+Ids of future patients and calls are renumbered from the highest id the agent has seen, so the
+id counters reveal nothing.
+"""
+
+from __future__ import annotations
+
+import pickle
+from random import Random
+from typing import TYPE_CHECKING
+
+from .city import NODE_NAMES, RoadNetwork
+from .conditions import CONDITIONS
+from .generator import (
+    _PHASE1_BUILDERS,
+    DISRUPTION_POOLS,
+    PATIENT_NODES,
+    Scenario,
+    _disruption,
+    _Ids,
+    _phase2,
+    _weighted,
+    surge_calls,
+)
+from .params import (
+    BASELINE_HR_RANGE,
+    BASELINE_SBP_RANGE,
+    BLOOD_TYPE_FREQUENCY,
+    CALL_MIX,
+    CATH_LAB_PREP_RANGE,
+    ELECTIVE_REMAINING_RANGE,
+    INCIDENT_SECONDARY_DELAY_RANGE,
+    NEWS_CYCLE_SURGE_CALLS,
+    NEWS_CYCLE_SURGE_SPREAD_MIN,
+    PHASE2_CALLS,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
+    STROKE_ONSET_BEFORE_CALL_RANGE,
+    SURGE_MIX,
+    TELEPHONE_CPR_FACTOR,
+)
+from .tasks import TaskSpec
+from .triage import callback_plan, callback_report, caller_report, condition_posterior, parse_report
+from .types import Call, Patient, PendingSpawn
+from .world import World, _band
+
+if TYPE_CHECKING:
+    from .env import CodeRedSim
+
+_MAX_DRAWS = 20
+_ESCALATION = "incident escalated"
+
+
+def fork_rng(task_id: str, seed: int, step: int, fork_seed: int) -> Random:
+    return Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")
+
+
+def private_copy(sim: CodeRedSim) -> CodeRedSim:
+    """A deep copy of an episode without the parts a fork redraws anyway (random streams, calls
+    still to come): pickling copies every field, including fields added later, and keeps shared
+    objects shared; about six times faster than ``copy.deepcopy`` (bench/bench_fork.py). The
+    parent's attributes are detached only for the duration of the copy."""
+    world = sim.world
+    saved = world.travel_rng, world.narrative_rng, world.spawns
+    world.travel_rng = world.narrative_rng = None
+    world.spawns = [s for s in saved[2] if _carried(s)]
+    try:
+        return pickle.loads(pickle.dumps(sim, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        world.travel_rng, world.narrative_rng, world.spawns = saved
+
+
+def _carried(spawn: PendingSpawn) -> bool:
+    """Future arrivals whose existence the agent knows: announced escalations (whether and when
+    an advised caller rings back is drawn from a stream the agent does not see: redrawn)."""
+    return spawn.reason.startswith(_ESCALATION)
+
+
+def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> None:
+    """Redraw every hidden part of ``world`` (a ``private_copy``) in place; ``parent_spawns``
+    (read only) tells whether the incident's secondary casualty is still to come."""
+    world.travel_rng = Random(rng.getrandbits(64))
+    world.narrative_rng = Random(rng.getrandbits(64))
+    _resample_callers(world, rng)
+    callbacks = _redraw_callbacks(world, rng)
+    _resample_blood_types(world, rng)
+    _resample_hospital_timers(world, rng)
+    _renoise_trips(world, rng)
+    shadow = _shadow_arrivals(world.task, rng)
+    _replace_future(world, rng, callbacks, shadow, parent_spawns)
+    _replace_disruptions(world, rng, shadow)
+
+
+def _shadow_arrivals(task: TaskSpec, rng: Random) -> Scenario:
+    """The patients and calls of a fresh draw of the task's generator (hospitals, fleet and
+    disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions)."""
+    builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
+    patients, calls, spawns, incident, mci = builder(Random(rng.getrandbits(64)), _Ids(), task)
+    return Scenario(False, {}, {}, patients, calls, spawns, [], incident, mci)
+
+
+# ------------------------------------------------------------------ callers
+def _resample_callers(world: World, rng: Random) -> None:
+    """Every caller no crew has reached, with the chain of calls (original, callbacks) they made."""
+    chains: dict[str, list[Call]] = {}
+    for call in world.calls.values():  # in the order they came in
+        chains.setdefault(call.patient_id, []).append(call)
+    for patient_id, chain in chains.items():
+        p = world.patients[patient_id]
+        if p.visible:
+            continue
+        condition = _weighted(rng, condition_posterior(chain[0], _call_prior(world, chain[0])))
+        priority = CONDITIONS[condition].true_priority
+        for call in chain:
+            call.true_priority = priority
+        _redraw_patient(world, p, chain, condition, rng)
+
+
+def _call_prior(world: World, call: Call) -> dict[str, float]:
+    """P(condition) for a call at this minute and place before its report is read: each source
+    of calls (the task's schedule, a running news-cycle surge, a known incident) weighted by the
+    calls it is expected to bring to one place in that minute, times its condition mix."""
+    task, t = world.task, call.received_at
+    if task.task_id not in PHASE2_CALLS:
+        return CALL_MIX
+    n_calls, last_call = PHASE2_CALLS[task.task_id]
+    sources: list[tuple[float, dict[str, float]]] = []
+    places = len(PATIENT_NODES)
+    if t == 0:
+        sources.append((1.0 / places, _schedule_mix(n_calls)))
+    elif t <= last_call:
+        sources.append(((n_calls - 1) / last_call / places, _schedule_mix(n_calls)))
+    surge = world.news_cycle_at
+    if surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN:
+        expected = sum(NEWS_CYCLE_SURGE_CALLS) / 2 / NEWS_CYCLE_SURGE_SPREAD_MIN
+        sources.append((expected / places, SURGE_MIX))
+    if _known_incident(world) and call.node == world.incident_node:
+        injuries = {"trauma_haemorrhage": 0.5, "trauma_major": 0.5}
+        if t == world.incident_start:
+            sources.append((2.0, injuries))  # the incident's first two calls
+        lo, hi = INCIDENT_SECONDARY_DELAY_RANGE
+        if world.incident_start + lo <= t <= world.incident_start + hi:
+            sources.append((1.0 / (hi - lo + 1), injuries))
+    prior: dict[str, float] = {}
+    for weight, mix in sources:
+        norm = sum(mix.values())
+        for condition, w in mix.items():
+            prior[condition] = prior.get(condition, 0.0) + weight * w / norm
+    total = sum(prior.values())
+    return {c: w / total for c, w in prior.items()} if total > 0 else CALL_MIX
+
+
+def _schedule_mix(n_calls: int) -> dict[str, float]:
+    """The condition of one scheduled call: three are fixed (STEMI, stroke or haemorrhage,
+    labour), the rest drawn from the call mix, in shuffled order (generator._phase2)."""
+    fixed = {"stemi": 1.0, "stroke": 0.5, "trauma_haemorrhage": 0.5, "labour": 1.0}
+    norm = sum(CALL_MIX.values())
+    mix = {c: (n_calls - 3) / n_calls * w / norm for c, w in CALL_MIX.items()}
+    for c, w in fixed.items():
+        mix[c] = mix.get(c, 0.0) + w / n_calls
+    return mix
+
+
+def _known_incident(world: World) -> bool:
+    """The task5 incident has begun: its first calls (two from one place in one minute) are in."""
+    return world.incident_node is not None and any(pid in world.patients for pid in world.mci)
+
+
+def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str, rng: Random) -> None:
+    """The hidden patient behind ``chain`` as ``condition``: body, and the minutes since the call
+    replayed (deterioration, telephone CPR, death, release after P4 advice)."""
+    spec = CONDITIONS[condition]
+    p.condition = condition
+    p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
+    p.hr0 = rng.randint(*BASELINE_HR_RANGE)
+    p.sbp0 = rng.randint(*BASELINE_SBP_RANGE)
+    p.onset_min = rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
+    coded = [c.coded_p1_at for c in chain if c.coded_p1_at is not None]
+    p.cpr_from = min(coded) if coded and spec.key == "cardiac_arrest" else None
+    p.reserve = round(rng.uniform(*spec.initial_reserve), 3)
+    p.died_at = None
+    advised = any(c.status == "closed_advice" for c in chain)
+    if advised and spec.true_priority == "P4":
+        p.status = "released"
+    else:
+        en_route = world.ambulances.get(p.ambulance_id or "")
+        p.status = "unit_en_route" if en_route and en_route.patient_id == p.patient_id else "awaiting_unit"
+        _replay_wait(world, p, spec.deterioration_per_min)
+    p.band = _band(p.reserve)
+
+
+def _replay_wait(world: World, p: Patient, rate: float) -> None:
+    """World._physiology over the minutes since the call, for a patient nobody has reached (a
+    spawn at t>0 deteriorates in its own tick; the first tick is minute 1)."""
+    if rate == 0.0:
+        return
+    for minute in range(max(1, p.appeared_at), world.clock + 1):
+        cpr = p.cpr_from is not None and minute > p.cpr_from
+        p.reserve -= rate * (TELEPHONE_CPR_FACTOR if cpr else 1.0)
+        if p.reserve <= 0.0:
+            p.reserve, p.status, p.died_at = 0.0, "deceased", minute
+            return
+
+
+def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
+    """Original call id -> its callback still to come: for each call closed with advice whose
+    caller has not rung back, ``callback_plan`` given that no callback came so far."""
+    rung_back = {c.callback_of for c in world.calls.values() if c.callback_of}
+    out: dict[str, PendingSpawn] = {}
+    for call in world.calls.values():
+        if call.status != "closed_advice" or call.call_id in rung_back:
+            continue
+        closed = call.closed_at if call.closed_at is not None else call.received_at
+        delay = None
+        for _ in range(_MAX_DRAWS):
+            delay = callback_plan(call.report, rng)
+            if delay is None or closed + delay > world.clock:
+                break
+        if delay is None or closed + delay <= world.clock:
+            continue
+        p = world.patients[call.patient_id]
+        at = closed + delay
+        new = Call(
+            "",
+            at,
+            call.node,
+            callback_report(call.report, call.call_id),
+            p.patient_id,
+            call.true_priority,
+            secondary=call.secondary,
+            callback_of=call.call_id,
+        )
+        out[call.call_id] = PendingSpawn(at, p, new, "callback")
+    return out
+
+
+# ------------------------------------------------------------------ other hidden state
+def _resample_blood_types(world: World, rng: Random) -> None:
+    for p in world.patients.values():
+        if p.visible and not p.blood_type_known:
+            p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
+
+
+def _resample_hospital_timers(world: World, rng: Random) -> None:
+    cath_prep = rng.randint(*CATH_LAB_PREP_RANGE)
+    lo_e, hi_e = ELECTIVE_REMAINING_RANGE
+    for h in world.hospitals.values():
+        lo, hi = SPECIALIST_PAGE_DELAY_BY_TIER[h.tier]
+        for spec in h.specialists.values():
+            if spec.state in ("on_call", "unavailable"):
+                spec.page_delay = rng.randint(lo, hi)
+        for room in h.ors:
+            if "cath_lab" in room.procedures and room.state == "idle" and not room.agent_prepared:
+                room.prep_total = cath_prep
+            if room.state == "in_use" and room.elective and room.until > world.clock:
+                room.until = rng.randint(max(lo_e, world.clock + 1), max(hi_e, world.clock + 1))
+
+
+def _renoise_trips(world: World, rng: Random) -> None:
+    """Keep the shown (noise-free) ETA of every leg still ahead; redraw its traffic noise."""
+    now = world.clock
+    for amb in world.ambulances.values():
+        trip = amb.trip
+        if trip is None or trip.arrival <= now or trip.noise <= 0:
+            continue
+        noise = world.draw_noise()
+        scale = noise / trip.noise
+        last = now
+        for i, t in enumerate(trip.times):
+            if t > now:
+                t = max(last, now + max(1, round((t - now) * scale)))
+                trip.times[i] = t
+                last = t
+        trip.noise = noise
+
+
+# ------------------------------------------------------------------ the future
+def _replace_future(
+    world: World,
+    rng: Random,
+    callbacks: dict[str, PendingSpawn],
+    shadow: Scenario,
+    parent_spawns: list[PendingSpawn],
+) -> None:
+    carried = world.spawns
+    incident_ids = set(world.mci)
+    world.mci = {pid for pid in world.mci if pid in world.patients}
+    regular = [s for s in shadow.spawns if s.patient.patient_id not in shadow.mci_patients]
+    future = [(s, False) for s in callbacks.values()]
+    future += [(s, False) for s in regular if s.at > world.clock]
+    future += [(s, True) for s in _incident_future(world, parent_spawns, shadow, incident_ids)]
+    future += [(s, False) for s in _surge_future(world, rng)]
+    future += [(_redraw_escalation(s, rng), True) for s in carried if s.reason.startswith(_ESCALATION)]
+    world.spawns = []
+    world.id_counters = [_max_id(world.patients, "P"), _max_id(world.calls, "C")]
+    future.sort(key=lambda item: (item[0].at, item[0].reason))
+    for spawn, in_incident in future:
+        _renumber(world, spawn)
+        if in_incident:
+            world.mci.add(spawn.patient.patient_id)
+        world.schedule(spawn)
+
+
+def _incident_future(
+    world: World, old: list[PendingSpawn], shadow: Scenario, incident_ids: set[str]
+) -> list[PendingSpawn]:
+    """The incident's casualties still to come: the shadow incident if ours has not begun, else
+    only the pending secondary casualty, at the known scene."""
+    mci = [s for s in shadow.spawns if s.patient.patient_id in shadow.mci_patients]
+    if not mci:
+        return []
+    begun = any(pid in world.patients for pid in world.mci)
+    at_start = [p.appeared_at for p in shadow.patients.values() if p.patient_id in shadow.mci_patients]
+    shadow_start = min([s.at for s in mci] + at_start)
+    if not begun:
+        shift = max(0, world.clock + 1 - shadow_start)
+        for s in mci:
+            s.at += shift
+            s.patient.appeared_at = s.at
+            if s.call:
+                s.call.received_at = s.at
+        world.incident_node = shadow.incident_node
+        world.incident_start = shadow_start + shift
+        return mci
+    pending = [
+        s
+        for s in old
+        if s.patient.patient_id in incident_ids
+        and s.patient.secondary
+        and not s.reason.startswith(_ESCALATION)
+    ]
+    if not pending:
+        return []
+    secondary = next((s for s in mci if s.patient.secondary), mci[-1])
+    secondary.at = max(world.clock + 1, world.incident_start + secondary.at - shadow_start)
+    secondary.patient.appeared_at = secondary.at
+    secondary.patient.node = world.incident_node or secondary.patient.node
+    if secondary.call:
+        secondary.call.received_at, secondary.call.node = secondary.at, secondary.patient.node
+    return [secondary]
+
+
+def _surge_future(world: World, rng: Random) -> list[PendingSpawn]:
+    """An announced news cycle: its surge calls still to come (their number and times are hidden)."""
+    if world.news_cycle_at is None:
+        return []
+    spawns = surge_calls(rng, 0, world.news_cycle_at)
+    return [s for s in spawns if s.at > world.clock]
+
+
+def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
+    """An announced escalation casualty: its time, place and injury are known, its body and its
+    caller's report (phase 2) are not."""
+    p = spawn.patient
+    p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
+    p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
+    p.hr0, p.sbp0 = rng.randint(*BASELINE_HR_RANGE), rng.randint(*BASELINE_SBP_RANGE)
+    p.band = _band(p.reserve)
+    if spawn.call is not None:
+        spawn.call.report = caller_report(p.condition, NODE_NAMES[p.node], rng)
+        facts = parse_report(spawn.call.report)
+        if facts is not None:
+            p.sex, p.age = facts.sex, facts.age
+    return spawn
+
+
+def _max_id(items: dict[str, object], prefix: str) -> int:
+    return max((int(i[1:]) for i in items if i.startswith(prefix) and i[1:].isdigit()), default=0)
+
+
+def _renumber(world: World, spawn: PendingSpawn) -> None:
+    """A fresh id for a future patient unless it is a caller already known (call ids are given
+    on arrival)."""
+    p = spawn.patient
+    if world.patients.get(p.patient_id) is not p:
+        p.patient_id = world.next_patient_id()
+        if spawn.call is not None:
+            spawn.call.patient_id = p.patient_id
+
+
+def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
+    seen = [d for d in world.disruptions if d.start <= world.clock]
+    missing = world.task.disruptions - len(seen)
+    if missing <= 0:
+        world.disruptions = seen
+        return
+    kinds_seen = {d.kind for d in seen}
+    pool = [k for k in DISRUPTION_POOLS.get(world.task.task_id, ()) if k not in kinds_seen]
+    kinds = rng.sample(pool, min(missing, len(pool)))
+    net = RoadNetwork(world.peak_hour)
+    origins = list(world.origins)
+    if world.task.phase == 2:  # the first call is known; later callers' places are not
+        origins = origins[:1] + [s.patient.node for s in shadow.spawns[1:]]
+    fresh = []
+    for kind in kinds:
+        for _ in range(_MAX_DRAWS):
+            d = _disruption(rng, kind, net, origins, world.task)
+            if d.start > world.clock:
+                break
+        if d.start <= world.clock:
+            shift = world.clock + 1 - d.start
+            d.start, d.end = d.start + shift, d.end + shift
+        fresh.append(d)
+    world.disruptions = seen + fresh

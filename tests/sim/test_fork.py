@@ -1,0 +1,248 @@
+"""``CodeRedSim.fork``: a planning copy that knows only what the agent could know."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from random import Random
+
+import pytest
+
+from codered_env.agents import HeuristicAgent
+from codered_env.sim import TASK_IDS, CodeRedSim
+from codered_env.sim.fork import _call_prior
+from codered_env.sim.params import CALL_MIX, SURGE_MIX
+from codered_env.sim.triage import callback_report
+
+SEED = 1003
+
+
+def advance(task_id: str, seed: int, steps: int) -> CodeRedSim:
+    sim = CodeRedSim(task_id, seed)
+    agent = HeuristicAgent(seed)
+    agent.reset(task_id, seed)
+    while not sim.done and sim.step_count < steps:
+        sim.step(agent.act(sim.observation()))
+    return sim
+
+
+def finish_with_heuristic(sim: CodeRedSim) -> CodeRedSim:
+    agent = HeuristicAgent()
+    while not sim.done:
+        sim.step(agent.act(sim.observation()))
+    return sim
+
+
+def canonical(obj: object) -> object:
+    """Plain nested data for any state object (object identity and pickle memos left out)."""
+    if isinstance(obj, Random):
+        return ["Random", canonical(obj.getstate())]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields = {f.name: canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return [type(obj).__name__, fields]
+    if isinstance(obj, dict):
+        return [[canonical(k), canonical(v)] for k, v in obj.items()]
+    if isinstance(obj, (list, tuple)):
+        return [canonical(x) for x in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted((canonical(x) for x in obj), key=repr)
+    if hasattr(obj, "__dict__"):
+        return [type(obj).__name__, canonical(vars(obj))]
+    return obj
+
+
+def state_bytes(sim: CodeRedSim) -> bytes:
+    """The full episode state, byte for byte (with the route cache brought up to date: it is a
+    function of the roads, filled lazily by whoever asks first)."""
+    twin = copy.deepcopy(sim)
+    twin.world.net._refresh()
+    return repr(canonical(twin)).encode()
+
+
+def snapshot(sim: CodeRedSim) -> tuple[str, str, bytes]:
+    """Observation, grade and the full state."""
+    return json.dumps(sim.observation(), sort_keys=True), json.dumps(sim.grade()), state_bytes(sim)
+
+
+def future_reports(sim: CodeRedSim) -> set[tuple[int, str]]:
+    """(minute, report) of every call still to come (a report alone may recur by chance), except
+    callbacks: their words follow from the report the agent knows (their timing is redrawn)."""
+    return {(s.at, s.call.report) for s in sim.world.spawns if s.call is not None and not s.call.callback_of}
+
+
+def hidden_truth(sim: CodeRedSim) -> list[tuple]:
+    w = sim.world
+    callers = [
+        (p.patient_id, p.condition, p.reserve, p.blood_type, p.hr0, p.sbp0, p.status, p.cpr_from)
+        for p in w.patients.values()
+        if not p.visible or not p.blood_type_known
+    ]
+    future = [(s.at, s.patient.condition, s.call.report if s.call else "") for s in w.spawns]
+    return callers + future + [repr(w.travel_rng.getstate()[1][:4])]
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("steps", [0, 6, 15])
+def test_fork_never_changes_the_parent(task_id: str, steps: int) -> None:
+    sim = advance(task_id, SEED, steps)
+    before = snapshot(sim)
+    for fork_seed in range(3):
+        finish_with_heuristic(sim.fork(fork_seed))
+    assert snapshot(sim) == before
+    # ... and the parent plays on exactly as an episode that was never forked
+    finish_with_heuristic(sim)
+    twin = CodeRedSim(task_id, SEED)
+    for action in sim.action_log:
+        twin.step(action)
+    assert snapshot(twin) == snapshot(sim)
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_same_fork_seed_same_fork(task_id: str) -> None:
+    sim = advance(task_id, SEED, 8)
+    assert state_bytes(sim.fork(5)) == state_bytes(sim.fork(5))
+    assert state_bytes(sim.fork(5)) != state_bytes(sim.fork(6))
+    a, b = finish_with_heuristic(sim.fork(5)), finish_with_heuristic(sim.fork(5))
+    assert snapshot(a) == snapshot(b)
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_forks_with_different_seeds_differ_in_hidden_truth(task_id: str) -> None:
+    sim = advance(task_id, SEED, 4)
+    truths = [hidden_truth(sim.fork(s)) for s in range(3)]
+    assert truths[0] != truths[1] != truths[2]
+
+
+@pytest.mark.parametrize("task_id", ["task3", "task4", "task5"])
+@pytest.mark.parametrize("steps", [0, 5, 12, 25])
+def test_forks_never_contain_a_future_call(task_id: str, steps: int) -> None:
+    sim = advance(task_id, SEED, steps)
+    real_future = future_reports(sim)
+    real_secondary = {(s.at, s.patient.reserve) for s in sim.world.spawns if s.call is None}
+    seen = {(c.received_at, c.report) for c in sim.world.calls.values()}
+    for fork_seed in range(4):
+        fork = sim.fork(fork_seed)
+        assert not future_reports(fork) & real_future
+        assert not {(s.at, s.patient.reserve) for s in fork.world.spawns if s.call is None} & real_secondary
+        finish_with_heuristic(fork)
+        received = {(c.received_at, c.report) for c in fork.world.calls.values()}
+        assert not (received - seen) & real_future
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_a_fork_shows_the_agent_what_the_parent_shows(task_id: str) -> None:
+    sim = advance(task_id, SEED, 10)
+
+    def visible(s: CodeRedSim) -> dict:
+        obs = s.observation()
+        for item in obs["ambulances"] + obs["patients"]:
+            item.pop("eta_min")  # the noise-free ETA: equal up to rounding after the redraw
+        return obs
+
+    for fork_seed in range(3):
+        assert visible(sim.fork(fork_seed)) == visible(sim)
+
+
+@pytest.mark.parametrize("task_id", ["task3", "task4", "task5"])
+@pytest.mark.parametrize("steps", [3, 14])
+def test_a_fork_depends_only_on_what_the_agent_knows(task_id: str, steps: int) -> None:
+    """Rewrite the parent's hidden parts; the fork must not change."""
+    sim = advance(task_id, SEED, steps)
+    other = copy.deepcopy(sim)
+    w = other.world
+    for p in w.patients.values():
+        if not p.visible:
+            p.condition, p.reserve, p.hr0, p.sbp0 = "fever", 0.5, 70, 130
+            p.onset_min, p.cpr_from, p.band = 33, 2, 0
+            p.status, p.died_at = ("deceased", 5) if p.status != "deceased" else ("awaiting_unit", None)
+        if not p.blood_type_known:
+            p.blood_type = "AB-"
+    for call in w.calls.values():
+        if not w.patients[call.patient_id].visible:
+            call.true_priority = "P3"
+    w.spawns = [s for s in w.spawns if s.reason not in ("call", "incident call", "callback")]
+    for s in w.spawns:
+        s.at += 3
+        s.patient.reserve, s.patient.blood_type = 0.42, "B-"
+    for d in w.disruptions:
+        if d.start > w.clock:
+            d.start, d.end, d.kind = d.start + 2, d.end + 30, "hospital_diversion"
+    w.travel_rng.seed(99)
+    w.narrative_rng.seed(98)
+    for h in w.hospitals.values():
+        for spec in h.specialists.values():
+            if spec.state == "on_call":
+                spec.page_delay = 99
+        for room in h.ors:
+            if room.elective and room.state == "in_use":
+                room.until += 17
+    if w.task.cascades and not any(pid in w.patients for pid in w.mci):  # task5 before the incident
+        w.incident_node, w.incident_start = "N1", 44
+    assert state_bytes(other.fork(7)) == state_bytes(sim.fork(7))
+
+
+def test_fork_rejects_a_bad_seed() -> None:
+    sim = CodeRedSim("task1", 0)
+    for bad in (-1, True, 1.5, "3"):
+        with pytest.raises(ValueError, match="fork seed"):
+            sim.fork(bad)  # type: ignore[arg-type]
+
+
+def test_call_prior_follows_the_sources_of_calls_at_that_minute() -> None:
+    sim = advance("task5", SEED, 0)
+    w = sim.world
+    first = w.calls["C1"]
+    prior = _call_prior(w, first)
+    assert sum(prior.values()) == pytest.approx(1.0)
+    assert prior.keys() == CALL_MIX.keys()
+    assert prior["stemi"] > CALL_MIX["stemi"]  # one call of the task's schedule is always a STEMI
+    late = copy.copy(first)
+    late.received_at = 60  # after the schedule's last call, before any surge: nothing expected
+    assert _call_prior(w, late) == CALL_MIX
+    w.news_cycle_at = 55
+    assert _call_prior(w, late).keys() == SURGE_MIX.keys()
+
+
+def advised_episode(task_id: str, steps: int) -> CodeRedSim:
+    """Every call gets P4 advice as soon as it comes in: released or rings back later."""
+    sim = CodeRedSim(task_id, SEED)
+    while not sim.done and sim.step_count < steps:
+        pending = [c for c in sim.world.calls.values() if c.status == "pending" and c.priority is None]
+        action = {"action_type": "maintain_plan"}
+        if pending:
+            action = {"action_type": "triage_call", "call_id": pending[0].call_id, "priority": "P4"}
+        sim.step(action)
+    return sim
+
+
+@pytest.mark.parametrize("steps", [4, 12, 20])
+def test_p4_advised_callers_in_a_fork(steps: int) -> None:
+    sim = advised_episode("task4", steps)
+    assert any(c.status == "closed_advice" for c in sim.world.calls.values())
+    for fork_seed in range(4):
+        fork = sim.fork(fork_seed)
+        w = fork.world
+        rung_back = {c.callback_of for c in w.calls.values() if c.callback_of}
+        pending = {s.call.callback_of: s for s in w.spawns if s.call is not None and s.call.callback_of}
+        for call in w.calls.values():
+            if call.status != "closed_advice" or call.call_id in rung_back:
+                continue
+            p = w.patients[call.patient_id]
+            if call.true_priority == "P4":
+                assert p.status == "released"
+            else:
+                assert p.status in ("awaiting_unit", "deceased")
+            if call.call_id in pending:  # a callback comes from the report alone, later than now
+                spawn = pending[call.call_id]
+                assert spawn.at > w.clock and spawn.call.report == callback_report(call.report, call.call_id)
+        finish_with_heuristic(fork)
+    # whether the real caller was released or will ring back is hidden: the fork does not depend on it
+    other = copy.deepcopy(sim)
+    ow = other.world
+    ow.spawns = [s for s in ow.spawns if not (s.call is not None and s.call.callback_of)]
+    for call in ow.calls.values():
+        p = ow.patients[call.patient_id]
+        if call.status == "closed_advice" and p.status in ("released", "awaiting_unit") and not p.visible:
+            p.status = "released" if p.status == "awaiting_unit" else "awaiting_unit"
+    assert state_bytes(other.fork(3)) == state_bytes(sim.fork(3))

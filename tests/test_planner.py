@@ -1,0 +1,68 @@
+"""The ``planner`` agent: rollouts of the heuristic on fair forks (agents/planner.py)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+from typer.testing import CliRunner
+
+from codered_env.agents import HeuristicAgent, PlannerAgent, make_agent
+from codered_env.cli import app
+from codered_env.evaluation.store import EpisodeStore
+from codered_env.runner import run_episode
+from codered_env.sim import CodeRedSim
+
+
+def test_make_agent_builds_the_planner_with_a_budget() -> None:
+    agent = make_agent("planner", 3, forks=2, max_candidates=3)
+    assert isinstance(agent, PlannerAgent) and agent.name == "planner"
+    assert (agent.forks, agent.max_candidates) == (2, 3)
+    with pytest.raises(ValueError, match="forks"):
+        make_agent("planner", 0, forks=0)
+
+
+def test_planner_is_reproducible() -> None:
+    first = run_episode("task2", 1000, PlannerAgent(1000, forks=2))
+    second = run_episode("task2", 1000, PlannerAgent(1000, forks=2))
+    assert first.actions == second.actions and first.score == second.score
+
+
+def test_planner_beats_the_heuristic_on_task2() -> None:
+    seeds = range(1000, 1004)
+    heuristic = [run_episode("task2", s, HeuristicAgent(s)).score for s in seeds]
+    planner = [run_episode("task2", s, PlannerAgent(s)).score for s in seeds]
+    assert statistics.fmean(planner) > statistics.fmean(heuristic) + 0.02
+    assert min(p - h for p, h in zip(planner, heuristic, strict=True)) > -0.05
+
+
+def test_planner_counts_its_budget() -> None:
+    agent = PlannerAgent(1001, forks=2, max_candidates=3)
+    run_episode("task2", 1001, agent)
+    assert agent.decisions > 0 and 0 < agent.rollouts <= agent.decisions * 2 * 3
+
+
+def test_out_of_sync_planner_plays_the_heuristic() -> None:
+    planner, heuristic = PlannerAgent(0), HeuristicAgent(0)
+    planner.reset("task4", 1)
+    heuristic.reset("task4", 1)
+    other = CodeRedSim("task4", 2)  # not the episode the planner was reset on
+    for _ in range(6):
+        obs = other.observation()
+        action = planner.act(obs)
+        assert action == heuristic.act(obs)
+        other.step(action)
+
+
+def test_eval_stores_planner_episodes(tmp_path) -> None:
+    db = tmp_path / "eval.db"
+    args = ["eval", "--agents", "heuristic,planner", "--tasks", "task1", "--seeds", "0-1", "--json"]
+    args += ["--db", str(db)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    episodes = json.loads(result.stdout)
+    assert sorted({e["agent"] for e in episodes}) == ["heuristic", "planner"]
+    with EpisodeStore(db) as store:
+        stored = [(r.agent, r.task_id, r.seed) for r in store.records()]
+    assert ("planner", "task1", 1) in stored and ("heuristic", "task1", 0) in stored
