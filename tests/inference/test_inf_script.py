@@ -112,12 +112,13 @@ def test_rate_limited(fake_llm: FakeOpenAI) -> None:
 def test_timeouts_keep_the_run_short(fake_llm: FakeOpenAI) -> None:
     fake_llm.set_script(default={"kind": "sleep", "seconds": 3.0,
                                  "then": {"kind": "tool", "name": "maintain_plan"}})
-    started = time.monotonic()
     proc = run_script(["--task", "task2", "--seed", "3", "--max-steps", "3"],
                       llm_env(fake_llm, CODERED_LLM_TIMEOUT="0.2", CODERED_LLM_RETRIES="0"))
     log = parse_run_log(proc.stdout)
+    # Every call gave up at its 0.2 s timeout instead of waiting out the 3 s answer, and none was
+    # retried: no wall-clock bound, which would only measure the machine's load.
     assert len(log.rewards) == 3 and all("timed out" in e for e in log.errors)
-    assert time.monotonic() - started < 30
+    assert len(fake_llm.requests) == 3
 
 
 def test_run_budget_bounds_the_whole_run(fake_llm: FakeOpenAI) -> None:
