@@ -82,8 +82,12 @@ def care_table() -> str:
     from codered_env.sim.conditions import CONDITIONS
 
     lines: dict[str, list[str]] = {}
+    on_scene: list[str] = []
     for cond in CONDITIONS.values():
-        head = f"{cond.true_priority}" + (f" {cond.target_min}m" if cond.care_by_tier else "")
+        if not cond.care_by_tier:
+            on_scene.append(f"{cond.label} {cond.true_priority}")
+            continue
+        head = f"{cond.true_priority} {cond.target_min}m"
         if cond.needs_blood:
             head += " needs blood"
         by_care: dict[str, list[str]] = {}
@@ -92,8 +96,10 @@ def care_table() -> str:
             by_care.setdefault(care.label + (f" [{needs}]" if needs else ""), []).append(f"T{tier}")
         body = "; ".join(f"{'/'.join(t)} {label}" for label, t in by_care.items()) or "no transport"
         lines.setdefault(f"{head}: {body}", []).append(cond.label)
-    return "Care (tier, treatment [OR + specialist]):\n" + "\n".join(
-        f"- {'/'.join(labels)} {rest}" for rest, labels in lines.items())
+    rows = [f"- {'/'.join(labels)} {rest}" for rest, labels in lines.items()]
+    if on_scene:
+        rows.append("- no transport: " + ", ".join(on_scene))
+    return "Care (tier, treatment [OR + specialist]):\n" + "\n".join(rows)
 
 
 def action_catalogue(action_types: Sequence[str]) -> str:
@@ -169,17 +175,28 @@ def format_history(history: Sequence[Decision]) -> str:
 _BLOOD_STOCK = re.compile(r" \| blood (?:[ABO]{1,2}[+-]:\d+ ?)+$")
 _HEADER = re.compile(r"^CodeRedEnv \S+ seed \d+ \| ")
 _HOSPITAL_NAME = re.compile(r"^( H\d+ T\d) .*? (load \d+/\d+)")
+_UNIT_KIND = re.compile(r"\b((ALS|BLS)\d+)\(\2\)")
+_ON_CALL = re.compile(r"(?:\b[a-z]+:on_call\b ?)+")
+
+
+def _group_on_call(match: re.Match[str]) -> str:
+    names = [item.split(":")[0] for item in match.group(0).split()]
+    return "on_call " + ",".join(names) + (" " if match.group(0).endswith(" ") else "")
 
 
 def compact_state(text: str, *, tools: bool) -> str:
     """The observation text, shorter: no task/seed banner, no hospital names (the system prompt
-    names them); with tools also no legal-action line and no blood stock, which the tools'
-    enums carry (blood types in stock, unit bounds)."""
+    names them), no unit kind where the id already says it (``ALS1``, not ``ALS1(ALS)``),
+    on-call specialists grouped (``on_call cardio,neuro``), no ``dest -`` / ``blood ?`` fields
+    (nothing chosen / not typed yet); with tools also no legal-action line
+    and no blood stock, which the tools' enums carry (blood types in stock, unit bounds)."""
     lines = []
     for line in text.strip().splitlines():
         if tools and line.startswith("LEGAL"):
             continue
         line = _HOSPITAL_NAME.sub(r"\1 \2", _HEADER.sub("", line))
+        line = _ON_CALL.sub(_group_on_call, _UNIT_KIND.sub(r"\1", line))
+        line = line.replace(" | dest - |", " |").replace(" | blood ? |", " |")
         lines.append(_BLOOD_STOCK.sub("", line) if tools else line)
     return "\n".join(lines)
 
