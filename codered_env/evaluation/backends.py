@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 import sys
 import time
 from collections import deque
@@ -37,6 +38,7 @@ RAY_LLM_TASK = {"num_cpus": 0.25}  # an LLM episode mostly waits on the endpoint
 # are not retried: the episode is deterministic, so it would fail the same way again (and
 # run_job already returns agent/config errors as results).
 RAY_MAX_RETRIES = 3
+RAY_UV_HOOK_VAR = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"  # read once, when ray is first imported
 RAY_KEY_VAR = "HF_TOKEN"  # checked first by the LLM agent, so it wins over a node's own setting
 
 
@@ -114,6 +116,11 @@ def local_results(jobs: Iterable[EpisodeJob], *, workers: int, concurrency: int 
 
 
 def _import_ray() -> Any:
+    # Under `uv run`, Ray's uv hook makes every worker re-run `uv run` in a copy of the current
+    # directory, which builds a fresh project environment there (without the driver's extras, so
+    # without Ray itself): workers then never start.  Workers must run the installed package,
+    # like the driver.  Set RAY_ENABLE_UV_RUN_RUNTIME_ENV=1 to opt back in.
+    os.environ.setdefault(RAY_UV_HOOK_VAR, "0")
     try:
         import ray
     except ImportError:

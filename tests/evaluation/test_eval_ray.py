@@ -18,6 +18,8 @@ from codered_env.evaluation.evaluate import Execution, run_evaluation
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.evaluation.trajectory import Trajectory
 
+# as backends._import_ray does, before the first import of ray (see there why)
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 ray = pytest.importorskip("ray")
 
 AGENTS = ["random", "heuristic"]
