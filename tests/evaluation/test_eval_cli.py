@@ -4,6 +4,7 @@ the per-episode `llm-stats:` line of LLM episodes."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from fake_endpoint import FakeEndpoint
 from typer.testing import CliRunner
 
 from codered_env.cli import app
-from codered_env.evaluation.backends import ray_results
+from codered_env.evaluation.backends import RAY_UV_HOOK_VAR, _import_ray, ray_results
 from codered_env.evaluation.episode import EpisodeJob
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.runlog import format_stats
@@ -67,3 +68,18 @@ def test_llm_episodes_print_the_inference_stats_line(monkeypatch: pytest.MonkeyP
     assert f"llm-stats: calls={stats[0]['calls']} retries=0 timeouts=0 " in lines[0] + lines[1]
     assert "llm-stats" not in first.stdout and json.loads(first.stdout)[0]["agent"] == "llm"
     assert "llm-stats" not in again.stderr  # reused episodes were not played in this run
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "0"), ("1", "1")])
+def test_rays_uv_hook_is_off_unless_the_user_set_it(monkeypatch: pytest.MonkeyPatch,
+                                                    preset: str | None, expected: str) -> None:
+    # Under `uv run` the hook makes Ray's workers build a project environment without the ray
+    # extra, and they never start (docs/SCALING.md); Ray reads the variable when first imported.
+    if preset is None:
+        monkeypatch.delenv(RAY_UV_HOOK_VAR, raising=False)
+    else:
+        monkeypatch.setenv(RAY_UV_HOOK_VAR, preset)
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(RuntimeError):
+        _import_ray()
+    assert os.environ[RAY_UV_HOOK_VAR] == expected
