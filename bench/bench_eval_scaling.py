@@ -4,9 +4,12 @@ A benchmark, not a test (results go to docs/PERFORMANCE.md).  Two parts:
 
 ``cpu``
     The ``heuristic`` agent (CPU-bound) over every task and ``--seeds`` seeds, stored in a fresh
-    SQLite file per configuration: serial, ``--workers 2`` processes, and Ray with 1 and 2 CPUs
-    (when ray is installed).  Ray's start-up (``ray.init``) is timed separately from the run.
-    Every configuration must store exactly the serial results; the script checks it.
+    SQLite file per run: serial, ``--workers 2`` processes, and Ray with 1 and 2 CPUs (when ray
+    is installed).  Configurations run interleaved in ``--rounds`` rounds, and each is compared
+    with the serial runs of its own phase (Ray's idle processes cost CPU too), because on a
+    shared machine the CPU a run gets drifts by 2x within minutes.  Ray's start-up
+    (``ray.init``) is timed separately.  Every run must store exactly the serial results; the
+    script checks it.
 ``llm``
     ``--llm-episodes`` LLM episodes of ``--llm-steps`` steps against the test suite's fake
     OpenAI-compatible endpoint with ``--latency`` seconds per request, at concurrency 1 and 8.
@@ -15,19 +18,21 @@ Usage::
 
     uv run python bench/bench_eval_scaling.py                    # both parts, markdown on stdout
     uv run python bench/bench_eval_scaling.py --part llm --latency 1.0
-    uv run --extra ray python bench/bench_eval_scaling.py --part cpu --seeds 20
+    uv run --extra ray python bench/bench_eval_scaling.py --part cpu --seeds 20 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from codered_env.evaluation.backends import _import_ray
 from codered_env.evaluation.evaluate import Execution, run_evaluation
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.evaluation.trajectory import Trajectory
@@ -44,30 +49,47 @@ def _stored(db: Path) -> dict[tuple, tuple]:
         for r in records}
 
 
-def _run(name: str, seeds: list[int], execution: Execution, tmp: Path) -> tuple[float, Path]:
-    db = tmp / f"{name}.db"
+def _run(seeds: list[int], execution: Execution, db: Path) -> float:
     started = time.perf_counter()
     summary = run_evaluation(["heuristic"], list(TASK_IDS), seeds, db_path=db, progress=None,
                              execution=execution)
     elapsed = time.perf_counter() - started
     assert summary.failed == 0 and summary.ran == len(TASK_IDS) * len(seeds), summary.as_dict()
-    return elapsed, db
+    return elapsed
 
 
-def cpu_part(seeds: int) -> list[dict[str, Any]]:
+SERIAL = Execution()
+PROCS2 = Execution(workers=2, min_parallel_s=0)
+
+
+def _phase(label: str, configs: dict[str, Execution], seeds: list[int], rounds: int, tmp: Path,
+           reference: dict[tuple, tuple] | None) -> tuple[list[dict[str, Any]], dict[tuple, tuple]]:
+    """``rounds`` rounds of every configuration in turn, each run into a fresh store.  On a
+    shared machine the CPU a run gets drifts by 2x within minutes, so configurations are
+    interleaved and compared with the serial runs of the same phase (median of the rounds)."""
+    times: dict[str, list[float]] = {name: [] for name in configs}
+    for attempt in range(rounds):
+        for name, execution in configs.items():
+            db = tmp / f"{label}-{name}-{attempt}.db"
+            times[name].append(_run(seeds, execution, db))
+            results = _stored(db)
+            reference = reference or results
+            assert results == reference, f"{name} results differ from serial"
+    serial = statistics.median(times["serial"])
+    rows = [{"phase": label, "config": name, "median": statistics.median(t), "min": min(t),
+             "speedup": serial / statistics.median(t)} for name, t in times.items()]
+    return rows, reference
+
+
+def cpu_part(seeds: int, rounds: int = 3) -> list[dict[str, Any]]:
     seed_list = list(range(seeds))
-    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        serial_s, serial_db = _run("serial", seed_list, Execution(), tmp)
-        reference = _stored(serial_db)
-        rows.append({"config": "serial (1 process)", "seconds": serial_s, "init": None})
-        procs_s, db = _run("procs2", seed_list, Execution(workers=2, min_parallel_s=0), tmp)
-        assert _stored(db) == reference, "process results differ from serial"
-        rows.append({"config": "processes, --workers 2", "seconds": procs_s, "init": None})
+        rows, reference = _phase("no Ray", {"serial": SERIAL, "processes, --workers 2": PROCS2},
+                                 seed_list, rounds, tmp, None)
         try:
-            import ray
-        except ImportError:
+            ray = _import_ray()
+        except RuntimeError:
             return rows
         for cpus in (1, 2):
             started = time.perf_counter()
@@ -76,15 +98,17 @@ def cpu_part(seeds: int) -> list[dict[str, Any]]:
             except Exception as exc:  # a loaded machine can time Ray's start-up out
                 print(f"Ray with num_cpus={cpus} did not start: {exc}", file=sys.stderr)
                 continue
-            init_s = time.perf_counter() - started
+            label = f"Ray up, num_cpus={cpus} (ray.init {time.perf_counter() - started:.1f} s)"
+            configs = {"serial": SERIAL, f"Ray, local, num_cpus={cpus}": Execution(backend="ray")}
+            if cpus == 2:
+                configs["processes, --workers 2"] = PROCS2
             try:
-                ray_s, db = _run(f"ray{cpus}", seed_list, Execution(backend="ray", workers=cpus), tmp)
+                _run(seed_list, Execution(backend="ray"), tmp / f"ray{cpus}-warm.db")  # imports
+                phase_rows, _ = _phase(f"ray{cpus}", configs, seed_list, rounds, tmp, reference)
             finally:
                 ray.shutdown()
-            assert _stored(db) == reference, "Ray results differ from serial"
-            rows.append({"config": f"Ray, local, num_cpus={cpus}", "seconds": ray_s, "init": init_s})
+            rows += [{**row, "phase": label} for row in phase_rows]
     for row in rows:
-        row["speedup"] = serial_s / row["seconds"]
         row["episodes"] = len(TASK_IDS) * seeds
     return rows
 
@@ -122,18 +146,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("cpu", "llm", "both"), default="both")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="cpu part: interleaved rounds")
     parser.add_argument("--llm-episodes", type=int, default=8)
     parser.add_argument("--llm-steps", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.5)
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, cpus: {os.cpu_count()}")
     if args.part in ("cpu", "both"):
-        rows = cpu_part(args.seeds)
-        print("\n| configuration | episodes | wall s | speedup vs serial | ray.init s |")
-        print("|---|---|---|---|---|")
+        rows = cpu_part(args.seeds, args.rounds)
+        print("\n| phase | configuration | episodes | median wall s | min wall s | speedup vs serial |")
+        print("|---|---|---|---|---|---|")
         for r in rows:
-            init = "—" if r["init"] is None else f"{r['init']:.1f}"
-            print(f"| {r['config']} | {r['episodes']} | {r['seconds']:.2f} | {r['speedup']:.2f}× | {init} |")
+            print(f"| {r['phase']} | {r['config']} | {r['episodes']} | {r['median']:.2f} | "
+                  f"{r['min']:.2f} | {r['speedup']:.2f}× |")
     if args.part in ("llm", "both"):
         rows = llm_part(args.llm_episodes, args.llm_steps, args.latency)
         print(f"\n{args.llm_episodes} LLM episodes × {args.llm_steps} steps, {args.latency} s per call\n")

@@ -223,7 +223,7 @@ def evaluate(
 def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
                        config: LLMConfig | None, execution: Execution, total: int) -> EvalSummary:
     """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
-    from .evaluation.evaluate import run_evaluation
+    from .evaluation.evaluate import run_evaluation, stats_line
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
@@ -237,6 +237,9 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
             failed += event.status in ("failed", "invalid")
             label = f"{event.agent} {event.task_id} seed {event.seed}: {event.status}"
             progress.update(bar, description=label, failed=failed, advance=1)
+            stats = stats_line(event)
+            if stats:
+                progress.console.print(stats, highlight=False, markup=False, soft_wrap=True)
 
         return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
                               progress=advance, execution=execution)

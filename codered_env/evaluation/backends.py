@@ -19,17 +19,26 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from codered_env.evaluation.episode import EpisodeJob, JobResult, run_job
 from codered_env.evaluation.ratelimit import RateLimiter
 
+MAX_POOL_RESTARTS = 2  # a local pool whose worker process died is rebuilt at most this often
 MIN_PARALLEL_WORK_S = 5.0  # below this much serial work, worker start-up costs more than it saves
 RAY_CPU_TASK = {"num_cpus": 1.0}
 RAY_LLM_TASK = {"num_cpus": 0.25}  # an LLM episode mostly waits on the endpoint
@@ -37,6 +46,7 @@ RAY_LLM_TASK = {"num_cpus": 0.25}  # an LLM episode mostly waits on the endpoint
 # are not retried: the episode is deterministic, so it would fail the same way again (and
 # run_job already returns agent/config errors as results).
 RAY_MAX_RETRIES = 3
+RAY_UV_HOOK_VAR = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"  # read once, when ray is first imported
 RAY_KEY_VAR = "HF_TOKEN"  # checked first by the LLM agent, so it wins over a node's own setting
 
 
@@ -66,54 +76,130 @@ def _process_context() -> Any:
 
 def local_results(jobs: Iterable[EpisodeJob], *, workers: int, concurrency: int = 1,
                   limiter: RateLimiter | None = None,
-                  min_parallel_s: float = MIN_PARALLEL_WORK_S) -> Iterator[JobResult]:
+                  min_parallel_s: float = MIN_PARALLEL_WORK_S,
+                  max_restarts: int = MAX_POOL_RESTARTS,
+                  job_fn: Callable[[EpisodeJob], JobResult] = run_job) -> Iterator[JobResult]:
     """CPU-bound jobs in worker processes and LLM jobs in threads, yielded as they finish.
 
     The first CPU-bound episode is played here and timed: when the rest would take less than
     ``min_parallel_s`` one after another, starting worker processes (a fresh interpreter that
-    imports the package) would cost more than it saves, so they run in one thread instead."""
+    imports the package) would cost more than it saves, so they run in one thread instead.
+
+    A worker process that dies breaks the whole pool: the episodes it had not finished are played
+    again in a new pool, at most ``max_restarts`` times per run, then reported as failed.
+    ``job_fn`` (picklable) plays one job; tests pass one that kills its worker."""
     jobs = list(jobs)
     cpu = [j for j in jobs if not j.is_llm]
     llm = [j for j in jobs if j.is_llm]
     executors: list[Executor] = []
-    futures: dict[Future[JobResult], EpisodeJob] = {}
+    pending: dict[Future[JobResult], EpisodeJob] = {}
     finished = False
     try:
         if llm:
             threads = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="codered-llm")
             executors.append(threads)
-            futures.update({threads.submit(run_job, job, limiter): job for job in llm})
+            pending.update({threads.submit(run_job, job, limiter): job for job in llm})
         if cpu and workers > 1 and len(cpu) > 1 and min_parallel_s > 0:
             started = time.monotonic()
             try:
-                first = run_job(cpu[0])
+                first = job_fn(cpu[0])
             except Exception as exc:
                 first = _failure(cpu[0], exc)
             yield first
             if (time.monotonic() - started) * (len(cpu) - 1) < min_parallel_s:
                 workers = 1
             cpu = cpu[1:]
-        if cpu:
-            n = max(1, min(workers, len(cpu)))
-            pool: Executor = (ProcessPoolExecutor(n, mp_context=_process_context()) if n > 1
-                              else ThreadPoolExecutor(1, thread_name_prefix="codered-episode"))
-            executors.append(pool)
-            futures.update({pool.submit(run_job, job): job for job in cpu})
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except Exception as exc:
-                yield _failure(futures[future], exc)
+        n = max(1, min(workers, len(cpu)))
+        pool = _CpuPool(n, job_fn, executors, pending)
+        pool.submit(cpu)
+        restarts = 0
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            if any(_broke(f) for f in done):
+                results, lost = pool.collect_broken()
+                yield from results
+                if restarts < max_restarts:
+                    restarts += 1
+                    pool = _CpuPool(n, job_fn, executors, pending)
+                    pool.submit(lost)
+                else:
+                    yield from (_died(job, restarts) for job in lost)
+                continue
+            for future in done:
+                yield _result(future, pending.pop(future))
         finished = True
     finally:
         for executor in executors:
             executor.shutdown(wait=finished, cancel_futures=True)
 
 
+def _broke(future: Future[JobResult]) -> bool:
+    return isinstance(future.exception(), BrokenProcessPool)
+
+
+def _result(future: Future[JobResult], job: EpisodeJob) -> JobResult:
+    try:
+        return future.result()
+    except Exception as exc:
+        return _failure(job, exc)
+
+
+def _died(job: EpisodeJob, restarts: int) -> JobResult:
+    return JobResult(job, error=f"a worker process died {restarts + 1} times in this run (out of "
+                                f"memory, or a crash in native code); re-run the same command to "
+                                f"resume")
+
+
+class _CpuPool:
+    """One pool of CPU-bound episodes: processes (``workers`` > 1) or one thread."""
+
+    def __init__(self, workers: int, job_fn: Callable[[EpisodeJob], JobResult],
+                 executors: list[Executor], pending: dict[Future[JobResult], EpisodeJob]) -> None:
+        self._workers, self._job_fn, self._executors = workers, job_fn, executors
+        self._pending = pending
+        self._executor: Executor | None = None
+        self._futures: set[Future[JobResult]] = set()
+
+    def submit(self, jobs: list[EpisodeJob]) -> None:
+        if not jobs:
+            return
+        if self._executor is None:
+            self._executor = (
+                ProcessPoolExecutor(self._workers, mp_context=_process_context())
+                if self._workers > 1 else
+                ThreadPoolExecutor(1, thread_name_prefix="codered-episode"))
+            self._executors.append(self._executor)
+        for job in jobs:
+            future = self._executor.submit(self._job_fn, job)
+            self._futures.add(future)
+            self._pending[future] = job
+
+    def collect_broken(self) -> tuple[list[JobResult], list[EpisodeJob]]:
+        """After the pool broke: the results it finished and the jobs it lost.  Every future of
+        a broken pool completes at once (with ``BrokenProcessPool`` if it was not finished)."""
+        mine = [f for f in self._futures if f in self._pending]
+        wait(mine)
+        results, lost = [], []
+        for future in mine:
+            job = self._pending.pop(future)
+            if _broke(future):
+                lost.append(job)
+            else:
+                results.append(_result(future, job))
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        return results, lost
+
+
 # --------------------------------------------------------------------------- Ray
 
 
 def _import_ray() -> Any:
+    # Under `uv run`, Ray's uv hook makes every worker re-run `uv run` in a copy of the current
+    # directory, which builds a fresh project environment there (without the driver's extras, so
+    # without Ray itself): workers then never start.  Workers must run the installed package,
+    # like the driver.  Set RAY_ENABLE_UV_RUN_RUNTIME_ENV=1 to opt back in.
+    os.environ.setdefault(RAY_UV_HOOK_VAR, "0")
     try:
         import ray
     except ImportError:

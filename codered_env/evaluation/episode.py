@@ -18,6 +18,7 @@ import inspect
 import math
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -365,13 +366,41 @@ def build_agent(job: EpisodeJob, rate_limiter: Any = None) -> tuple[Any, str]:
     config = _llm_config_with_key(job.llm_config)
     if config is None:
         raise ValueError("agent 'llm' needs an API key (HF_TOKEN, API_KEY or OPENAI_API_KEY)")
+    from codered_env.agents.llm import LLMClient
+
+    http = shared_http_client(config)
     if rate_limiter is None or not getattr(rate_limiter, "limited", True):
-        return make_agent(LLM_AGENT, seed=job.seed, config=config), config.model
+        client = LLMClient(config, client=http)
+        return make_agent(LLM_AGENT, seed=job.seed, config=config, client=client), config.model
     if _takes_rate_limiter():
-        agent = make_agent(LLM_AGENT, seed=job.seed, config=config, rate_limiter=rate_limiter)
-        return agent, config.model
-    agent = make_agent(LLM_AGENT, seed=job.seed, config=config)
+        client = LLMClient(config, client=http, rate_limiter=rate_limiter)
+        return make_agent(LLM_AGENT, seed=job.seed, config=config, client=client), config.model
+    agent = make_agent(LLM_AGENT, seed=job.seed, config=config, client=LLMClient(config, client=http))
     return PacedAgent(agent, rate_limiter, int(config.max_tokens)), config.model
+
+
+_HTTP_CLIENTS: dict[tuple[int, str, str, float], Any] = {}
+_HTTP_LOCK = threading.Lock()
+
+
+def shared_http_client(config: Any) -> Any:
+    """One ``openai.OpenAI`` client per (endpoint, key, timeout) in this process, shared by the
+    episodes played here.  Building one loads the TLS certificate store (about 0.1 s of CPU);
+    with ``--concurrency K`` the K threads paid that for every episode, one after another under
+    the GIL.  The client (an HTTP connection pool) is thread-safe, and sharing it also keeps
+    connections alive from one episode to the next.  Each episode still has its own
+    :class:`~codered_env.agents.llm.LLMClient` (budget, retries, statistics)."""
+    import openai
+
+    # the pid: a forked child must not share its parent's sockets
+    key = (os.getpid(), str(config.base_url), str(config.api_key), float(config.timeout_s))
+    with _HTTP_LOCK:
+        client = _HTTP_CLIENTS.get(key)
+        if client is None:
+            client = openai.OpenAI(api_key=config.api_key, base_url=config.base_url,
+                                   timeout=config.timeout_s, max_retries=0)
+            _HTTP_CLIENTS[key] = client
+    return client
 
 
 def agent_stats(agent: Any) -> dict[str, Any] | None:

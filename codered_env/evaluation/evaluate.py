@@ -54,6 +54,7 @@ class EvalEvent:
     steps: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    llm_stats: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any] | None:
         """The episode in the shape of ``runner.EpisodeResult.summary()`` (``None`` when it
@@ -94,12 +95,25 @@ class EvalSummary:
 
 
 def print_progress(event: EvalEvent) -> None:
-    """Default progress reporter: one line per episode on stderr."""
+    """Default progress reporter: one line per episode on stderr (two for a played LLM episode)."""
     score = "" if event.score is None else f" score={event.score:.3f}"
     detail = f" ({event.detail})" if event.detail else ""
     print(f"[{event.index}/{event.total}] {event.agent}/{event.model} {event.task_id} "
           f"seed={event.seed}: {event.status}{score} {event.wall_time_s:.1f}s{detail}",
           file=sys.stderr, flush=True)
+    stats = stats_line(event)
+    if stats:
+        print(stats, file=sys.stderr, flush=True)
+
+
+def stats_line(event: EvalEvent) -> str | None:
+    """The ``llm-stats:`` line of ``inference.py`` (same formatter) for an LLM episode played in
+    this run, prefixed with the episode; ``None`` for other agents and reused episodes."""
+    if event.llm_stats is None or event.status not in ("done", "invalid"):
+        return None
+    from codered_env.runlog import format_stats
+
+    return f"{event.task_id} seed={event.seed} {format_stats(event.llm_stats)}"
 
 
 def make_eval_agent(name: str, seed: int, llm_config: Any) -> tuple[Any, str]:
@@ -218,7 +232,8 @@ def _event(job: EpisodeJob, index_of: dict[tuple[str, str, int], int], total: in
     if record is not None:
         base.update(score=record.score, wall_time_s=record.wall_time_s,
                     components=record.components, steps=record.steps,
-                    prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens)
+                    prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
+                    llm_stats=record.llm_stats)
     base.update(extra)
     return EvalEvent(**base)
 

@@ -3,6 +3,7 @@ limits, 429 + Retry-After, token usage per episode; same episodes whatever K is.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from fake_endpoint import FakeEndpoint
 
 from codered_env.agents.llm import LLMConfig
 from codered_env.evaluation.backends import local_results
-from codered_env.evaluation.episode import EpisodeJob
+from codered_env.evaluation.episode import EpisodeJob, build_agent, shared_http_client
 from codered_env.evaluation.evaluate import Execution, run_evaluation
 from codered_env.evaluation.ratelimit import RateLimiter
 from codered_env.evaluation.report import generate_report
@@ -95,3 +96,17 @@ def test_rate_limits_are_held_and_429_retry_after_is_honoured() -> None:
 def test_bad_execution_settings_are_refused(bad: dict) -> None:
     with pytest.raises(ValueError):
         Execution(**bad)
+
+
+def test_episodes_of_one_process_share_one_http_client_but_not_their_counters() -> None:
+    with FakeEndpoint() as endpoint:
+        jobs = [EpisodeJob("llm", "task1", seed, 2, config(endpoint.url)) for seed in (0, 1)]
+        (a, _), (b, _) = build_agent(jobs[0]), build_agent(jobs[1])
+        other = dataclasses.replace(config(endpoint.url), api_key="k-another-key")
+        assert shared_http_client(jobs[0].llm_config) is shared_http_client(config(endpoint.url))
+        assert shared_http_client(other) is not shared_http_client(jobs[0].llm_config)
+        for agent, job in ((a, jobs[0]), (b, jobs[1])):
+            agent.reset("task1", job.seed)
+        assert a.stats is not b.stats
+        results = list(local_results(jobs, workers=1, concurrency=2))
+    assert sorted(r.record.llm_stats["calls"] for r in results) == [2, 2]

@@ -1,14 +1,17 @@
 """`codered eval --workers N`: episodes in worker processes give exactly the serial results; the
-parent is the only writer; an interrupted run resumes; old databases gain the token columns."""
+parent is the only writer; an interrupted run resumes; a worker process that dies is replaced and
+its episodes replayed; old databases gain the token columns."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
+from dying_worker import always_dies, dies_once
 
 from codered_env.evaluation.backends import local_results
 from codered_env.evaluation.episode import EpisodeJob, JobResult, run_job
@@ -121,3 +124,38 @@ def test_a_version_1_database_gains_token_columns(tmp_path: Path) -> None:
         assert conn.execute("SELECT value FROM meta").fetchone() == ("2",)
     with EpisodeStore(db) as store:  # opening again is a no-op
         assert len(store) == 2
+
+
+def same_episode(a: JobResult, b: JobResult) -> bool:
+    assert a.record is not None and b.record is not None
+    return ((a.record.score, a.record.components, a.record.steps) ==
+            (b.record.score, b.record.components, b.record.steps) and
+            Trajectory.from_jsonl(a.record.trajectory).steps ==
+            Trajectory.from_jsonl(b.record.trajectory).steps)
+
+
+def test_a_worker_that_dies_is_replaced_and_its_episodes_replayed(tmp_path: Path) -> None:
+    marker = tmp_path / "died-once"
+    jobs = [EpisodeJob("heuristic", task, seed) for task in TASKS for seed in range(3)]
+    dies = functools.partial(dies_once, seed=1, marker=str(marker))
+    results = list(local_results(jobs, workers=2, min_parallel_s=0, job_fn=dies))
+    assert marker.exists()  # a worker really died (BrokenProcessPool) in the middle of the run
+    assert sorted((r.job.task_id, r.job.seed) for r in results) == \
+        sorted((j.task_id, j.seed) for j in jobs)  # each episode reported exactly once
+    assert all(r.error is None for r in results)
+    dead = int(marker.read_text())
+    assert all(r.pid != dead for r in results if r.job.seed == 1)  # replayed by another worker
+    serial = {(r.job.task_id, r.job.seed): r for r in map(run_job, jobs)}
+    assert all(same_episode(r, serial[(r.job.task_id, r.job.seed)]) for r in results)
+
+
+def test_a_worker_that_keeps_dying_fails_its_episodes_with_the_reason() -> None:
+    jobs = [EpisodeJob("noop", "task1", seed) for seed in range(4)]
+    poisoned = functools.partial(always_dies, seed=2)
+    results = list(local_results(jobs, workers=2, min_parallel_s=0, max_restarts=1,
+                                 job_fn=poisoned))
+    assert sorted(r.job.seed for r in results) == [0, 1, 2, 3]  # no episode lost, none twice
+    failed = {r.job.seed: r.error for r in results if r.error}
+    assert failed[2] == ("a worker process died 2 times in this run (out of memory, or a crash "
+                         "in native code); re-run the same command to resume")
+    assert all(r.record is not None for r in results if r.job.seed not in failed)
