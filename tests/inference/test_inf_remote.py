@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI
 from runlog_check import parse_run_log
-from test_inf_script import REPO, TASK2, base_env, llm_env, run_script
+from support_server import RunningServer
+from test_inf_script import TASK2, base_env, llm_env, run_script
 
 
 def free_port() -> int:
@@ -24,42 +17,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited during start-up")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError("server did not become healthy")
+@pytest.fixture
+def server_url(server: RunningServer) -> str:
+    """The session's shared server (tests/conftest.py): a start costs several seconds of CPU."""
+    return server.base_url
 
 
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "ENABLE_WEB_INTERFACE": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "codered_env.server.app", "--host",
-                             "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def test_remote_heuristic_matches_in_process(server_url: str, tmp_path: Path) -> None:
+def test_remote_heuristic_matches_in_process(server_url: str) -> None:
     args = ["--task", "task2", "--seed", "3", "--agent", "heuristic"]
     local = parse_run_log(run_script(args, base_env()).stdout)
     proc = run_script([*args, "--env-url", server_url], base_env())
