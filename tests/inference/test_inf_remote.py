@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import socket
 
 import pytest
 from fake_openai import FakeOpenAI
 from runlog_check import parse_run_log
 from support_server import RunningServer
-from test_inf_script import TASK2, base_env, llm_env, run_script
+from test_inf_script import TASK2, base_env, llm_env, load_inference, run_script
 
 
 def free_port() -> int:
@@ -25,7 +26,9 @@ def server_url(server: RunningServer) -> str:
 
 def test_remote_heuristic_matches_in_process(server_url: str) -> None:
     args = ["--task", "task2", "--seed", "3", "--agent", "heuristic"]
-    local = parse_run_log(run_script(args, base_env()).stdout)
+    inference, out = load_inference(), io.StringIO()  # the in-process reference run
+    assert inference.run(inference.parse_args(args), out, base_env()) == 0
+    local = parse_run_log(out.getvalue())
     proc = run_script([*args, "--env-url", server_url], base_env())
     remote = parse_run_log(proc.stdout)
     assert proc.returncode == 0, proc.stderr
