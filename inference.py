@@ -271,11 +271,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     out = sys.stdout
     sys.stdout = sys.stderr  # anything printed by libraries lands on stderr, not in the log
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    # SIGINT explicitly too: Python leaves it ignored when the process started with it ignored
+    # (bash does that to `cmd &` in a script or any non-interactive shell), and then neither
+    # Ctrl-C nor an evaluator's SIGINT would stop the run and get its END line out.
+    previous = {signum: signal.signal(signum, _interrupt)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         return run(args, out, os.environ)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         sys.stdout = out
 
 

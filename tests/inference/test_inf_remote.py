@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import signal
+import io
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI
 from runlog_check import parse_run_log
-from test_inf_script import REPO, TASK2, base_env, llm_env, run_script
+from support_server import RunningServer
+from test_inf_script import TASK2, base_env, llm_env, load_inference, run_script
 
 
 def free_port() -> int:
@@ -24,44 +18,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited during start-up")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError("server did not become healthy")
+def run_in_process(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """inference.run() in this process, which has already imported openenv: a fresh interpreter
+    with --env-url pays ~10 s of CPU importing it (the subprocess path is covered once below)."""
+    inference, out = load_inference(), io.StringIO()
+    code = inference.run(inference.parse_args(args), out, env)
+    return code, out.getvalue()
 
 
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "ENABLE_WEB_INTERFACE": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "codered_env.server.app", "--host",
-                             "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+@pytest.fixture
+def server_url(server: RunningServer) -> str:
+    """The session's shared server (tests/conftest.py): a start costs several seconds of CPU."""
+    return server.base_url
 
 
-def test_remote_heuristic_matches_in_process(server_url: str, tmp_path: Path) -> None:
+def test_remote_heuristic_matches_in_process(server_url: str) -> None:
     args = ["--task", "task2", "--seed", "3", "--agent", "heuristic"]
-    local = parse_run_log(run_script(args, base_env()).stdout)
+    code, stdout = run_in_process(args, base_env())  # the in-simulator reference run
+    assert code == 0
+    local = parse_run_log(stdout)
     proc = run_script([*args, "--env-url", server_url], base_env())
     remote = parse_run_log(proc.stdout)
     assert proc.returncode == 0, proc.stderr
@@ -75,15 +50,15 @@ def test_remote_llm_with_unsendable_actions(server_url: str, fake_llm: FakeOpenA
                         {"kind": "tool", "name": "triage_call",
                          "arguments": {"call_id": "C1", "priority": "P9"}},
                         {"kind": "text", "content": "garbage"})
-    proc = run_script([*TASK2, "--env-url", server_url], llm_env(fake_llm))
-    log = parse_run_log(proc.stdout)
-    assert proc.returncode == 0, proc.stderr
+    code, stdout = run_in_process([*TASK2, "--env-url", server_url], llm_env(fake_llm))
+    log = parse_run_log(stdout)
+    assert code == 0
     assert len(log.rewards) == 6 and log.errors[0] == "null"
     assert log.errors[1].startswith("llm: invalid action") and log.actions[1] == "maintain_plan()"
 
 
 def test_unreachable_server_still_prints_the_log() -> None:
-    proc = run_script(["--task", "task1", "--env-url", f"http://127.0.0.1:{free_port()}"],
-                      base_env())
-    log = parse_run_log(proc.stdout)
-    assert log.rewards == [] and proc.returncode == 1 and log.score == 0.01
+    code, stdout = run_in_process(["--task", "task1", "--env-url",
+                                   f"http://127.0.0.1:{free_port()}"], base_env())
+    log = parse_run_log(stdout)
+    assert log.rewards == [] and code == 1 and log.score == 0.01

@@ -1,4 +1,5 @@
-"""Fixtures for the server tests: real uvicorn subprocesses on 127.0.0.1, always torn down.
+"""Fixtures for the server tests: real uvicorn subprocesses on 127.0.0.1, always torn down
+(the default ``server`` lives in tests/conftest.py, shared with the inference tests).
 
 Tests marked ``@pytest.mark.slow`` are skipped unless ``CODERED_SLOW=1``.
 """
@@ -14,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support_server import RunningServer, running_server
+from support_server import SMALL_SOCKET_CAP, RunningServer, launch, running_server
 
 # A deliberately small server: few slots and short idle timeouts, for capacity/expiry tests.
 SMALL_SERVER_ENV = {
@@ -31,21 +32,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[RunningServer]:
-    """The default server configuration (64 WebSocket slots)."""
-    env = {
-        "MAX_CONCURRENT_ENVS": "64",
-        "CODERED_ENABLE_LLM_BASELINE": "0",
-        "CODERED_HEAVY_PER_MINUTE": "100000",
-        "CODERED_CONSOLE_PER_MINUTE": "100000",
-        # A browser page is still served: same-origin pages pass the allow-list (the console).
-        "CODERED_ALLOWED_ORIGINS": "https://trusted.example",
-    }
+def small_server() -> Iterator[RunningServer]:
+    """Few slots, short idle timeouts and a 16-socket cap (one start for the capacity tests and
+    the socket-cap test); idle sockets are not dropped for slow headers within a minute."""
+    env = {**SMALL_SERVER_ENV, "CODERED_MAX_CONNECTIONS": str(SMALL_SOCKET_CAP),
+           "CODERED_HEADER_TIMEOUT_S": "60"}
     with running_server(env) as handle:
         yield handle
 
 
-@pytest.fixture(scope="module")
-def small_server() -> Iterator[RunningServer]:
-    with running_server(SMALL_SERVER_ENV) as handle:
-        yield handle
+@pytest.fixture(scope="session")
+def production_server() -> Iterator[RunningServer]:
+    """``codered serve`` in OpenEnv production mode: one start for the CLI start-up test and the
+    production-mode validation (the package's ``main()`` when the CLI is not installed)."""
+    cli = Path(sys.executable).with_name("codered")
+    argv = [str(cli), "serve"] if cli.exists() else None
+    server = launch({"OPENENV_MODE": "production"}, argv=argv)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -19,6 +19,7 @@ import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 180.0  # generous: the test machine is often shared and busy
+SMALL_SOCKET_CAP = 16  # CODERED_MAX_CONNECTIONS of the small_server fixture
 
 
 def free_port() -> int:

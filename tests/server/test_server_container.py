@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support_server import launch
+from support_server import RunningServer, launch
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = (REPO / "Dockerfile").read_text()
@@ -111,12 +111,8 @@ def test_server_script_starts_with_the_image_environment(tmp_path: Path) -> None
         server.stop()
 
 
-def test_codered_serve_answers_health() -> None:
-    cli = Path(sys.executable).with_name("codered")
-    if not cli.exists():
+def test_codered_serve_answers_health(production_server: RunningServer) -> None:
+    # The fixture started `codered serve` (in production mode, shared with the validation test).
+    if not Path(sys.executable).with_name("codered").exists():
         pytest.skip("the codered CLI is not installed in this environment")
-    server = launch(argv=[str(cli), "serve"])
-    try:
-        assert httpx.get(server.base_url + "/health", timeout=5).status_code == 200
-    finally:
-        server.stop()
+    assert httpx.get(production_server.base_url + "/health", timeout=5).status_code == 200

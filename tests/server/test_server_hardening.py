@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from support_server import RunningServer, free_port, running_server, ws_call
+from support_server import SMALL_SOCKET_CAP, RunningServer, free_port, running_server, ws_call
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
@@ -344,32 +344,32 @@ def test_bad_requests_leave_no_traceback_in_the_log(hard: RunningServer, http: h
 # --------------------------------------------------------------------------- socket cap
 
 
-def test_idle_sockets_beyond_the_cap_are_closed_and_the_server_recovers() -> None:
-    cap = 16
-    env = {"CODERED_MAX_CONNECTIONS": str(cap), "CODERED_HEADER_TIMEOUT_S": "60"}
-    with running_server(env) as srv:
-        sockets = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(cap + 12)]
-        try:
-            time.sleep(1.0)
-            closed = 0
-            for sock in sockets:
-                sock.settimeout(0.2)
-                try:
-                    closed += sock.recv(1) == b""
-                except ConnectionResetError:
-                    closed += 1
-                except TimeoutError:
-                    pass
-            assert 10 <= closed <= 14
-        finally:
-            for sock in sockets:
-                sock.close()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+def test_idle_sockets_beyond_the_cap_are_closed_and_the_server_recovers(
+    small_server: RunningServer,
+) -> None:
+    cap, srv = SMALL_SOCKET_CAP, small_server  # header timeout 60 s: only the cap closes sockets
+    sockets = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(cap + 12)]
+    try:
+        time.sleep(1.0)
+        closed = 0
+        for sock in sockets:
+            sock.settimeout(0.2)
             try:
-                if httpx.get(srv.base_url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("server did not recover after the idle sockets closed")
+                closed += sock.recv(1) == b""
+            except ConnectionResetError:
+                closed += 1
+            except TimeoutError:
+                pass
+        assert 10 <= closed <= 14
+    finally:
+        for sock in sockets:
+            sock.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(srv.base_url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    else:
+        pytest.fail("server did not recover after the idle sockets closed")

@@ -1,0 +1,35 @@
+"""Session-wide fixtures shared by every test directory.
+
+``server`` is one real CodeRedEnv server (uvicorn subprocess on 127.0.0.1) for the whole run:
+each start imports openenv and its UI stack, several seconds of CPU, so the server tests and the
+``inference.py --env-url`` tests share it instead of starting their own.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SERVER_HELPERS = str(Path(__file__).resolve().parent / "server")
+if SERVER_HELPERS not in sys.path:
+    sys.path.insert(0, SERVER_HELPERS)
+
+from support_server import RunningServer, running_server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[RunningServer]:
+    """The default server configuration (64 WebSocket slots)."""
+    env = {
+        "MAX_CONCURRENT_ENVS": "64",
+        "CODERED_ENABLE_LLM_BASELINE": "0",
+        "CODERED_HEAVY_PER_MINUTE": "100000",
+        "CODERED_CONSOLE_PER_MINUTE": "100000",
+        # A browser page is still served: same-origin pages pass the allow-list (the console).
+        "CODERED_ALLOWED_ORIGINS": "https://trusted.example",
+    }
+    with running_server(env) as handle:
+        yield handle
