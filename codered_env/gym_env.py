@@ -36,10 +36,9 @@ from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
 from .sim.observation import _alerts as alerts
-from .sim.observation import _reserved as reserved_blood
 from .sim.observation import _waiting_for as waiting_for
-from .sim.observation import displayed_vitals, legal_actions, visible_calls
-from .sim.params import BLOOD_TYPES
+from .sim.observation import legal_actions, shown_reserve, visible_calls, vitals_values
+from .sim.params import BLOOD_TYPES, GCS_MIN
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
 from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
@@ -461,49 +460,91 @@ _PATIENT_FLAGS = tuple(
         ("can_mutual_aid", ("request_mutual_aid", "target_id")),
     )
 )
-_VITALS = tuple((_P[name], name, scale) for name, scale in
-                (("hr", 200), ("sbp", 200), ("spo2", 100), ("rr", 40), ("gcs", 15)))
 
 
 def _patients(world: World, patients: list[Patient], slots: dict[tuple[str, str], set]) -> np.ndarray:
+    flag_sets = [(column, slots.get(key, ())) for column, key in _PATIENT_FLAGS]
+    reserved = _reserved_units(world) if world.allocations else None
     rows = []
     for p in patients:
-        row = _patient_row(world, p)
-        for column, key in _PATIENT_FLAGS:
-            if p.patient_id in slots.get(key, ()):
+        row = _patient_row(world, p, reserved)
+        pid = p.patient_id
+        for column, ids in flag_sets:
+            if pid in ids:
                 row[column] = 1.0
         rows.append(row)
     return _rows(rows, MAX_PATIENTS, len(PATIENT_FEATURES))
 
 
-def _patient_row(world: World, p: Patient) -> list[float]:
-    vitals, waiting, row = displayed_vitals(p), waiting_for(world, p), [0.0] * len(PATIENT_FEATURES)
-    row[_P["present"]] = 1.0
-    row[_P_PRIORITY[CONDITIONS[p.condition].true_priority]] = 1.0
-    row[_P_CONDITION[p.condition]] = 1.0
-    row[_P_STATUS[p.status]] = 1.0
-    for column, name, scale in _VITALS:
-        row[column] = _c(vitals[name] / scale)
-    row[_P["vitals_score"]] = _c(vitals["score"])
+def _reserved_units(world: World) -> dict[str, int]:
+    """patient id -> units the agent has reserved for them, not yet transfused (``_reserved``
+    summed over hospitals, for every patient in one pass)."""
+    out: dict[str, int] = {}
+    for a in world.allocations:
+        if a.by_agent and not a.used:
+            out[a.patient_id] = out.get(a.patient_id, 0) + a.units
+    return out
+
+
+_P_VITALS = _P["hr"]  # hr, sbp, spo2, rr, gcs, vitals_score are consecutive columns
+assert PATIENT_FEATURES[_P_VITALS:_P_VITALS + 6] == ("hr", "sbp", "spo2", "rr", "gcs", "vitals_score")
+
+
+def _patient_row(world: World, p: Patient, reserved: dict[str, int] | None) -> list[float]:
+    row = list(_patient_static(p.condition, p.status, p.destination, p.hospital, p.node,
+                               p.ambulance_id is not None, p.blood_type_known, p.secondary))
+    if p.status == "deceased":
+        row[_P_VITALS:_P_VITALS + 6] = _DEAD_VITALS
+    else:
+        stroke = p.condition == "stroke"
+        row[_P_VITALS:_P_VITALS + 6] = _vitals_columns(shown_reserve(p), p.hr0, p.sbp0, stroke)
     row[_P["minutes_since_call"]] = _c((world.clock - p.appeared_at) / 180)
     row[_P["eta"]] = _c(_patient_eta(world, p) / 30)
-    row[_P["has_unit"]] = float(p.ambulance_id is not None)
-    if p.destination is not None:
-        row[_P["has_destination"]] = 1.0
-        row[_P_DEST[p.destination]] = 1.0
-    if p.hospital is not None:
-        row[_P_AT[p.hospital]] = 1.0
-    if waiting:
-        row[_P["waiting_or"]] = float("or" in waiting)
-        row[_P["waiting_specialist"]] = float(any(w in SPECIALTIES for w in waiting))
-        row[_P["waiting_blood"]] = float("blood" in waiting)
-        row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
-    row[_P["blood_type_known"]] = float(p.blood_type_known)
-    if world.allocations:
-        row[_P["blood_reserved"]] = _c(sum(reserved_blood(world, p).values()) / 6)
-    row[_P["secondary"]] = float(p.secondary)
-    row[_P_NODE[p.node]] = 1.0
+    if p.status == "at_hospital":
+        waiting = waiting_for(world, p)
+        if waiting:
+            row[_P["waiting_or"]] = float("or" in waiting)
+            row[_P["waiting_specialist"]] = float(any(w in SPECIALTIES for w in waiting))
+            row[_P["waiting_blood"]] = float("blood" in waiting)
+            row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
+    if reserved is not None:
+        row[_P["blood_reserved"]] = _c(reserved.get(p.patient_id, 0) / 6)
     return row
+
+
+@functools.lru_cache(maxsize=4096)
+def _patient_static(condition: str, status: str, destination: str | None, hospital: str | None, node: str,
+                    has_unit: bool, blood_type_known: bool, secondary: bool) -> tuple[float, ...]:
+    """The columns of a patient row that follow from these discrete fields alone."""
+    row = [0.0] * len(PATIENT_FEATURES)
+    row[_P["present"]] = 1.0
+    row[_P_PRIORITY[CONDITIONS[condition].true_priority]] = 1.0
+    row[_P_CONDITION[condition]] = 1.0
+    row[_P_STATUS[status]] = 1.0
+    row[_P["has_unit"]] = float(has_unit)
+    if destination is not None:
+        row[_P["has_destination"]] = 1.0
+        row[_P_DEST[destination]] = 1.0
+    if hospital is not None:
+        row[_P_AT[hospital]] = 1.0
+    row[_P["blood_type_known"]] = float(blood_type_known)
+    row[_P["secondary"]] = float(secondary)
+    row[_P_NODE[node]] = 1.0
+    return tuple(row)
+
+
+def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
+                   score: float) -> tuple[float, ...]:
+    return (_c(hr / 200), _c(sbp / 200), _c(spo2 / 100), _c(rr / 40), _c(gcs / 15), _c(score))
+
+
+@functools.lru_cache(maxsize=8192)
+def _vitals_columns(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[float, ...]:
+    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``)."""
+    return _vitals_scaled(*vitals_values(r, hr0, sbp0, stroke))
+
+
+_DEAD_VITALS = _vitals_scaled(0, 0, 0, 0, GCS_MIN, 0.0)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -29,18 +29,28 @@ def displayed_vitals(p: Patient) -> dict[str, float | int]:
     """Vitals derived from the hidden reserve (1 stable .. 0 dead) and the patient's baseline."""
     if p.status == "deceased":
         return {"hr": 0, "sbp": 0, "spo2": 0, "rr": 0, "gcs": GCS_MIN, "score": 0.0}
-    r = p.reserve_at_treatment if p.reserve_at_treatment is not None else max(0.0, p.reserve)
+    hr, sbp, spo2, rr, gcs, score = vitals_values(shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+    return {"hr": hr, "sbp": sbp, "spo2": spo2, "rr": rr, "gcs": gcs, "score": score}
+
+
+def shown_reserve(p: Patient) -> float:
+    """The reserve the vitals show: frozen at the start of treatment, never below 0."""
+    return p.reserve_at_treatment if p.reserve_at_treatment is not None else max(0.0, p.reserve)
+
+
+def vitals_values(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[int, int, int, int, int, float]:
+    """(hr, sbp, spo2, rr, gcs, score) of a living patient at shown reserve ``r``."""
     loss = 1.0 - r
-    shift = VITALS_AT_ZERO_RESERVE_STROKE if p.condition == "stroke" else VITALS_AT_ZERO_RESERVE
+    shift = VITALS_AT_ZERO_RESERVE_STROKE if stroke else VITALS_AT_ZERO_RESERVE
     base = VITALS_BASELINE
-    return {
-        "hr": round(p.hr0 + shift["hr"] * loss),
-        "sbp": round(p.sbp0 + shift["sbp"] * loss),
-        "spo2": round(base["spo2"] + shift["spo2"] * loss),
-        "rr": round(base["rr"] + shift["rr"] * loss),
-        "gcs": max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
-        "score": round(r, 2),
-    }
+    return (
+        round(hr0 + shift["hr"] * loss),
+        round(sbp0 + shift["sbp"] * loss),
+        round(base["spo2"] + shift["spo2"] * loss),
+        round(base["rr"] + shift["rr"] * loss),
+        max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
+        round(r, 2),
+    )
 
 
 def _waiting_for(world: World, p: Patient) -> list[str]:

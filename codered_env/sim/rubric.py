@@ -54,6 +54,7 @@ rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_outcome
@@ -98,9 +99,16 @@ def transfer_allowance(p: Patient) -> int:
 def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
-    cond = CONDITIONS[p.condition]
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    return benefit_kept(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+
+
+@functools.lru_cache(maxsize=4096)
+def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+             cpr: float) -> float:
+    """``benefit_kept`` memoised: a treated patient's inputs never change, yet the running preview
+    asks for them every step."""
+    return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr)
 
 
 def _cpr_minutes(p: Patient) -> float:
