@@ -277,10 +277,14 @@ def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) 
     segments: list[Segment] = []
     start = 1
     for action_type in _SEGMENT_TYPES:
-        for option in legal.get(action_type, ()):
+        options = legal.get(action_type)
+        if not options:
+            continue
+        blood = action_type in _BLOOD_ACTIONS
+        for option in options:
             names = tuple(option)
-            if action_type in _BLOOD_ACTIONS:
-                values = tuple(_param_values(action_type, n, option[n]) for n in names)
+            if blood:
+                values = tuple([_canonical_units(v) if n == "units" else v for n, v in option.items()])
             else:
                 values = tuple(option.values())
             size = 1
@@ -290,6 +294,10 @@ def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) 
                 segments.append((action_type, names, values, start, size))
                 start += size
     return segments, start
+
+
+def _canonical_units(values: Sequence[Any]) -> list[Any]:
+    return [u for u in values if u in CANONICAL_UNITS]
 
 
 def decode_action(segments: Sequence[Segment], index: int) -> dict[str, Any]:
@@ -315,7 +323,12 @@ def _slot_sets(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> di
         for option in options:
             for name, values in option.items():
                 if name in _SLOT_PARAMS:
-                    out.setdefault((action_type, name), set()).update(values)
+                    key = (action_type, name)
+                    ids = out.get(key)
+                    if ids is None:
+                        out[key] = set(values)
+                    else:
+                        ids.update(values)
     return out
 
 
@@ -409,43 +422,60 @@ def _rows(rows: list[list[float]], n: int, width: int) -> np.ndarray:
     """Zero-padded float32 array of ``n`` rows (lists are filled first: far cheaper than
     writing numpy elements one at a time)."""
     out = np.zeros((n, width), np.float32)
-    if rows:
-        out[: len(rows)] = rows
+    if rows:  # via float64: numpy converts a nested list to float64 faster, the cast is exact alike
+        out[: len(rows)] = np.array(rows, np.float64)
     return out
 
 
 def _ambulances(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    clock, width, rows = world.clock, len(AMBULANCE_FEATURES), []
+    clock, rows = world.clock, []
     dispatchable = (
         slots.get(("dispatch_ambulance", "ambulance_id"), set())
         | slots.get(("dispatch_als", "ambulance_id"), set())
         | slots.get(("dispatch_bls", "ambulance_id"), set())
     )
     for amb in list(world.ambulances.values())[:MAX_AMBULANCES]:
-        trip, row = amb.trip, [0.0] * width
-        row[_A["present"]] = 1.0
-        row[_A["als"]] = float(amb.kind == "ALS")
-        row[_A["mutual_aid"]] = float(amb.mutual_aid)
-        row[_A_STATUS[amb.status]] = 1.0
-        row[_A_NODE[amb.node]] = 1.0
-        if trip is not None:
-            row[_A_DEST[trip.target]] = 1.0
-            row[_A["eta"]] = _c(trip.eta_minutes(clock) / 30)
-        if amb.status in ("on_scene", "at_hospital"):
-            row[_A["busy"]] = _c(max(0, amb.busy_until - clock) / 30)
+        trip, status = amb.trip, amb.status
+        busy = max(0, amb.busy_until - clock) if status in ("on_scene", "at_hospital") else None
         known = amb.patient_id is not None and world.patients[amb.patient_id].visible
-        row[_A["has_job"]] = float(known or amb.call_id is not None)
-        row[_A["held"]] = float(amb.held)
-        row[_A["can_dispatch"]] = float(amb.ambulance_id in dispatchable)
-        rows.append(row)
-    return _rows(rows, MAX_AMBULANCES, width)
+        rows.append(_ambulance_row(
+            amb.kind == "ALS", amb.mutual_aid, status, amb.node,
+            None if trip is None else trip.target, None if trip is None else trip.eta_minutes(clock),
+            busy, known or amb.call_id is not None, amb.held, amb.ambulance_id in dispatchable,
+        ))
+    return _rows(rows, MAX_AMBULANCES, len(AMBULANCE_FEATURES))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ambulance_row(als: bool, mutual_aid: bool, status: str, node: str, destination: str | None,
+                   eta: int | None, busy: int | None, has_job: bool, held: bool,
+                   can_dispatch: bool) -> tuple[float, ...]:
+    """An ambulance row from the fields it shows (``destination``/``eta`` None without a trip,
+    ``busy`` None unless on scene or at a hospital)."""
+    row = [0.0] * len(AMBULANCE_FEATURES)
+    row[_A["present"]] = 1.0
+    row[_A["als"]] = float(als)
+    row[_A["mutual_aid"]] = float(mutual_aid)
+    row[_A_STATUS[status]] = 1.0
+    row[_A_NODE[node]] = 1.0
+    if destination is not None:
+        row[_A_DEST[destination]] = 1.0
+        row[_A["eta"]] = _c(eta / 30)
+    if busy is not None:
+        row[_A["busy"]] = _c(busy / 30)
+    row[_A["has_job"]] = float(has_job)
+    row[_A["held"]] = float(held)
+    row[_A["can_dispatch"]] = float(can_dispatch)
+    return tuple(row)
 
 
 def _patient_eta(world: World, p: Patient) -> int:
-    amb = world.ambulances.get(p.ambulance_id or "")
-    if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
-        return amb.trip.eta_minutes(world.clock)
-    if p.status == "transferring" and p.transfer_arrives_at is not None:
+    status = p.status
+    if status == "unit_en_route" or status == "transporting":
+        amb = world.ambulances.get(p.ambulance_id or "")
+        if amb is not None and amb.trip is not None:
+            return amb.trip.eta_minutes(world.clock)
+    elif status == "transferring" and p.transfer_arrives_at is not None:
         return max(0, p.transfer_arrives_at - world.clock)
     return 0
 
@@ -498,8 +528,8 @@ def _patient_row(world: World, p: Patient, reserved: dict[str, int] | None) -> l
     else:
         stroke = p.condition == "stroke"
         row[_P_VITALS:_P_VITALS + 6] = _vitals_columns(shown_reserve(p), p.hr0, p.sbp0, stroke)
-    row[_P["minutes_since_call"]] = _c((world.clock - p.appeared_at) / 180)
-    row[_P["eta"]] = _c(_patient_eta(world, p) / 30)
+    row[_P_MINUTES] = _c((world.clock - p.appeared_at) / 180)
+    row[_P_ETA] = _c(_patient_eta(world, p) / 30)
     if p.status == "at_hospital":
         waiting = waiting_for(world, p)
         if waiting:
@@ -508,8 +538,11 @@ def _patient_row(world: World, p: Patient, reserved: dict[str, int] | None) -> l
             row[_P["waiting_blood"]] = float("blood" in waiting)
             row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
     if reserved is not None:
-        row[_P["blood_reserved"]] = _c(reserved.get(p.patient_id, 0) / 6)
+        row[_P_RESERVED] = _c(reserved.get(p.patient_id, 0) / 6)
     return row
+
+
+_P_MINUTES, _P_ETA, _P_RESERVED = _P["minutes_since_call"], _P["eta"], _P["blood_reserved"]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -573,21 +606,35 @@ _CALL_FLAGS = tuple(
 
 
 def _calls(world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    rows = []
+    clock, rows = world.clock, []
+    flag_sets = [(column, slots.get(key, ())) for column, key in _CALL_FLAGS]
     for call in calls[:MAX_CALLS]:
-        row = list(_report_row(call.report))
-        row[_C["present"]] = 1.0
-        row[_C["waiting"]] = _c((world.clock - call.received_at) / 60)
-        row[_C["untriaged"] if call.priority is None else _C_TRIAGED[call.priority]] = 1.0
-        row[_C["pending"]] = float(call.status == "pending")
-        row[_C["dispatched"]] = float(call.status == "dispatched")
-        row[_C["has_unit"]] = float(call.ambulance_id is not None)
-        row[_C_NODE[call.node]] = 1.0
-        for column, key in _CALL_FLAGS:
-            if call.call_id in slots.get(key, ()):
+        row = list(_call_static(call.report, call.priority, call.status, call.ambulance_id is not None,
+                                call.node))
+        row[_C_WAITING] = _c((clock - call.received_at) / 60)
+        call_id = call.call_id
+        for column, ids in flag_sets:
+            if call_id in ids:
                 row[column] = 1.0
         rows.append(row)
     return _rows(rows, MAX_CALLS, len(CALL_FEATURES))
+
+
+_C_WAITING = _C["waiting"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_static(report: str, priority: str | None, status: str, has_unit: bool,
+                 node: str) -> tuple[float, ...]:
+    """A call row but for the waiting time and the action flags."""
+    row = list(_report_row(report))
+    row[_C["present"]] = 1.0
+    row[_C["untriaged"] if priority is None else _C_TRIAGED[priority]] = 1.0
+    row[_C["pending"]] = float(status == "pending")
+    row[_C["dispatched"]] = float(status == "dispatched")
+    row[_C["has_unit"]] = float(has_unit)
+    row[_C_NODE[node]] = 1.0
+    return tuple(row)
 
 
 _HOSPITAL_FLAGS = tuple(
@@ -605,39 +652,53 @@ _HOSPITAL_FLAGS = tuple(
 
 def _hospitals(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
     rows = [[0.0] * len(HOSPITAL_FEATURES) for _ in HOSPITAL_IDS]
+    clock = world.clock
     for h in world.hospitals.values():
-        row = rows[HOSPITAL_IDS.index(h.hospital_id)]
-        _hospital_row(world, row, h)
+        i = HOSPITAL_IDS.index(h.hospital_id)
+        left = h.diverted_until - clock if world.diverted(h.hospital_id) else None
+        row = rows[i] = list(_hospital_row(
+            h.occupancy, h.capacity, left,
+            tuple([(room.state, room.procedure) for room in h.ors]),
+            tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]),
+            max(0, h.icu_beds - h.icu_used),
+            tuple(h.blood.items()),
+        ))
         for column, key in _HOSPITAL_FLAGS:
             if h.hospital_id in slots.get(key, ()):
                 row[column] = 1.0
     return np.array(rows, np.float32)
 
 
-def _hospital_row(world: World, row: list[float], h: Any) -> None:
-    clock = world.clock
-    row[_H["load"]] = _c(h.occupancy / (2 * h.capacity))
-    row[_H["crowded"]] = float(h.crowded)
-    if world.diverted(h.hospital_id):
+@functools.lru_cache(maxsize=4096)
+def _hospital_row(occupancy: int, capacity: int, diversion_left: int | None,
+                  rooms: tuple[tuple[str, str | None], ...], specialists: tuple[tuple[str, str], ...],
+                  icu_free: int, blood: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
+    """A hospital row but for the action flags, from the fields it shows (``diversion_left`` is
+    None when the hospital is not on diversion)."""
+    row = [0.0] * len(HOSPITAL_FEATURES)
+    row[_H["load"]] = _c(occupancy / (2 * capacity))
+    row[_H["crowded"]] = float(occupancy > capacity)
+    if diversion_left is not None:
         row[_H["diverted"]] = 1.0
-        row[_H["diversion_left"]] = _c((h.diverted_until - clock) / 60)
-    for room in h.ors:
-        column = _H_OR[room.state]
+        row[_H["diversion_left"]] = _c(diversion_left / 60)
+    for state, procedure in rooms:
+        column = _H_OR[state]
         row[column] = min(1.0, row[column] + 1 / 3)
-        column = _H_ROOM.get((room.state, room.procedure))
+        column = _H_ROOM.get((state, procedure))
         if column is not None:
             row[column] = 1.0
-    for specialist in h.specialists.values():
-        column = _H_SPECIALIST.get((specialist.specialty, specialist.state))
+    for specialty, state in specialists:
+        column = _H_SPECIALIST.get((specialty, state))
         if column is not None:
             row[column] = 1.0
-    row[_H["icu_free"]] = _c(max(0, h.icu_beds - h.icu_used) / 4)
+    row[_H["icu_free"]] = _c(icu_free / 4)
     total = 0
-    for blood_type, units in h.blood.items():
+    for blood_type, units in blood:
         if units > 0:
             row[_H_BLOOD[blood_type]] = _c(units / 12)
             total += units
     row[_H["blood_total"]] = _c(total / 60)
+    return tuple(row)
 
 
 def _roads(world: World) -> np.ndarray:
