@@ -35,9 +35,8 @@ from .sim.actions import ACTION_TYPES
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
-from .sim.observation import _alerts as alerts
 from .sim.observation import _waiting_for as waiting_for
-from .sim.observation import legal_actions, shown_reserve, visible_calls, vitals_values
+from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
 from .sim.params import BLOOD_TYPES, GCS_MIN
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
@@ -380,7 +379,7 @@ class FeatureBuilder:
             world.peak_hour,
             n_patients / MAX_PATIENTS,
             n_calls / MAX_CALLS,
-            len(alerts(world)) / 5,
+            alert_count(world) / 5,
             sim.last_error is not None,
             world.query_result is not None,
             n_legal / self.max_actions,

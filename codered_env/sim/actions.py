@@ -7,6 +7,7 @@ what would be valid; it never raises.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
@@ -227,7 +228,23 @@ def parse_action(raw: object) -> tuple[Any | None, str | None]:
         return None, f"unknown action_type {shown[:40]}; valid action types: {', '.join(ACTION_TYPES)}"
     data = {k: v for k, v in raw.items() if k != "metadata"}
     try:
+        key = tuple([(k, type(v), v) for k, v in data.items()])
+        hash(key)
+    except TypeError:  # a list or dict value: validate without the memo
+        return _validate(action_type, data)
+    return _validate_memo(action_type, key)
+
+
+def _validate(action_type: str, data: dict[str, Any]) -> tuple[Any | None, str | None]:
+    try:
         return _ADAPTER.validate_python(data), None
     except ValidationError as exc:
         return None, _format_errors(action_type, exc)
+
+
+@functools.lru_cache(maxsize=4096)
+def _validate_memo(action_type: str, key: tuple[tuple[str, type, Any], ...]) -> tuple[Any | None, str | None]:
+    """Validation of the same fields (names, types and values, in order) gives the same answer
+    and the models are frozen, so an agent's repeated actions are validated once."""
+    return _validate(action_type, {k: v for k, _, v in key})
 

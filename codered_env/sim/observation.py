@@ -202,12 +202,22 @@ def _roads(world: World) -> dict[str, Any]:
 
 def _alerts(world: World) -> list[str]:
     alerts = [f"{d.text} (until ~t{d.end})" for d in world.disruptions if d.active]
-    for h in world.hospitals.values():
-        if world.diverted(h.hospital_id) and h.diversion_reason == "overcrowded":
-            alerts.append(f"{h.hospital_id} overcrowded: on diversion until t{h.diverted_until}")
+    for h in _overcrowded(world):
+        alerts.append(f"{h.hospital_id} overcrowded: on diversion until t{h.diverted_until}")
     if world.news_cycle_at is not None:
         alerts.append(f"news cycle since t{world.news_cycle_at}: {world.news_cycle_reason}")
     return alerts
+
+
+def alert_count(world: World) -> int:
+    """``len(_alerts(world))`` without formatting the texts (the Gymnasium features)."""
+    active = sum(1 for d in world.disruptions if d.active)
+    return active + len(_overcrowded(world)) + (world.news_cycle_at is not None)
+
+
+def _overcrowded(world: World) -> list:
+    return [h for h in world.hospitals.values()
+            if world.diverted(h.hospital_id) and h.diversion_reason == "overcrowded"]
 
 
 def _mutual_aid(world: World) -> dict[str, Any]:
