@@ -435,22 +435,25 @@ def _ambulances(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
     )
     for amb in list(world.ambulances.values())[:MAX_AMBULANCES]:
         trip, status = amb.trip, amb.status
-        busy = max(0, amb.busy_until - clock) if status in ("on_scene", "at_hospital") else None
         known = amb.patient_id is not None and world.patients[amb.patient_id].visible
-        rows.append(_ambulance_row(
-            amb.kind == "ALS", amb.mutual_aid, status, amb.node,
-            None if trip is None else trip.target, None if trip is None else trip.eta_minutes(clock),
-            busy, known or amb.call_id is not None, amb.held, amb.ambulance_id in dispatchable,
-        ))
+        row = list(_ambulance_static(amb.kind == "ALS", amb.mutual_aid, status, amb.node,
+                                     None if trip is None else trip.target, known or amb.call_id is not None,
+                                     amb.held, amb.ambulance_id in dispatchable))
+        if trip is not None:
+            row[_A_ETA] = _c(trip.eta_minutes(clock) / 30)
+        if status in ("on_scene", "at_hospital"):
+            row[_A_BUSY] = _c(max(0, amb.busy_until - clock) / 30)
+        rows.append(row)
     return _rows(rows, MAX_AMBULANCES, len(AMBULANCE_FEATURES))
 
 
+_A_ETA, _A_BUSY = _A["eta"], _A["busy"]
+
+
 @functools.lru_cache(maxsize=4096)
-def _ambulance_row(als: bool, mutual_aid: bool, status: str, node: str, destination: str | None,
-                   eta: int | None, busy: int | None, has_job: bool, held: bool,
-                   can_dispatch: bool) -> tuple[float, ...]:
-    """An ambulance row from the fields it shows (``destination``/``eta`` None without a trip,
-    ``busy`` None unless on scene or at a hospital)."""
+def _ambulance_static(als: bool, mutual_aid: bool, status: str, node: str, destination: str | None,
+                      has_job: bool, held: bool, can_dispatch: bool) -> tuple[float, ...]:
+    """An ambulance row but for its ETA and busy time (``destination`` None without a trip)."""
     row = [0.0] * len(AMBULANCE_FEATURES)
     row[_A["present"]] = 1.0
     row[_A["als"]] = float(als)
@@ -459,9 +462,6 @@ def _ambulance_row(als: bool, mutual_aid: bool, status: str, node: str, destinat
     row[_A_NODE[node]] = 1.0
     if destination is not None:
         row[_A_DEST[destination]] = 1.0
-        row[_A["eta"]] = _c(eta / 30)
-    if busy is not None:
-        row[_A["busy"]] = _c(busy / 30)
     row[_A["has_job"]] = float(has_job)
     row[_A["held"]] = float(held)
     row[_A["can_dispatch"]] = float(can_dispatch)
@@ -570,9 +570,9 @@ def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
     return (_c(hr / 200), _c(sbp / 200), _c(spo2 / 100), _c(rr / 40), _c(gcs / 15), _c(score))
 
 
-@functools.lru_cache(maxsize=8192)
 def _vitals_columns(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[float, ...]:
-    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``)."""
+    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``;
+    not memoised: the reserve of a deteriorating patient changes every minute)."""
     return _vitals_scaled(*vitals_values(r, hr0, sbp0, stroke))
 
 
@@ -653,33 +653,38 @@ def _hospitals(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
     rows = [[0.0] * len(HOSPITAL_FEATURES) for _ in HOSPITAL_IDS]
     clock = world.clock
     for h in world.hospitals.values():
-        i = HOSPITAL_IDS.index(h.hospital_id)
-        left = h.diverted_until - clock if world.diverted(h.hospital_id) else None
-        row = rows[i] = list(_hospital_row(
-            h.occupancy, h.capacity, left,
+        row = rows[HOSPITAL_IDS.index(h.hospital_id)] = list(_hospital_rooms(
             tuple([(room.state, room.procedure) for room in h.ors]),
             tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]),
-            max(0, h.icu_beds - h.icu_used),
-            tuple(h.blood.items()),
         ))
+        row[_H_LOAD] = _c(h.occupancy / (2 * h.capacity))
+        row[_H_CROWDED] = float(h.crowded)
+        if world.diverted(h.hospital_id):
+            row[_H_DIVERTED] = 1.0
+            row[_H_DIVERSION_LEFT] = _c((h.diverted_until - clock) / 60)
+        row[_H_ICU] = _c(max(0, h.icu_beds - h.icu_used) / 4)
+        total = 0
+        for blood_type, units in h.blood.items():
+            if units > 0:
+                row[_H_BLOOD[blood_type]] = _c(units / 12)
+                total += units
+        row[_H_BLOOD_TOTAL] = _c(total / 60)
         for column, key in _HOSPITAL_FLAGS:
             if h.hospital_id in slots.get(key, ()):
                 row[column] = 1.0
     return np.array(rows, np.float32)
 
 
+_H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
+_H_DIVERSION_LEFT, _H_ICU, _H_BLOOD_TOTAL = _H["diversion_left"], _H["icu_free"], _H["blood_total"]
+
+
 @functools.lru_cache(maxsize=4096)
-def _hospital_row(occupancy: int, capacity: int, diversion_left: int | None,
-                  rooms: tuple[tuple[str, str | None], ...], specialists: tuple[tuple[str, str], ...],
-                  icu_free: int, blood: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
-    """A hospital row but for the action flags, from the fields it shows (``diversion_left`` is
-    None when the hospital is not on diversion)."""
+def _hospital_rooms(rooms: tuple[tuple[str, str | None], ...],
+                    specialists: tuple[tuple[str, str], ...]) -> tuple[float, ...]:
+    """The OR and specialist columns of a hospital row (all else 0) from (state, procedure) per
+    room and (specialty, state) per specialist."""
     row = [0.0] * len(HOSPITAL_FEATURES)
-    row[_H["load"]] = _c(occupancy / (2 * capacity))
-    row[_H["crowded"]] = float(occupancy > capacity)
-    if diversion_left is not None:
-        row[_H["diverted"]] = 1.0
-        row[_H["diversion_left"]] = _c(diversion_left / 60)
     for state, procedure in rooms:
         column = _H_OR[state]
         row[column] = min(1.0, row[column] + 1 / 3)
@@ -690,13 +695,6 @@ def _hospital_row(occupancy: int, capacity: int, diversion_left: int | None,
         column = _H_SPECIALIST.get((specialty, state))
         if column is not None:
             row[column] = 1.0
-    row[_H["icu_free"]] = _c(icu_free / 4)
-    total = 0
-    for blood_type, units in blood:
-        if units > 0:
-            row[_H_BLOOD[blood_type]] = _c(units / 12)
-            total += units
-    row[_H["blood_total"]] = _c(total / 60)
     return tuple(row)
 
 
