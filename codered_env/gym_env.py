@@ -525,8 +525,11 @@ def _patient_row(world: World, p: Patient, reserved: dict[str, int] | None) -> l
     if p.status == "deceased":
         row[_P_VITALS:_P_VITALS + 6] = _DEAD_VITALS
     else:
-        stroke = p.condition == "stroke"
-        row[_P_VITALS:_P_VITALS + 6] = _vitals_columns(shown_reserve(p), p.hr0, p.sbp0, stroke)
+        key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+        last = _LAST_VITALS.get(p.patient_id)
+        if last is None or last[0] != key:
+            last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
+        row[_P_VITALS:_P_VITALS + 6] = last[1]
     row[_P_MINUTES] = _c((world.clock - p.appeared_at) / 180)
     row[_P_ETA] = _c(_patient_eta(world, p) / 30)
     if p.status == "at_hospital":
@@ -571,9 +574,13 @@ def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
 
 
 def _vitals_columns(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[float, ...]:
-    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``;
-    not memoised: the reserve of a deteriorating patient changes every minute)."""
+    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``)."""
     return _vitals_scaled(*vitals_values(r, hr0, sbp0, stroke))
+
+
+# patient id -> (inputs, columns) of the last vitals computed for that id: a pure memo (the inputs
+# are compared), hit whenever a patient's shown reserve has not moved since the last step.
+_LAST_VITALS: dict[str, tuple[tuple[float, int, int, bool], tuple[float, ...]]] = {}
 
 
 _DEAD_VITALS = _vitals_scaled(0, 0, 0, 0, GCS_MIN, 0.0)
