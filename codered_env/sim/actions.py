@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .params import BLOOD_TYPES, MAX_BLOOD_UNITS_PER_ACTION
+from .params import BLOOD_TYPES, MAX_BLOOD_UNITS_PER_ACTION, MEMO_ENTRIES
 
 Priority = Literal["P1", "P2", "P3", "P4"]
 Procedure = Literal["cath_lab", "trauma_surgery", "stroke_intervention", "general"]
@@ -242,7 +242,7 @@ def _validate(action_type: str, data: dict[str, Any]) -> tuple[Any | None, str |
         return None, _format_errors(action_type, exc)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _validate_memo(action_type: str, key: tuple[tuple[str, type, Any], ...]) -> tuple[Any | None, str | None]:
     """Validation of the same fields (names, types and values, in order) gives the same answer
     and the models are frozen, so an agent's repeated actions are validated once."""

@@ -59,6 +59,7 @@ from typing import Any
 
 from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_outcome
 from .params import (
+    MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
@@ -103,7 +104,7 @@ def _time_score(p: Patient) -> float:
     return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
              cpr: float) -> float:
     """``benefit_kept`` memoised: a treated patient's inputs never change, yet the running preview
