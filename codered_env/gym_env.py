@@ -660,22 +660,17 @@ def _hospitals(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
     rows = [[0.0] * len(HOSPITAL_FEATURES) for _ in HOSPITAL_IDS]
     clock = world.clock
     for h in world.hospitals.values():
-        row = rows[HOSPITAL_IDS.index(h.hospital_id)] = list(_hospital_rooms(
+        row = rows[HOSPITAL_IDS.index(h.hospital_id)] = list(_hospital_static(
             tuple([(room.state, room.procedure) for room in h.ors]),
             tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]),
+            max(0, h.icu_beds - h.icu_used),
+            tuple(h.blood.items()),
         ))
         row[_H_LOAD] = _c(h.occupancy / (2 * h.capacity))
         row[_H_CROWDED] = float(h.crowded)
         if world.diverted(h.hospital_id):
             row[_H_DIVERTED] = 1.0
             row[_H_DIVERSION_LEFT] = _c((h.diverted_until - clock) / 60)
-        row[_H_ICU] = _c(max(0, h.icu_beds - h.icu_used) / 4)
-        total = 0
-        for blood_type, units in h.blood.items():
-            if units > 0:
-                row[_H_BLOOD[blood_type]] = _c(units / 12)
-                total += units
-        row[_H_BLOOD_TOTAL] = _c(total / 60)
         for column, key in _HOSPITAL_FLAGS:
             if h.hospital_id in slots.get(key, ()):
                 row[column] = 1.0
@@ -687,11 +682,18 @@ _H_DIVERSION_LEFT, _H_ICU, _H_BLOOD_TOTAL = _H["diversion_left"], _H["icu_free"]
 
 
 @functools.lru_cache(maxsize=4096)
-def _hospital_rooms(rooms: tuple[tuple[str, str | None], ...],
-                    specialists: tuple[tuple[str, str], ...]) -> tuple[float, ...]:
-    """The OR and specialist columns of a hospital row (all else 0) from (state, procedure) per
-    room and (specialty, state) per specialist."""
+def _hospital_static(rooms: tuple[tuple[str, str | None], ...], specialists: tuple[tuple[str, str], ...],
+                     icu_free: int, blood: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
+    """The OR, specialist, ICU and blood columns of a hospital row (load, diversion and flags 0)
+    from (state, procedure) per room, (specialty, state) per specialist and the stock per type."""
     row = [0.0] * len(HOSPITAL_FEATURES)
+    row[_H_ICU] = _c(icu_free / 4)
+    total = 0
+    for blood_type, units in blood:
+        if units > 0:
+            row[_H_BLOOD[blood_type]] = _c(units / 12)
+            total += units
+    row[_H_BLOOD_TOTAL] = _c(total / 60)
     for state, procedure in rooms:
         column = _H_OR[state]
         row[column] = min(1.0, row[column] + 1 / 3)

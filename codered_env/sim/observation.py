@@ -7,6 +7,7 @@ lab result, per-OR timers (``query_or_status`` reveals them), and future calls.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .conditions import CONDITIONS
@@ -351,12 +352,13 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
         donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else emergency_group_o(p)
         by_donors.setdefault(donors, []).append(p.patient_id)
     allocate = []
+    hospitals = list(world.hospitals.values())
     for donors, patient_ids in by_donors.items():  # patients who can take the same types share an option
-        for h in world.hospitals.values():
+        for h in hospitals:
             stock = h.blood
             types = [t for t in donors if stock.get(t, 0) > 0]
             if types:
-                most = min(MAX_UNITS, *(stock[t] for t in types))
+                most = min(MAX_UNITS, min([stock[t] for t in types]))
                 allocate.append(
                     {
                         "patient_id": patient_ids,
@@ -370,16 +372,14 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
     if query:
         legal["query_blood_type"] = [{"patient_id": query}]
     transfer = []
-    for src in world.hospitals.values():
-        types = [t for t, n in src.blood.items() if n > 0]
+    minutes = world.net.minutes
+    for src in hospitals:
+        stock = src.blood
+        types = [t for t, n in stock.items() if n > 0]
         if not types:
             continue
-        units = list(range(1, min(MAX_UNITS, *(src.blood[t] for t in types)) + 1))
-        targets = [
-            d.hospital_id
-            for d in world.hospitals.values()
-            if d is not src and world.net.minutes(src.node, d.node) != float("inf")
-        ]
+        units = list(range(1, min(MAX_UNITS, min([stock[t] for t in types])) + 1))
+        targets = [d.hospital_id for d in hospitals if d is not src and minutes(src.node, d.node) != math.inf]
         if targets:
             transfer.append(
                 {
