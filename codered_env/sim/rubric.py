@@ -203,12 +203,22 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
 
 
 def _secondary_gain(p: Patient) -> float:
-    cond = CONDITIONS[p.condition]
-    base = cond.untreated_outcome
-    best = best_outcome(cond, p.onset_min)
-    if p.treatment_start is None or best <= base:
+    if p.treatment_start is None:
         return 0.0
-    return min(1.0, max(0.0, (_outcome(p) - base) / (best - base)))
+    delay = p.treatment_start - p.appeared_at
+    return _gain(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float) -> float:
+    """A treated secondary casualty's outcome gain, memoised like ``_benefit``."""
+    cond = CONDITIONS[condition]
+    base = cond.untreated_outcome
+    best = best_outcome(cond, onset)
+    if best <= base:
+        return 0.0
+    got = expected_outcome(cond, delay, quality, onset, therapy, cpr)
+    return min(1.0, max(0.0, (got - base) / (best - base)))
 
 
 def _secondary_response(p: Patient) -> float:

@@ -19,6 +19,7 @@ _MEMOS = (
     gym_env._hospital_static,
     gym_env._ambulance_static,
     rubric._benefit,
+    rubric._gain,
     actions_module._validate_memo,
 )
 
