@@ -75,3 +75,12 @@ def test_memoised_rows_match_a_fresh_build_across_episodes() -> None:
         assert all(obs[k].tobytes() == fresh[k].tobytes() for k in obs)
         if terminated or truncated:
             obs, _ = env.reset(seed=4)
+
+
+def test_long_texts_bypass_the_validation_memo() -> None:
+    before = actions_module._validate_memo.cache_info().currsize
+    for i in range(5):
+        model, error = actions_module.parse_action(
+            {"action_type": "query_blood_type", "patient_id": f"P{i}" + "x" * 10_000})
+        assert model is not None or error is not None
+    assert actions_module._validate_memo.cache_info().currsize == before
