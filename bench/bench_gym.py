@@ -15,6 +15,10 @@ Usage::
     uv run python bench/bench_gym.py                         # all tasks, markdown on stdout
     uv run python bench/bench_gym.py --tasks task5 --compare /path/to/other/checkout
     uv run python bench/bench_gym.py --profile task5         # cProfile of the adapter loop
+    uv run python bench/bench_gym.py --ab /path/to/other/checkout --tasks task1,task5
+
+``--ab PATH`` is the load-robust comparison: both adapters in one process, alternating chunks of
+200 steps on the same episodes, so a neighbour process that starts or stops affects both alike.
 """
 
 from __future__ import annotations
@@ -62,6 +66,48 @@ def cartpole_rate(steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def ab_rates(other: Path, tasks: list[str], rounds: int, chunk: int = 200) -> dict[str, tuple[float, float]]:
+    """Steps/s of the other checkout's adapter and of ours *in this process*, in alternating
+    chunks of ``chunk`` steps (same episodes: same seeds and policy), so both see the same
+    machine load at the same moments: robust when other processes come and go. The other
+    package is imported under an alias (a symlink ``codered_other``). Returns task ->
+    (other, ours), each the median chunk rate. Unwrapped envs: no ``gym.make`` wrappers."""
+    import tempfile
+
+    import codered_env.gym_env as ours
+
+    alias = Path(tempfile.mkdtemp()) / "codered_other"
+    alias.symlink_to(other.resolve() / "codered_env")
+    sys.path.insert(0, str(alias.parent))
+    import codered_other.gym_env as theirs  # type: ignore[import-not-found]
+
+    out = {}
+    for task_id in tasks:
+        runs = [_chunk_runner(mod, task_id, chunk) for mod in (theirs, ours)]
+        times: list[list[float]] = [[], []]
+        for r in range(rounds):
+            for k in (0, 1) if r % 2 else (1, 0):
+                times[k].append(runs[k]())
+        out[task_id] = tuple(chunk / sorted(t)[len(t) // 2] for t in times)
+    return out
+
+
+def _chunk_runner(mod, task_id: str, chunk: int):
+    env, rng, state = mod.CodeRedGymEnv(task_id), np.random.default_rng(0), {"episode": 0}
+    env.reset(seed=0)
+
+    def run() -> float:
+        start = time.perf_counter()
+        for _ in range(chunk):
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(int(env.action_masks().sum()))))
+            if terminated or truncated:
+                state["episode"] += 1
+                env.reset(seed=state["episode"])
+        return time.perf_counter() - start
+
+    return run
+
+
 def best(fn, repeats: int) -> float:
     return max(fn() for _ in range(repeats))
 
@@ -81,8 +127,21 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, default=None, help="another checkout to measure too")
     parser.add_argument("--json", action="store_true", help="raw numbers only (used by --compare)")
     parser.add_argument("--profile", default=None, metavar="TASK")
+    parser.add_argument("--ab", type=Path, default=None, metavar="PATH",
+                        help="interleaved in-process A/B against another checkout (load-robust)")
+    parser.add_argument("--rounds", type=int, default=20, help="chunks per side with --ab")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
+    if args.ab:
+        load = os.getloadavg()[0]
+        rates = ab_rates(args.ab, tasks, args.rounds)
+        print(f"interleaved A/B, {args.rounds} chunks of 200 steps per side, median chunk, unwrapped envs, "
+              f"load avg before {load:.1f} / after {os.getloadavg()[0]:.1f}\n")
+        print(f"| env | {args.ab.name} steps/s | this checkout steps/s | speed-up |")
+        print("|---|---|---|---|")
+        for task_id, (theirs, ours) in rates.items():
+            print(f"| {task_id} | {theirs:,.0f} | {ours:,.0f} | {ours / theirs:.2f}x |")
+        return
     if args.profile:
         prof = "/tmp/bench_gym.prof"
         cProfile.runctx("codered_rate(args.profile, args.steps)", globals(), {"args": args}, prof)

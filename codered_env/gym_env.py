@@ -35,11 +35,9 @@ from .sim.actions import ACTION_TYPES
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
-from .sim.observation import _alerts as alerts
-from .sim.observation import _reserved as reserved_blood
 from .sim.observation import _waiting_for as waiting_for
-from .sim.observation import displayed_vitals, legal_actions, visible_calls
-from .sim.params import BLOOD_TYPES
+from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
+from .sim.params import BLOOD_TYPES, GCS_MIN
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
 from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
@@ -278,10 +276,14 @@ def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) 
     segments: list[Segment] = []
     start = 1
     for action_type in _SEGMENT_TYPES:
-        for option in legal.get(action_type, ()):
+        options = legal.get(action_type)
+        if not options:
+            continue
+        blood = action_type in _BLOOD_ACTIONS
+        for option in options:
             names = tuple(option)
-            if action_type in _BLOOD_ACTIONS:
-                values = tuple(_param_values(action_type, n, option[n]) for n in names)
+            if blood:
+                values = tuple([_canonical_units(v) if n == "units" else v for n, v in option.items()])
             else:
                 values = tuple(option.values())
             size = 1
@@ -291,6 +293,10 @@ def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) 
                 segments.append((action_type, names, values, start, size))
                 start += size
     return segments, start
+
+
+def _canonical_units(values: Sequence[Any]) -> list[Any]:
+    return [u for u in values if u in CANONICAL_UNITS]
 
 
 def decode_action(segments: Sequence[Segment], index: int) -> dict[str, Any]:
@@ -316,7 +322,12 @@ def _slot_sets(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> di
         for option in options:
             for name, values in option.items():
                 if name in _SLOT_PARAMS:
-                    out.setdefault((action_type, name), set()).update(values)
+                    key = (action_type, name)
+                    ids = out.get(key)
+                    if ids is None:
+                        out[key] = set(values)
+                    else:
+                        ids.update(values)
     return out
 
 
@@ -368,7 +379,7 @@ class FeatureBuilder:
             world.peak_hour,
             n_patients / MAX_PATIENTS,
             n_calls / MAX_CALLS,
-            len(alerts(world)) / 5,
+            alert_count(world) / 5,
             sim.last_error is not None,
             world.query_result is not None,
             n_legal / self.max_actions,
@@ -410,43 +421,60 @@ def _rows(rows: list[list[float]], n: int, width: int) -> np.ndarray:
     """Zero-padded float32 array of ``n`` rows (lists are filled first: far cheaper than
     writing numpy elements one at a time)."""
     out = np.zeros((n, width), np.float32)
-    if rows:
-        out[: len(rows)] = rows
+    if rows:  # via float64: numpy converts a nested list to float64 faster, the cast is exact alike
+        out[: len(rows)] = np.array(rows, np.float64)
     return out
 
 
 def _ambulances(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    clock, width, rows = world.clock, len(AMBULANCE_FEATURES), []
+    clock, rows = world.clock, []
     dispatchable = (
         slots.get(("dispatch_ambulance", "ambulance_id"), set())
         | slots.get(("dispatch_als", "ambulance_id"), set())
         | slots.get(("dispatch_bls", "ambulance_id"), set())
     )
     for amb in list(world.ambulances.values())[:MAX_AMBULANCES]:
-        trip, row = amb.trip, [0.0] * width
-        row[_A["present"]] = 1.0
-        row[_A["als"]] = float(amb.kind == "ALS")
-        row[_A["mutual_aid"]] = float(amb.mutual_aid)
-        row[_A_STATUS[amb.status]] = 1.0
-        row[_A_NODE[amb.node]] = 1.0
-        if trip is not None:
-            row[_A_DEST[trip.target]] = 1.0
-            row[_A["eta"]] = _c(trip.eta_minutes(clock) / 30)
-        if amb.status in ("on_scene", "at_hospital"):
-            row[_A["busy"]] = _c(max(0, amb.busy_until - clock) / 30)
+        trip, status = amb.trip, amb.status
         known = amb.patient_id is not None and world.patients[amb.patient_id].visible
-        row[_A["has_job"]] = float(known or amb.call_id is not None)
-        row[_A["held"]] = float(amb.held)
-        row[_A["can_dispatch"]] = float(amb.ambulance_id in dispatchable)
+        row = list(_ambulance_static(amb.kind == "ALS", amb.mutual_aid, status, amb.node,
+                                     None if trip is None else trip.target, known or amb.call_id is not None,
+                                     amb.held, amb.ambulance_id in dispatchable))
+        if trip is not None:
+            row[_A_ETA] = _c(trip.eta_minutes(clock) / 30)
+        if status in ("on_scene", "at_hospital"):
+            row[_A_BUSY] = _c(max(0, amb.busy_until - clock) / 30)
         rows.append(row)
-    return _rows(rows, MAX_AMBULANCES, width)
+    return _rows(rows, MAX_AMBULANCES, len(AMBULANCE_FEATURES))
+
+
+_A_ETA, _A_BUSY = _A["eta"], _A["busy"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _ambulance_static(als: bool, mutual_aid: bool, status: str, node: str, destination: str | None,
+                      has_job: bool, held: bool, can_dispatch: bool) -> tuple[float, ...]:
+    """An ambulance row but for its ETA and busy time (``destination`` None without a trip)."""
+    row = [0.0] * len(AMBULANCE_FEATURES)
+    row[_A["present"]] = 1.0
+    row[_A["als"]] = float(als)
+    row[_A["mutual_aid"]] = float(mutual_aid)
+    row[_A_STATUS[status]] = 1.0
+    row[_A_NODE[node]] = 1.0
+    if destination is not None:
+        row[_A_DEST[destination]] = 1.0
+    row[_A["has_job"]] = float(has_job)
+    row[_A["held"]] = float(held)
+    row[_A["can_dispatch"]] = float(can_dispatch)
+    return tuple(row)
 
 
 def _patient_eta(world: World, p: Patient) -> int:
-    amb = world.ambulances.get(p.ambulance_id or "")
-    if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
-        return amb.trip.eta_minutes(world.clock)
-    if p.status == "transferring" and p.transfer_arrives_at is not None:
+    status = p.status
+    if status == "unit_en_route" or status == "transporting":
+        amb = world.ambulances.get(p.ambulance_id or "")
+        if amb is not None and amb.trip is not None:
+            return amb.trip.eta_minutes(world.clock)
+    elif status == "transferring" and p.transfer_arrives_at is not None:
         return max(0, p.transfer_arrives_at - world.clock)
     return 0
 
@@ -461,49 +489,101 @@ _PATIENT_FLAGS = tuple(
         ("can_mutual_aid", ("request_mutual_aid", "target_id")),
     )
 )
-_VITALS = tuple((_P[name], name, scale) for name, scale in
-                (("hr", 200), ("sbp", 200), ("spo2", 100), ("rr", 40), ("gcs", 15)))
 
 
 def _patients(world: World, patients: list[Patient], slots: dict[tuple[str, str], set]) -> np.ndarray:
+    flag_sets = [(column, slots.get(key, ())) for column, key in _PATIENT_FLAGS]
+    reserved = _reserved_units(world) if world.allocations else None
     rows = []
     for p in patients:
-        row = _patient_row(world, p)
-        for column, key in _PATIENT_FLAGS:
-            if p.patient_id in slots.get(key, ()):
+        row = _patient_row(world, p, reserved)
+        pid = p.patient_id
+        for column, ids in flag_sets:
+            if pid in ids:
                 row[column] = 1.0
         rows.append(row)
     return _rows(rows, MAX_PATIENTS, len(PATIENT_FEATURES))
 
 
-def _patient_row(world: World, p: Patient) -> list[float]:
-    vitals, waiting, row = displayed_vitals(p), waiting_for(world, p), [0.0] * len(PATIENT_FEATURES)
-    row[_P["present"]] = 1.0
-    row[_P_PRIORITY[CONDITIONS[p.condition].true_priority]] = 1.0
-    row[_P_CONDITION[p.condition]] = 1.0
-    row[_P_STATUS[p.status]] = 1.0
-    for column, name, scale in _VITALS:
-        row[column] = _c(vitals[name] / scale)
-    row[_P["vitals_score"]] = _c(vitals["score"])
-    row[_P["minutes_since_call"]] = _c((world.clock - p.appeared_at) / 180)
-    row[_P["eta"]] = _c(_patient_eta(world, p) / 30)
-    row[_P["has_unit"]] = float(p.ambulance_id is not None)
-    if p.destination is not None:
-        row[_P["has_destination"]] = 1.0
-        row[_P_DEST[p.destination]] = 1.0
-    if p.hospital is not None:
-        row[_P_AT[p.hospital]] = 1.0
-    if waiting:
-        row[_P["waiting_or"]] = float("or" in waiting)
-        row[_P["waiting_specialist"]] = float(any(w in SPECIALTIES for w in waiting))
-        row[_P["waiting_blood"]] = float("blood" in waiting)
-        row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
-    row[_P["blood_type_known"]] = float(p.blood_type_known)
-    if world.allocations:
-        row[_P["blood_reserved"]] = _c(sum(reserved_blood(world, p).values()) / 6)
-    row[_P["secondary"]] = float(p.secondary)
-    row[_P_NODE[p.node]] = 1.0
+def _reserved_units(world: World) -> dict[str, int]:
+    """patient id -> units the agent has reserved for them, not yet transfused (``_reserved``
+    summed over hospitals, for every patient in one pass)."""
+    out: dict[str, int] = {}
+    for a in world.allocations:
+        if a.by_agent and not a.used:
+            out[a.patient_id] = out.get(a.patient_id, 0) + a.units
+    return out
+
+
+_P_VITALS = _P["hr"]  # hr, sbp, spo2, rr, gcs, vitals_score are consecutive columns
+assert PATIENT_FEATURES[_P_VITALS:_P_VITALS + 6] == ("hr", "sbp", "spo2", "rr", "gcs", "vitals_score")
+
+
+def _patient_row(world: World, p: Patient, reserved: dict[str, int] | None) -> list[float]:
+    row = list(_patient_static(p.condition, p.status, p.destination, p.hospital, p.node,
+                               p.ambulance_id is not None, p.blood_type_known, p.secondary))
+    if p.status == "deceased":
+        row[_P_VITALS:_P_VITALS + 6] = _DEAD_VITALS
+    else:
+        key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+        last = _LAST_VITALS.get(p.patient_id)
+        if last is None or last[0] != key:
+            last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
+        row[_P_VITALS:_P_VITALS + 6] = last[1]
+    row[_P_MINUTES] = _c((world.clock - p.appeared_at) / 180)
+    row[_P_ETA] = _c(_patient_eta(world, p) / 30)
+    if p.status == "at_hospital":
+        waiting = waiting_for(world, p)
+        if waiting:
+            row[_P["waiting_or"]] = float("or" in waiting)
+            row[_P["waiting_specialist"]] = float(any(w in SPECIALTIES for w in waiting))
+            row[_P["waiting_blood"]] = float("blood" in waiting)
+            row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
+    if reserved is not None:
+        row[_P_RESERVED] = _c(reserved.get(p.patient_id, 0) / 6)
     return row
+
+
+_P_MINUTES, _P_ETA, _P_RESERVED = _P["minutes_since_call"], _P["eta"], _P["blood_reserved"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _patient_static(condition: str, status: str, destination: str | None, hospital: str | None, node: str,
+                    has_unit: bool, blood_type_known: bool, secondary: bool) -> tuple[float, ...]:
+    """The columns of a patient row that follow from these discrete fields alone."""
+    row = [0.0] * len(PATIENT_FEATURES)
+    row[_P["present"]] = 1.0
+    row[_P_PRIORITY[CONDITIONS[condition].true_priority]] = 1.0
+    row[_P_CONDITION[condition]] = 1.0
+    row[_P_STATUS[status]] = 1.0
+    row[_P["has_unit"]] = float(has_unit)
+    if destination is not None:
+        row[_P["has_destination"]] = 1.0
+        row[_P_DEST[destination]] = 1.0
+    if hospital is not None:
+        row[_P_AT[hospital]] = 1.0
+    row[_P["blood_type_known"]] = float(blood_type_known)
+    row[_P["secondary"]] = float(secondary)
+    row[_P_NODE[node]] = 1.0
+    return tuple(row)
+
+
+def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
+                   score: float) -> tuple[float, ...]:
+    return (_c(hr / 200), _c(sbp / 200), _c(spo2 / 100), _c(rr / 40), _c(gcs / 15), _c(score))
+
+
+def _vitals_columns(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[float, ...]:
+    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``)."""
+    return _vitals_scaled(*vitals_values(r, hr0, sbp0, stroke))
+
+
+# patient id -> (inputs, columns) of the last vitals computed for that id: a pure memo (the inputs
+# are compared), hit whenever a patient's shown reserve has not moved since the last step.
+_LAST_VITALS: dict[str, tuple[tuple[float, int, int, bool], tuple[float, ...]]] = {}
+
+
+_DEAD_VITALS = _vitals_scaled(0, 0, 0, 0, GCS_MIN, 0.0)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -532,21 +612,35 @@ _CALL_FLAGS = tuple(
 
 
 def _calls(world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    rows = []
+    clock, rows = world.clock, []
+    flag_sets = [(column, slots.get(key, ())) for column, key in _CALL_FLAGS]
     for call in calls[:MAX_CALLS]:
-        row = list(_report_row(call.report))
-        row[_C["present"]] = 1.0
-        row[_C["waiting"]] = _c((world.clock - call.received_at) / 60)
-        row[_C["untriaged"] if call.priority is None else _C_TRIAGED[call.priority]] = 1.0
-        row[_C["pending"]] = float(call.status == "pending")
-        row[_C["dispatched"]] = float(call.status == "dispatched")
-        row[_C["has_unit"]] = float(call.ambulance_id is not None)
-        row[_C_NODE[call.node]] = 1.0
-        for column, key in _CALL_FLAGS:
-            if call.call_id in slots.get(key, ()):
+        row = list(_call_static(call.report, call.priority, call.status, call.ambulance_id is not None,
+                                call.node))
+        row[_C_WAITING] = _c((clock - call.received_at) / 60)
+        call_id = call.call_id
+        for column, ids in flag_sets:
+            if call_id in ids:
                 row[column] = 1.0
         rows.append(row)
     return _rows(rows, MAX_CALLS, len(CALL_FEATURES))
+
+
+_C_WAITING = _C["waiting"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_static(report: str, priority: str | None, status: str, has_unit: bool,
+                 node: str) -> tuple[float, ...]:
+    """A call row but for the waiting time and the action flags."""
+    row = list(_report_row(report))
+    row[_C["present"]] = 1.0
+    row[_C["untriaged"] if priority is None else _C_TRIAGED[priority]] = 1.0
+    row[_C["pending"]] = float(status == "pending")
+    row[_C["dispatched"]] = float(status == "dispatched")
+    row[_C["has_unit"]] = float(has_unit)
+    row[_C_NODE[node]] = 1.0
+    return tuple(row)
 
 
 _HOSPITAL_FLAGS = tuple(
@@ -564,39 +658,53 @@ _HOSPITAL_FLAGS = tuple(
 
 def _hospitals(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
     rows = [[0.0] * len(HOSPITAL_FEATURES) for _ in HOSPITAL_IDS]
+    clock = world.clock
     for h in world.hospitals.values():
-        row = rows[HOSPITAL_IDS.index(h.hospital_id)]
-        _hospital_row(world, row, h)
+        row = rows[HOSPITAL_IDS.index(h.hospital_id)] = list(_hospital_static(
+            tuple([(room.state, room.procedure) for room in h.ors]),
+            tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]),
+            max(0, h.icu_beds - h.icu_used),
+            tuple(h.blood.items()),
+        ))
+        row[_H_LOAD] = _c(h.occupancy / (2 * h.capacity))
+        row[_H_CROWDED] = float(h.crowded)
+        if world.diverted(h.hospital_id):
+            row[_H_DIVERTED] = 1.0
+            row[_H_DIVERSION_LEFT] = _c((h.diverted_until - clock) / 60)
         for column, key in _HOSPITAL_FLAGS:
             if h.hospital_id in slots.get(key, ()):
                 row[column] = 1.0
     return np.array(rows, np.float32)
 
 
-def _hospital_row(world: World, row: list[float], h: Any) -> None:
-    clock = world.clock
-    row[_H["load"]] = _c(h.occupancy / (2 * h.capacity))
-    row[_H["crowded"]] = float(h.crowded)
-    if world.diverted(h.hospital_id):
-        row[_H["diverted"]] = 1.0
-        row[_H["diversion_left"]] = _c((h.diverted_until - clock) / 60)
-    for room in h.ors:
-        column = _H_OR[room.state]
-        row[column] = min(1.0, row[column] + 1 / 3)
-        column = _H_ROOM.get((room.state, room.procedure))
-        if column is not None:
-            row[column] = 1.0
-    for specialist in h.specialists.values():
-        column = _H_SPECIALIST.get((specialist.specialty, specialist.state))
-        if column is not None:
-            row[column] = 1.0
-    row[_H["icu_free"]] = _c(max(0, h.icu_beds - h.icu_used) / 4)
+_H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
+_H_DIVERSION_LEFT, _H_ICU, _H_BLOOD_TOTAL = _H["diversion_left"], _H["icu_free"], _H["blood_total"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _hospital_static(rooms: tuple[tuple[str, str | None], ...], specialists: tuple[tuple[str, str], ...],
+                     icu_free: int, blood: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
+    """The OR, specialist, ICU and blood columns of a hospital row (load, diversion and flags 0)
+    from (state, procedure) per room, (specialty, state) per specialist and the stock per type."""
+    row = [0.0] * len(HOSPITAL_FEATURES)
+    row[_H_ICU] = _c(icu_free / 4)
     total = 0
-    for blood_type, units in h.blood.items():
+    for blood_type, units in blood:
         if units > 0:
             row[_H_BLOOD[blood_type]] = _c(units / 12)
             total += units
-    row[_H["blood_total"]] = _c(total / 60)
+    row[_H_BLOOD_TOTAL] = _c(total / 60)
+    for state, procedure in rooms:
+        column = _H_OR[state]
+        row[column] = min(1.0, row[column] + 1 / 3)
+        column = _H_ROOM.get((state, procedure))
+        if column is not None:
+            row[column] = 1.0
+    for specialty, state in specialists:
+        column = _H_SPECIALIST.get((specialty, state))
+        if column is not None:
+            row[column] = 1.0
+    return tuple(row)
 
 
 def _roads(world: World) -> np.ndarray:

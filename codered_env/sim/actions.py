@@ -7,12 +7,13 @@ what would be valid; it never raises.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from .params import BLOOD_TYPES, MAX_BLOOD_UNITS_PER_ACTION
+from .params import BLOOD_TYPES, MAX_BLOOD_UNITS_PER_ACTION, MEMO_ENTRIES, MEMO_MAX_TEXT
 
 Priority = Literal["P1", "P2", "P3", "P4"]
 Procedure = Literal["cath_lab", "trauma_surgery", "stroke_intervention", "general"]
@@ -226,8 +227,31 @@ def parse_action(raw: object) -> tuple[Any | None, str | None]:
         shown = repr(action_type) if action_type is not None else "nothing"
         return None, f"unknown action_type {shown[:40]}; valid action types: {', '.join(ACTION_TYPES)}"
     data = {k: v for k, v in raw.items() if k != "metadata"}
+    if len(data) > _MEMO_MAX_FIELDS or not all(_memoisable(k) and _memoisable(v) for k, v in data.items()):
+        return _validate(action_type, data)  # lists, dicts, long texts: not worth keeping
+    return _validate_memo(action_type, tuple([(k, type(v), v) for k, v in data.items()]))
+
+
+_MEMO_MAX_FIELDS = len(max(MODEL_BY_TYPE.values(), key=lambda m: len(m.model_fields)).model_fields)
+
+
+def _memoisable(value: object) -> bool:
+    """Small immutable values only, so a client sending huge ids cannot fill memory via the memo."""
+    if isinstance(value, str):
+        return len(value) <= MEMO_MAX_TEXT
+    return value is None or isinstance(value, (int, float))
+
+
+def _validate(action_type: str, data: dict[str, Any]) -> tuple[Any | None, str | None]:
     try:
         return _ADAPTER.validate_python(data), None
     except ValidationError as exc:
         return None, _format_errors(action_type, exc)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _validate_memo(action_type: str, key: tuple[tuple[str, type, Any], ...]) -> tuple[Any | None, str | None]:
+    """Validation of the same fields (names, types and values, in order) gives the same answer
+    and the models are frozen, so an agent's repeated actions are validated once."""
+    return _validate(action_type, {k: v for k, _, v in key})
 

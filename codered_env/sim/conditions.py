@@ -22,6 +22,7 @@ in minutes from the call to definitive treatment, the therapy and the care quali
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -80,11 +81,12 @@ class Condition:
     def care_at(self, tier: int) -> Care | None:
         return self.care_by_tier.get(tier)
 
-    @property
+    # cached: a condition never changes, and the rubric asks for these for every patient every step
+    @functools.cached_property
     def best_care(self) -> Care | None:
         return self.care_by_tier.get(min(self.care_by_tier)) if self.care_by_tier else None
 
-    @property
+    @functools.cached_property
     def needs_prep(self) -> bool:
         """Does definitive care at the best tier need an OR, a specialist or blood?"""
         best = self.best_care

@@ -79,9 +79,9 @@ from .params import (
     TELEPHONE_CPR_FACTOR,
 )
 from .tasks import TaskSpec
-from .triage import callback_plan, callback_report, caller_report, condition_posterior, parse_report
+from .triage import callback_plan, caller_report, condition_posterior, parse_report
 from .types import Call, Patient, PendingSpawn
-from .world import World, _band
+from .world import World, _band, callback_spawn
 
 if TYPE_CHECKING:
     from .env import CodeRedSim
@@ -257,19 +257,7 @@ def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
                 break
         if delay is None or closed + delay <= world.clock:
             continue
-        p = world.patients[call.patient_id]
-        at = closed + delay
-        new = Call(
-            "",
-            at,
-            call.node,
-            callback_report(call.report, call.call_id),
-            p.patient_id,
-            call.true_priority,
-            secondary=call.secondary,
-            callback_of=call.call_id,
-        )
-        out[call.call_id] = PendingSpawn(at, p, new, "callback")
+        out[call.call_id] = callback_spawn(call, world.patients[call.patient_id], closed + delay)
     return out
 
 

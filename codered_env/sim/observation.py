@@ -7,6 +7,7 @@ lab result, per-OR timers (``query_or_status`` reveals them), and future calls.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .conditions import CONDITIONS
@@ -29,18 +30,28 @@ def displayed_vitals(p: Patient) -> dict[str, float | int]:
     """Vitals derived from the hidden reserve (1 stable .. 0 dead) and the patient's baseline."""
     if p.status == "deceased":
         return {"hr": 0, "sbp": 0, "spo2": 0, "rr": 0, "gcs": GCS_MIN, "score": 0.0}
-    r = p.reserve_at_treatment if p.reserve_at_treatment is not None else max(0.0, p.reserve)
+    hr, sbp, spo2, rr, gcs, score = vitals_values(shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+    return {"hr": hr, "sbp": sbp, "spo2": spo2, "rr": rr, "gcs": gcs, "score": score}
+
+
+def shown_reserve(p: Patient) -> float:
+    """The reserve the vitals show: frozen at the start of treatment, never below 0."""
+    return p.reserve_at_treatment if p.reserve_at_treatment is not None else max(0.0, p.reserve)
+
+
+def vitals_values(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[int, int, int, int, int, float]:
+    """(hr, sbp, spo2, rr, gcs, score) of a living patient at shown reserve ``r``."""
     loss = 1.0 - r
-    shift = VITALS_AT_ZERO_RESERVE_STROKE if p.condition == "stroke" else VITALS_AT_ZERO_RESERVE
+    shift = VITALS_AT_ZERO_RESERVE_STROKE if stroke else VITALS_AT_ZERO_RESERVE
     base = VITALS_BASELINE
-    return {
-        "hr": round(p.hr0 + shift["hr"] * loss),
-        "sbp": round(p.sbp0 + shift["sbp"] * loss),
-        "spo2": round(base["spo2"] + shift["spo2"] * loss),
-        "rr": round(base["rr"] + shift["rr"] * loss),
-        "gcs": max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
-        "score": round(r, 2),
-    }
+    return (
+        round(hr0 + shift["hr"] * loss),
+        round(sbp0 + shift["sbp"] * loss),
+        round(base["spo2"] + shift["spo2"] * loss),
+        round(base["rr"] + shift["rr"] * loss),
+        max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
+        round(r, 2),
+    )
 
 
 def _waiting_for(world: World, p: Patient) -> list[str]:
@@ -192,12 +203,22 @@ def _roads(world: World) -> dict[str, Any]:
 
 def _alerts(world: World) -> list[str]:
     alerts = [f"{d.text} (until ~t{d.end})" for d in world.disruptions if d.active]
-    for h in world.hospitals.values():
-        if world.diverted(h.hospital_id) and h.diversion_reason == "overcrowded":
-            alerts.append(f"{h.hospital_id} overcrowded: on diversion until t{h.diverted_until}")
+    for h in _overcrowded(world):
+        alerts.append(f"{h.hospital_id} overcrowded: on diversion until t{h.diverted_until}")
     if world.news_cycle_at is not None:
         alerts.append(f"news cycle since t{world.news_cycle_at}: {world.news_cycle_reason}")
     return alerts
+
+
+def alert_count(world: World) -> int:
+    """``len(_alerts(world))`` without formatting the texts (the Gymnasium features)."""
+    active = sum(1 for d in world.disruptions if d.active)
+    return active + len(_overcrowded(world)) + (world.news_cycle_at is not None)
+
+
+def _overcrowded(world: World) -> list:
+    return [h for h in world.hospitals.values()
+            if world.diverted(h.hospital_id) and h.diversion_reason == "overcrowded"]
 
 
 def _mutual_aid(world: World) -> dict[str, Any]:
@@ -331,12 +352,13 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
         donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else emergency_group_o(p)
         by_donors.setdefault(donors, []).append(p.patient_id)
     allocate = []
+    hospitals = list(world.hospitals.values())
     for donors, patient_ids in by_donors.items():  # patients who can take the same types share an option
-        for h in world.hospitals.values():
+        for h in hospitals:
             stock = h.blood
             types = [t for t in donors if stock.get(t, 0) > 0]
             if types:
-                most = min(MAX_UNITS, *(stock[t] for t in types))
+                most = min(MAX_UNITS, min([stock[t] for t in types]))
                 allocate.append(
                     {
                         "patient_id": patient_ids,
@@ -350,16 +372,14 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
     if query:
         legal["query_blood_type"] = [{"patient_id": query}]
     transfer = []
-    for src in world.hospitals.values():
-        types = [t for t, n in src.blood.items() if n > 0]
+    minutes = world.net.minutes
+    for src in hospitals:
+        stock = src.blood
+        types = [t for t, n in stock.items() if n > 0]
         if not types:
             continue
-        units = list(range(1, min(MAX_UNITS, *(src.blood[t] for t in types)) + 1))
-        targets = [
-            d.hospital_id
-            for d in world.hospitals.values()
-            if d is not src and world.net.minutes(src.node, d.node) != float("inf")
-        ]
+        units = list(range(1, min(MAX_UNITS, min([stock[t] for t in types])) + 1))
+        targets = [d.hospital_id for d in hospitals if d is not src and minutes(src.node, d.node) != math.inf]
         if targets:
             transfer.append(
                 {

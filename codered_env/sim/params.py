@@ -529,3 +529,10 @@ CONDITION_NUMBERS["cardiac_arrest"] = ConditionNumbers(
     OHCA_TARGET_MIN, OHCA_DETERIORATION_PER_MIN, OHCA_INITIAL_RESERVE, OHCA_SCENE_MIN
 )
 CONDITION_NUMBERS["minor_ailment"] = ConditionNumbers(120, 0.0, (0.95, 1.0), ADVICE_SCENE_MIN)  # P4
+
+# Entries kept by the speed memos (validated actions, benefit kept per treated patient). Not a
+# model number: it only bounds memory [design choice: far above the distinct inputs of an episode].
+MEMO_ENTRIES = 4096
+# Longest text field an action may have to be kept by the validation memo (ids and names are a few
+# characters; longer input is validated without the memo) [design choice: bounds the memo's memory].
+MEMO_MAX_TEXT = 64

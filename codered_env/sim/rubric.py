@@ -54,10 +54,12 @@ rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_outcome
 from .params import (
+    MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
@@ -98,9 +100,16 @@ def transfer_allowance(p: Patient) -> int:
 def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
-    cond = CONDITIONS[p.condition]
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    return benefit_kept(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+             cpr: float) -> float:
+    """``benefit_kept`` memoised: a treated patient's inputs never change, yet the running preview
+    asks for them every step."""
+    return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr)
 
 
 def _cpr_minutes(p: Patient) -> float:
@@ -194,12 +203,22 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
 
 
 def _secondary_gain(p: Patient) -> float:
-    cond = CONDITIONS[p.condition]
-    base = cond.untreated_outcome
-    best = best_outcome(cond, p.onset_min)
-    if p.treatment_start is None or best <= base:
+    if p.treatment_start is None:
         return 0.0
-    return min(1.0, max(0.0, (_outcome(p) - base) / (best - base)))
+    delay = p.treatment_start - p.appeared_at
+    return _gain(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float) -> float:
+    """A treated secondary casualty's outcome gain, memoised like ``_benefit``."""
+    cond = CONDITIONS[condition]
+    base = cond.untreated_outcome
+    best = best_outcome(cond, onset)
+    if best <= base:
+        return 0.0
+    got = expected_outcome(cond, delay, quality, onset, therapy, cpr)
+    return min(1.0, max(0.0, (got - base) / (best - base)))
 
 
 def _secondary_response(p: Patient) -> float:

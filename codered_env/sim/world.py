@@ -105,6 +105,21 @@ COMPATIBLE_DONORS: dict[str, tuple[str, ...]] = {
 }
 
 
+def callback_spawn(call: Call, p: Patient, at: int) -> PendingSpawn:
+    """The caller behind ``call`` (closed with advice) ringing back at minute ``at``."""
+    new = Call(
+        "",
+        at,
+        call.node,
+        callback_report(call.report, call.call_id),
+        p.patient_id,
+        call.true_priority,
+        secondary=call.secondary,
+        callback_of=call.call_id,
+    )
+    return PendingSpawn(at, p, new, "callback")
+
+
 def _band(reserve: float) -> int:
     """How many vitals thresholds the reserve is below."""
     return sum(1 for threshold in VITALS_BANDS if reserve < threshold)
@@ -344,19 +359,7 @@ class World:
         delay = callback_plan(call.report, rng)
         if delay is None:
             return
-        p = self.patients[call.patient_id]
-        at = self.clock + delay
-        new = Call(
-            "",
-            at,
-            call.node,
-            callback_report(call.report, call.call_id),
-            p.patient_id,
-            call.true_priority,
-            secondary=call.secondary,
-            callback_of=call.call_id,
-        )
-        self.schedule(PendingSpawn(at, p, new, "callback"))
+        self.schedule(callback_spawn(call, self.patients[call.patient_id], self.clock + delay))
 
     # ------------------------------------------------------------------ mutual aid
     def _mutual_aid_arrivals(self, t: int) -> None:

@@ -1,0 +1,86 @@
+"""The speed memos (issue 9) never change an answer: memoised and fresh computations agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codered_env.agents import make_agent
+from codered_env.sim import CodeRedSim, rubric
+from codered_env.sim import actions as actions_module
+from codered_env.sim.observation import _alerts, alert_count
+
+gym_env = pytest.importorskip("codered_env.gym_env")
+
+_MEMOS = (
+    gym_env._patient_static,
+    gym_env._call_static,
+    gym_env._report_row,
+    gym_env._hospital_static,
+    gym_env._ambulance_static,
+    rubric._benefit,
+    rubric._gain,
+    actions_module._validate_memo,
+)
+
+
+def _clear_memos() -> None:
+    for memo in _MEMOS:
+        memo.cache_clear()
+    gym_env._LAST_VITALS.clear()
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_features_and_preview_do_not_depend_on_memo_state(task_id: str) -> None:
+    sim = CodeRedSim(task_id, 11)
+    agent = make_agent("random", 11)
+    agent.reset(task_id, 11)
+    while not sim.done:
+        sim.step(agent.act(sim.observation()))
+        warm = gym_env.sim_features(sim)
+        warm_preview = rubric.preview_score(sim.world)
+        _clear_memos()
+        cold = gym_env.sim_features(sim)
+        assert rubric.preview_score(sim.world) == warm_preview
+        for key in warm:
+            assert warm[key].tobytes() == cold[key].tobytes(), key
+        assert alert_count(sim.world) == len(_alerts(sim.world))
+
+
+@pytest.mark.parametrize("units", [2, 2.0, True, "2", 2.5, None])
+def test_validation_memo_keeps_types_apart(units: object) -> None:
+    action = {"action_type": "allocate_blood", "patient_id": "P1", "hospital_id": "H1",
+              "blood_type": "O-", "units": units}
+    fresh = actions_module._validate("allocate_blood", dict(action))
+    for _ in range(2):  # the second call is answered by the memo
+        assert actions_module.parse_action(dict(action)) == fresh
+    for other in (2, 2.0, True):  # equal-hashing values of other types do not share an answer
+        actions_module.parse_action({**action, "units": other})
+        assert actions_module.parse_action(dict(action)) == fresh
+
+
+def test_unhashable_values_are_validated_without_the_memo() -> None:
+    model, error = actions_module.parse_action({"action_type": "maintain_plan", "extra": [1, 2]})
+    assert model is None and error is not None and "extra" in error
+
+
+def test_memoised_rows_match_a_fresh_build_across_episodes() -> None:
+    env = gym_env.CodeRedGymEnv("task5")
+    rng = np.random.default_rng(3)
+    obs, _ = env.reset(seed=3)
+    for _ in range(60):
+        obs, _, terminated, truncated, _ = env.step(int(rng.integers(int(env.action_masks().sum()))))
+        _clear_memos()
+        fresh = gym_env.sim_features(env.sim)
+        assert all(obs[k].tobytes() == fresh[k].tobytes() for k in obs)
+        if terminated or truncated:
+            obs, _ = env.reset(seed=4)
+
+
+def test_long_texts_bypass_the_validation_memo() -> None:
+    before = actions_module._validate_memo.cache_info().currsize
+    for i in range(5):
+        model, error = actions_module.parse_action(
+            {"action_type": "query_blood_type", "patient_id": f"P{i}" + "x" * 10_000})
+        assert model is not None or error is not None
+    assert actions_module._validate_memo.cache_info().currsize == before
