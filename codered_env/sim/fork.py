@@ -59,7 +59,6 @@ from .generator import (
     _disruption,
     _Ids,
     _phase2,
-    _weighted,
     surge_calls,
 )
 from .params import (
@@ -79,7 +78,7 @@ from .params import (
     TELEPHONE_CPR_FACTOR,
 )
 from .tasks import TaskSpec
-from .triage import callback_plan, caller_report, condition_posterior, parse_report
+from .triage import callback_plan, caller_report, condition_posterior, parse_report, weighted_draw
 from .types import Call, Patient, PendingSpawn
 from .world import World, _band, callback_spawn
 
@@ -148,7 +147,7 @@ def _resample_callers(world: World, rng: Random) -> None:
         p = world.patients[patient_id]
         if p.visible:
             continue
-        condition = _weighted(rng, condition_posterior(chain[0], _call_prior(world, chain[0])))
+        condition = weighted_draw(rng, condition_posterior(chain[0], _call_prior(world, chain[0])))
         priority = CONDITIONS[condition].true_priority
         for call in chain:
             call.true_priority = priority
@@ -210,7 +209,7 @@ def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str,
     replayed (deterioration, telephone CPR, death, release after P4 advice)."""
     spec = CONDITIONS[condition]
     p.condition = condition
-    p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
+    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0 = rng.randint(*BASELINE_HR_RANGE)
     p.sbp0 = rng.randint(*BASELINE_SBP_RANGE)
     p.onset_min = rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
@@ -265,7 +264,7 @@ def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
 def _resample_blood_types(world: World, rng: Random) -> None:
     for p in world.patients.values():
         if p.visible and not p.blood_type_known:
-            p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
+            p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
 
 
 def _resample_hospital_timers(world: World, rng: Random) -> None:
@@ -380,7 +379,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
     caller's report (phase 2) are not."""
     p = spawn.patient
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
-    p.blood_type = _weighted(rng, BLOOD_TYPE_FREQUENCY)
+    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0, p.sbp0 = rng.randint(*BASELINE_HR_RANGE), rng.randint(*BASELINE_SBP_RANGE)
     p.band = _band(p.reserve)
     if spawn.call is not None:

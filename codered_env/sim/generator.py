@@ -48,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, caller_report, parse_report
+from .triage import AGE_BANDS, caller_report, parse_report, weighted_draw
 from .types import (
     Ambulance,
     Call,
@@ -75,15 +75,6 @@ class Scenario:
     disruptions: list[Disruption]
     incident_node: str | None
     mci_patients: set[str] = field(default_factory=set)
-
-
-def _weighted(rng: Random, table: dict[str, float]) -> str:
-    x = rng.random() * sum(table.values())
-    for key, weight in table.items():
-        x -= weight
-        if x <= 0:
-            return key
-    return next(reversed(table))
 
 
 def _hospitals(rng: Random) -> dict[str, Hospital]:
@@ -138,7 +129,7 @@ def _patient(
         node=node,
         appeared_at=at,
         reserve=round(rng.uniform(lo, hi), 3),
-        blood_type=_weighted(rng, BLOOD_TYPE_FREQUENCY),
+        blood_type=weighted_draw(rng, BLOOD_TYPE_FREQUENCY),
         hr0=rng.randint(*BASELINE_HR_RANGE),
         sbp0=rng.randint(*BASELINE_SBP_RANGE),
         onset_min=rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
@@ -154,7 +145,7 @@ def _demographics(p: Patient) -> tuple[str, int]:
     from), on a stream of their own so the scenario's other draws stay put. A phase-2 patient
     is then given the sex and age their caller reported (``_call``)."""
     rng = Random(f"codered:demographics:{p.patient_id}:{p.condition}:{p.node}:{p.appeared_at}:{p.reserve}")
-    lo, hi = AGE_BANDS[_weighted(rng, REPORT_AGE_BANDS[p.condition])]
+    lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[p.condition])]
     age = rng.randint(lo, hi)
     return ("M" if rng.random() < REPORT_SHARE_MALE[p.condition] else "F"), age
 
@@ -335,7 +326,7 @@ def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
     n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
     conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
-    conditions += [_weighted(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
+    conditions += [weighted_draw(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
     rng.shuffle(conditions)
     planned = [
         (at, cond, rng.choice(PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
@@ -371,7 +362,7 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
     for _ in range(rng.randint(*NEWS_CYCLE_SURGE_CALLS)):
         at = start + rng.randint(1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), _weighted(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False
+            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False
         )
         spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))
     spawns.sort(key=lambda s: s.at)

@@ -131,7 +131,8 @@ def age_band(age: int) -> str:
     return "old" if age > AGE_BANDS["old"][0] else "child"
 
 
-def _draw(rng: Random, table: dict[str, float]) -> str:
+def weighted_draw(rng: Random, table: dict[str, float]) -> str:
+    """One key of ``table``, drawn with probability proportional to its weight."""
     x = rng.random() * sum(table.values())
     for key, weight in table.items():
         x -= weight
@@ -146,8 +147,8 @@ def _false_mention(feature: str) -> float:
 
 def caller_report(condition: str, place: str, rng: Random) -> str:
     """One caller report for ``condition``: caller, age, sex, place and mentioned symptoms."""
-    caller = _draw(rng, REPORT_CALLER_MIX[condition])
-    lo, hi = AGE_BANDS[_draw(rng, REPORT_AGE_BANDS[condition])]
+    caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
     age = rng.randint(lo, hi)
     sex = "M" if rng.random() < REPORT_SHARE_MALE[condition] else "F"
     reliability = REPORT_CALLER_RELIABILITY[caller]
@@ -243,7 +244,7 @@ def callback_plan(report: str, rng: Random) -> int | None:
     A condition is drawn from the posterior given the report, then whether and when that
     caller would ring back; the caller's true condition plays no part."""
     posterior = condition_posterior({"report": report})
-    imagined = _draw(rng, posterior)
+    imagined = weighted_draw(rng, posterior)
     priority = CONDITIONS[imagined].true_priority
     if rng.random() >= CALLBACK_PROBABILITY_BY_PRIORITY[priority]:
         return None
