@@ -826,6 +826,7 @@ class LLMAgent:
         self._failed_in_a_row = 0
         self._no_tool_call = 0
         self._turn = 0
+        self._task_id: str | None = None
         self.last_error: str | None = None
 
     @property
@@ -848,6 +849,7 @@ class LLMAgent:
     def reset(self, task_id: str, seed: int) -> None:
         """Start a new episode: empty history, fresh budget and counters, tools re-enabled."""
         self.client.start_run(seed, _task_steps(task_id))
+        self._task_id = task_id
         self._history.clear()
         self._history_cap = max(0, self.config.history)
         self._pending = None
@@ -969,5 +971,5 @@ class LLMAgent:
         use_tools = self._use_tools
         shown = compact_state(state, tools=use_tools or legal is not None)
         user = build_user_message(shown, self._history, legal=legal, use_tools=use_tools)
-        system = build_system_prompt(self.action_types, use_tools=use_tools)
+        system = build_system_prompt(self.action_types, use_tools=use_tools, task_id=self._task_id)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], user

@@ -58,15 +58,19 @@ ACTION_HELP: dict[str, str] = {
 
 _ROLE = (
     "You are the EMS dispatcher of Prakashnagar, India. Hospitals: H1 tier 1 (cath lab), H2 tier 2, "
-    "H3 tier 3 (stabilise only). One action per turn; invalid ones waste a minute. Calls (108/112): "
-    "you hear only the caller until a crew is on scene; triage from the report, ALS to the sickest."
+    "H3 tier 3 (stabilise only). One action per turn; invalid ones waste a minute."
+)
+_CALLS = (
+    " Calls (108/112): you hear only the caller until a crew is on scene; triage from the report, "
+    "ALS to the sickest."
 )
 
 _STRATEGY = (
     "Score: treated near target time; OR and specialist ready on arrival; no waste (pages, preps, "
-    "blood, invalid actions, ALS to minor calls). Plan: nearest unit, a hospital with definitive "
+    "blood, invalid actions{calls_waste}). Plan: nearest unit, a hospital with definitive "
     "care, its OR prepared, its specialist paged, then maintain_plan."
 )
+_CALLS_WASTE = ", ALS to minor calls"
 
 TOOLS_FORMAT = "Call exactly one tool; copy ids exactly."
 
@@ -76,14 +80,16 @@ TEXT_FORMAT = (
 )
 
 
-def care_table() -> str:
+def care_table(conditions: Sequence[str] | None = None) -> str:
     """Where each condition gets definitive care, from the simulation's own condition table;
-    conditions with the same care share a line."""
+    conditions with the same care share a line. ``conditions`` limits it to those keys."""
     from codered_env.sim.conditions import CONDITIONS
 
     lines: dict[str, list[str]] = {}
     on_scene: list[str] = []
-    for cond in CONDITIONS.values():
+    for key, cond in CONDITIONS.items():
+        if conditions is not None and key not in conditions:
+            continue
         if not cond.care_by_tier:
             on_scene.append(f"{cond.label} {cond.true_priority}")
             continue
@@ -110,9 +116,21 @@ def action_catalogue(action_types: Sequence[str]) -> str:
     )
 
 
-def build_system_prompt(action_types: Sequence[str], *, use_tools: bool) -> str:
-    """The fixed part of every request: identical bytes for every call of a run in one mode."""
-    parts = [_ROLE, care_table(), _STRATEGY]
+def build_system_prompt(action_types: Sequence[str], *, use_tools: bool, task_id: str | None = None) -> str:
+    """The fixed part of every request: identical bytes for every call of a run in one mode.
+
+    With a ``task_id`` it covers only what that task can produce: the care rows of its possible
+    conditions and, for phase-1 tasks (no calls), no call-handling text. Phase-2 tasks and an
+    unknown task get the full prompt."""
+    from codered_env.sim.generator import possible_conditions
+    from codered_env.sim.tasks import TASKS
+
+    task = TASKS.get(task_id) if task_id else None
+    has_calls = task is None or task.phase == 2
+    conditions = possible_conditions(task.task_id) if task is not None else None
+    role = _ROLE + (_CALLS if has_calls else "")
+    strategy = _STRATEGY.format(calls_waste=_CALLS_WASTE if has_calls else "")
+    parts = [role, care_table(conditions), strategy]
     if use_tools:
         parts.append(TOOLS_FORMAT)
     else:

@@ -353,6 +353,20 @@ def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
 
 _PHASE1_BUILDERS = {"task1": _task1, "task2": _task2, "task3": _task3}
 
+#: The conditions each phase-1 builder above can produce (public: the task descriptions say so).
+#: Phase-2 calls can carry any condition. ``tests/sim/test_generator_conditions.py`` checks both ways.
+PHASE1_CONDITIONS: dict[str, tuple[str, ...]] = {
+    "task1": ("stemi",),
+    "task2": ("stemi", "stroke"),
+    "task3": ("stemi", "stroke", "trauma_haemorrhage", "trauma_major", "minor_injury"),
+}
+
+
+def possible_conditions(task_id: str) -> tuple[str, ...]:
+    """The conditions a task's patients can have, in ``CONDITIONS`` order (all for phase 2)."""
+    allowed = PHASE1_CONDITIONS.get(task_id)
+    return tuple(c for c in CONDITIONS if allowed is None or c in allowed)
+
 
 def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpawn]:
     """The low-acuity calls a news cycle brings (drawn when the cascade fires)."""

@@ -101,6 +101,22 @@ def test_prompt_fixed_part_is_byte_stable_and_actions_not_repeated(fake_llm: Fak
     assert "s1 maintain_plan() -> ok" in user
 
 
+def test_system_prompt_covers_only_what_the_task_can_produce(fake_llm: FakeOpenAI) -> None:
+    from codered_env.agents.prompts import build_system_prompt
+
+    fake_llm.set_script(default={"kind": "tool", "name": "maintain_plan"})
+    agent_for(fake_llm, "task1").act(observation("task1"))
+    task1 = fake_llm.requests[-1]["messages"][0]["content"]
+    assert "STEMI" in task1 and "Stroke" not in task1 and "Labour" not in task1
+    assert "108/112" not in task1 and "minor calls" not in task1  # no calls in phase 1
+    task3 = build_system_prompt([], use_tools=True, task_id="task3")
+    assert "haemorrhage" in task3 and "Minor injury" in task3 and "Labour" not in task3
+    full = build_system_prompt([], use_tools=True)
+    for phase2 in ("task4", "task5"):  # calls can carry any condition: the full prompt
+        assert build_system_prompt([], use_tools=True, task_id=phase2) == full
+    assert "108/112" in full and "Labour" in full and "Cardiac arrest" in full
+
+
 def test_history_prefix_is_stable_between_trims(fake_llm: FakeOpenAI) -> None:
     fake_llm.set_script(default={"kind": "tool", "name": "maintain_plan"})
     agent = agent_for(fake_llm, "task1", history=6)
