@@ -127,22 +127,39 @@ def markdown_table(rows: Sequence[Row], names: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _stat(record: EpisodeRecord, key: str) -> int | None:
+    value = (record.llm_stats or {}).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _token_row(task: str, agent: str, model: str, items: Sequence[EpisodeRecord]) -> str:
+    prompt = [r.prompt_tokens or 0 for r in items]
+    completion = [r.completion_tokens or 0 for r in items]
+    calls = [c for c in (_stat(r, "calls") for r in items) if c is not None]
+    peaks = [m for m in (_stat(r, "max_prompt_tokens") for r in items) if m is not None]
+    per_call = f"{sum(prompt) / sum(calls):.0f}" if len(calls) == len(items) and sum(calls) else "—"
+    cells = [task, agent, model, str(len(items)),
+             f"{statistics.fmean(calls):.0f}" if len(calls) == len(items) else "—", per_call,
+             str(max(peaks)) if peaks else "—", f"{statistics.fmean(prompt):.0f}",
+             f"{statistics.fmean(completion):.0f}", str(sum(prompt) + sum(completion))]
+    return "| " + " | ".join(cells) + " |"
+
+
 def token_table(records: Sequence[EpisodeRecord]) -> str | None:
-    """Mean prompt/completion tokens per episode for each (task, agent, model) with token counts;
-    ``None`` when no stored episode has any (no LLM rows)."""
+    """Token use for each (task, agent, model) with token counts: model calls and prompt/completion
+    tokens per episode (means), prompt tokens per call (over all the group's calls), the largest
+    single prompt, and the group's total; ``None`` when no stored episode has any (no LLM rows)."""
     groups: dict[tuple[str, str, str], list[EpisodeRecord]] = {}
     for record in records:
         if record.prompt_tokens is not None or record.completion_tokens is not None:
             groups.setdefault((record.task_id, record.agent, record.model), []).append(record)
     if not groups:
         return None
-    lines = ["| Task | Agent | Model | n | Prompt tokens / episode | Completion tokens / episode "
-             "| Total tokens |", "|---|---|---|---|---|---|---|"]
-    for (task, agent, model), items in sorted(groups.items()):
-        prompt = [r.prompt_tokens or 0 for r in items]
-        completion = [r.completion_tokens or 0 for r in items]
-        lines.append(f"| {task} | {agent} | {model} | {len(items)} | {statistics.fmean(prompt):.0f} "
-                     f"| {statistics.fmean(completion):.0f} | {sum(prompt) + sum(completion)} |")
+    header = ["Task", "Agent", "Model", "n", "Calls / episode", "Prompt tokens / call",
+              "Max prompt tokens", "Prompt tokens / episode", "Completion tokens / episode",
+              "Total tokens (all n episodes)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += [_token_row(*key, items) for key, items in sorted(groups.items())]
     return "\n".join(lines)
 
 

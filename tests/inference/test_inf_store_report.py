@@ -101,3 +101,21 @@ def test_report_on_missing_or_empty_db_is_an_error(tmp_path: Path) -> None:
     EpisodeStore(tmp_path / "empty.db").close()
     with pytest.raises(StoreError, match="no episodes"):
         generate_report(tmp_path / "empty.db", tmp_path / "out")
+
+
+def test_token_table_reports_per_call_and_per_episode_usage() -> None:
+    from codered_env.evaluation.report import token_table
+
+    def llm(seed: int, calls: int, prompt: int, peak: int) -> EpisodeRecord:
+        stats = {"calls": calls, "prompt_tokens": prompt, "completion_tokens": 10 * calls,
+                 "max_prompt_tokens": peak}
+        return record("llm", "task1", seed, 0.3, model="tiny", llm_stats=stats)
+
+    heuristic = record("heuristic", "task1", 2, 0.8)
+    table = token_table([llm(0, 10, 12_000, 1_300), llm(1, 30, 40_000, 1_500), heuristic])
+    assert table is not None
+    header, _, row = table.splitlines()
+    assert "Prompt tokens / call" in header and "Total tokens (all n episodes)" in header
+    # 52,000 prompt tokens over 40 calls: 1,300 per call (not the mean of per-episode means)
+    assert row == "| task1 | llm | tiny | 2 | 20 | 1300 | 1500 | 26000 | 200 | 52400 |"
+    assert token_table([record("heuristic", "task1", 0, 0.8)]) is None  # no LLM rows, no table
