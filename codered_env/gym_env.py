@@ -279,8 +279,18 @@ class LegalIndex(NamedTuple):
     table: list[int]  # (count, first index) per type of ``ACTION_ORDER``, flat
 
 
-def index_legal(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> LegalIndex:
-    """The segments of the enumeration, the per-slot id sets and the per-type table of ``legal``."""
+# per action type: (its options as last seen, their (names, values, size) and slot id sets)
+OptionParts = tuple[list[tuple[tuple[str, ...], tuple[Any, ...], int]], dict[tuple[str, str], set]]
+LegalMemo = dict[str, tuple[Any, OptionParts]]
+
+
+def index_legal(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]],
+                memo: LegalMemo | None = None) -> LegalIndex:
+    """The segments of the enumeration, the per-slot id sets and the per-type table of ``legal``.
+
+    With ``memo`` (one per environment), an action type whose options equal the ones it had at
+    the previous call reuses their parsed parts; only the first indices are recomputed. The id
+    sets handed out are shared with later calls and must not be changed."""
     segments: list[Segment] = []
     slots: dict[tuple[str, str], set] = {}
     table = [0] * (2 * len(ACTION_ORDER))
@@ -290,29 +300,48 @@ def index_legal(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> L
         options = legal.get(action_type)
         if not options:
             continue
+        last = None if memo is None else memo.get(action_type)
+        if last is not None and last[0] == options:
+            parts, type_slots = last[1]
+        else:
+            parts, type_slots = _option_parts(options, slot_keys, blood)
+            if memo is not None:
+                memo[action_type] = (options, (parts, type_slots))
+        slots.update(type_slots)  # keys are (type, parameter): no two types share one
         first = start
-        for option in options:
-            for name, values in option.items():
-                key = slot_keys.get(name)
-                if key is not None:
-                    ids = slots.get(key)
-                    if ids is None:
-                        slots[key] = set(values)
-                    else:
-                        ids.update(values)
-            if blood:
-                values = tuple([_canonical_units(v) if n == "units" else v for n, v in option.items()])
-            else:
-                values = tuple(option.values())
-            size = 1
-            for vals in values:
-                size *= len(vals)
-            if size:
-                segments.append((action_type, tuple(option), values, start, size))
-                start += size
+        for names, values, size in parts:
+            segments.append((action_type, names, values, start, size))
+            start += size
         if start > first:
             table[column], table[column + 1] = start - first, first
     return LegalIndex(segments, start, slots, table)
+
+
+def _option_parts(options: Sequence[Mapping[str, Sequence[Any]]], slot_keys: dict[str, tuple[str, str]],
+                  blood: bool) -> OptionParts:
+    """(names, values, size) of each option of one type with at least one action, and the ids
+    each slot parameter accepts."""
+    parts = []
+    slots: dict[tuple[str, str], set] = {}
+    for option in options:
+        for name, values in option.items():
+            key = slot_keys.get(name)
+            if key is not None:
+                ids = slots.get(key)
+                if ids is None:
+                    slots[key] = set(values)
+                else:
+                    ids.update(values)
+        if blood:
+            values = tuple([_canonical_units(v) if n == "units" else v for n, v in option.items()])
+        else:
+            values = tuple(option.values())
+        size = 1
+        for vals in values:
+            size *= len(vals)
+        if size:
+            parts.append((tuple(option), values, size))
+    return parts, slots
 
 
 def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> tuple[list[Segment], int]:
@@ -931,6 +960,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self._features = FeatureBuilder(max_actions)
         self.sim = CodeRedSim(task_id, 0)
         self._segments: list[Segment] = []
+        self._legal_memo: LegalMemo = {}
         self._n_legal = 1
         self._end_reason: str | None = None
 
@@ -946,6 +976,7 @@ class CodeRedGymEnv(gymnasium.Env):
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
+        self._legal_memo.clear()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -991,7 +1022,7 @@ class CodeRedGymEnv(gymnasium.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
         legal = {} if sim.done else legal_actions(sim.world)
-        index = index_legal(legal)
+        index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
         return self._features.build(sim, index, self._n_legal)
 
