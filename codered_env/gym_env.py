@@ -707,9 +707,15 @@ def _report_row(report: str) -> tuple[float, ...]:
     if match:
         row[_C["age"]] = _c(int(match.group(1)) / 100)
         row[_C["male"]] = float(match.group(2) == "M")
-    for cues in REPORT_CUES:
-        row[_C[f"cue_{cues[0].replace(' ', '_')}"]] = float(any(c in text for c in cues))
+    for column, cues in _CUE_COLUMNS:
+        for cue in cues:
+            if cue in text:
+                row[column] = 1.0
+                break
     return tuple(row)
+
+
+_CUE_COLUMNS = tuple((_C[f"cue_{cues[0].replace(' ', '_')}"], cues) for cues in REPORT_CUES)
 
 
 _CALL_FLAGS = tuple(
@@ -742,11 +748,12 @@ _C_DYNAMIC = ((slice(_C_WAITING, _C_WAITING + 1), slice(0, 1)),)
 def _call_row(key: tuple[Any, ...]) -> np.ndarray:
     """The discrete columns of a call row: ``_call_static`` of ``key[:5]`` and the action flags
     ``key[5:]`` (``_CALL_FLAGS`` order)."""
-    row = list(_call_static(*key[:5]))
+    row = np.array(_call_static(*key[:5]), np.float32)
     for (column, _), on in zip(_CALL_FLAGS, key[5:], strict=True):
         if on:
             row[column] = 1.0
-    return _frozen_row(row)
+    row.flags.writeable = False  # shared by every slot that copies it
+    return row
 
 
 @functools.lru_cache(maxsize=4096)
@@ -834,7 +841,18 @@ def _specialist_columns(specialists: tuple[tuple[str, str], ...]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _blood_columns(blood: tuple[tuple[str, int], ...]) -> np.ndarray:
-    return _frozen_row(_hospital_static((), (), 0, blood)[_H_BLOOD_STOCK])
+    """``_hospital_static``'s blood columns (units per type, then the total), computed alone."""
+    row, total = [0.0] * (len(BLOOD_TYPES) + 1), 0
+    for blood_type, units in blood:
+        if units > 0:
+            row[_BLOOD_INDEX[blood_type]] = _c(units / 12)
+            total += units
+    row[-1] = _c(total / 60)
+    return _frozen_row(row)
+
+
+_BLOOD_INDEX = {t: i for i, t in enumerate(BLOOD_TYPES)}
+assert all(_H_BLOOD[t] == _H_BLOOD_STOCK.start + i for t, i in _BLOOD_INDEX.items())
 
 
 @functools.lru_cache(maxsize=64)

@@ -42,16 +42,21 @@ def shown_reserve(p: Patient) -> float:
 def vitals_values(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[int, int, int, int, int, float]:
     """(hr, sbp, spo2, rr, gcs, score) of a living patient at shown reserve ``r``."""
     loss = 1.0 - r
-    shift = VITALS_AT_ZERO_RESERVE_STROKE if stroke else VITALS_AT_ZERO_RESERVE
-    base = VITALS_BASELINE
+    hr, sbp, spo2, rr, gcs = _SHIFTS[stroke]
     return (
-        round(hr0 + shift["hr"] * loss),
-        round(sbp0 + shift["sbp"] * loss),
-        round(base["spo2"] + shift["spo2"] * loss),
-        round(base["rr"] + shift["rr"] * loss),
-        max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
+        round(hr0 + hr * loss),
+        round(sbp0 + sbp * loss),
+        round(_BASE_SPO2 + spo2 * loss),
+        round(_BASE_RR + rr * loss),
+        max(GCS_MIN, _BASE_GCS + round(gcs * loss)),
         round(r, 2),
     )
+
+
+_VITALS = ("hr", "sbp", "spo2", "rr", "gcs")
+_SHIFTS = {stroke: tuple(table[v] for v in _VITALS)
+           for stroke, table in ((False, VITALS_AT_ZERO_RESERVE), (True, VITALS_AT_ZERO_RESERVE_STROKE))}
+_BASE_SPO2, _BASE_RR, _BASE_GCS = VITALS_BASELINE["spo2"], VITALS_BASELINE["rr"], VITALS_BASELINE["gcs"]
 
 
 def _waiting_for(world: World, p: Patient) -> list[str]:
