@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -247,7 +247,6 @@ _G, _A, _P, _C, _H = (
     _index(CALL_FEATURES),
     _index(HOSPITAL_FEATURES),
 )
-_TYPE_INDEX = {t: i for i, t in enumerate(ACTION_ORDER)}
 
 
 def _columns(index: dict[str, int], prefix: str) -> dict[str, int]:
@@ -465,7 +464,8 @@ class _Rows:
         self.keys: list[list[Any]] = [[None] * n_rows for _ in range(parts)]
         self.n = 0
 
-    def put(self, i: int, key: Any, columns_of: Any, part: int = 0, columns: slice = _ROW) -> None:
+    def put(self, i: int, key: Any, columns_of: Callable[[Any], np.ndarray], part: int = 0,
+            columns: slice = _ROW) -> None:
         """Slot ``i`` holds ``columns_of(key)`` in ``columns`` (written only when its key changed)."""
         keys = self.keys[part]
         if keys[i] != key:
@@ -620,7 +620,7 @@ def _reserved_units(world: World) -> dict[str, int]:
 
 _P_VITALS = _P["hr"]  # hr, sbp, spo2, rr, gcs, vitals_score are consecutive columns
 assert PATIENT_FEATURES[_P_VITALS:_P_VITALS + 6] == ("hr", "sbp", "spo2", "rr", "gcs", "vitals_score")
-_P_MINUTES, _P_ETA, _P_RESERVED = _P["minutes_since_call"], _P["eta"], _P["blood_reserved"]
+_P_MINUTES, _P_ETA = _P["minutes_since_call"], _P["eta"]
 _P_WAITING = _P["waiting_or"]  # waiting_or/specialist/blood/transfer, blood_type_known, blood_reserved
 assert PATIENT_FEATURES[_P_WAITING:_P_WAITING + 6] == (
     "waiting_or", "waiting_specialist", "waiting_blood", "waiting_transfer", "blood_type_known",
