@@ -16,6 +16,7 @@ Usage::
     uv run python bench/bench_gym.py --tasks task5 --compare /path/to/other/checkout
     uv run python bench/bench_gym.py --profile task5         # cProfile of the adapter loop
     uv run python bench/bench_gym.py --ab /path/to/other/checkout --tasks task1,task5
+    uv run python bench/bench_gym.py --parts task5           # time per part of a step
 
 ``--ab PATH`` is the load-robust comparison: both adapters in one process, alternating chunks of
 200 steps on the same episodes, so a neighbour process that starts or stops affects both alike.
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -66,12 +68,14 @@ def cartpole_rate(steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def ab_rates(other: Path, tasks: list[str], rounds: int, chunk: int = 200) -> dict[str, tuple[float, float]]:
+def ab_rates(other: Path, tasks: list[str], rounds: int, chunk: int = 200,
+             clock: Any = time.perf_counter) -> dict[str, tuple[float, float]]:
     """Steps/s of the other checkout's adapter and of ours *in this process*, in alternating
     chunks of ``chunk`` steps (same episodes: same seeds and policy), so both see the same
     machine load at the same moments: robust when other processes come and go. The other
     package is imported under an alias (a symlink ``codered_other``). Returns task ->
-    (other, ours), each the median chunk rate. Unwrapped envs: no ``gym.make`` wrappers."""
+    (other, ours), each the median chunk rate. Unwrapped envs: no ``gym.make`` wrappers.
+    ``clock=time.process_time`` counts only this process's CPU time (steadier on a shared machine)."""
     import tempfile
 
     import codered_env.gym_env as ours
@@ -83,7 +87,7 @@ def ab_rates(other: Path, tasks: list[str], rounds: int, chunk: int = 200) -> di
 
     out = {}
     for task_id in tasks:
-        runs = [_chunk_runner(mod, task_id, chunk) for mod in (theirs, ours)]
+        runs = [_chunk_runner(mod, task_id, chunk, clock) for mod in (theirs, ours)]
         times: list[list[float]] = [[], []]
         for r in range(rounds):
             for k in (0, 1) if r % 2 else (1, 0):
@@ -92,20 +96,51 @@ def ab_rates(other: Path, tasks: list[str], rounds: int, chunk: int = 200) -> di
     return out
 
 
-def _chunk_runner(mod, task_id: str, chunk: int):
+def _chunk_runner(mod, task_id: str, chunk: int, clock: Any = time.perf_counter):
     env, rng, state = mod.CodeRedGymEnv(task_id), np.random.default_rng(0), {"episode": 0}
     env.reset(seed=0)
 
     def run() -> float:
-        start = time.perf_counter()
+        start = clock()
         for _ in range(chunk):
             _, _, terminated, truncated, _ = env.step(int(rng.integers(int(env.action_masks().sum()))))
             if terminated or truncated:
                 state["episode"] += 1
                 env.reset(seed=state["episode"])
-        return time.perf_counter() - start
+        return clock() - start
 
     return run
+
+
+def step_parts(task_id: str, steps: int, seed: int = 0) -> dict[str, float]:
+    """Microseconds per step of each part of ``CodeRedGymEnv.step`` (process time, so another
+    process taking the CPU does not count): the simulation's ``step``, its ``legal_actions``,
+    ``index_legal`` and the feature build; the same masked-random play as ``codered_rate``."""
+    import codered_env.gym_env as gym_env
+    from codered_env.sim.observation import legal_actions
+
+    env, rng, clock = gym_env.CodeRedGymEnv(task_id), np.random.default_rng(seed), time.process_time_ns
+    env.reset(seed=seed)
+    totals, episode = [0, 0, 0, 0], seed
+    for _ in range(steps):
+        wire = env._wire(int(rng.integers(int(env.action_masks().sum()))))
+        t0 = clock()
+        result = env.sim.step(wire)
+        t1 = clock()
+        legal = {} if env.sim.done else legal_actions(env.sim.world)
+        t2 = clock()
+        index = gym_env.index_legal(legal, env._legal_memo)
+        t3 = clock()
+        env._segments, env._n_legal = index.segments, min(index.total, env.max_actions)
+        env._features.build(env.sim, index, env._n_legal)
+        t4 = clock()
+        for k, (a, b) in enumerate(((t0, t1), (t1, t2), (t2, t3), (t3, t4))):
+            totals[k] += b - a
+        if result.done:
+            episode += 1
+            env.reset(seed=episode)
+    names = ("sim.step", "legal_actions", "index_legal", "features")
+    return {name: total / steps / 1e3 for name, total in zip(names, totals, strict=True)}
 
 
 def best(fn, repeats: int) -> float:
@@ -130,17 +165,28 @@ def main() -> None:
     parser.add_argument("--ab", type=Path, default=None, metavar="PATH",
                         help="interleaved in-process A/B against another checkout (load-robust)")
     parser.add_argument("--rounds", type=int, default=20, help="chunks per side with --ab")
+    parser.add_argument("--cpu", action="store_true",
+                        help="--ab: time chunks in process CPU time, not wall time (shared machines)")
+    parser.add_argument("--parts", default=None, metavar="TASK",
+                        help="microseconds per step of each part of a step (process time)")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
     if args.ab:
         load = os.getloadavg()[0]
-        rates = ab_rates(args.ab, tasks, args.rounds)
+        clock = time.process_time if args.cpu else time.perf_counter
+        rates = ab_rates(args.ab, tasks, args.rounds, clock=clock)
         print(f"interleaved A/B, {args.rounds} chunks of 200 steps per side, median chunk, unwrapped envs, "
+              f"{'process CPU time' if args.cpu else 'wall time'}, "
               f"load avg before {load:.1f} / after {os.getloadavg()[0]:.1f}\n")
         print(f"| env | {args.ab.name} steps/s | this checkout steps/s | speed-up |")
         print("|---|---|---|---|")
         for task_id, (theirs, ours) in rates.items():
             print(f"| {task_id} | {theirs:,.0f} | {ours:,.0f} | {ours / theirs:.2f}x |")
+        return
+    if args.parts:
+        parts = step_parts(args.parts, args.steps)
+        print(f"{args.parts}: " + ", ".join(f"{k} {v:.0f} us" for k, v in parts.items())
+              + f"; sum {sum(parts.values()):.0f} us/step, load avg {os.getloadavg()[0]:.1f}")
         return
     if args.profile:
         prof = "/tmp/bench_gym.prof"

@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
 from .sim.observation import _waiting_for as waiting_for
 from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
-from .sim.params import BLOOD_TYPES, GCS_MIN
+from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
 from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
@@ -247,7 +247,6 @@ _G, _A, _P, _C, _H = (
     _index(CALL_FEATURES),
     _index(HOSPITAL_FEATURES),
 )
-_TYPE_INDEX = {t: i for i, t in enumerate(ACTION_ORDER)}
 
 
 def _columns(index: dict[str, int], prefix: str) -> dict[str, int]:
@@ -270,29 +269,85 @@ _SEGMENT_TYPES = ACTION_ORDER[1:]  # maintain_plan is always index 0
 Segment = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], int, int]  # type, names, values, start, n
 
 
-def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> tuple[list[Segment], int]:
-    """The enumeration of ``enumerate_actions`` without building it: one segment per option
-    (its first index and size); returns the segments and the number of concrete actions."""
+class LegalIndex(NamedTuple):
+    """What the adapter needs from the legal-action dict, read in one pass (``index_legal``)."""
+
+    segments: list[Segment]  # one per option with at least one action (``action_segments``)
+    total: int  # the number of concrete actions, ``maintain_plan`` included
+    slots: dict[tuple[str, str], set]  # (action type, parameter) -> every id it accepts now
+    table: list[int]  # (count, first index) per type of ``ACTION_ORDER``, flat
+
+
+# per action type: (its options as last seen, their (names, values, size) and slot id sets)
+OptionParts = tuple[list[tuple[tuple[str, ...], tuple[Any, ...], int]], dict[tuple[str, str], set]]
+LegalMemo = dict[str, tuple[Any, OptionParts]]
+
+
+def index_legal(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]],
+                memo: LegalMemo | None = None) -> LegalIndex:
+    """The segments of the enumeration, the per-slot id sets and the per-type table of ``legal``.
+
+    With ``memo`` (one per environment), an action type whose options equal the ones it had at
+    the previous call reuses their parsed parts; only the first indices are recomputed. The id
+    sets handed out are shared with later calls and must not be changed."""
     segments: list[Segment] = []
+    slots: dict[tuple[str, str], set] = {}
+    table = [0] * (2 * len(ACTION_ORDER))
+    table[0] = 1
     start = 1
-    for action_type in _SEGMENT_TYPES:
+    for action_type, slot_keys, blood, column in _SEGMENT_PLAN:
         options = legal.get(action_type)
         if not options:
             continue
-        blood = action_type in _BLOOD_ACTIONS
-        for option in options:
-            names = tuple(option)
-            if blood:
-                values = tuple([_canonical_units(v) if n == "units" else v for n, v in option.items()])
-            else:
-                values = tuple(option.values())
-            size = 1
-            for vals in values:
-                size *= len(vals)
-            if size:
-                segments.append((action_type, names, values, start, size))
-                start += size
-    return segments, start
+        last = None if memo is None else memo.get(action_type)
+        if last is not None and last[0] == options:
+            parts, type_slots = last[1]
+        else:
+            parts, type_slots = _option_parts(options, slot_keys, blood)
+            if memo is not None:
+                memo[action_type] = (options, (parts, type_slots))
+        slots.update(type_slots)  # keys are (type, parameter): no two types share one
+        first = start
+        for names, values, size in parts:
+            segments.append((action_type, names, values, start, size))
+            start += size
+        if start > first:
+            table[column], table[column + 1] = start - first, first
+    return LegalIndex(segments, start, slots, table)
+
+
+def _option_parts(options: Sequence[Mapping[str, Sequence[Any]]], slot_keys: dict[str, tuple[str, str]],
+                  blood: bool) -> OptionParts:
+    """(names, values, size) of each option of one type with at least one action, and the ids
+    each slot parameter accepts."""
+    parts = []
+    slots: dict[tuple[str, str], set] = {}
+    for option in options:
+        for name, values in option.items():
+            key = slot_keys.get(name)
+            if key is not None:
+                ids = slots.get(key)
+                if ids is None:
+                    slots[key] = set(values)
+                else:
+                    ids.update(values)
+        if blood:
+            values = tuple([_canonical_units(v) if n == "units" else v for n, v in option.items()])
+        else:
+            values = tuple(option.values())
+        size = 1
+        for vals in values:
+            size *= len(vals)
+        if size:
+            parts.append((tuple(option), values, size))
+    return parts, slots
+
+
+def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> tuple[list[Segment], int]:
+    """The enumeration of ``enumerate_actions`` without building it: one segment per option
+    (its first index and size); returns the segments and the number of concrete actions."""
+    index = index_legal(legal)
+    return index.segments, index.total
 
 
 def _canonical_units(values: Sequence[Any]) -> list[Any]:
@@ -313,27 +368,16 @@ def decode_action(segments: Sequence[Segment], index: int) -> dict[str, Any]:
     raise IndexError(f"action index {index} is not legal now")
 
 
-def _slot_sets(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> dict[tuple[str, str], set]:
-    """(action type, parameter) -> every id that parameter accepts now (the per-slot masks)."""
-    out: dict[tuple[str, str], set] = {}
-    for action_type, options in legal.items():
-        if action_type in _NO_SLOT_FLAGS:
-            continue
-        for option in options:
-            for name, values in option.items():
-                if name in _SLOT_PARAMS:
-                    key = (action_type, name)
-                    ids = out.get(key)
-                    if ids is None:
-                        out[key] = set(values)
-                    else:
-                        ids.update(values)
-    return out
-
-
 _NO_SLOT_FLAGS = frozenset({"maintain_plan", "query_or_status"})
 _SLOT_PARAMS = frozenset({"ambulance_id", "patient_id", "call_id", "hospital_id", "target_id",
                           "from_hospital_id"})
+# per segment type in enumeration order: (type, slot parameter -> (type, parameter) key of its id
+# set, blood units to canonicalise, column of its count in the per-type table)
+_SEGMENT_PLAN = tuple(
+    (action_type, {} if action_type in _NO_SLOT_FLAGS else {n: (action_type, n) for n in _SLOT_PARAMS},
+     action_type in _BLOOD_ACTIONS, 2 * i)
+    for i, action_type in enumerate(_SEGMENT_TYPES, 1)
+)
 
 
 # ------------------------------------------------------------------------------ feature builder
@@ -344,25 +388,34 @@ class FeatureBuilder:
     call with its report until a crew is on scene), displayed vitals, agent triage, OR/specialist
     states, blood stock, active disruptions. Future calls, hidden conditions, reserves, unknown
     blood types and OR timers are never touched (tests perturb them and compare).
+
+    Incremental: the builder keeps the rows of the previous build. A row's discrete part (one-hots
+    and action flags, a pure function of a small key) is copied in from a memo only when the key
+    at that slot changed; the per-minute columns (vitals, minutes, ETAs, waiting, load ...) of
+    every present row are rewritten each build in one block per group. Each build returns fresh
+    arrays, and a new builder produces the same bytes (tests compare them over many episodes).
     """
 
     def __init__(self, max_actions: int) -> None:
         self.max_actions = max_actions
+        self._ambulances = _Rows(MAX_AMBULANCES, len(AMBULANCE_FEATURES))
+        self._patients = _Rows(MAX_PATIENTS, len(PATIENT_FEATURES))
+        self._calls = _Rows(MAX_CALLS, len(CALL_FEATURES))
+        self._hospitals = _Rows(N_HOSPITALS, len(HOSPITAL_FEATURES), parts=4)
 
-    def build(self, sim: CodeRedSim, legal: Mapping[str, Any], segments: Sequence[Segment],
-              n_legal: int) -> dict[str, np.ndarray]:
-        world = sim.world
-        slots = _slot_sets(legal)
+    def build(self, sim: CodeRedSim, index: LegalIndex, n_legal: int) -> dict[str, np.ndarray]:
+        """The observation of ``sim`` given its legal actions (``index_legal``) and their count."""
+        world, slots = sim.world, index.slots
         patients = _slot_patients([p for p in world.patients.values() if p.visible])
         calls = visible_calls(world)
         return {
             "global": self._global(sim, len(patients), len(calls), n_legal),
-            "ambulances": _ambulances(world, slots),
-            "patients": _patients(world, patients, slots),
-            "calls": _calls(world, calls, slots),
-            "hospitals": _hospitals(world, slots),
+            "ambulances": _ambulances(self._ambulances, world, slots),
+            "patients": _patients(self._patients, world, patients, slots),
+            "calls": _calls(self._calls, world, calls, slots),
+            "hospitals": _hospitals(self._hospitals, world, slots),
             "roads": _roads(world),
-            "actions": self._actions(segments),
+            "actions": self._actions(index.table),
         }
 
     def _global(self, sim: CodeRedSim, n_patients: int, n_calls: int, n_legal: int) -> np.ndarray:
@@ -388,18 +441,60 @@ class FeatureBuilder:
         )
         return np.array([_c(float(v)) for v in values], np.float32)
 
-    def _actions(self, segments: Sequence[Segment]) -> np.ndarray:
+    def _actions(self, table: list[int]) -> np.ndarray:
         """Per action type: how many legal indices it has and where they start (/max_actions)."""
-        counts, starts = [0] * len(ACTION_ORDER), [0] * len(ACTION_ORDER)
-        counts[0] = 1
-        for action_type, _, _, start, size in segments:
-            i = _TYPE_INDEX[action_type]
-            if not counts[i]:
-                starts[i] = start
-            counts[i] += size
-        scale = self.max_actions
-        return np.array([(_c(n / scale), _c(s / scale)) for n, s in zip(counts, starts, strict=True)],
-                        np.float32)
+        # the counts and starts are never negative: ``_c(v / max_actions)`` is this float64 minimum
+        scaled = np.minimum(np.array(table, np.float64) / self.max_actions, 1.0)
+        return scaled.astype(np.float32).reshape(len(ACTION_ORDER), 2)
+
+
+Span = tuple[slice, slice]  # (columns of a row, the matching slice of a row's per-build values)
+_ROW = slice(None)
+
+
+class _Rows:
+    """One entity group's rows, kept between builds. A row is made of parts (the whole row by
+    default): ``keys[part][i]`` is the key whose memoised columns slot ``i`` holds for that part
+    (``None``: zeros); ``n`` rows are present."""
+
+    __slots__ = ("keys", "n", "rows")
+
+    def __init__(self, n_rows: int, width: int, parts: int = 1) -> None:
+        self.rows = np.zeros((n_rows, width), np.float32)
+        self.keys: list[list[Any]] = [[None] * n_rows for _ in range(parts)]
+        self.n = 0
+
+    def put(self, i: int, key: Any, columns_of: Callable[[Any], np.ndarray], part: int = 0,
+            columns: slice = _ROW) -> None:
+        """Slot ``i`` holds ``columns_of(key)`` in ``columns`` (written only when its key changed)."""
+        keys = self.keys[part]
+        if keys[i] != key:
+            keys[i] = key
+            self.rows[i, columns] = columns_of(key)
+
+    def clear(self, start: int, stop: int) -> None:
+        self.rows[start:stop] = 0.0
+        for keys in self.keys:
+            keys[start:stop] = [None] * (stop - start)
+
+    def finish(self, n: int, spans: tuple[Span, ...], values: list[float]) -> np.ndarray:
+        """``n`` rows present; ``values`` holds their per-build columns, row after row, laid out
+        by ``spans``. Returns a fresh copy of the rows."""
+        rows = self.rows
+        if n < self.n:
+            self.clear(n, self.n)
+        self.n = n
+        if n:  # float64 then cast on assignment: the float32 values of writing each one directly
+            block = np.array(values, np.float64).reshape(n, -1)
+            for columns, part in spans:
+                rows[:n, columns] = block[:, part]
+        return rows.copy()
+
+
+def _frozen_row(row: Sequence[float]) -> np.ndarray:
+    out = np.array(row, np.float32)
+    out.flags.writeable = False  # shared by every slot that copies it
+    return out
 
 
 def _slot_patients(patients: list[Patient]) -> list[Patient]:
@@ -417,37 +512,34 @@ def _c(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else x
 
 
-def _rows(rows: list[list[float]], n: int, width: int) -> np.ndarray:
-    """Zero-padded float32 array of ``n`` rows (lists are filled first: far cheaper than
-    writing numpy elements one at a time)."""
-    out = np.zeros((n, width), np.float32)
-    if rows:  # via float64: numpy converts a nested list to float64 faster, the cast is exact alike
-        out[: len(rows)] = np.array(rows, np.float64)
-    return out
-
-
-def _ambulances(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    clock, rows = world.clock, []
+def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    clock, dynamic = world.clock, []
     dispatchable = (
         slots.get(("dispatch_ambulance", "ambulance_id"), set())
         | slots.get(("dispatch_als", "ambulance_id"), set())
         | slots.get(("dispatch_bls", "ambulance_id"), set())
     )
-    for amb in list(world.ambulances.values())[:MAX_AMBULANCES]:
+    patients = world.patients
+    for i, amb in enumerate(list(world.ambulances.values())[:MAX_AMBULANCES]):
         trip, status = amb.trip, amb.status
-        known = amb.patient_id is not None and world.patients[amb.patient_id].visible
-        row = list(_ambulance_static(amb.kind == "ALS", amb.mutual_aid, status, amb.node,
-                                     None if trip is None else trip.target, known or amb.call_id is not None,
-                                     amb.held, amb.ambulance_id in dispatchable))
-        if trip is not None:
-            row[_A_ETA] = _c(trip.eta_minutes(clock) / 30)
-        if status in ("on_scene", "at_hospital"):
-            row[_A_BUSY] = _c(max(0, amb.busy_until - clock) / 30)
-        rows.append(row)
-    return _rows(rows, MAX_AMBULANCES, len(AMBULANCE_FEATURES))
+        known = amb.patient_id is not None and patients[amb.patient_id].visible
+        group.put(i, (amb.kind == "ALS", amb.mutual_aid, status, amb.node,
+                      None if trip is None else trip.target, known or amb.call_id is not None,
+                      amb.held, amb.ambulance_id in dispatchable), _ambulance_row)
+        eta = 0.0 if trip is None else _c(trip.eta_minutes(clock) / 30)
+        busy = _c(max(0, amb.busy_until - clock) / 30) if status in ("on_scene", "at_hospital") else 0.0
+        dynamic += (eta, busy)
+    return group.finish(len(dynamic) // 2, _A_DYNAMIC, dynamic)
 
 
 _A_ETA, _A_BUSY = _A["eta"], _A["busy"]
+_A_DYNAMIC = ((slice(_A_ETA, _A_BUSY + 1), slice(0, 2)),)
+assert _A_BUSY == _A_ETA + 1
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _ambulance_row(key: tuple[bool, bool, str, str, str | None, bool, bool, bool]) -> np.ndarray:
+    return _frozen_row(_ambulance_static(*key))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -491,18 +583,29 @@ _PATIENT_FLAGS = tuple(
 )
 
 
-def _patients(world: World, patients: list[Patient], slots: dict[tuple[str, str], set]) -> np.ndarray:
-    flag_sets = [(column, slots.get(key, ())) for column, key in _PATIENT_FLAGS]
+def _patients(group: _Rows, world: World, patients: list[Patient],
+              slots: dict[tuple[str, str], set]) -> np.ndarray:
+    f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
     reserved = _reserved_units(world) if world.allocations else None
-    rows = []
-    for p in patients:
-        row = _patient_row(world, p, reserved)
+    dynamic = []
+    for i, p in enumerate(patients):
         pid = p.patient_id
-        for column, ids in flag_sets:
-            if pid in ids:
-                row[column] = 1.0
-        rows.append(row)
-    return _rows(rows, MAX_PATIENTS, len(PATIENT_FEATURES))
+        group.put(i, (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
+                      p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4),
+                  _patient_row)
+        dynamic += _patient_dynamic(world, p, reserved)
+    return group.finish(len(patients), _P_DYNAMIC, dynamic)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _patient_row(key: tuple[Any, ...]) -> np.ndarray:
+    """The discrete columns of a patient row: ``_patient_static`` of ``key[:8]`` and the action
+    flags ``key[8:]`` (``_PATIENT_FLAGS`` order)."""
+    row = list(_patient_static(*key[:8]))
+    for (column, _), on in zip(_PATIENT_FLAGS, key[8:], strict=True):
+        if on:
+            row[column] = 1.0
+    return _frozen_row(row)
 
 
 def _reserved_units(world: World) -> dict[str, int]:
@@ -517,34 +620,43 @@ def _reserved_units(world: World) -> dict[str, int]:
 
 _P_VITALS = _P["hr"]  # hr, sbp, spo2, rr, gcs, vitals_score are consecutive columns
 assert PATIENT_FEATURES[_P_VITALS:_P_VITALS + 6] == ("hr", "sbp", "spo2", "rr", "gcs", "vitals_score")
+_P_MINUTES, _P_ETA = _P["minutes_since_call"], _P["eta"]
+_P_WAITING = _P["waiting_or"]  # waiting_or/specialist/blood/transfer, blood_type_known, blood_reserved
+assert PATIENT_FEATURES[_P_WAITING:_P_WAITING + 6] == (
+    "waiting_or", "waiting_specialist", "waiting_blood", "waiting_transfer", "blood_type_known",
+    "blood_reserved",
+)
+assert (_P_MINUTES, _P_ETA) == (_P_VITALS + 6, _P_VITALS + 7)
+# the per-build columns: ``_patient_dynamic`` returns these 8 + 6 values
+_P_DYNAMIC = ((slice(_P_VITALS, _P_VITALS + 8), slice(0, 8)),
+              (slice(_P_WAITING, _P_WAITING + 6), slice(8, 14)))
+_NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
 
 
-def _patient_row(world: World, p: Patient, reserved: dict[str, int] | None) -> list[float]:
-    row = list(_patient_static(p.condition, p.status, p.destination, p.hospital, p.node,
-                               p.ambulance_id is not None, p.blood_type_known, p.secondary))
+def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) -> tuple[float, ...]:
+    """A patient's vitals, minutes since the call, ETA, what they wait for, whether the blood type
+    is known and the units reserved (the ``_P_DYNAMIC`` columns)."""
     if p.status == "deceased":
-        row[_P_VITALS:_P_VITALS + 6] = _DEAD_VITALS
+        vitals = _DEAD_VITALS
     else:
         key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
         last = _LAST_VITALS.get(p.patient_id)
         if last is None or last[0] != key:
             last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
-        row[_P_VITALS:_P_VITALS + 6] = last[1]
-    row[_P_MINUTES] = _c((world.clock - p.appeared_at) / 180)
-    row[_P_ETA] = _c(_patient_eta(world, p) / 30)
+        vitals = last[1]
+    waiting_cols = _NOT_WAITING
     if p.status == "at_hospital":
         waiting = waiting_for(world, p)
         if waiting:
-            row[_P["waiting_or"]] = float("or" in waiting)
-            row[_P["waiting_specialist"]] = float(any(w in SPECIALTIES for w in waiting))
-            row[_P["waiting_blood"]] = float("blood" in waiting)
-            row[_P["waiting_transfer"]] = float(any(w.startswith("transfer") for w in waiting))
-    if reserved is not None:
-        row[_P_RESERVED] = _c(reserved.get(p.patient_id, 0) / 6)
-    return row
-
-
-_P_MINUTES, _P_ETA, _P_RESERVED = _P["minutes_since_call"], _P["eta"], _P["blood_reserved"]
+            waiting_cols = (
+                float("or" in waiting),
+                float(any(w in SPECIALTIES for w in waiting)),
+                float("blood" in waiting),
+                float(any(w.startswith("transfer") for w in waiting)),
+            )
+    blood = 0.0 if reserved is None else _c(reserved.get(p.patient_id, 0) / 6)
+    return (*vitals, _c((world.clock - p.appeared_at) / 180), _c(_patient_eta(world, p) / 30),
+            *waiting_cols, float(p.blood_type_known), blood)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -595,9 +707,15 @@ def _report_row(report: str) -> tuple[float, ...]:
     if match:
         row[_C["age"]] = _c(int(match.group(1)) / 100)
         row[_C["male"]] = float(match.group(2) == "M")
-    for cues in REPORT_CUES:
-        row[_C[f"cue_{cues[0].replace(' ', '_')}"]] = float(any(c in text for c in cues))
+    for column, cues in _CUE_COLUMNS:
+        for cue in cues:
+            if cue in text:
+                row[column] = 1.0
+                break
     return tuple(row)
+
+
+_CUE_COLUMNS = tuple((_C[f"cue_{cues[0].replace(' ', '_')}"], cues) for cues in REPORT_CUES)
 
 
 _CALL_FLAGS = tuple(
@@ -611,22 +729,31 @@ _CALL_FLAGS = tuple(
 )
 
 
-def _calls(world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    clock, rows = world.clock, []
-    flag_sets = [(column, slots.get(key, ())) for column, key in _CALL_FLAGS]
-    for call in calls[:MAX_CALLS]:
-        row = list(_call_static(call.report, call.priority, call.status, call.ambulance_id is not None,
-                                call.node))
-        row[_C_WAITING] = _c((clock - call.received_at) / 60)
-        call_id = call.call_id
-        for column, ids in flag_sets:
-            if call_id in ids:
-                row[column] = 1.0
-        rows.append(row)
-    return _rows(rows, MAX_CALLS, len(CALL_FEATURES))
+def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    clock, dynamic = world.clock, []
+    f0, f1, f2, f3 = (slots.get(key, ()) for _, key in _CALL_FLAGS)
+    for i, call in enumerate(calls[:MAX_CALLS]):
+        cid = call.call_id
+        group.put(i, (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
+                      cid in f0, cid in f1, cid in f2, cid in f3), _call_row)
+        dynamic.append(_c((clock - call.received_at) / 60))
+    return group.finish(len(dynamic), _C_DYNAMIC, dynamic)
 
 
 _C_WAITING = _C["waiting"]
+_C_DYNAMIC = ((slice(_C_WAITING, _C_WAITING + 1), slice(0, 1)),)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _call_row(key: tuple[Any, ...]) -> np.ndarray:
+    """The discrete columns of a call row: ``_call_static`` of ``key[:5]`` and the action flags
+    ``key[5:]`` (``_CALL_FLAGS`` order)."""
+    row = np.array(_call_static(*key[:5]), np.float32)
+    for (column, _), on in zip(_CALL_FLAGS, key[5:], strict=True):
+        if on:
+            row[column] = 1.0
+    row.flags.writeable = False  # shared by every slot that copies it
+    return row
 
 
 @functools.lru_cache(maxsize=4096)
@@ -656,29 +783,81 @@ _HOSPITAL_FLAGS = tuple(
 )
 
 
-def _hospitals(world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    rows = [[0.0] * len(HOSPITAL_FEATURES) for _ in HOSPITAL_IDS]
-    clock = world.clock
-    for h in world.hospitals.values():
-        row = rows[HOSPITAL_IDS.index(h.hospital_id)] = list(_hospital_static(
-            tuple([(room.state, room.procedure) for room in h.ors]),
-            tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]),
-            max(0, h.icu_beds - h.icu_used),
-            tuple(h.blood.items()),
-        ))
-        row[_H_LOAD] = _c(h.occupancy / (2 * h.capacity))
-        row[_H_CROWDED] = float(h.crowded)
-        if world.diverted(h.hospital_id):
-            row[_H_DIVERTED] = 1.0
-            row[_H_DIVERSION_LEFT] = _c((h.diverted_until - clock) / 60)
-        for column, key in _HOSPITAL_FLAGS:
-            if h.hospital_id in slots.get(key, ()):
-                row[column] = 1.0
-    return np.array(rows, np.float32)
+def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
+    rewritten only when its own key changed, and the per-build load, diversion and ICU columns."""
+    clock, dynamic = world.clock, []
+    flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
+    for i, hospital_id in enumerate(HOSPITAL_IDS):
+        h = world.hospitals.get(hospital_id)
+        if h is None:  # every scenario has all three; a zero row otherwise
+            group.clear(i, i + 1)
+            dynamic += _NO_HOSPITAL
+            continue
+        group.put(i, tuple([(room.state, room.procedure) for room in h.ors]), _rooms_columns, 0, _H_ROOMS)
+        group.put(i, tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]), _specialist_columns,
+                  1, _H_SPECIALISTS)
+        group.put(i, tuple(h.blood.items()), _blood_columns, 2, _H_BLOOD_STOCK)
+        group.put(i, tuple([hospital_id in ids for ids in flag_sets]), _hospital_flag_columns, 3, _H_FLAGS)
+        diverted = h.diverted_until > clock  # ``world.diverted``
+        left = _c((h.diverted_until - clock) / 60) if diverted else 0.0
+        dynamic += (_c(h.occupancy / (2 * h.capacity)), float(h.crowded), float(diverted), left,
+                    _c(max(0, h.icu_beds - h.icu_used) / 4))
+    return group.finish(len(HOSPITAL_IDS), _H_DYNAMIC, dynamic)
 
 
 _H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
 _H_DIVERSION_LEFT, _H_ICU, _H_BLOOD_TOTAL = _H["diversion_left"], _H["icu_free"], _H["blood_total"]
+assert (_H_LOAD, _H_CROWDED, _H_DIVERTED, _H_DIVERSION_LEFT) == (0, 1, 2, 3)
+_H_DYNAMIC = ((slice(0, 4), slice(0, 4)), (slice(_H_ICU, _H_ICU + 1), slice(4, 5)))
+_NO_HOSPITAL = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _span(first: str, last: str, size: int) -> slice:
+    """The columns ``first``..``last`` of a hospital row (checked to be ``size`` consecutive ones)."""
+    assert _H[last] - _H[first] + 1 == size, (first, last)
+    return slice(_H[first], _H[last] + 1)
+
+
+_H_ROOMS = _span(f"or_{OR_STATES[0]}", f"ready_{PROCEDURES[-1]}", len(OR_STATES) + 2 * len(PROCEDURES))
+_H_SPECIALISTS = _span(
+    f"{SPECIALTIES[0]}_{SPECIALIST_STATES[0]}", f"{SPECIALTIES[-1]}_{SPECIALIST_STATES[-1]}",
+    len(SPECIALTIES) * len(SPECIALIST_STATES),
+)
+_H_BLOOD_STOCK = _span(f"blood_{BLOOD_TYPES[0]}", "blood_total", len(BLOOD_TYPES) + 1)
+_H_FLAGS = _span("can_assign_to", "can_transfer_from", len(_HOSPITAL_FLAGS))
+assert [column for column, _ in _HOSPITAL_FLAGS] == list(range(_H_FLAGS.start, _H_FLAGS.stop))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _rooms_columns(rooms: tuple[tuple[str, str | None], ...]) -> np.ndarray:
+    return _frozen_row(_hospital_static(rooms, (), 0, ())[_H_ROOMS])
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _specialist_columns(specialists: tuple[tuple[str, str], ...]) -> np.ndarray:
+    return _frozen_row(_hospital_static((), specialists, 0, ())[_H_SPECIALISTS])
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _blood_columns(blood: tuple[tuple[str, int], ...]) -> np.ndarray:
+    """``_hospital_static``'s blood columns (units per type, then the total), computed alone."""
+    row, total = [0.0] * (len(BLOOD_TYPES) + 1), 0
+    for blood_type, units in blood:
+        if units > 0:
+            row[_BLOOD_INDEX[blood_type]] = _c(units / 12)
+            total += units
+    row[-1] = _c(total / 60)
+    return _frozen_row(row)
+
+
+_BLOOD_INDEX = {t: i for i, t in enumerate(BLOOD_TYPES)}
+assert all(_H_BLOOD[t] == _H_BLOOD_STOCK.start + i for t, i in _BLOOD_INDEX.items())
+
+
+@functools.lru_cache(maxsize=64)
+def _hospital_flag_columns(flags: tuple[bool, ...]) -> np.ndarray:
+    return _frozen_row([float(on) for on in flags])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -726,8 +905,8 @@ def _roads(world: World) -> np.ndarray:
 def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:
     """The Gymnasium observation of ``sim`` as it stands (what ``CodeRedGymEnv`` returns)."""
     legal = {} if sim.done else legal_actions(sim.world)
-    segments, total = action_segments(legal)
-    return FeatureBuilder(max_actions).build(sim, legal, segments, min(total, max_actions))
+    index = index_legal(legal)
+    return FeatureBuilder(max_actions).build(sim, index, min(index.total, max_actions))
 
 
 def _box(*shape: int) -> spaces.Box:
@@ -799,6 +978,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self._features = FeatureBuilder(max_actions)
         self.sim = CodeRedSim(task_id, 0)
         self._segments: list[Segment] = []
+        self._legal_memo: LegalMemo = {}
         self._n_legal = 1
         self._end_reason: str | None = None
 
@@ -814,6 +994,7 @@ class CodeRedGymEnv(gymnasium.Env):
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
+        self._legal_memo.clear()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -859,9 +1040,9 @@ class CodeRedGymEnv(gymnasium.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
         legal = {} if sim.done else legal_actions(sim.world)
-        self._segments, total = action_segments(legal)
-        self._n_legal = min(total, self.max_actions)
-        return self._features.build(sim, legal, self._segments, self._n_legal)
+        index = index_legal(legal, self._legal_memo)
+        self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
+        return self._features.build(sim, index, self._n_legal)
 
     def _info(self) -> dict[str, Any]:
         mask = np.zeros(self.max_actions, dtype=np.int8)

@@ -42,16 +42,21 @@ def shown_reserve(p: Patient) -> float:
 def vitals_values(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[int, int, int, int, int, float]:
     """(hr, sbp, spo2, rr, gcs, score) of a living patient at shown reserve ``r``."""
     loss = 1.0 - r
-    shift = VITALS_AT_ZERO_RESERVE_STROKE if stroke else VITALS_AT_ZERO_RESERVE
-    base = VITALS_BASELINE
+    hr, sbp, spo2, rr, gcs = _SHIFTS[stroke]
     return (
-        round(hr0 + shift["hr"] * loss),
-        round(sbp0 + shift["sbp"] * loss),
-        round(base["spo2"] + shift["spo2"] * loss),
-        round(base["rr"] + shift["rr"] * loss),
-        max(GCS_MIN, base["gcs"] + round(shift["gcs"] * loss)),
+        round(hr0 + hr * loss),
+        round(sbp0 + sbp * loss),
+        round(_BASE_SPO2 + spo2 * loss),
+        round(_BASE_RR + rr * loss),
+        max(GCS_MIN, _BASE_GCS + round(gcs * loss)),
         round(r, 2),
     )
+
+
+_VITALS = ("hr", "sbp", "spo2", "rr", "gcs")
+_SHIFTS = {stroke: tuple(table[v] for v in _VITALS)
+           for stroke, table in ((False, VITALS_AT_ZERO_RESERVE), (True, VITALS_AT_ZERO_RESERVE_STROKE))}
+_BASE_SPO2, _BASE_RR, _BASE_GCS = VITALS_BASELINE["spo2"], VITALS_BASELINE["rr"], VITALS_BASELINE["gcs"]
 
 
 def _waiting_for(world: World, p: Patient) -> list[str]:
@@ -347,22 +352,30 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
     for p in visible:
         if p.status in _NOT_BEFORE_TREATMENT:
             continue
-        if not p.blood_type_known and p.blood_type_ready_at is None:
-            query.append(p.patient_id)
-        donors = COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else emergency_group_o(p)
-        by_donors.setdefault(donors, []).append(p.patient_id)
-    allocate = []
+        if p.blood_type_known:
+            donors = COMPATIBLE_DONORS[p.blood_type]
+        else:
+            if p.blood_type_ready_at is None:
+                query.append(p.patient_id)
+            donors = emergency_group_o(p)
+        ids = by_donors.get(donors)
+        if ids is None:
+            by_donors[donors] = [p.patient_id]
+        else:
+            ids.append(p.patient_id)
     hospitals = list(world.hospitals.values())
+    # per hospital: (id, the types in stock with their units, in stock order)
+    stocks = [(h.hospital_id, {t: n for t, n in h.blood.items() if n > 0}) for h in hospitals]
+    allocate = []
     for donors, patient_ids in by_donors.items():  # patients who can take the same types share an option
-        for h in hospitals:
-            stock = h.blood
-            types = [t for t in donors if stock.get(t, 0) > 0]
+        for hospital_id, stock in stocks:
+            types = [t for t in donors if t in stock]
             if types:
                 most = min(MAX_UNITS, min([stock[t] for t in types]))
                 allocate.append(
                     {
                         "patient_id": patient_ids,
-                        "hospital_id": [h.hospital_id],
+                        "hospital_id": [hospital_id],
                         "blood_type": types,
                         "units": list(range(1, most + 1)),
                     }
@@ -373,19 +386,17 @@ def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
         legal["query_blood_type"] = [{"patient_id": query}]
     transfer = []
     minutes = world.net.minutes
-    for src in hospitals:
-        stock = src.blood
-        types = [t for t, n in stock.items() if n > 0]
-        if not types:
+    for src, (hospital_id, stock) in zip(hospitals, stocks, strict=True):
+        if not stock:
             continue
-        units = list(range(1, min(MAX_UNITS, min([stock[t] for t in types])) + 1))
+        units = list(range(1, min(MAX_UNITS, min(stock.values())) + 1))
         targets = [d.hospital_id for d in hospitals if d is not src and minutes(src.node, d.node) != math.inf]
         if targets:
             transfer.append(
                 {
-                    "from_hospital_id": [src.hospital_id],
+                    "from_hospital_id": [hospital_id],
                     "to_hospital_id": targets,
-                    "blood_type": types,
+                    "blood_type": list(stock),
                     "units": units,
                 }
             )
