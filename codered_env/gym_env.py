@@ -902,6 +902,14 @@ def _roads(world: World) -> np.ndarray:
     return out
 
 
+#: The memoised rows kept between builds (the row caches of ``_Rows`` slots hold their outputs).
+ROW_MEMOS = (_patient_row, _call_row, _ambulance_row, _rooms_columns, _specialist_columns,
+             _blood_columns, _hospital_flag_columns)
+#: Every feature memo of this module (tests clear them to prove results never depend on them).
+FEATURE_MEMOS = (_patient_static, _call_static, _report_row, _hospital_static, _ambulance_static,
+                 *ROW_MEMOS)
+
+
 def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:
     """The Gymnasium observation of ``sim`` as it stands (what ``CodeRedGymEnv`` returns)."""
     legal = {} if sim.done else legal_actions(sim.world)

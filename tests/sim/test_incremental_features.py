@@ -18,15 +18,7 @@ gym_env = pytest.importorskip("codered_env.gym_env")
 
 from codered_env.sim.observation import legal_actions  # noqa: E402
 
-_ROW_MEMOS = (
-    gym_env._patient_row,
-    gym_env._call_row,
-    gym_env._ambulance_row,
-    gym_env._rooms_columns,
-    gym_env._specialist_columns,
-    gym_env._blood_columns,
-    gym_env._hospital_flag_columns,
-)
+_ROW_MEMOS = gym_env.ROW_MEMOS
 
 
 def _assert_matches_scratch(env: gym_env.CodeRedGymEnv, obs: dict[str, np.ndarray]) -> None:

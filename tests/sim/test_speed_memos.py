@@ -13,18 +13,7 @@ from codered_env.sim.observation import _alerts, alert_count
 gym_env = pytest.importorskip("codered_env.gym_env")
 
 _MEMOS = (
-    gym_env._patient_static,
-    gym_env._patient_row,
-    gym_env._call_static,
-    gym_env._call_row,
-    gym_env._report_row,
-    gym_env._hospital_static,
-    gym_env._rooms_columns,
-    gym_env._specialist_columns,
-    gym_env._blood_columns,
-    gym_env._hospital_flag_columns,
-    gym_env._ambulance_static,
-    gym_env._ambulance_row,
+    *gym_env.FEATURE_MEMOS,
     rubric._benefit,
     rubric._gain,
     actions_module._validate_memo,
