@@ -67,8 +67,11 @@ def test_eight_llm_episodes_at_once_are_faster_and_identical(tmp_path: Path) -> 
     actions = {step["action"]["action_type"] for eps in serial.values() for step in eps[5]}
     assert {"query_or_status", "maintain_plan"} <= actions  # the episodes do differ per step
     report = generate_report(tmp_path / "k8.db", tmp_path / "report")
-    mean_prompt = sum(e[3] for e in parallel.values()) / len(parallel)
-    assert f"| task1 | llm | fake/m | {len(SEEDS)} | {mean_prompt:.0f} | 27 |" in report.markdown
+    total_prompt = sum(e[3] for e in parallel.values())
+    per_call = total_prompt / (MAX_STEPS * len(SEEDS))
+    row = (f"| task1 | llm | fake/m | {len(SEEDS)} | {MAX_STEPS} | {per_call:.0f} |")
+    assert row in report.markdown
+    assert f"| {total_prompt / len(SEEDS):.0f} | 27 | {total_prompt + 27 * len(SEEDS)} |" in report.markdown
 
 
 def run_local(url: str, limiter: RateLimiter | None) -> dict[int, tuple]:
