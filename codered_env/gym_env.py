@@ -272,7 +272,7 @@ Segment = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], int, int]  # 
 class LegalIndex(NamedTuple):
     """What the adapter needs from the legal-action dict, read in one pass (``index_legal``)."""
 
-    segments: list[Segment]  # one per option with at least one action (``action_segments``)
+    segments: list[Segment]  # one per option with at least one action, in enumeration order
     total: int  # the number of concrete actions, ``maintain_plan`` included
     slots: dict[tuple[str, str], set]  # (action type, parameter) -> every id it accepts now
     table: list[int]  # (count, first index) per type of ``ACTION_ORDER``, flat
@@ -341,13 +341,6 @@ def _option_parts(options: Sequence[Mapping[str, Sequence[Any]]], slot_keys: dic
         if size:
             parts.append((tuple(option), values, size))
     return parts, slots
-
-
-def action_segments(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> tuple[list[Segment], int]:
-    """The enumeration of ``enumerate_actions`` without building it: one segment per option
-    (its first index and size); returns the segments and the number of concrete actions."""
-    index = index_legal(legal)
-    return index.segments, index.total
 
 
 def _canonical_units(values: Sequence[Any]) -> list[Any]:
@@ -542,7 +535,6 @@ def _ambulance_row(key: tuple[bool, bool, str, str, str | None, bool, bool, bool
     return _frozen_row(_ambulance_static(*key))
 
 
-@functools.lru_cache(maxsize=4096)
 def _ambulance_static(als: bool, mutual_aid: bool, status: str, node: str, destination: str | None,
                       has_job: bool, held: bool, can_dispatch: bool) -> tuple[float, ...]:
     """An ambulance row but for its ETA and busy time (``destination`` None without a trip)."""
@@ -748,12 +740,11 @@ _C_DYNAMIC = ((slice(_C_WAITING, _C_WAITING + 1), slice(0, 1)),)
 def _call_row(key: tuple[Any, ...]) -> np.ndarray:
     """The discrete columns of a call row: ``_call_static`` of ``key[:5]`` and the action flags
     ``key[5:]`` (``_CALL_FLAGS`` order)."""
-    row = np.array(_call_static(*key[:5]), np.float32)
+    row = list(_call_static(*key[:5]))
     for (column, _), on in zip(_CALL_FLAGS, key[5:], strict=True):
         if on:
             row[column] = 1.0
-    row.flags.writeable = False  # shared by every slot that copies it
-    return row
+    return _frozen_row(row)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -807,7 +798,7 @@ def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set]) ->
 
 
 _H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
-_H_DIVERSION_LEFT, _H_ICU, _H_BLOOD_TOTAL = _H["diversion_left"], _H["icu_free"], _H["blood_total"]
+_H_DIVERSION_LEFT, _H_ICU = _H["diversion_left"], _H["icu_free"]
 assert (_H_LOAD, _H_CROWDED, _H_DIVERTED, _H_DIVERSION_LEFT) == (0, 1, 2, 3)
 _H_DYNAMIC = ((slice(0, 4), slice(0, 4)), (slice(_H_ICU, _H_ICU + 1), slice(4, 5)))
 _NO_HOSPITAL = (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -831,17 +822,31 @@ assert [column for column, _ in _HOSPITAL_FLAGS] == list(range(_H_FLAGS.start, _
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _rooms_columns(rooms: tuple[tuple[str, str | None], ...]) -> np.ndarray:
-    return _frozen_row(_hospital_static(rooms, (), 0, ())[_H_ROOMS])
+    """A hospital row's OR columns from (state, procedure) per room."""
+    row = [0.0] * len(HOSPITAL_FEATURES)
+    for state, procedure in rooms:
+        column = _H_OR[state]
+        row[column] = min(1.0, row[column] + 1 / 3)
+        column = _H_ROOM.get((state, procedure))
+        if column is not None:
+            row[column] = 1.0
+    return _frozen_row(row[_H_ROOMS])
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _specialist_columns(specialists: tuple[tuple[str, str], ...]) -> np.ndarray:
-    return _frozen_row(_hospital_static((), specialists, 0, ())[_H_SPECIALISTS])
+    """A hospital row's specialist columns from (specialty, state) per specialist."""
+    row = [0.0] * len(HOSPITAL_FEATURES)
+    for specialty, state in specialists:
+        column = _H_SPECIALIST.get((specialty, state))
+        if column is not None:
+            row[column] = 1.0
+    return _frozen_row(row[_H_SPECIALISTS])
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _blood_columns(blood: tuple[tuple[str, int], ...]) -> np.ndarray:
-    """``_hospital_static``'s blood columns (units per type, then the total), computed alone."""
+    """A hospital row's blood columns: units per type, then the total."""
     row, total = [0.0] * (len(BLOOD_TYPES) + 1), 0
     for blood_type, units in blood:
         if units > 0:
@@ -858,32 +863,6 @@ assert all(_H_BLOOD[t] == _H_BLOOD_STOCK.start + i for t, i in _BLOOD_INDEX.item
 @functools.lru_cache(maxsize=64)
 def _hospital_flag_columns(flags: tuple[bool, ...]) -> np.ndarray:
     return _frozen_row([float(on) for on in flags])
-
-
-@functools.lru_cache(maxsize=4096)
-def _hospital_static(rooms: tuple[tuple[str, str | None], ...], specialists: tuple[tuple[str, str], ...],
-                     icu_free: int, blood: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
-    """The OR, specialist, ICU and blood columns of a hospital row (load, diversion and flags 0)
-    from (state, procedure) per room, (specialty, state) per specialist and the stock per type."""
-    row = [0.0] * len(HOSPITAL_FEATURES)
-    row[_H_ICU] = _c(icu_free / 4)
-    total = 0
-    for blood_type, units in blood:
-        if units > 0:
-            row[_H_BLOOD[blood_type]] = _c(units / 12)
-            total += units
-    row[_H_BLOOD_TOTAL] = _c(total / 60)
-    for state, procedure in rooms:
-        column = _H_OR[state]
-        row[column] = min(1.0, row[column] + 1 / 3)
-        column = _H_ROOM.get((state, procedure))
-        if column is not None:
-            row[column] = 1.0
-    for specialty, state in specialists:
-        column = _H_SPECIALIST.get((specialty, state))
-        if column is not None:
-            row[column] = 1.0
-    return tuple(row)
 
 
 def _roads(world: World) -> np.ndarray:
@@ -906,8 +885,7 @@ def _roads(world: World) -> np.ndarray:
 ROW_MEMOS = (_patient_row, _call_row, _ambulance_row, _rooms_columns, _specialist_columns,
              _blood_columns, _hospital_flag_columns)
 #: Every feature memo of this module (tests clear them to prove results never depend on them).
-FEATURE_MEMOS = (_patient_static, _call_static, _report_row, _hospital_static, _ambulance_static,
-                 *ROW_MEMOS)
+FEATURE_MEMOS = (_patient_static, _call_static, _report_row, *ROW_MEMOS)
 
 
 def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:
