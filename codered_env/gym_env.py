@@ -260,13 +260,15 @@ _P_STATUS = _columns(_P, "status")
 _P_NODE, _P_DEST, _P_AT = _columns(_P, "node"), _columns(_P, "dest"), _columns(_P, "at")
 _C_NODE, _C_TRIAGED = _columns(_C, "node"), _columns(_C, "triaged")
 _H_OR, _H_BLOOD = _columns(_H, "or"), _columns(_H, "blood")
-_H_ROOM = {(state, proc): _H[f"{state}_{proc}"] for state in ("preparing", "ready") for proc in PROCEDURES}
+_H_ROOM: dict[tuple[str, str | None], int] = {
+    (state, proc): _H[f"{state}_{proc}"] for state in ("preparing", "ready") for proc in PROCEDURES
+}
 _H_SPECIALIST = {(sp, st): _H[f"{sp}_{st}"] for sp in SPECIALTIES for st in SPECIALIST_STATES}
 _SEGMENT_TYPES = ACTION_ORDER[1:]  # maintain_plan is always index 0
 
 
 # ------------------------------------------------------------------------------ legal actions, lazily
-Segment = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], int, int]  # type, names, values, start, n
+Segment = tuple[str, tuple[str, ...], tuple[Sequence[Any], ...], int, int]  # type, names, values, start, n
 
 
 class LegalIndex(NamedTuple):
@@ -506,7 +508,8 @@ def _c(x: float) -> float:
 
 
 def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    clock, dynamic = world.clock, []
+    clock = world.clock
+    dynamic: list[float] = []
     dispatchable = (
         slots.get(("dispatch_ambulance", "ambulance_id"), set())
         | slots.get(("dispatch_als", "ambulance_id"), set())
@@ -579,7 +582,7 @@ def _patients(group: _Rows, world: World, patients: list[Patient],
               slots: dict[tuple[str, str], set]) -> np.ndarray:
     f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
     reserved = _reserved_units(world) if world.allocations else None
-    dynamic = []
+    dynamic: list[float] = []
     for i, p in enumerate(patients):
         pid = p.patient_id
         group.put(i, (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
@@ -722,7 +725,8 @@ _CALL_FLAGS = tuple(
 
 
 def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
-    clock, dynamic = world.clock, []
+    clock = world.clock
+    dynamic: list[float] = []
     f0, f1, f2, f3 = (slots.get(key, ()) for _, key in _CALL_FLAGS)
     for i, call in enumerate(calls[:MAX_CALLS]):
         cid = call.call_id
@@ -777,7 +781,8 @@ _HOSPITAL_FLAGS = tuple(
 def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
     rewritten only when its own key changed, and the per-build load, diversion and ICU columns."""
-    clock, dynamic = world.clock, []
+    clock = world.clock
+    dynamic: list[float] = []
     flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
     for i, hospital_id in enumerate(HOSPITAL_IDS):
         h = world.hospitals.get(hospital_id)
@@ -827,9 +832,9 @@ def _rooms_columns(rooms: tuple[tuple[str, str | None], ...]) -> np.ndarray:
     for state, procedure in rooms:
         column = _H_OR[state]
         row[column] = min(1.0, row[column] + 1 / 3)
-        column = _H_ROOM.get((state, procedure))
-        if column is not None:
-            row[column] = 1.0
+        room_column = _H_ROOM.get((state, procedure))
+        if room_column is not None:
+            row[room_column] = 1.0
     return _frozen_row(row[_H_ROOMS])
 
 

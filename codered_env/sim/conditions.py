@@ -258,7 +258,7 @@ CONDITIONS: dict[str, Condition] = {
 }
 
 
-def _stemi(d: float, q: float, therapy: str) -> float:
+def _stemi(d: float, q: float, therapy: str | None) -> float:
     door_to_balloon = d - P.STEMI_CALL_TO_DOOR_MIN
     m = P.STEMI_MORTALITY_AT_D2B_30 * math.exp(
         P.STEMI_MORTALITY_GROWTH_PER_MIN * (door_to_balloon - P.STEMI_RATHORE_REF_D2B_MIN)
@@ -266,7 +266,7 @@ def _stemi(d: float, q: float, therapy: str) -> float:
     return 1.0 - min(P.STEMI_UNTREATED_MORTALITY, m / q)
 
 
-def _stroke(d: float, q: float, therapy: str, onset_min: int) -> float:
+def _stroke(d: float, q: float, therapy: str | None, onset_min: int) -> float:
     onset_to_treatment = onset_min + d
     if therapy == "lysis":
         if onset_to_treatment >= P.STROKE_LYSIS_WINDOW_MIN:

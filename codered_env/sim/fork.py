@@ -46,6 +46,7 @@ id counters reveal nothing.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 from random import Random
 from typing import TYPE_CHECKING
 
@@ -390,7 +391,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
     return spawn
 
 
-def _max_id(items: dict[str, object], prefix: str) -> int:
+def _max_id(items: Mapping[str, object], prefix: str) -> int:
     return max((int(i[1:]) for i in items if i.startswith(prefix) and i[1:].isdigit()), default=0)
 
 

@@ -93,10 +93,10 @@ def _route_error(world: World, amb: Ambulance, p: Patient, call: Call | None) ->
 # ---------------------------------------------------------------- dispatch and triage
 def dispatch_ambulance(world: World, a: Any) -> str | None:
     amb, err = _ambulance(world, a.ambulance_id, None)
-    if err:
+    if amb is None:
         return err
     p, err = _visible_patient(world, a.patient_id)
-    if err:
+    if p is None:
         return err
     if p.status != "awaiting_unit":
         waiting = [q.patient_id for q in world.patients.values() if q.visible and q.status == "awaiting_unit"]
@@ -110,7 +110,7 @@ def dispatch_ambulance(world: World, a: Any) -> str | None:
 
 def _dispatch_call(world: World, a: Any, kind: str) -> str | None:
     amb, err = _ambulance(world, a.ambulance_id, kind)
-    if err:
+    if amb is None:
         return err
     call = world.calls.get(a.call_id)
     pending = [c.call_id for c in world.calls.values() if c.status == "pending"]
@@ -163,10 +163,10 @@ def triage_call(world: World, a: Any) -> str | None:
 # ---------------------------------------------------------------- hospital choice and readiness
 def assign_hospital(world: World, a: Any) -> str | None:
     p, err = _visible_patient(world, a.patient_id)
-    if err:
+    if p is None:
         return err
     h, err = _hospital(world, a.hospital_id)
-    if err:
+    if h is None:
         return err
     if p.status not in BEFORE_ARRIVAL:
         return f"{p.patient_id} is {p.status}; a destination can be set only before arrival at a hospital"
@@ -186,7 +186,7 @@ def assign_hospital(world: World, a: Any) -> str | None:
 
 def prepare_or(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
-    if err:
+    if h is None:
         return err
     capable = [r for r in h.ors if a.procedure in r.procedures]
     if not capable:
@@ -209,7 +209,7 @@ def prepare_or(world: World, a: Any) -> str | None:
 
 def page_specialist(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
-    if err:
+    if h is None:
         return err
     spec = h.specialists.get(a.specialty)
     if spec is None:
@@ -225,7 +225,7 @@ def page_specialist(world: World, a: Any) -> str | None:
 
 def preempt_or(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
-    if err:
+    if h is None:
         return err
     room = h.or_by_id(a.or_id)
     if room is None:
@@ -244,10 +244,10 @@ def preempt_or(world: World, a: Any) -> str | None:
 # ---------------------------------------------------------------- blood
 def allocate_blood(world: World, a: Any) -> str | None:
     p, err = _visible_patient(world, a.patient_id)
-    if err:
+    if p is None:
         return err
     h, err = _hospital(world, a.hospital_id)
-    if err:
+    if h is None:
         return err
     if p.status in ("in_treatment", "treated", "released", "deceased"):
         return f"{p.patient_id} is {p.status}; blood can be reserved only before treatment"
@@ -295,10 +295,10 @@ def allocate_blood(world: World, a: Any) -> str | None:
 
 def transfer_blood(world: World, a: Any) -> str | None:
     src, err = _hospital(world, a.from_hospital_id)
-    if err:
+    if src is None:
         return err
     dst, err = _hospital(world, a.to_hospital_id)
-    if err:
+    if dst is None:
         return err
     if src is dst:
         return "from_hospital_id and to_hospital_id must differ"
@@ -355,7 +355,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
 
 def query_blood_type(world: World, a: Any) -> str | None:
     p, err = _visible_patient(world, a.patient_id)
-    if err:
+    if p is None:
         return err
     if p.status == "deceased":
         return f"{p.patient_id} has died"
@@ -369,7 +369,7 @@ def query_blood_type(world: World, a: Any) -> str | None:
 
 def query_or_status(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
-    if err:
+    if h is None:
         return err
     rooms = []
     for r in h.ors:

@@ -171,7 +171,7 @@ def blood_stock(total: int, o_neg_floor: int, group_o_only: bool = False) -> dic
     child-bearing age need uncross-matched, so each keeps a small emergency reserve. A CHC blood
     storage unit holds group O only (IPHS CHC 2012, Annexure 11), split O+/O- by frequency."""
     freq = {t: f for t, f in BLOOD_TYPE_FREQUENCY.items() if not group_o_only or t.startswith("O")}
-    scale = total / sum(freq.values())
+    scale = total / sum(freq.values(), 0.0)
     stock = {t: round(f * scale) for t, f in freq.items()}
     stock["O-"] = max(stock["O-"], o_neg_floor)
     return stock

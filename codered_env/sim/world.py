@@ -147,8 +147,9 @@ class World:
         arrivals = [p.appeared_at for p in self.patients.values() if p.patient_id in self.mci]
         arrivals += [s.at for s in self.spawns if s.patient.patient_id in self.mci]
         self.incident_start = min(arrivals, default=0)
-        self.travel_rng = Random(f"codered:{task.task_id}:{seed}:travel")
-        self.narrative_rng = Random(f"codered:{task.task_id}:{seed}:narrative")
+        # None only while fork.private_copy pickles the world (it redraws both streams)
+        self.travel_rng: Random | None = Random(f"codered:{task.task_id}:{seed}:travel")
+        self.narrative_rng: Random | None = Random(f"codered:{task.task_id}:{seed}:narrative")
         self.clock = 0
         self.events: list[str] = []
         self.notable = False
@@ -889,7 +890,7 @@ class World:
             waits.append(remaining)
         return min(waits, default=float("inf"))
 
-    def _fall_back(self, p: Patient, h: Hospital) -> Care:
+    def _fall_back(self, p: Patient, h: Hospital) -> Care | None:
         p.fallback = True
         care = self.care_for(p, h)
         self.event(f"{h.hospital_id} lab unavailable for {p.patient_id}: {care.label if care else 'no care'}")
