@@ -259,8 +259,8 @@ def _cascade(world: World, scored: list[Patient], final: bool) -> float:
     return _mean(subs)
 
 
-def _mutual_aid_penalty(world: World, final: bool) -> float:
-    total = sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
+def _mutual_aid_penalty(world: World, final: bool) -> float | int:
+    total: float | int = sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
     if final:
         for r in world.mutual_aid:
             amb = world.ambulances.get(r.unit_id)
