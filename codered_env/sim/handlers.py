@@ -334,7 +334,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
         return f"{world.task.task_id} has no mutual-aid agreement; use your own units"
     if len(world.mutual_aid) >= limit:
         return f"all {limit} mutual-aid request(s) for this task are used"
-    target = a.target
+    target = a.resolved("target_id")
     if target is not None:
         call_ok = target in world.calls and world.calls[target].status == "pending"
         patient_ok = (
