@@ -12,7 +12,7 @@ re-typed here. Pure Python: no I/O, no pydantic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .params import (
@@ -80,6 +80,20 @@ class ActionSpec:
     def phase(self) -> int | None:
         """The one phase the action is limited to, or None when it is legal in both."""
         return next(iter(self.phases)) if len(self.phases) == 1 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the console's ``GET /web/actions``): advertised parameters only."""
+        return {
+            "name": self.name,
+            "phases": sorted(self.phases),
+            "help": self.help,
+            "verb": self.verb,
+            "signature": call_signature(self),
+            "params": [
+                {k: v for k, v in asdict(p).items() if k != "alias_of" and v not in (None, ())}
+                for p in self.params
+            ],
+        }
 
     def alias_groups(self) -> tuple[tuple[str, ...], ...]:
         """(parameter, its aliases...) for every parameter that has aliases."""
@@ -257,3 +271,8 @@ def input_schema(spec: ActionSpec) -> dict[str, Any]:
 def call_signature(spec: ActionSpec) -> str:
     """``name(p1, p2)`` in call order (how prompts and history lines write an action)."""
     return f"{spec.name}({', '.join(spec.param_names)})"
+
+
+def catalogue_payload() -> dict[str, Any]:
+    """The whole catalogue as JSON-ready data, in Gymnasium order, with the no-op named."""
+    return {"noop": NOOP, "actions": [spec.as_dict() for spec in ACTIONS]}
