@@ -90,7 +90,8 @@ class ActionSpec:
             "verb": self.verb,
             "signature": call_signature(self),
             "params": [
-                {k: v for k, v in asdict(p).items() if k != "alias_of" and v not in (None, ())}
+                {k: list(v) if isinstance(v, tuple) else v
+                 for k, v in asdict(p).items() if k != "alias_of" and v not in (None, ())}
                 for p in self.params
             ],
         }
