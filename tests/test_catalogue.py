@@ -339,3 +339,19 @@ def test_the_hand_list_detector_catches_a_new_copy(tmp_path: Path) -> None:
         "codered_env/tuple.py", "codered_env/literal.py", "codered_env/dict.py",
         "codered_env/methods.py", "codered_env/verbs.js", "codered_env/specs.py",
     }
+
+
+def test_generated_models_pickle_and_keep_their_names() -> None:
+    """Worker processes receive parsed actions: the generated classes must be importable."""
+    import pickle
+
+    from codered_env.models import CodeRedAction
+    from codered_env.sim import actions, parse_action
+
+    for spec in cat.ACTIONS:
+        good = {p.name: _valid_value(p) for p in spec.params if p.required}
+        parsed, error = parse_action({"action_type": spec.name, **good})
+        assert error is None and pickle.loads(pickle.dumps(parsed)) == parsed
+        assert getattr(actions, type(parsed).__name__) is type(parsed)
+        wire = CodeRedAction(action_type=spec.name, **good)
+        assert pickle.loads(pickle.dumps(wire)) == wire
