@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -39,7 +38,8 @@ from .sim.observation import _waiting_for as waiting_for
 from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
 from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from .sim.tasks import TASK_IDS, TASKS
-from .sim.triage import PRIORITIES
+from .sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
+from .sim.triage import FEATURES as REPORT_FEATURE_NAMES
 from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
 from .sim.world import World
 
@@ -90,30 +90,32 @@ EDGE_KEYS: tuple[tuple[str, str], ...] = tuple(edge_key(a, b) for a, b, _, _ in 
 _EDGE_INDEX = {k: i for i, k in enumerate(EDGE_KEYS)}
 _NODE_INDEX = {n: i for i, n in enumerate(NODE_IDS)}
 _FINISHED = frozenset({"treated", "released", "deceased"})
-# Symptom cues read from the caller's report (a bag of words, not a triage rule).
-REPORT_CUES: tuple[tuple[str, ...], ...] = (
-    ("chest",),
-    ("into the arm", "into the jaw"),
-    ("sweat",),
-    ("short of breath", "breathing fast", "get breath"),
-    ("vomit", "throwing up"),
-    ("collapsed", "fell down suddenly"),
-    ("not responding", "not waking", "not breathing properly", "gasping"),
-    ("one side weak", "face drooping", "lift one arm"),
-    ("slurred", "talking strangely", "confused", "where they are"),
-    ("headache", "head hurting"),
-    ("accident", "had a fall", "hit by"),
-    ("bleeding a lot", "lot of blood"),
-    ("pale and drowsy", "cold and sleepy"),
-    ("badly hurt", "broken", "cannot move the leg"),
-    ("pregnant", "labour pains", "water broke", "contractions"),
-    ("fever", "hot body"),
-    ("stomach", "acidity"),
-    ("panicky", "tingling", "shaking"),
-    ("some days", "what to do", "advice"),
-    ("passer-by calling",),
+# Symptom cues of the caller's report: the report model's own features (triage.parse_report),
+# some merged into one column (speech and confusion, unresponsive and gasping, pregnancy and
+# labour), plus the bystander caller. A column is named after its first feature's usual wording.
+REPORT_CUES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("chest", frozenset({"chest_pain"})),
+    ("into_the_arm", frozenset({"radiating"})),
+    ("sweat", frozenset({"sweating"})),
+    ("short_of_breath", frozenset({"breathless"})),
+    ("vomit", frozenset({"vomiting"})),
+    ("collapsed", frozenset({"collapsed"})),
+    ("not_responding", frozenset({"unresponsive", "gasping"})),
+    ("one_side_weak", frozenset({"one_side_weak"})),
+    ("slurred", frozenset({"speech", "confused"})),
+    ("headache", frozenset({"headache"})),
+    ("accident", frozenset({"injury"})),
+    ("bleeding_a_lot", frozenset({"heavy_bleeding"})),
+    ("pale_and_drowsy", frozenset({"pale_drowsy"})),
+    ("badly_hurt", frozenset({"limb_hurt"})),
+    ("pregnant", frozenset({"pregnant", "labour_pains"})),
+    ("fever", frozenset({"fever"})),
+    ("stomach", frozenset({"stomach"})),
+    ("panicky", frozenset({"panicky"})),
+    ("some_days", frozenset({"for_days"})),
 )
-_AGE_SEX = re.compile(r"(\d+)([MF]) at ")
+BYSTANDER_CUE = "passer-by_calling"
+assert {f for _, features in REPORT_CUES for f in features} == set(REPORT_FEATURE_NAMES), "a cue per feature"
 
 GLOBAL_FEATURES: tuple[str, ...] = (
     "clock_frac",
@@ -189,7 +191,8 @@ CALL_FEATURES: tuple[str, ...] = (
     "age",
     "male",
     "callback",
-    *(f"cue_{cues[0].replace(' ', '_')}" for cues in REPORT_CUES),
+    *(f"cue_{name}" for name, _ in REPORT_CUES),
+    f"cue_{BYSTANDER_CUE}",
     "can_dispatch_als",
     "can_dispatch_bls",
     "can_triage",
@@ -677,22 +680,24 @@ _DEAD_VITALS = _vitals_scaled(0, 0, 0, 0, GCS_MIN, 0.0)
 
 @functools.lru_cache(maxsize=4096)
 def _report_row(report: str) -> tuple[float, ...]:
-    """A call row holding only what the caller's report says (reports never change)."""
-    text, row = report.lower(), [0.0] * len(CALL_FEATURES)
-    row[_C["callback"]] = float(text.startswith("callback"))
-    match = _AGE_SEX.search(report)
-    if match:
-        row[_C["age"]] = _c(int(match.group(1)) / 100)
-        row[_C["male"]] = float(match.group(2) == "M")
-    for column, cues in _CUE_COLUMNS:
-        for cue in cues:
-            if cue in text:
-                row[column] = 1.0
-                break
+    """A call row holding only what the caller's report says (reports never change), from the
+    report model's reading of it (``triage.report_facts``)."""
+    row = [0.0] * len(CALL_FEATURES)
+    row[_C["callback"]] = float(report.startswith(CALLBACK_PREFIX))
+    facts = report_facts(report)
+    if facts is None:
+        return tuple(row)
+    row[_C["age"]] = _c(facts.age / 100)
+    row[_C["male"]] = float(facts.sex == "M")
+    row[_C_BYSTANDER] = float(facts.caller == "bystander")
+    for column, features in _CUE_COLUMNS:
+        if features & facts.features:
+            row[column] = 1.0
     return tuple(row)
 
 
-_CUE_COLUMNS = tuple((_C[f"cue_{cues[0].replace(' ', '_')}"], cues) for cues in REPORT_CUES)
+_CUE_COLUMNS = tuple((_C[f"cue_{name}"], features) for name, features in REPORT_CUES)
+_C_BYSTANDER = _C[f"cue_{BYSTANDER_CUE}"]
 
 
 _CALL_FLAGS = tuple(
