@@ -35,8 +35,14 @@ from .sim.actions import ACTION_TYPES
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
-from .sim.observation import _waiting_for as waiting_for
-from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
+from .sim.observation import (
+    alert_count,
+    legal_actions,
+    shown_reserve,
+    visible_calls,
+    vitals_values,
+    waiting_for,
+)
 from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES

@@ -12,6 +12,7 @@ from typing import Any
 
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
+from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .params import (
     BLOOD_COURIER_DISPATCH_MIN,
     MUTUAL_AID_DELAY_RANGE,
@@ -20,6 +21,7 @@ from .params import (
     TYPE_SPECIFIC_MIN,
 )
 from .types import (
+    FINAL_PATIENT_STATES,
     Ambulance,
     BloodAllocation,
     BloodTransfer,
@@ -28,7 +30,7 @@ from .types import (
     MutualAidRequest,
     Patient,
 )
-from .world import COMPATIBLE_DONORS, World, emergency_group_o
+from .world import World
 
 DISPATCHABLE = ("available", "returning")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -249,7 +251,7 @@ def allocate_blood(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
     if h is None:
         return err
-    if p.status in ("in_treatment", "treated", "released", "deceased"):
+    if p.status in FINAL_PATIENT_STATES:
         return f"{p.patient_id} is {p.status}; blood can be reserved only before treatment"
     emergency = emergency_group_o(p)
     if p.blood_type_known:

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from .conditions import CONDITIONS
+from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
 from .params import (
     GCS_MIN,
@@ -20,8 +21,8 @@ from .params import (
     VITALS_BASELINE,
 )
 from .triage import PRIORITIES
-from .types import Patient
-from .world import COMPATIBLE_DONORS, World, emergency_group_o
+from .types import FINAL_PATIENT_STATES, Patient
+from .world import World
 
 MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
 
@@ -59,7 +60,7 @@ _SHIFTS = {stroke: tuple(table[v] for v in _VITALS)
 _BASE_SPO2, _BASE_RR, _BASE_GCS = VITALS_BASELINE["spo2"], VITALS_BASELINE["rr"], VITALS_BASELINE["gcs"]
 
 
-def _waiting_for(world: World, p: Patient) -> list[str]:
+def waiting_for(world: World, p: Patient) -> list[str]:
     if p.status != "at_hospital" or p.hospital is None:
         return []
     h = world.hospitals[p.hospital]
@@ -112,7 +113,7 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
         "destination": p.destination,
         "hospital": p.hospital,
         "eta_min": eta,
-        "waiting_for": _waiting_for(world, p),
+        "waiting_for": waiting_for(world, p),
         "blood_reserved": _reserved(world, p),
         "minutes_since_call": world.clock - p.appeared_at,
         "minutes_since_onset": world.clock - p.appeared_at + p.onset_min,
@@ -343,14 +344,11 @@ def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
             legal[name] = options
 
 
-_NOT_BEFORE_TREATMENT = frozenset({"in_treatment", "treated", "released", "deceased"})
-
-
 def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
     by_donors: dict[tuple[str, ...], list[str]] = {}
     query = []
     for p in visible:
-        if p.status in _NOT_BEFORE_TREATMENT:
+        if p.status in FINAL_PATIENT_STATES:
             continue
         if p.blood_type_known:
             donors = COMPATIBLE_DONORS[p.blood_type]

@@ -27,6 +27,8 @@ AMBULANCE_STATES = ("available", "en_route", "on_scene", "transporting", "at_hos
 OR_STATES = ("idle", "preparing", "ready", "in_use", "out_of_service")
 SPECIALIST_STATES = ("on_call", "paged", "present", "unavailable")
 CALL_STATES = ("pending", "dispatched", "on_scene", "closed_advice", "closed_callback")
+#: Patients nothing more happens to (no deterioration; an episode may end with them all here).
+FINAL_PATIENT_STATES = frozenset({"treated", "released", "deceased", "in_treatment"})
 
 
 @dataclass(slots=True)
