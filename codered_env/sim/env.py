@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from .actions import parse_action
 from .fork import fork_rng, fork_world, hidden_future_detached
 from .handlers import apply_action
-from .observation import build_observation
+from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
 from .rubric import grade, preview_score
@@ -100,6 +100,12 @@ class CodeRedSim:
         self.world.events = []
         self._final: dict[str, Any] | None = None
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
+        self._preview_version, self._preview_value = -1, 0.0
+        self._view_rows: dict[str, tuple[tuple, dict]] = {}  # observation_view's reusable rows
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (``private_copy``) starts with no reusable observation rows."""
+        return self.__dict__ | {"_view_rows": {}}
 
     @property
     def clock(self) -> int:
@@ -127,8 +133,17 @@ class CodeRedSim:
             self._finish()
         self._events = world.events
         previous = self.score_preview
-        self.score_preview = self._final["score"] if self._final else preview_score(world)
+        self.score_preview = self._final["score"] if self._final else self._preview()
         return StepResult(self.score_preview - previous, self.done, error)
+
+    def _preview(self) -> float:
+        """``rubric.preview_score``, recomputed only when one of its inputs changed since the last
+        time (``World.score_version``; tests/sim/test_incremental_core.py checks every step)."""
+        world = self.world
+        if world.score_version != self._preview_version:
+            self._preview_value = preview_score(world)
+            self._preview_version = world.score_version
+        return self._preview_value
 
     def _end_reason(self) -> str | None:
         if self.world.resolved():
@@ -200,6 +215,13 @@ class CodeRedSim:
             last_error=self.last_error,
             events=self._events,
         )
+
+    def observation_view(self) -> ObservationView:
+        """The observation as a read-only mapping whose parts are built when first read; equal
+        to ``observation()`` when read whole, valid until the next step."""
+        ctx = StepContext(self.step_count, self.max_steps, self.done, self.score_preview, self.last_error,
+                          self._events)
+        return ObservationView(self.world, ctx, self._view_rows)
 
     def render_text(self) -> str:
         return render_text(self.observation())

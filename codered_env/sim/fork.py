@@ -107,6 +107,7 @@ def _carried(spawn: PendingSpawn) -> bool:
 def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> None:
     """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place; ``parent_spawns``
     (read only) tells whether the incident's secondary casualty is still to come."""
+    world.score_version += 1  # the preview counts only what the agent sees; re-derived anyway
     world.travel_rng = Random(rng.getrandbits(64))
     world.narrative_rng = Random(rng.getrandbits(64))
     _resample_callers(world, rng)

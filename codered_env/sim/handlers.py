@@ -149,6 +149,7 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    world.score_version += 1
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
     p = world.patients[call.patient_id]
@@ -351,6 +352,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
     unit_id = f"MA{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
+    world.score_version += 1
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None
 

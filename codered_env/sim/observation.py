@@ -8,6 +8,8 @@ lab result, per-OR timers (``query_or_status`` reveals them), and future calls.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .conditions import CONDITIONS
@@ -245,6 +247,43 @@ def visible_calls(world: World) -> list:
     return [c for c in world.calls.values() if c.status in ("pending", "dispatched")]
 
 
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What the observation shows beside the world: the episode's own bookkeeping."""
+
+    step: int
+    max_steps: int
+    done: bool
+    preview: float
+    last_error: str | None
+    events: list[str]
+
+
+# key -> how it is built, in the observation's key order (one source for the dict and the view)
+_PARTS: dict[str, Callable[[World, StepContext], Any]] = {
+    "task_id": lambda w, c: w.task.task_id,
+    "seed": lambda w, c: w.seed,
+    "step": lambda w, c: c.step,
+    "max_steps": lambda w, c: c.max_steps,
+    "clock_min": lambda w, c: w.clock,
+    "horizon_min": lambda w, c: w.task.horizon_min,
+    "phase": lambda w, c: w.task.phase,
+    "done": lambda w, c: c.done,
+    "patients": lambda w, c: [_patient(w, p) for p in w.patients.values() if p.visible],
+    "ambulances": lambda w, c: [_ambulance(w, a) for a in w.ambulances.values()],
+    "hospitals": lambda w, c: [_hospital(w, h) for h in w.hospitals.values()],
+    "calls": lambda w, c: [_call(w, x) for x in visible_calls(w)],
+    "roads": lambda w, c: _roads(w),
+    "alerts": lambda w, c: _alerts(w),
+    "events": lambda w, c: list(c.events),
+    "mutual_aid": lambda w, c: _mutual_aid(w),
+    "query_result": lambda w, c: w.query_result,
+    "score_preview": lambda w, c: c.preview,
+    "last_action_error": lambda w, c: c.last_error,
+    "legal_actions": lambda w, c: {} if c.done else legal_actions(w),
+}
+
+
 def build_observation(
     world: World,
     *,
@@ -255,28 +294,68 @@ def build_observation(
     last_error: str | None,
     events: list[str],
 ) -> dict[str, Any]:
-    return {
-        "task_id": world.task.task_id,
-        "seed": world.seed,
-        "step": step,
-        "max_steps": max_steps,
-        "clock_min": world.clock,
-        "horizon_min": world.task.horizon_min,
-        "phase": world.task.phase,
-        "done": done,
-        "patients": [_patient(world, p) for p in world.patients.values() if p.visible],
-        "ambulances": [_ambulance(world, a) for a in world.ambulances.values()],
-        "hospitals": [_hospital(world, h) for h in world.hospitals.values()],
-        "calls": [_call(world, c) for c in visible_calls(world)],
-        "roads": _roads(world),
-        "alerts": _alerts(world),
-        "events": list(events),
-        "mutual_aid": _mutual_aid(world),
-        "query_result": world.query_result,
-        "score_preview": preview,
-        "last_action_error": last_error,
-        "legal_actions": {} if done else legal_actions(world),
-    }
+    ctx = StepContext(step, max_steps, done, preview, last_error, events)
+    return {key: part(world, ctx) for key, part in _PARTS.items()}
+
+
+def _patients_reusing_rows(world: World, rows: dict[str, tuple[tuple, dict]]) -> list[dict[str, Any]]:
+    """The visible patients' dicts, reusing (shallow-copied, read only) the dict of a patient in a
+    final state from an earlier step: once treated, released or dead, only the minutes since
+    the call move (and the blood type, when a lab result comes in)."""
+    out = []
+    clock = world.clock
+    for p in world.patients.values():
+        if not p.visible:
+            continue
+        if p.status not in FINAL_PATIENT_STATES:
+            out.append(_patient(world, p))
+            continue
+        key = (p.status, p.blood_type_known)
+        cached = rows.get(p.patient_id)
+        if cached is None or cached[0] != key:
+            row = _patient(world, p)
+            rows[p.patient_id] = (key, row)
+        else:
+            row = dict(cached[1])
+            since = clock - p.appeared_at
+            row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
+        out.append(row)
+    return out
+
+
+class ObservationView(Mapping[str, Any]):
+    """The observation, each top-level part built on first access (``CodeRedSim.observation_view``).
+
+    Reading every key gives exactly ``build_observation``'s dict (tests/sim/test_incremental_core.py);
+    an agent that reads only what it needs (the heuristic skips alerts, events, the query result)
+    pays only for that; the dicts of patients in a final state are reused from earlier views
+    (``rows``, kept by the episode). A view describes the world when it was made: read it
+    before the next step, and never change what it returns."""
+
+    __slots__ = ("_built", "_ctx", "_rows", "_world")
+
+    def __init__(self, world: World, ctx: StepContext, rows: dict[str, tuple[tuple, dict]]) -> None:
+        self._world, self._ctx, self._rows = world, ctx, rows
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        built = self._built
+        if key in built:
+            return built[key]
+        if key == "patients":
+            value = built[key] = _patients_reusing_rows(self._world, self._rows)
+        else:
+            value = built[key] = _PARTS[key](self._world, self._ctx)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in _PARTS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PARTS)
+
+    def __len__(self) -> int:
+        return len(_PARTS)
 
 
 # ------------------------------------------------------------------------------ legal actions

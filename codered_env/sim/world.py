@@ -101,6 +101,11 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
+        # bumped wherever an input of the running grade (rubric.preview_score) changes: a patient
+        # or call arriving, a crew reaching a patient, a first hospital arrival, a treatment
+        # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), a
+        # triage, the ledger, mutual aid, overcrowding and the news cycle; and a fork
+        self.score_version = 0
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
@@ -136,6 +141,7 @@ class World:
 
     def count(self, key: str, n: int = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n
+        self.score_version += 1
 
     # ------------------------------------------------------------------ questions
     def diverted(self, hospital_id: str) -> bool:

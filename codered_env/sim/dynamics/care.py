@@ -79,6 +79,7 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     h.ed_patients.append(p.patient_id)
     care = care_for(p, h)
     if p.first_hospital_arrival is None:
+        world.score_version += 1
         p.first_hospital_arrival = world.clock
         p.arrival_prep = measure_prep(world, p, h, care)
     issue_awaiting_sample(world, p, h)
@@ -204,6 +205,7 @@ def _start_treatment(
     world: World, p: Patient, h: Hospital, care: Care, room: OperatingRoom | None, quality: float
 ) -> None:
     cond = CONDITIONS[p.condition]
+    world.score_version += 1
     p.status, p.treatment_start = "in_treatment", world.clock
     p.treatment_quality, p.therapy = quality, care.therapy
     p.reserve_at_treatment = round(max(0.0, p.reserve), 3)

@@ -38,6 +38,7 @@ def release_due(world: World, t: int) -> None:
 
 
 def add_spawn(world: World, spawn: PendingSpawn) -> None:
+    world.score_version += 1
     p = spawn.patient
     if p.patient_id not in world.patients:
         p.band = band(p.reserve)
