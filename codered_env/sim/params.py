@@ -566,13 +566,14 @@ ON_SCENE_CARE_QUALITY = 1.0  # care the crew gives on scene is the definitive ca
 # --------------------------------------------------------------------------------------------
 # Triage accuracy in the rubric (cascade_score): credit lost per level of mistriage. Dispatch
 # centres accept heavy over-triage to keep under-triage near 5 % (Dami 2015, BMC Emerg Med 15:32:
-# 78 % over / 4.6 % under; an MPDS study 33.6 / 4.7 %; Torlen 2017: 37.9 / 6.3 %). Under-triage
-# costs five times over-triage here, so the rubric's own Bayes rule from a report is "send hot
-# when P(hot) >= 0.2 / (0.2 + 1.0) ~ 1/6" -- a send-hot-when-in-doubt rule, as in dispatch.
-# bench/probe_triage.py measures the under/over-triage this gives.
+# 78 % over / 4.6 % under, i.e. 22 over-triaged calls per under-triaged one; an MPDS study
+# 33.6 / 4.7 %; Torlen 2017: 37.9 / 6.3 %). Under-triage costs ten times over-triage per level
+# here, so the rule with the least expected triage cost from a report (triage.cautious_priority)
+# sends hot when in doubt; from the report alone it under-triages ~5 % at ~30 % over-triage
+# (bench/probe_triage.py, tests/sim/test_calibration.py).
 # --------------------------------------------------------------------------------------------
 UNDER_TRIAGE_COST_PER_LEVEL = 1.0
-OVER_TRIAGE_COST_PER_LEVEL = 0.2
+OVER_TRIAGE_COST_PER_LEVEL = 0.1
 
 # Condition numbers of the Phase-2 additions (conditions.CONDITIONS reads them from here).
 CONDITION_NUMBERS["cardiac_arrest"] = ConditionNumbers(

@@ -64,7 +64,6 @@ from .params import (
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     NEWS_CYCLE_TRIAGE_FACTOR,
-    OVER_TRIAGE_COST_PER_LEVEL,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PRIORITY_WEIGHT,
@@ -73,8 +72,8 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
-    UNDER_TRIAGE_COST_PER_LEVEL,
 )
+from .triage import triage_cost
 from .types import Patient
 from .world import World
 
@@ -108,7 +107,8 @@ def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p))
+    cpr, door = _cpr_minutes(p), _door(p)
+    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, cpr, door)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
@@ -246,9 +246,7 @@ def _triage_accuracy(given: str | None, truth: str) -> float:
     the truth) costs more per level than over-triage; 0 if untriaged."""
     if given is None:
         return 0.0
-    gap = int(given[1]) - int(truth[1])
-    cost = UNDER_TRIAGE_COST_PER_LEVEL if gap > 0 else OVER_TRIAGE_COST_PER_LEVEL
-    return max(0.0, 1.0 - cost * abs(gap))
+    return 1.0 - triage_cost(given, truth)
 
 
 def _cascade(world: World, scored: list[Patient], final: bool) -> float:
