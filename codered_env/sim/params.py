@@ -432,6 +432,7 @@ BLOOD_PENDING_CREDIT = 0.5  # prep credit for blood reserved but still being iss
 OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out
 SECONDARY_BEST_DELAY_FRACTION = 0.4  # secondary_harm's "best outcome": care at 40 % of target
+DEATHS_PER_N_PATIENTS = 100  # expected deaths are shown per 100 graded patients [design choice: a rate]
 
 # --------------------------------------------------------------------------------------------
 # Displayed vitals (observation.displayed_vitals): deviation from baseline at zero reserve

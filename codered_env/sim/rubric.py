@@ -59,6 +59,7 @@ from typing import Any
 
 from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_death, expected_outcome
 from .params import (
+    DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
@@ -336,7 +337,7 @@ def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
     n = len(patients)
     return {
         "weighted_outcome": round(good / total_w, 4) if total_w else 0.0,
-        "deaths_per_100": round(100 * deaths / n, 2) if n else 0.0,
+        "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / n, 2) if n else 0.0,
         "patients": n,
     }
 
