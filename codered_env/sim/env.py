@@ -101,11 +101,11 @@ class CodeRedSim:
         self._final: dict[str, Any] | None = None
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
         self._preview_version, self._preview_value = -1, 0.0
-        self._view_rows: dict[str, tuple[tuple, dict]] = {}  # observation_view's reusable rows
+        self._view_memo: dict[str, Any] = {}  # observation_view's reusable parts
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (``private_copy``) starts with no reusable observation rows."""
-        return self.__dict__ | {"_view_rows": {}}
+        """A copy (``private_copy``) starts with no reusable observation parts."""
+        return self.__dict__ | {"_view_memo": {}}
 
     @property
     def clock(self) -> int:
@@ -221,7 +221,7 @@ class CodeRedSim:
         to ``observation()`` when read whole, valid until the next step."""
         ctx = StepContext(self.step_count, self.max_steps, self.done, self.score_preview, self.last_error,
                           self._events)
-        return ObservationView(self.world, ctx, self._view_rows)
+        return ObservationView(self.world, ctx, self._view_memo)
 
     def render_text(self) -> str:
         return render_text(self.observation())

@@ -45,6 +45,7 @@ id counters reveal nothing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from random import Random
@@ -63,6 +64,7 @@ from .params import (
     CATH_LAB_PREP_RANGE,
     ELECTIVE_REMAINING_RANGE,
     INCIDENT_SECONDARY_DELAY_RANGE,
+    MEMO_ENTRIES,
     NEWS_CYCLE_SURGE_CALLS,
     NEWS_CYCLE_SURGE_SPREAD_MIN,
     PHASE2_CALLS,
@@ -137,11 +139,19 @@ def _resample_callers(world: World, rng: Random) -> None:
         p = world.patients[patient_id]
         if p.visible:
             continue
-        condition = weighted_draw(rng, condition_posterior(chain[0], _call_prior(world, chain[0])))
+        prior = _call_prior(world, chain[0])
+        condition = weighted_draw(rng, _posterior(chain[0].report, tuple(prior.items())))
         priority = CONDITIONS[condition].true_priority
         for call in chain:
             call.true_priority = priority
         _redraw_patient(world, p, chain, condition, rng)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _posterior(report: str, prior: tuple[tuple[str, float], ...]) -> dict[str, float]:
+    """``triage.condition_posterior`` memoised (read only): a planner forks the same episode,
+    with the same callers waiting, again and again."""
+    return condition_posterior({"report": report}, dict(prior))
 
 
 def _call_prior(world: World, call: Call) -> dict[str, float]:

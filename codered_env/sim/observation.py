@@ -328,14 +328,15 @@ class ObservationView(Mapping[str, Any]):
 
     Reading every key gives exactly ``build_observation``'s dict (tests/sim/test_incremental_core.py);
     an agent that reads only what it needs (the heuristic skips alerts, events, the query result)
-    pays only for that; the dicts of patients in a final state are reused from earlier views
-    (``rows``, kept by the episode). A view describes the world when it was made: read it
+    pays only for that. Parts that rarely change are reused from earlier views (``memo``, kept
+    by the episode): the dicts of patients in a final state, the blood options while the blood
+    state behind them is the same. A view describes the world when it was made: read it
     before the next step, and never change what it returns."""
 
-    __slots__ = ("_built", "_ctx", "_rows", "_world")
+    __slots__ = ("_built", "_ctx", "_memo", "_world")
 
-    def __init__(self, world: World, ctx: StepContext, rows: dict[str, tuple[tuple, dict]]) -> None:
-        self._world, self._ctx, self._rows = world, ctx, rows
+    def __init__(self, world: World, ctx: StepContext, memo: dict[str, Any]) -> None:
+        self._world, self._ctx, self._memo = world, ctx, memo
         self._built: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
@@ -343,7 +344,9 @@ class ObservationView(Mapping[str, Any]):
         if key in built:
             return built[key]
         if key == "patients":
-            value = built[key] = _patients_reusing_rows(self._world, self._rows)
+            value = built[key] = _patients_reusing_rows(self._world, self._memo.setdefault("rows", {}))
+        elif key == "legal_actions":
+            value = built[key] = {} if self._ctx.done else legal_actions(self._world, self._memo)
         else:
             value = built[key] = _PARTS[key](self._world, self._ctx)
         return value
@@ -359,9 +362,11 @@ class ObservationView(Mapping[str, Any]):
 
 
 # ------------------------------------------------------------------------------ legal actions
-def legal_actions(world: World) -> dict[str, list[dict[str, list[Any]]]]:
+def legal_actions(world: World, memo: dict[str, Any] | None = None) -> dict[str, list[dict[str, list[Any]]]]:
     """Legal actions now: action_type -> list of options; each option maps every parameter to
-    its allowed values, and every combination inside one option is legal."""
+    its allowed values, and every combination inside one option is legal. With ``memo`` (the
+    observation view's), the blood options are reused, not copied, while their inputs are
+    unchanged."""
     legal: dict[str, list[dict[str, list[Any]]]] = {}
     free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
     visible = [p for p in world.patients.values() if p.visible]
@@ -373,7 +378,10 @@ def legal_actions(world: World) -> dict[str, list[dict[str, list[Any]]]]:
     else:
         _phase2_legal(world, legal, free)
     _hospital_legal(world, legal, visible)
-    _blood_legal(world, legal, visible)
+    if memo is None:
+        _blood_legal(world, legal, visible)
+    else:
+        _blood_legal_reused(world, legal, visible, memo)
     if world.task.mutual_aid_limit > len(world.mutual_aid):
         options: list[dict[str, list[Any]]] = [{}]
         targets = [p.patient_id for p in visible if p.status == "awaiting_unit"]
@@ -421,6 +429,25 @@ def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
     for name, options in (("prepare_or", prep), ("page_specialist", page), ("preempt_or", preempt)):
         if options:
             legal[name] = options
+
+
+def _blood_legal_reused(world: World, legal: dict, visible: list[Patient], memo: dict[str, Any]) -> None:
+    """``_blood_legal`` keyed by everything it reads: each patient's donor types and whether a
+    typing can be asked for, every hospital's stock, and which roads are closed."""
+    patients = tuple(
+        (p.patient_id, p.blood_type) if p.blood_type_known
+        else (p.patient_id, None, p.o_pos_safe(), p.blood_type_ready_at is None)
+        for p in visible
+        if p.status not in FINAL_PATIENT_STATES
+    )
+    stocks = tuple(tuple(h.blood.items()) for h in world.hospitals.values())
+    key = (patients, stocks, frozenset(world.net.closed))
+    cached = memo.get("blood")
+    if cached is None or cached[0] != key:
+        part: dict[str, Any] = {}
+        _blood_legal(world, part, visible)
+        cached = memo["blood"] = (key, part)
+    legal.update(cached[1])
 
 
 def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
