@@ -980,6 +980,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, 0)
         self._segments: list[Segment] = []
         self._legal_memo: LegalMemo = {}
+        self._legal_parts: dict[str, Any] = {}  # legal_actions reuses unchanged parts (read only)
         self._n_legal = 1
         self._end_reason: str | None = None
 
@@ -996,6 +997,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
         self._legal_memo.clear()
+        self._legal_parts.clear()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -1040,7 +1042,7 @@ class CodeRedGymEnv(gymnasium.Env):
     # -------------------------------------------------------------- helpers
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
-        legal = {} if sim.done else legal_actions(sim.world)
+        legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
         index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
         return self._features.build(sim, index, self._n_legal)

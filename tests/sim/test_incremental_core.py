@@ -132,3 +132,21 @@ def test_road_tables_are_shared_per_road_state_and_never_stale() -> None:
     a.set_congestion("N0", "N1", 2.5)  # 4 min -> 10: the detour through N8 (3 + 3) wins
     assert (a.minutes("N0", "N1"), a.path("N0", "N1")) == (6.0, ["N0", "N8", "N1"])
     assert (b.minutes("N0", "N1"), b.path("N0", "N1")) == (4.0, ["N0", "N1"])
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_gym_legal_parts_equal_a_rebuild(task_id: str) -> None:
+    """The Gymnasium env reuses unchanged legal-action parts between steps; never stale."""
+    np = pytest.importorskip("numpy")
+    gym_env = pytest.importorskip("codered_env.gym_env")
+    from codered_env.sim.observation import legal_actions
+
+    env = gym_env.CodeRedGymEnv(task_id)
+    rng = np.random.default_rng(1)
+    env.reset(seed=6)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(int(env.action_masks().sum()))))
+        done = terminated or truncated
+        if not env.sim.done:
+            assert legal_actions(env.sim.world, env._legal_parts) == legal_actions(env.sim.world)
