@@ -52,8 +52,9 @@ __all__ = ["COMPATIBLE_DONORS", "FINAL_PATIENT_STATES", "World", "callback_spawn
 class World:
     """All mutable state of one episode; ``tick`` advances it by one simulated minute.
 
-    Order inside a tick, as docs/MODEL.md §4.1 ("Order inside a tick") documents it, one
-    ``dynamics`` module per step:
+    Order inside a tick, as docs/MODEL.md §4.1 documents it
+    (MODEL.md#41-time-decisions-ticks-and-maintain_plan, "Order inside a tick"), one ``dynamics``
+    module per step:
 
     1. ``disruptions.start_and_end``: disruptions start and clear (roads, diversions, ORs,
        specialists);
