@@ -352,3 +352,18 @@ def test_simulation_core_does_not_import_gymnasium() -> None:
     root = Path(gym_env.__file__).parent / "sim"
     offenders = [p.name for p in root.glob("*.py") if "gymnasium" in p.read_text()]
     assert offenders == []
+
+
+def test_task_features_tell_every_task_apart() -> None:
+    """v1: the step-budget and horizon features are divided by the largest values in the task
+    table, so tasks 3-5 no longer all read 1.0 (v0 divided the budget by 60)."""
+    budget = gym_env.GLOBAL_FEATURES.index("max_steps")
+    seen = {}
+    for task_id in TASK_IDS:
+        env = gymnasium.make(f"CodeRedEnv-{task_id}-v1")
+        obs, _ = env.reset(seed=0)
+        seen[task_id] = float(obs["global"][budget])
+        assert seen[task_id] == pytest.approx(TASKS[task_id].max_steps / gym_env.LARGEST_STEP_BUDGET)
+        env.close()
+    assert len(set(seen.values())) == len({t.max_steps for t in TASKS.values()}) == 5
+    assert max(seen.values()) == 1.0
