@@ -413,8 +413,11 @@ def agent_stats(agent: Any) -> dict[str, Any] | None:
 
 
 def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
-              llm_stats: dict[str, Any] | None) -> EpisodeRecord:
-    """An :class:`EpisodeRecord` (with its trajectory) from a finished episode."""
+              llm_stats: dict[str, Any] | None, agent: Any = None) -> EpisodeRecord:
+    """An :class:`EpisodeRecord` (with its trajectory and, given the ``agent`` that played it,
+    its provenance) from a finished episode."""
+    from codered_env.evaluation import provenance
+
     grade = outcome.grade or {}
     trajectory = Trajectory(task_id=outcome.task_id, seed=outcome.seed, agent=agent_name,
                             model=model, steps=outcome.steps,
@@ -429,7 +432,10 @@ def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
         raw_score=float(raw) if isinstance(raw, (int, float)) else None,
         invalid_actions=outcome.invalid_actions,
         agent_errors=sum(1 for s in outcome.steps if s.error and s.error.startswith("llm: ")),
-        llm_stats=llm_stats)
+        llm_stats=llm_stats,
+        agent_fingerprint=None if agent is None else provenance.fingerprint_text(
+            provenance.agent_fingerprint(agent)),
+        sim_fingerprint=provenance.sim_fingerprint(), git_commit=provenance.git_commit())
 
 
 def _unanswered(stats: Mapping[str, Any] | None, outcome: EpisodeOutcome) -> float:
@@ -461,5 +467,5 @@ def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
                          wall_time_s=time.monotonic() - started)
     wall = time.monotonic() - started
     stats = agent_stats(agent) if job.is_llm else None
-    return JobResult(job, to_record(job.agent, model, outcome, wall, stats),
+    return JobResult(job, to_record(job.agent, model, outcome, wall, stats, agent),
                      unanswered=_unanswered(stats, outcome), wall_time_s=wall)
