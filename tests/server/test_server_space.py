@@ -54,7 +54,7 @@ def test_accept_header_classification() -> None:
     assert not wants_html(None) and not wants_html("application/json") and not wants_html("*/*")
 
 
-def test_root_over_a_real_server(server) -> None:  # noqa: ANN001 (tests/conftest.py fixture)
+def test_root_over_a_real_server(server) -> None:
     browser = httpx.get(server.base_url + "/", headers={"Accept": BROWSER_ACCEPT},
                         follow_redirects=True)
     assert browser.status_code == 200 and str(browser.url).endswith("/web")
