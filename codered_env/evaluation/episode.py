@@ -228,7 +228,11 @@ def play_episode(
     outcome: EpisodeOutcome | None = None,
 ) -> EpisodeOutcome:
     """Play up to ``max_steps`` steps.  Environment exceptions propagate, but ``outcome`` (pass
-    your own to keep it) holds every step completed before them."""
+    your own to keep it) holds every step completed before them.
+
+    A cap below the task's budget ends the episode the way the budget does: the world plays on
+    without decisions and the last step's reward holds that play-out (it is marked done), so the
+    rewards still add up to the reported score (:func:`_end_at_cap`)."""
     outcome = outcome or EpisodeOutcome(task_id=task_id, seed=seed)
     observation = env.reset(task_id, seed)
     agent.reset(task_id, seed)
@@ -242,11 +246,31 @@ def play_episode(
         record = StepRecord(step=len(outcome.steps) + 1, action=action, reward=result.reward,
                             done=done, error=error,
                             score_preview=_score_preview(observation))
+        if not done and record.step >= max_steps:
+            record = _end_at_cap(env, outcome, record)
+            done = record.done
         outcome.steps.append(record)
         if on_step is not None:
             on_step(record)
     outcome.done = done
     return outcome
+
+
+def _end_at_cap(env: EpisodeEnv, outcome: EpisodeOutcome, record: StepRecord) -> StepRecord:
+    """The last step of a run cut by the step cap, carrying the world's play-out: its reward is
+    the final score minus the rewards so far (as the last reward at the task's own budget is).
+    Unchanged when the environment cannot grade (the run then ends as it stood)."""
+    actions = [*outcome.actions, dict(record.action)]
+    try:
+        grade = env.grade(actions)
+    except Exception:
+        return record
+    if not grade or "score" not in grade:
+        return record
+    score = clamp_score(grade["score"])
+    outcome.grade = dict(grade)
+    played_out = round(score - sum(outcome.rewards), 6)
+    return dataclasses.replace(record, reward=played_out, done=True, score_preview=score)
 
 
 def _score_preview(observation: Mapping[str, Any]) -> float | None:
