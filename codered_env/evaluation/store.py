@@ -178,13 +178,16 @@ class EpisodeStore:
         if found != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {found}, expected {SCHEMA_VERSION}")
 
+    def _add_missing_columns(self, names: tuple[str, ...], sql_type: str) -> None:
+        present = {r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")}
+        for name in names:
+            if name not in present:
+                self._conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} {sql_type}")
+
     def _migrate_from_1(self) -> None:
         """Add the token columns and fill them from the stored ``llm_stats``."""
-        present = {r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")}
         with self._conn:
-            for name in _TOKEN_COLUMNS:
-                if name not in present:
-                    self._conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} INTEGER")
+            self._add_missing_columns(_TOKEN_COLUMNS, "INTEGER")
             rows = self._conn.execute(
                 "SELECT id, llm_stats FROM episodes WHERE llm_stats IS NOT NULL").fetchall()
             for row_id, text in rows:
@@ -200,11 +203,8 @@ class EpisodeStore:
 
     def _migrate_from_2(self) -> None:
         """Add the provenance columns; old rows keep NULL there, which reads as stale."""
-        present = {r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")}
         with self._conn:
-            for name in _PROVENANCE_COLUMNS:
-                if name not in present:
-                    self._conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} TEXT")
+            self._add_missing_columns(_PROVENANCE_COLUMNS, "TEXT")
             self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
                                (SCHEMA_VERSION,))
 
