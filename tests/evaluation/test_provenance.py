@@ -233,6 +233,6 @@ def test_real_ppo_checkpoint_retrained_into_the_same_path(tmp_path: Path) -> Non
     assert hashlib.sha256((out / "final.zip").read_bytes()).hexdigest() != digest
     second = runner.invoke(app, evaluate)
     assert second.exit_code == 0 and "re-ran 2 stale" in second.stderr
-    fresh = runner.invoke(app, [*evaluate[:-2], "--db", str(tmp_path / "fresh.db"), "--json"])
+    fresh = runner.invoke(app, [*evaluate[:-3], "--db", str(tmp_path / "fresh.db"), "--json"])
     assert [e["score"] for e in json.loads(second.stdout)] == \
         [e["score"] for e in json.loads(fresh.stdout)]
