@@ -152,7 +152,8 @@ def test_install_commands_say_the_package_is_not_on_pypi() -> None:
 
 def test_measured_planner_timings_state_date_commit_and_machine() -> None:
     readme = _text(ROOT / "README.md")
-    paragraphs = [p for p in readme.split("\n\n") if re.search(r"s (per|/) ?decision", p)]
+    timing = r"\d s (?:of wall time )?per decision"
+    paragraphs = [p for p in readme.split("\n\n") if re.search(timing, p)]
     assert paragraphs
     for paragraph in paragraphs:
         assert re.search(r"\b20\d\d-\d\d-\d\d\b", paragraph), paragraph[:80]
