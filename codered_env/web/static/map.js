@@ -42,7 +42,7 @@ function hospitalMark(h) {
     transform: "translate(" + (node.x + offset[0]) + "," + (node.y + offset[1]) + ")",
     "data-testid": "map-hospital-" + h.hospital_id });
   g.appendChild(svgEl("rect", { class: "frame", width: 182, height: 62, rx: 7 }));
-  const flags = (diverted ? " ⛔ diverted" : "") + (h.crowded ? " ! crowded" : "");
+  const flags = (diverted ? " DIVERTED" : "") + (h.crowded ? " ! crowded" : "");
   g.appendChild(svgEl("text", { class: "title", x: 8, y: 15 }, h.hospital_id + " tier " + h.tier + flags));
   g.appendChild(svgEl("text", { x: 8, y: 31 }, "ED " + h.occupancy + "/" + h.capacity + " · ICU free " + h.icu_free));
   (h.ors || []).forEach((room, i) => {

@@ -83,7 +83,7 @@ function hospitalCard(h) {
   const card = el("div", "hospital" + (diverted ? " diverted" : "") + (h.crowded ? " crowded" : ""), null,
     "hospital-" + h.hospital_id);
   card.appendChild(el("h3", null, h.hospital_id + " · " + h.name + " · tier " + h.tier +
-    (diverted ? " · ⛔ diverted until t" + h.diverted_until : "") + (h.crowded ? " · ! crowded" : "")));
+    (diverted ? " · DIVERTED until t" + h.diverted_until : "") + (h.crowded ? " · ! crowded" : "")));
   const ors = (h.ors || []).map((r) => r.or_id + " " + (OR_LETTER[r.state] || "?") + " " + nice(r.state) +
     (r.procedure ? " (" + r.procedure + ")" : "")).join(", ");
   const specialists = Object.entries(h.specialists || {}).map(([s, i]) => nice(s) + " " + nice(i.state)).join(", ");
