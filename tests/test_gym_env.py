@@ -1,4 +1,4 @@
-"""The Gymnasium adapter (codered_env/gym_env.py): spaces, masking, determinism, rewards, episode end."""
+"""The Gymnasium adapter (codered_env/gym_env/): spaces, masking, determinism, rewards, episode end."""
 
 from __future__ import annotations
 
@@ -349,7 +349,7 @@ def test_missing_gymnasium_gives_a_clear_import_error(monkeypatch: pytest.Monkey
 
 
 def test_simulation_core_does_not_import_gymnasium() -> None:
-    root = Path(gym_env.__file__).parent / "sim"
+    root = Path(gym_env.__file__).parents[1] / "sim"  # the package codered_env/gym_env/ sits beside sim/
     offenders = [p.name for p in root.glob("*.py") if "gymnasium" in p.read_text()]
     assert offenders == []
 
