@@ -7,8 +7,9 @@ condition and reserve, the real calls, casualties, callbacks and disruptions sti
 real page delays, cath-lab and elective timers, blood types, and the real random streams (so
 traffic noise and jitter are the ones the episode would draw for the same actions). Since such a
 copy is deterministic, one rollout per candidate is exact and the default budget spends the
-forks on more candidates instead (``forks=1``, no confirmation stage, any gain above
-``min_gain`` taken).
+forks on a wider candidate set instead (``forks=1``, no confirmation stage, any gain above
+``min_gain`` taken; up to 16 candidates: the three nearest free units of each kind, two
+choices of every later rule).
 
 What it is for: a reference point, "how much of the achievable range" an agent reaches
 (``codered report``'s normalised column, (score - random) / (oracle - random)). It reads the
@@ -28,7 +29,7 @@ from .heuristic import HeuristicAgent
 from .planner import PlannerAgent
 
 ORACLE_FORKS = 1
-ORACLE_MAX_CANDIDATES = 10
+ORACLE_MAX_CANDIDATES = 16
 ORACLE_MIN_GAIN = 0.001
 
 
@@ -53,6 +54,8 @@ class OracleAgent(PlannerAgent):
     """The planner's search on exact copies of the episode (see the module docstring)."""
 
     name = "oracle"
+    units_per_kind = 3
+    choices_per_rule = 2
 
     def __init__(
         self,

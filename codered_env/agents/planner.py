@@ -110,6 +110,8 @@ class PlannerAgent:
     """Heuristic-guided rollout planner on ``CodeRedSim.fork`` (see the module docstring)."""
 
     name = "planner"
+    units_per_kind = 1  # dispatch alternatives: this many nearest free units of each kind
+    choices_per_rule = 1  # reordering: this many of each later rule's choices
 
     def __init__(
         self,
@@ -254,12 +256,12 @@ class PlannerAgent:
                 a for a in rule(obs, legal, net)
                 if a["action_type"] in legal and _key(a) not in base._refused
             )
-            firsts = [a for _, a in zip(range(2), playable, strict=False)]
+            firsts = [a for _, a in zip(range(self.choices_per_rule + 1), playable, strict=False)]
             if not fired and firsts and _key(firsts[0]) == _key(proposal):
                 fired = True
                 yield from firsts[1:]
-            elif fired and firsts:
-                yield firsts[0]
+            elif fired:
+                yield from firsts[: self.choices_per_rule]
 
     def _dispatch_options(self, obs: dict[str, Any], proposal: dict[str, Any]) -> list[dict[str, Any]]:
         target_key = "patient_id" if "patient_id" in proposal else "call_id"
@@ -274,9 +276,10 @@ class PlannerAgent:
         free.sort(key=lambda u: (net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"]))
         chosen = next((u for u in free if u["ambulance_id"] == proposal["ambulance_id"]), None)
         kind = chosen["kind"] if chosen else "ALS"
-        others = [u for u in free if u["kind"] != kind][:1] + [
+        width = self.units_per_kind
+        others = [u for u in free if u["kind"] != kind][:width] + [
             u for u in free if u["kind"] == kind and u["ambulance_id"] != proposal["ambulance_id"]
-        ][:1]
+        ][:width]
         options = []
         for unit in others:
             if obs["phase"] == 1:
