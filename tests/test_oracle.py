@@ -59,6 +59,30 @@ def test_oracle_is_reproducible() -> None:
     assert first.actions == second.actions and first.score == second.score
 
 
+def test_the_search_alone_beats_the_heuristic_and_the_best_of_keeps_the_better_play() -> None:
+    seeds = range(1000, 1003)
+    heuristic = [run_episode("task2", s, HeuristicAgent(s)).score for s in seeds]
+    search = [run_episode("task2", s, OracleAgent(s, best_of=False)).score for s in seeds]
+    assert statistics.fmean(search) > statistics.fmean(heuristic) + 0.02
+    oracle = OracleAgent(1000)
+    result = run_episode("task2", 1000, oracle)
+    assert oracle.choice in ("search", "planner", "heuristic")
+    assert oracle.search_score == search[0] and result.score >= search[0]
+
+
+def test_an_out_of_sync_oracle_drops_its_chosen_play() -> None:
+    oracle = OracleAgent(0, max_candidates=2)
+    oracle.reset("task2", 1)
+    other = CodeRedSim("task2", 2)  # not the episode the oracle was reset on
+    script = list(oracle._script)
+    played = []
+    for _ in range(4):
+        played.append(oracle.act(other.observation()))
+        other.step(played[-1])
+    assert oracle._script == [] and oracle._sim is None
+    assert played != script[:4]
+
+
 def _ladder(task: str, seeds: range) -> tuple[float, float, float]:
     means = []
     for agent in (HeuristicAgent, PlannerAgent, OracleAgent):
