@@ -6,7 +6,8 @@
 Prints one line per task and agent: the heuristic's and the agent's mean ± standard error, the
 paired difference (agent - heuristic) ± its standard error and wins/losses, and the agent's wall
 seconds per decision (median and 90th percentile over every decision, and over the decisions
-that searched), rollouts per decision and seconds per episode. Budget flags apply to the planner
+that searched, in wall and in CPU seconds: on a shared machine the CPU time is the cost),
+rollouts per decision and seconds per episode. Budget flags apply to the planner
 only (the oracle keeps its own defaults). Tune on seeds 900-999 only; report on seeds never
 tuned on. CPU-bound; run it with ``nice -n 10`` on a shared machine.
 """
@@ -65,7 +66,7 @@ def main() -> None:
     for task in args.tasks.split(","):
         heur = [run_episode(task, seed, HeuristicAgent(seed)).score for seed in seeds]
         for name in args.agents.split(","):
-            scores, every, searched, rollouts, wall = [], [], [], 0, 0.0
+            scores, every, searched, cpu, rollouts, wall = [], [], [], [], 0, 0.0
             for seed in seeds:
                 agent = make_agent(name, seed, **(budget if name == "planner" else {}))
                 assert isinstance(agent, PlannerAgent)
@@ -75,6 +76,8 @@ def main() -> None:
                 every += agent.decision_seconds
                 searched += [s for s, n in zip(agent.decision_seconds, agent.decision_rollouts,
                                                strict=True) if n]
+                cpu += [s for s, n in zip(agent.decision_cpu_seconds, agent.decision_rollouts,
+                                          strict=True) if n]
                 rollouts += agent.rollouts
                 if args.per_seed:
                     print(f"  {task} seed {seed}: heuristic {heur[len(scores) - 1]:.4f} "
@@ -86,7 +89,8 @@ def main() -> None:
                 f"{name} {statistics.fmean(scores):.3f}±{_se(scores):.3f} "
                 f"diff {statistics.fmean(diff):+.4f}±{_se(diff):.4f} ({wins} wins, {losses} losses; "
                 f"{len(diff)} seeds {args.seeds}); s/decision {_times('all', every)}, "
-                f"{_times('searched', searched)} ({len(searched)}/{len(every)} searched); "
+                f"{_times('searched', searched)} ({len(searched)}/{len(every)} searched), "
+                f"{_times('searched CPU', cpu)}; "
                 f"{rollouts / max(1, len(every)):.1f} rollouts/decision, {wall / len(diff):.1f} s/episode",
                 flush=True,
             )

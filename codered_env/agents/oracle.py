@@ -119,6 +119,7 @@ class OracleAgent(PlannerAgent):
         self.rollouts = search.rollouts + planner.rollouts
         self.decisions = search.decisions
         self.decision_seconds, self.decision_rollouts = search.decision_seconds, search.decision_rollouts
+        self.decision_cpu_seconds = search.decision_cpu_seconds
         return plays[self.choice][0]
 
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:

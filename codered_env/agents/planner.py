@@ -30,7 +30,8 @@ Algorithm (one decision):
 Budget per decision: at most ``max_candidates x forks + 2 x confirm_forks`` rollouts (default
 6 x 3 + 2 x 3 = 24); decisions with a single candidate (waiting, nothing else to do) cost none.
 Rollouts are seeded from the agent seed, the episode and the step, so an evaluation is
-reproducible. ``decision_seconds`` records the wall time of every decision.
+reproducible. ``decision_seconds`` and ``decision_cpu_seconds`` record the wall and CPU time of
+every decision (on a shared machine the CPU time is the cost; the wall time includes waiting).
 
 How it sees the world: the agent keeps a private replica of the episode (``CodeRedSim`` on the
 same task and seed, stepped with the agent's own actions -- the simulator is deterministic, so
@@ -139,6 +140,7 @@ class PlannerAgent:
         self.decisions = 0
         self.decision_seconds: list[float] = []  # wall time of every decision this episode
         self.decision_rollouts: list[int] = []  # rollouts each decision played
+        self.decision_cpu_seconds: list[float] = []  # this process's CPU time per decision
         self._sim: CodeRedSim | None = None
         self._base = self.base_policy(None)
         self._pending: dict[str, Any] | None = None
@@ -151,7 +153,7 @@ class PlannerAgent:
         self._pending = None
         self._task = (task_id, seed)
         self.rollouts = self.decisions = 0
-        self.decision_seconds, self.decision_rollouts = [], []
+        self.decision_seconds, self.decision_rollouts, self.decision_cpu_seconds = [], [], []
 
     def base_policy(self, sim: CodeRedSim | None) -> HeuristicAgent:
         """The policy that proposes and finishes rollouts (``sim``: the copy it will play on)."""
@@ -163,7 +165,7 @@ class PlannerAgent:
 
     # ------------------------------------------------------------------ the decision
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         self._catch_up()
         proposal = self._base.act(obs)
         sim = self._sim
@@ -178,6 +180,7 @@ class PlannerAgent:
         self._pending = chosen
         self.decision_seconds.append(time.perf_counter() - start)
         self.decision_rollouts.append(self.rollouts - before)
+        self.decision_cpu_seconds.append(time.process_time() - cpu)
         return chosen
 
     def _catch_up(self) -> None:
