@@ -53,7 +53,7 @@ from typing import Any
 
 from ..sim import CodeRedSim
 from ..sim.conditions import CONDITIONS
-from ..sim.triage import PRIORITIES, priority_posterior
+from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN
 from .heuristic import HeuristicAgent, _road_view
 
@@ -62,10 +62,6 @@ DEFAULT_CONFIRM_FORKS = 3
 DEFAULT_MAX_CANDIDATES = 6
 DEFAULT_MIN_GAIN = 0.003
 DEFAULT_Z = 1.0
-# Posterior triage (tuned on seeds 900-959 of task4/task5 with the heuristic alone): P1 when the
-# report leaves at least this chance of a P1, and P4 (advice, no unit) only when at least this sure.
-TRIAGE_P1_AT = 0.15
-TRIAGE_P4_AT = 0.7
 _DISPATCH = ("dispatch_als", "dispatch_bls", "dispatch_ambulance")
 
 
@@ -94,17 +90,14 @@ def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
 
 
 class PosteriorTriageHeuristic(HeuristicAgent):
-    """The heuristic with triage read from the report posterior (``triage.priority_posterior``,
-    the public report model the forks sample callers from) instead of keywords: P1 from a
-    ``TRIAGE_P1_AT`` chance of P1 (under-triaging an arrest costs far more than over-triaging),
-    else the most likely level, but P3 rather than P4 unless P4 is ``TRIAGE_P4_AT`` likely."""
+    """The heuristic with triage read from the report posterior instead of keywords: the level
+    with the least expected triage cost under the rubric's costs (``triage.cautious_priority`` on
+    ``triage.priority_posterior``, the public report model the forks sample callers from), which
+    sends hot when in doubt. Chosen on seeds 900-949 of task4/task5 (heuristic alone) over the
+    most likely level and fixed P1 thresholds."""
 
     def triage_priority(self, call: dict[str, Any]) -> str:
-        post = priority_posterior({"report": call["report"]})
-        if post["P1"] >= TRIAGE_P1_AT:
-            return "P1"
-        best = max(sorted(post), key=lambda level: post[level])
-        return "P3" if best == "P4" and post["P4"] < TRIAGE_P4_AT else best
+        return cautious_priority(priority_posterior({"report": call["report"]}))
 
 
 class PlannerAgent:
