@@ -1,7 +1,8 @@
 """Heuristic vs planner (and the oracle ceiling) on seeds: paired gains, standard errors, time.
 
     nice -n 10 uv run python bench/bench_planner.py --tasks task2,task3 --seeds 20000-20009 \\
-        [--agents planner,oracle] [--forks 3 --confirm-forks 3 --max-candidates 6] [--per-seed]
+        [--agents planner,oracle] [--forks 3 --confirm-forks 3 --max-candidates 6] [--per-seed] \\
+        [--db ladder.db]   # then: codered report --db ladder.db (random, heuristic, agents)
 
 Prints one line per task and agent: the heuristic's and the agent's mean ± standard error, the
 paired difference (agent - heuristic) ± its standard error and wins/losses, and the agent's wall
@@ -18,9 +19,22 @@ import argparse
 import statistics
 import time
 
-from codered_env.agents import HeuristicAgent, make_agent
+from codered_env.agents import HeuristicAgent, RandomAgent, make_agent
 from codered_env.agents.planner import PlannerAgent
-from codered_env.runner import run_episode
+from codered_env.evaluation.episode import EpisodeOutcome, to_record
+from codered_env.evaluation.store import EpisodeStore
+from codered_env.evaluation.trajectory import StepRecord
+from codered_env.runner import EpisodeResult, run_episode
+
+
+def _store(db: EpisodeStore | None, result: EpisodeResult) -> None:
+    """Keep the episode as ``codered eval`` would (``codered report --db`` then tables it)."""
+    if db is None:
+        return
+    steps = [StepRecord(n + 1, dict(a), r, n + 1 == result.steps, e)
+             for n, (a, r, e) in enumerate(zip(result.actions, result.rewards, result.errors, strict=True))]
+    outcome = EpisodeOutcome(result.task_id, result.seed, steps, result.grade, result.score, True)
+    db.add(to_record(result.agent, result.agent, outcome, result.wall_time_s, None))
 
 
 def _seeds(text: str) -> list[int]:
@@ -56,6 +70,7 @@ def main() -> None:
     parser.add_argument("--min-gain", type=float, default=None)
     parser.add_argument("--no-reorder", action="store_true", help="planner: only the proposal's own kind")
     parser.add_argument("--per-seed", action="store_true", help="also print each seed's scores")
+    parser.add_argument("--db", default=None, help="also store every episode (with random's) here")
     args = parser.parse_args()
     flags = {"forks": args.forks, "confirm_forks": args.confirm_forks, "z": args.z,
              "max_candidates": args.max_candidates, "min_gain": args.min_gain}
@@ -63,16 +78,25 @@ def main() -> None:
     if args.no_reorder:
         budget["reorder"] = False
     seeds = _seeds(args.seeds)
+    db = EpisodeStore(args.db) if args.db else None
     for task in args.tasks.split(","):
-        heur = [run_episode(task, seed, HeuristicAgent(seed)).score for seed in seeds]
+        heur = []
+        for seed in seeds:
+            result = run_episode(task, seed, HeuristicAgent(seed))
+            heur.append(result.score)
+            _store(db, result)
+            if db is not None:
+                _store(db, run_episode(task, seed, RandomAgent(seed)))
         for name in args.agents.split(","):
             scores, every, searched, cpu, rollouts, wall = [], [], [], [], 0, 0.0
             for seed in seeds:
                 agent = make_agent(name, seed, **(budget if name == "planner" else {}))
                 assert isinstance(agent, PlannerAgent)
                 start = time.perf_counter()
-                scores.append(run_episode(task, seed, agent).score)
+                result = run_episode(task, seed, agent)
                 wall += time.perf_counter() - start
+                scores.append(result.score)
+                _store(db, result)
                 every += agent.decision_seconds
                 searched += [s for s, n in zip(agent.decision_seconds, agent.decision_rollouts,
                                                strict=True) if n]
