@@ -115,3 +115,28 @@ def test_normalised_score_spans_random_to_oracle() -> None:
     assert [normalised_score(r, rows) for r in rows] == ["0.00", "1.00", "0.75", "—"]
     flat = [_row("task2", "random", (0.5,)), _row("task2", "oracle", (0.5,))]
     assert normalised_score(flat[1], flat) == "—"  # no range to normalise by
+
+
+def test_report_shows_the_normalised_column(tmp_path) -> None:
+    from codered_env.evaluation.report import generate_report
+    from codered_env.evaluation.store import EpisodeRecord, EpisodeStore
+    from codered_env.evaluation.trajectory import StepRecord, Trajectory
+
+    def record(agent: str, seed: int, score: float) -> EpisodeRecord:
+        steps = [StepRecord(1, {"action_type": "maintain_plan"}, score, True)]
+        trajectory = Trajectory(task_id="task2", seed=seed, agent=agent, model=agent, steps=steps)
+        return EpisodeRecord(agent=agent, model=agent, task_id="task2", seed=seed, score=score,
+                             components={"time_score": score}, steps=1, wall_time_s=0.1,
+                             trajectory=trajectory.to_jsonl(), package_version="9.9.9",
+                             created_at="2026-12-01T10:00:00+00:00")
+
+    db = tmp_path / "ladder.db"
+    with EpisodeStore(db) as store:
+        for agent, score in (("random", 0.3), ("heuristic", 0.7), ("planner", 0.75), ("oracle", 0.8)):
+            store.add(record(agent, 0, score))
+    text = generate_report(db, tmp_path / "out", version="9.9.9").markdown_path.read_text()
+    assert "| Score (mean ± std) | Normalised |" in text
+    assert "| task2 | heuristic | heuristic | 1 | 0.700 ± 0.000 | 0.80 |" in text
+    assert "| task2 | planner | planner | 1 | 0.750 ± 0.000 | 0.90 |" in text
+    lines = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| task2 |")]
+    assert lines[:4] == ["random", "heuristic", "planner", "oracle"]
