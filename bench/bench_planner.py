@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--z", type=float, default=None)
     parser.add_argument("--min-gain", type=float, default=None)
     parser.add_argument("--no-reorder", action="store_true", help="planner: only the proposal's own kind")
+    parser.add_argument("--no-wait", action="store_true", help="planner: never try waiting")
     parser.add_argument("--per-seed", action="store_true", help="also print each seed's scores")
     parser.add_argument("--db", default=None, help="also store every episode (with random's) here")
     args = parser.parse_args()
@@ -77,6 +78,8 @@ def main() -> None:
     budget = {k: v for k, v in flags.items() if v is not None}
     if args.no_reorder:
         budget["reorder"] = False
+    if args.no_wait:
+        budget["wait"] = False
     seeds = _seeds(args.seeds)
     db = EpisodeStore(args.db) if args.db else None
     for task in args.tasks.split(","):

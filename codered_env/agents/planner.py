@@ -116,6 +116,7 @@ class PlannerAgent:
         z: float = DEFAULT_Z,
         confirm_forks: int = DEFAULT_CONFIRM_FORKS,
         reorder: bool = True,
+        wait: bool = True,
     ) -> None:
         if forks < 1 or max_candidates < 1 or confirm_forks < 0:
             raise ValueError(
@@ -129,6 +130,7 @@ class PlannerAgent:
         self.min_gain = min_gain
         self.z = z
         self.reorder = reorder  # also try a different decision first (the later rules' choices)
+        self.wait = wait  # also try waiting instead of a proposed dispatch
         self.rollouts = 0  # rollouts played this episode (budget accounting)
         self.decisions = 0
         self.decision_seconds: list[float] = []  # wall time of every decision this episode
@@ -285,7 +287,7 @@ class PlannerAgent:
                 options.append(
                     {"action_type": action, "ambulance_id": unit["ambulance_id"], "call_id": target}
                 )
-        return [*options, dict(MAINTAIN)]
+        return [*options, dict(MAINTAIN)] if self.wait else options
 
     @staticmethod
     def _hospital_options(obs: dict[str, Any], proposal: dict[str, Any]) -> list[dict[str, Any]]:
