@@ -135,7 +135,7 @@ def test_report_shows_the_normalised_column(tmp_path) -> None:
         for agent, score in (("random", 0.3), ("heuristic", 0.7), ("planner", 0.75), ("oracle", 0.8)):
             store.add(record(agent, 0, score))
     text = generate_report(db, tmp_path / "out", version="9.9.9").markdown_path.read_text()
-    assert "| Score (mean ± std) | Normalised |" in text
+    assert "| Score (mean ± sample std) | Normalised |" in text
     assert "| task2 | heuristic | heuristic | 1 | 0.700 ± 0.000 | 0.80 |" in text
     assert "| task2 | planner | planner | 1 | 0.750 ± 0.000 | 0.90 |" in text
     lines = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| task2 |")]

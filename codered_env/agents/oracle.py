@@ -93,6 +93,9 @@ class OracleAgent(PlannerAgent):
         self.choice = "search"  # which play the best-of kept: search, planner or heuristic
         self._script: list[dict[str, Any]] = []
 
+    def fingerprint(self) -> dict[str, Any]:
+        return {**super().fingerprint(), "best_of": self.best_of}
+
     def base_policy(self, sim: CodeRedSim | None) -> HeuristicAgent:
         """The heuristic told each call's true priority by ``sim`` (the episode or its copy)."""
         return TruthTriageHeuristic(self.seed, sim)

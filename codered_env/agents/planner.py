@@ -54,7 +54,7 @@ from typing import Any
 from ..sim import CodeRedSim
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
-from .base import MAINTAIN
+from .base import MAINTAIN, code_fingerprint
 from .heuristic import HeuristicAgent, _road_view
 
 DEFAULT_FORKS = 3
@@ -140,6 +140,15 @@ class PlannerAgent:
         self._base = self.base_policy(None)
         self._pending: dict[str, Any] | None = None
         self._task: tuple[str, int] = ("", 0)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Code (its own, the planner's, the heuristic's) and the per-decision budget that shapes
+        its play."""
+        code = code_fingerprint(self, "codered_env.agents.planner", "codered_env.agents.heuristic",
+                                "codered_env.agents.triage_rule")
+        return {**code, "forks": self.forks, "max_candidates": self.max_candidates,
+                "min_gain": self.min_gain, "z": self.z, "confirm_forks": self.confirm_forks,
+                "reorder": self.reorder, "wait": self.wait}
 
     def reset(self, task_id: str, seed: int) -> None:
         self._sim = CodeRedSim(task_id, seed)

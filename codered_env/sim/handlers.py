@@ -12,14 +12,17 @@ from typing import Any
 
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
+from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .params import (
     BLOOD_COURIER_DISPATCH_MIN,
     MUTUAL_AID_DELAY_RANGE,
+    MUTUAL_AID_UNIT_PREFIX,
     O_NEG_RELEASE_MIN,
     OR_PREP_MIN_BY_TIER,
     TYPE_SPECIFIC_MIN,
 )
 from .types import (
+    FINAL_PATIENT_STATES,
     Ambulance,
     BloodAllocation,
     BloodTransfer,
@@ -28,7 +31,7 @@ from .types import (
     MutualAidRequest,
     Patient,
 )
-from .world import COMPATIBLE_DONORS, World, emergency_group_o
+from .world import World
 
 DISPATCHABLE = ("available", "returning")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -147,6 +150,7 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    world.score_version += 1
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
     p = world.patients[call.patient_id]
@@ -249,7 +253,7 @@ def allocate_blood(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
     if h is None:
         return err
-    if p.status in ("in_treatment", "treated", "released", "deceased"):
+    if p.status in FINAL_PATIENT_STATES:
         return f"{p.patient_id} is {p.status}; blood can be reserved only before treatment"
     emergency = emergency_group_o(p)
     if p.blood_type_known:
@@ -333,7 +337,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
         return f"{world.task.task_id} has no mutual-aid agreement; use your own units"
     if len(world.mutual_aid) >= limit:
         return f"all {limit} mutual-aid request(s) for this task are used"
-    target = a.target
+    target = a.resolved("target_id")
     if target is not None:
         call_ok = target in world.calls and world.calls[target].status == "pending"
         patient_ok = (
@@ -347,8 +351,9 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     coming = sum(1 for r in world.mutual_aid if not r.arrived)
     unneeded = _unserved(world) < len(_free_units(world)) + coming
     delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
-    unit_id = f"MA{len(world.mutual_aid) + 1}"
+    unit_id = f"{MUTUAL_AID_UNIT_PREFIX}{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
+    world.score_version += 1
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 # Clock
 # --------------------------------------------------------------------------------------------
 DECISION_COST_MIN = 1  # a dispatcher decision takes about a minute (108 call handling 60-90 s)
+ACTION_ID_MAX_CHARS = 32  # design choice: longest id an action may name (ids here are <= 4 chars)
 MAINTAIN_PLAN_CAP_MIN = 10  # maintain_plan jumps to the next event, at most this far [assumption]
 
 # --------------------------------------------------------------------------------------------
@@ -62,6 +63,10 @@ OR_HOLD_WINDOW_MIN = 40  # a prepared OR is held this long, then the set-up is w
 SPECIALIST_PAGE_DELAY_BY_TIER = {1: (10, 15), 2: (15, 20), 3: (20, 25)}
 SPECIALIST_STAY_AFTER_CASE_MIN = 15  # a specialist stays at least this long after a case [assumption]
 SPECIALIST_WINDOW_MIN = 90  # a paged specialist stays this long without a patient [assumption]
+# The procedures an OR can be readied for and the specialties that can be paged, in the order of
+# the wire enums and the Gymnasium feature columns (HOSPITAL_SPECS below uses only these).
+PROCEDURES: tuple[str, ...] = ("cath_lab", "trauma_surgery", "stroke_intervention", "general")
+SPECIALTIES: tuple[str, ...] = ("cardiology", "neurology", "trauma_surgery", "obstetrics")
 PROCEDURE_DURATION_MIN = {  # table time, after which the room is free again [assumption]
     "cath_lab": 60,
     "stroke_intervention": 60,
@@ -111,6 +116,7 @@ STROKE_ONSET_BEFORE_CALL_RANGE = (30, 120)  # minutes from symptom onset to the 
 # --------------------------------------------------------------------------------------------
 # Mutual aid and cascades
 # --------------------------------------------------------------------------------------------
+MUTUAL_AID_UNIT_PREFIX = "MA"  # mutual-aid units are MA1, MA2, ... in request order
 MUTUAL_AID_DELAY_RANGE = (10, 20)  # mobilisation before the unit reaches the entry node [assumption]
 NEWS_CYCLE_DEATH_PROBABILITY = 0.7  # a death makes the news [assumption]
 NEWS_CYCLE_WAIT_MIN = 30  # any caller left this long without a unit makes the news [assumption]
@@ -396,8 +402,10 @@ CONDITION_NUMBERS: dict[str, ConditionNumbers] = {
 PCI_DOOR_MIN = 40
 PCI_ACTIVATION_MIN = 12
 PCI_ROOM_TO_DEVICE_MIN = 15
-# Thrombectomy: door-to-puncture 60-90 min in registries (e.g. STRATIS, GWTG-Stroke). With
-# pre-activation 60; without: CT/CTA read and decision 35 min, lab 20-30 min, on table 20 min.
+# Thrombectomy door-to-puncture: the SNIS "ideal" target is < 60 min (JNIS standards); the Rapid
+# Reperfusion Registry's median was 112 min (IQR 68-176; Sun 2014, JAHA 3:e000859). The model is
+# a well-run centre between the two [modelling choice]: with pre-activation 60; without, CT/CTA
+# read and decision 35 min, lab 20-30 min, on table 20 min (~78 min measured).
 EVT_DOOR_MIN = 60
 EVT_ACTIVATION_MIN = 35
 EVT_ROOM_TO_PUNCTURE_MIN = 20
