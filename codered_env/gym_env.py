@@ -35,8 +35,14 @@ from .sim.catalogue import ACTION_NAMES, ACTIONS, NOOP, fixed_id_choices
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
-from .sim.observation import _waiting_for as waiting_for
-from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
+from .sim.observation import (
+    alert_count,
+    legal_actions,
+    shown_reserve,
+    visible_calls,
+    vitals_values,
+    waiting_for,
+)
 from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
@@ -956,6 +962,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, 0)
         self._segments: list[Segment] = []
         self._legal_memo: LegalMemo = {}
+        self._legal_parts: dict[str, Any] = {}  # legal_actions reuses unchanged parts (read only)
         self._n_legal = 1
         self._end_reason: str | None = None
 
@@ -972,6 +979,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
         self._legal_memo.clear()
+        self._legal_parts.clear()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -1016,7 +1024,7 @@ class CodeRedGymEnv(gymnasium.Env):
     # -------------------------------------------------------------- helpers
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
-        legal = {} if sim.done else legal_actions(sim.world)
+        legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
         index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
         return self._features.build(sim, index, self._n_legal)
