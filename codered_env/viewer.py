@@ -1,9 +1,9 @@
 """A self-contained HTML replay of one CodeRedEnv episode.
 
-``record_frames(task_id, seed, agent)`` plays an episode with a built-in agent and keeps, for every
-step, only what the agent saw: the observation dict of ``CodeRedSim.observation()`` (without the
-bulky ``legal_actions``) together with the action taken, its reward and its error. Frame 0 is the
-reset observation, with no action.
+``record_frames(task_id, seed, agent)`` (``codered_env.replay``) plays an episode with a built-in
+agent and keeps, for every step, only what the agent saw: the observation dict of
+``CodeRedSim.observation()`` (without the bulky ``legal_actions``) together with the action taken,
+its reward and its error. Frame 0 is the reset observation, with no action.
 
 ``render_html(frames, title)`` turns the frames into ONE HTML file (no network access, works
 offline): the browser console of ``GET /web`` (``codered_env/web/static``) in replay mode, with
@@ -22,14 +22,16 @@ Usage::
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from .agents import BUILTIN_AGENTS, Agent, make_agent
-from .sim import TASK_IDS, TASKS, CodeRedSim
+from .agents import BUILTIN_AGENTS
+from .replay import OMITTED_KEYS as OMITTED_KEYS  # re-exported with the frame helpers
+from .replay import public_view as public_view
+from .replay import record_frames
+from .sim import TASK_IDS, TASKS
 from .sim.city import EDGES, NODES, RIVERSIDE_EDGES, edge_key
 from .web import embed_json as embed_json  # re-exported: the JSON embedding of the replay page
 from .web import offline_page
@@ -52,49 +54,12 @@ NODE_POSITIONS: dict[str, tuple[float, float]] = {
 }
 # The NH-48 / Ring Road arterials through the toll plaza N7.
 ARTERIAL_EDGES: tuple[tuple[str, str], ...] = (("N4", "N7"), ("N7", "H1"), ("N5", "N7"))
-# Observation keys left out of the frames: the legal-action menu is large and not drawn.
-OMITTED_KEYS: tuple[str, ...] = ("legal_actions",)
 
 _SCALE = 78.0  # pixels per layout unit
 _LEFT, _RIGHT, _TOP, _BOTTOM = -7.4, 7.2, 4.45, -4.55  # layout units shown
 _RIVER = (-7.3, -6.4)  # decorative river band (layout x range), west of the flood-prone links
 # Where each hospital's status card sits, relative to its node (pixels, top-left corner).
 _CARD_OFFSET: dict[str, tuple[int, int]] = {"H1": (112, -62), "H2": (-226, -52), "H3": (52, -34)}
-
-
-# ------------------------------------------------------------------------------------ frames
-def public_view(observation: dict[str, Any]) -> dict[str, Any]:
-    """The observation as stored in a frame: a JSON-only deep copy minus ``OMITTED_KEYS``."""
-    kept = {k: v for k, v in observation.items() if k not in OMITTED_KEYS}
-    return json.loads(json.dumps(kept, allow_nan=False))
-
-
-def _frame(observation: dict[str, Any], action: Any, reward: float | None, error: str | None) -> dict:
-    return {
-        "observation": public_view(observation),
-        "action": json.loads(json.dumps(action, default=repr)),
-        "reward": reward,
-        "error": error,
-    }
-
-
-def record_frames(task_id: str, seed: int, agent: str | Agent = "heuristic") -> list[dict[str, Any]]:
-    """Play (task, seed) with ``agent`` (a built-in name or an Agent) and keep what it saw.
-
-    Returns one frame per observation: ``{"observation", "action", "reward", "error"}``; frame 0
-    is the reset observation (action, reward and error are None), frame n follows step n.
-    """
-    player = make_agent(agent, seed) if isinstance(agent, str) else agent
-    sim = CodeRedSim(task_id, seed)
-    player.reset(task_id, seed)
-    observation = sim.observation()
-    frames = [_frame(observation, None, None, None)]
-    while not sim.done:
-        action = player.act(observation)
-        result = sim.step(action)
-        observation = sim.observation()
-        frames.append(_frame(observation, action, result.reward, result.error))
-    return frames
 
 
 # ------------------------------------------------------------------------------------ map data

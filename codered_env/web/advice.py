@@ -12,8 +12,9 @@ import json
 from typing import Any
 
 from codered_env.agents import make_agent
+from codered_env.replay import replay_frames as replay_frames  # re-exported: the server's route uses it
+from codered_env.replay import replay_sim
 from codered_env.sim import TASKS, CodeRedSim
-from codered_env.viewer import public_view
 
 # Grade keys that stay hidden until the episode is over: the per-patient rows name every
 # patient's true condition, including callers no crew has reached yet.
@@ -54,16 +55,6 @@ OTHER_AGENTS: dict[str, str] = {
     "random": "The random agent: a uniformly random legal action (seeded by episode seed + step).",
     "noop": "The noop agent: always maintain_plan.",
 }
-
-
-def replay_sim(task_id: str, seed: int, actions: list[Any]) -> CodeRedSim:
-    """The simulation after ``actions`` (actions past the end of the episode are ignored)."""
-    sim = CodeRedSim(task_id, seed)
-    for action in actions:
-        if sim.done:
-            break
-        sim.step(action)
-    return sim
 
 
 def _running_grade(sim: CodeRedSim) -> dict[str, Any]:
@@ -110,25 +101,6 @@ def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuri
     reason = explain(action, obs) if agent_name == "heuristic" else OTHER_AGENTS.get(agent_name, "")
     answer["suggestion"] = {"agent": agent_name, "action": action, "reason": reason}
     return answer
-
-
-def replay_frames(task_id: str, seed: int, actions: list[Any]) -> list[dict[str, Any]]:
-    """Viewer frames (see ``codered_env.viewer``) of ``actions`` replayed on (task, seed)."""
-    sim = CodeRedSim(task_id, seed)
-    frames = [{"observation": public_view(sim.observation()), "action": None, "reward": None, "error": None}]
-    for action in actions:
-        if sim.done:
-            break
-        result = sim.step(action)
-        frames.append(
-            {
-                "observation": public_view(sim.observation()),
-                "action": json.loads(json.dumps(action, default=repr)),
-                "reward": result.reward,
-                "error": result.error,
-            }
-        )
-    return frames
 
 
 def task_menu() -> list[dict[str, Any]]:
