@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-AGENTS = ("llm", "heuristic", "random", "noop")
+from codered_env.agents.roster import BUILTIN_AGENTS
+
+AGENTS = ("llm", *BUILTIN_AGENTS)  # the agent registry's built-in agents, and the LLM
 DEFAULT_BENCHMARK = "codered_env"
 DEFAULT_THRESHOLD = 0.1
 

@@ -40,7 +40,15 @@ from .sim.observation import alert_count, legal_actions, shown_reserve, visible_
 from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
-from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
+from .sim.types import (
+    AMBULANCE_STATES,
+    MAINTAIN_PLAN,
+    OR_STATES,
+    OUTCOME_PATIENT_STATES,
+    PATIENT_STATES,
+    SPECIALIST_STATES,
+    Patient,
+)
 from .sim.world import World
 
 # ------------------------------------------------------------------------------ action catalogue
@@ -63,7 +71,7 @@ ACTION_ORDER: tuple[str, ...] = (
 assert set(ACTION_ORDER) == set(ACTION_TYPES), "ACTION_ORDER must list every action type once"
 CANONICAL_UNITS: tuple[int, ...] = (1, 2, 4)
 _BLOOD_ACTIONS = frozenset({"allocate_blood", "transfer_blood"})
-MAINTAIN: dict[str, Any] = {"action_type": "maintain_plan"}
+MAINTAIN: dict[str, Any] = MAINTAIN_PLAN
 
 
 def _param_values(action_type: str, name: str, values: Sequence[Any]) -> list[Any]:
@@ -107,7 +115,6 @@ SPECIALTIES: tuple[str, ...] = ("cardiology", "neurology", "trauma_surgery", "ob
 EDGE_KEYS: tuple[tuple[str, str], ...] = tuple(edge_key(a, b) for a, b, _, _ in EDGES)
 _EDGE_INDEX = {k: i for i, k in enumerate(EDGE_KEYS)}
 _NODE_INDEX = {n: i for i, n in enumerate(NODE_IDS)}
-_FINISHED = frozenset({"treated", "released", "deceased"})
 # Symptom cues read from the caller's report (a bag of words, not a triage rule).
 REPORT_CUES: tuple[tuple[str, ...], ...] = (
     ("chest",),
@@ -497,7 +504,7 @@ def _slot_patients(patients: list[Patient]) -> list[Patient]:
     extra = len(patients) - MAX_PATIENTS
     if extra <= 0:
         return patients
-    finished = [i for i, p in enumerate(patients) if p.status in _FINISHED]
+    finished = [i for i, p in enumerate(patients) if p.status in OUTCOME_PATIENT_STATES]
     drop = set(finished[:extra])
     return [p for i, p in enumerate(patients) if i not in drop][:MAX_PATIENTS]
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-MAINTAIN: dict[str, Any] = {"action_type": "maintain_plan"}
+from ..sim.types import MAINTAIN_PLAN
+
+MAINTAIN: dict[str, Any] = MAINTAIN_PLAN
 
 
 @runtime_checkable

@@ -49,10 +49,11 @@ from codered_env.agents.prompts import (
     build_user_message,
     compact_state,
 )
+from codered_env.sim.types import MAINTAIN_PLAN
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
-FALLBACK_ACTION: dict[str, Any] = {"action_type": "maintain_plan"}
+FALLBACK_ACTION: dict[str, Any] = MAINTAIN_PLAN
 MIN_CALL_SECONDS = 0.5
 DEGRADED_AFTER = 3
 MAX_OBSERVATION_CHARS = 12_000

@@ -27,6 +27,8 @@ AMBULANCE_STATES = ("available", "en_route", "on_scene", "transporting", "at_hos
 OR_STATES = ("idle", "preparing", "ready", "in_use", "out_of_service")
 SPECIALIST_STATES = ("on_call", "paged", "present", "unavailable")
 CALL_STATES = ("pending", "dispatched", "on_scene", "closed_advice", "closed_callback")
+#: Patients nothing more happens to (no deterioration; an episode may end with them all here).
+FINAL_PATIENT_STATES = frozenset({"treated", "released", "deceased", "in_treatment"})
 
 
 @dataclass(slots=True)
@@ -261,3 +263,9 @@ class PendingSpawn:
     patient: Patient
     call: Call | None
     reason: str
+
+
+#: Patients whose outcome is settled: treatment over, released on scene, or dead.
+OUTCOME_PATIENT_STATES = frozenset({"treated", "released", "deceased"})
+#: The no-op wire action (the agents' default, the fallback of every loop, the Gymnasium action 0).
+MAINTAIN_PLAN: dict[str, str] = {"action_type": "maintain_plan"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codered_env.agents import make_agent
+from codered_env.agents import AGENT_SPECS, make_agent
 from codered_env.replay import replay_frames as replay_frames  # re-exported: the server's route uses it
 from codered_env.replay import replay_sim
 from codered_env.sim import TASKS, CodeRedSim
@@ -51,10 +51,12 @@ RULES: dict[str, str] = {
     ),
 }
 RULES["dispatch_als"] = RULES["dispatch_bls"] = RULES["dispatch_ambulance"]
-OTHER_AGENTS: dict[str, str] = {
-    "random": "The random agent: a uniformly random legal action (seeded by episode seed + step).",
-    "noop": "The noop agent: always maintain_plan.",
-}
+
+
+def agent_summary(agent_name: str) -> str:
+    """What an agent other than the heuristic does, from the agent registry."""
+    spec = AGENT_SPECS.get(agent_name)
+    return f"The {agent_name} agent: {spec.summary}" if spec else ""
 
 
 def _running_grade(sim: CodeRedSim) -> dict[str, Any]:
@@ -98,7 +100,7 @@ def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuri
     agent = make_agent(agent_name, seed + sim.step_count)
     agent.reset(task_id, seed)
     action = json.loads(json.dumps(agent.act(obs)))
-    reason = explain(action, obs) if agent_name == "heuristic" else OTHER_AGENTS.get(agent_name, "")
+    reason = explain(action, obs) if agent_name == "heuristic" else agent_summary(agent_name)
     answer["suggestion"] = {"agent": agent_name, "action": action, "reason": reason}
     return answer
 
