@@ -130,7 +130,8 @@ def test_the_checker_catches_broken_anchors_numbers_and_files(tmp_path: Path) ->
 
 @pytest.mark.parametrize(("heading", "expected"), [
     ("5. Actions", "5-actions"),
-    ("4.13 Forks for planning (`CodeRedSim.fork`, `sim/fork.py`)", "413-forks-for-planning-coderedsimfork-simforkpy"),
+    ("4.13 Forks for planning (`CodeRedSim.fork`, `sim/fork.py`)",
+     "413-forks-for-planning-coderedsimfork-simforkpy"),
     ("Output contract", "output-contract"),
 ])
 def test_slugs_follow_github(heading: str, expected: str) -> None:

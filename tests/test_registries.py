@@ -15,7 +15,8 @@ from codered_env.agents import AGENT_SPECS, AGENTS, BUILTIN_AGENTS, SERVED_AGENT
 from codered_env.agents.roster import DEFAULT_AGENT, REPORT_ORDER
 from codered_env.server.agent_routes import register_agent_routes
 from codered_env.server.schemas import BaselineAgent, BuiltinAgent, GraderBody
-from codered_env.sim.types import FINAL_PATIENT_STATES, MAINTAIN_PLAN, OUTCOME_PATIENT_STATES, PATIENT_STATES
+from codered_env.sim.catalogue import MAINTAIN_PLAN
+from codered_env.sim.types import FINAL_PATIENT_STATES, OUTCOME_PATIENT_STATES, PATIENT_STATES
 from codered_env.web import asset
 
 
@@ -93,8 +94,8 @@ def test_status_groups_and_the_noop_action_are_written_once() -> None:
         if count and name != HOME:
             copies[name] = count
     extra = {name: n for name, n in copies.items() if n > PENDING_CORE.get(name, 0)}
-    assert not extra, f"use FINAL_PATIENT_STATES / OUTCOME_PATIENT_STATES / MAINTAIN_PLAN of {HOME}: {extra}"
-    assert _copies(ast.parse((REPO / HOME).read_text(encoding="utf-8"))) == 3
+    assert not extra, f"use the status sets of {HOME} and catalogue.MAINTAIN_PLAN: {extra}"
+    assert _copies(ast.parse((REPO / HOME).read_text(encoding="utf-8"))) == 2
     assert OUTCOME_PATIENT_STATES < FINAL_PATIENT_STATES <= set(PATIENT_STATES)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ..sim.types import MAINTAIN_PLAN
+from ..sim.catalogue import MAINTAIN_PLAN
 
 MAINTAIN: dict[str, Any] = MAINTAIN_PLAN
 

@@ -49,7 +49,7 @@ from codered_env.agents.prompts import (
     build_user_message,
     compact_state,
 )
-from codered_env.sim.types import MAINTAIN_PLAN
+from codered_env.sim.catalogue import MAINTAIN_PLAN
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"

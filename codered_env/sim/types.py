@@ -267,5 +267,3 @@ class PendingSpawn:
 
 #: Patients whose outcome is settled: treatment over, released on scene, or dead.
 OUTCOME_PATIENT_STATES = frozenset({"treated", "released", "deceased"})
-#: The no-op wire action (the agents' default, the fallback of every loop, the Gymnasium action 0).
-MAINTAIN_PLAN: dict[str, str] = {"action_type": "maintain_plan"}
