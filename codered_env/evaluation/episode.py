@@ -39,7 +39,8 @@ from codered_env.runner import (  # noqa: F401  (re-exported: callers import the
 
 
 def clamp_score(value: Any) -> float:
-    """The reported score: rounded to 4 decimals and clamped to [0.01, 0.99] (MODEL.md §5)."""
+    """The reported score: rounded to 4 decimals and clamped to [0.01, 0.99]
+    (docs/MODEL.md#score-clamping)."""
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -1,6 +1,6 @@
 """Call triage: the caller-report likelihood model, its Bayes posterior, and callbacks.
 
-True priorities follow MPDS response plans mapped onto the four 108 levels (MODEL.md section 7):
+True priorities follow MPDS response plans mapped onto the four 108 levels (docs/MODEL.md#triage):
 Echo/Delta -> P1 immediate, Charlie -> P2 urgent, Bravo/Alpha -> P3 non-urgent, Omega -> P4
 no-dispatch advice. Stroke within the treatment window is handled as Delta-equivalent (P1) here.
 
