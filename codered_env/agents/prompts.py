@@ -191,11 +191,6 @@ def compact_state(text: str, *, tools: bool) -> str:
     return "\n".join(lines)
 
 
-def strip_legal_line(text: str) -> str:
-    """The observation text without its legal-action line (compact form, as in tools mode)."""
-    return compact_state(text, tools=True)
-
-
 def _values(values: Sequence[Any]) -> str:
     if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         low, high = min(values), max(values)
