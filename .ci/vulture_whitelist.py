@@ -44,9 +44,9 @@ model_config  # unused variable (codered_env/server/web_routes.py:52)
 model_config  # unused variable (codered_env/sim/actions.py:25)
 
 # Data read by name (asdict / stats dicts / JSON), never as an attribute in our code.
-_.failed_calls  # unused attribute (codered_env/agents/llm.py:395)
-_.tool_answers  # unused attribute (codered_env/agents/llm.py:929)
-_.text_answers  # unused attribute (codered_env/agents/llm.py:932)
+_.failed_calls  # unused attribute (codered_env/agents/llm/client.py)
+_.tool_answers  # unused attribute (codered_env/agents/llm/agent.py)
+_.text_answers  # unused attribute (codered_env/agents/llm/agent.py)
 note  # unused variable (codered_env/agents/roster.py:25)
 _.waited_s  # unused attribute (codered_env/evaluation/ratelimit.py:72)
 _.waited_s  # unused attribute (codered_env/evaluation/ratelimit.py:89)

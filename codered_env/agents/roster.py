@@ -39,7 +39,7 @@ AGENTS: tuple[AgentSpec, ...] = (
         "decision plays the heuristic, and a whole episode takes about a minute on task5.",
     ),
     AgentSpec(
-        "llm", "Any OpenAI-compatible chat model, through tool calls (agents/llm.py).", False, False,
+        "llm", "Any OpenAI-compatible chat model, through tool calls (agents/llm/).", False, False,
         "Needs an API key (HF_TOKEN, API_KEY or OPENAI_API_KEY); the server's /baseline runs it only "
         "when the server enables it.",
     ),
