@@ -69,7 +69,5 @@ supported_network_modes  # unused variable (tests/server/test_server_validation.
 _.pre_tokenizer  # unused attribute (tests/training/test_trl_env.py:82)
 _.chat_template  # unused attribute (tests/training/test_trl_env.py:88)
 
-# Dead code in branch core's files (sim/city.py, sim/triage.py): delete both names and these
-# lines when core merges (left here only to avoid a merge conflict with the world split).
-NEIGHBOURHOOD_IDS  # unused variable (codered_env/sim/city.py:43)
-PRIORITY_MEANING  # unused variable (codered_env/sim/triage.py:62)
+# pytest fixtures requested as arguments only for their effect.
+checkpoint_agents  # unused variable (tests/evaluation/test_provenance.py:73)

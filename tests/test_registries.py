@@ -60,10 +60,6 @@ def test_every_builtin_agent_is_built_by_name_and_unknown_names_list_the_roster(
 # ------------------------------------------------------------------------- enumerations
 REPO = Path(__file__).resolve().parents[1]
 HOME = "codered_env/sim/types.py"
-# Copies in sim/ modules that branch `core` (the world split) already replaced by the names in
-# sim/types.py; remove these entries when it merges.
-PENDING_CORE: dict[str, int] = {"codered_env/sim/world.py": 1, "codered_env/sim/observation.py": 1,
-                                "codered_env/sim/handlers.py": 1}
 STATUS_SETS = (FINAL_PATIENT_STATES, OUTCOME_PATIENT_STATES)
 
 
@@ -93,8 +89,7 @@ def test_status_groups_and_the_noop_action_are_written_once() -> None:
         count = _copies(ast.parse(path.read_text(encoding="utf-8")))
         if count and name != HOME:
             copies[name] = count
-    extra = {name: n for name, n in copies.items() if n > PENDING_CORE.get(name, 0)}
-    assert not extra, f"use the status sets of {HOME} and catalogue.MAINTAIN_PLAN: {extra}"
+    assert not copies, f"use the status sets of {HOME} and catalogue.MAINTAIN_PLAN: {copies}"
     assert _copies(ast.parse((REPO / HOME).read_text(encoding="utf-8"))) == 2
     assert OUTCOME_PATIENT_STATES < FINAL_PATIENT_STATES <= set(PATIENT_STATES)
 

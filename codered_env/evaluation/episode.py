@@ -95,19 +95,42 @@ def play_episode(
     """Play up to ``max_steps`` steps with :func:`codered_env.runner.play` (its policy for an
     agent that crashes applies), recording each as a :class:`StepRecord`.  Environment
     exceptions propagate, but ``outcome`` (pass your own to keep it) holds every step completed
-    before them."""
+    before them.
+
+    A cap below the task's budget ends the episode the way the budget does: the world plays on
+    without decisions and the last step's reward holds that play-out (it is marked done), so the
+    rewards still add up to the reported score (:func:`_end_at_cap`)."""
     outcome = outcome or EpisodeOutcome(task_id=task_id, seed=seed)
 
     def record(step: Step) -> None:
         entry = StepRecord(step=step.number, action=step.action, reward=step.reward, done=step.done,
                            error=one_line(step.error), score_preview=_score_preview(step.observation))
+        if not step.done and entry.step >= max_steps:
+            entry = _end_at_cap(env, outcome, entry)
         outcome.steps.append(entry)
         if on_step is not None:
             on_step(entry)
 
     episode = play(env, agent, task_id, seed, max_steps=max_steps, on_step=record)
-    outcome.done = episode.done
+    outcome.done = episode.done or bool(outcome.steps and outcome.steps[-1].done)
     return outcome
+
+
+def _end_at_cap(env: EpisodeEnv, outcome: EpisodeOutcome, record: StepRecord) -> StepRecord:
+    """The last step of a run cut by the step cap, carrying the world's play-out: its reward is
+    the final score minus the rewards so far (as the last reward at the task's own budget is).
+    Unchanged when the environment cannot grade (the run then ends as it stood)."""
+    actions = [*outcome.actions, dict(record.action)]
+    try:
+        grade = env.grade(actions)
+    except Exception:
+        return record
+    if not grade or "score" not in grade:
+        return record
+    score = clamp_score(grade["score"])
+    outcome.grade = dict(grade)
+    played_out = round(score - sum(outcome.rewards), 6)
+    return dataclasses.replace(record, reward=played_out, done=True, score_preview=score)
 
 
 def _score_preview(observation: Mapping[str, Any]) -> float | None:
@@ -274,8 +297,11 @@ def agent_stats(agent: Any) -> dict[str, Any] | None:
 
 
 def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
-              llm_stats: dict[str, Any] | None) -> EpisodeRecord:
-    """An :class:`EpisodeRecord` (with its trajectory) from a finished episode."""
+              llm_stats: dict[str, Any] | None, agent: Any = None) -> EpisodeRecord:
+    """An :class:`EpisodeRecord` (with its trajectory and, given the ``agent`` that played it,
+    its provenance) from a finished episode."""
+    from codered_env.evaluation import provenance
+
     grade = outcome.grade or {}
     trajectory = Trajectory(task_id=outcome.task_id, seed=outcome.seed, agent=agent_name,
                             model=model, steps=outcome.steps,
@@ -290,7 +316,10 @@ def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
         raw_score=float(raw) if isinstance(raw, (int, float)) else None,
         invalid_actions=outcome.invalid_actions,
         agent_errors=sum(1 for s in outcome.steps if s.error and s.error.startswith("llm: ")),
-        llm_stats=llm_stats)
+        llm_stats=llm_stats,
+        agent_fingerprint=None if agent is None else provenance.fingerprint_text(
+            provenance.agent_fingerprint(agent)),
+        sim_fingerprint=provenance.sim_fingerprint(), git_commit=provenance.git_commit())
 
 
 def _unanswered(stats: Mapping[str, Any] | None, outcome: EpisodeOutcome) -> float:
@@ -322,5 +351,5 @@ def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
                          wall_time_s=time.monotonic() - started)
     wall = time.monotonic() - started
     stats = agent_stats(agent) if job.is_llm else None
-    return JobResult(job, to_record(job.agent, model, outcome, wall, stats),
+    return JobResult(job, to_record(job.agent, model, outcome, wall, stats, agent),
                      unanswered=_unanswered(stats, outcome), wall_time_s=wall)
