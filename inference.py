@@ -1,12 +1,12 @@
 #!/usr/bin/env python
 """CodeRedEnv inference script (the entry point OpenEnv evaluators run).
 
-    python inference.py --task task2 --seed 3 [--max-steps N] [--agent llm|heuristic|random|noop]
+    python inference.py --task task2 --seed 3 [--max-steps N] [--agent llm|heuristic|planner|...]
                         [--env-url http://host:8000] [--trajectory run.jsonl]
 
-stdout carries exactly the agent run log of MODEL.md §8 (one START line, one STEP line per step,
-one END line - also after an error or Ctrl-C); everything else goes to stderr.  Environment:
-HF_TOKEN (or API_KEY / OPENAI_API_KEY), API_BASE_URL, MODEL_NAME, BENCHMARK, MAX_STEPS,
+stdout carries exactly the agent run log of docs/INFERENCE.md#output-contract (one START line, one
+STEP line per step, one END line - also after an error or Ctrl-C); everything else goes to stderr.
+Environment: HF_TOKEN (or API_KEY / OPENAI_API_KEY), API_BASE_URL, MODEL_NAME, BENCHMARK, MAX_STEPS,
 SUCCESS_THRESHOLD.  Without a key (and without a local API_BASE_URL, which needs none) the
 built-in heuristic agent plays (model shown as ``heuristic``).  The LLM agent's statistics
 line (calls, retries, timeouts, fallbacks, tokens) follows END on stderr.  See docs/INFERENCE.md.
@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-AGENTS = ("llm", "heuristic", "random", "noop")
+from codered_env.agents.roster import BUILTIN_AGENTS
+
+AGENTS = ("llm", *BUILTIN_AGENTS)  # the agent registry's built-in agents, and the LLM
 DEFAULT_BENCHMARK = "codered_env"
 DEFAULT_THRESHOLD = 0.1
 
@@ -36,7 +38,7 @@ def warn(message: str) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Play one CodeRedEnv episode and print the "
-                                     "agent run log (MODEL.md §8) on stdout.")
+                                     "agent run log (docs/INFERENCE.md#output-contract) on stdout.")
     parser.add_argument("--task", default="task1", help="task id, task1..task5 (default task1)")
     parser.add_argument("--seed", type=int, default=0, help="episode seed (default 0)")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -132,7 +134,7 @@ def step_cap(arg: int | None, settings: Settings, budget: int) -> int:
 
 
 class RunLog:
-    """Prints the §8 lines to the real stdout, flushing each one; START always comes first."""
+    """Prints the run-log lines to the real stdout, flushing each one; START always comes first."""
 
     def __init__(self, out: TextIO, task: str, benchmark: str) -> None:
         self.out = out

@@ -1,4 +1,4 @@
-"""The agent run log of MODEL.md section 8 -- the stdout contract of ``inference.py`` and
+"""The agent run log (docs/INFERENCE.md#output-contract) -- the stdout contract of ``inference.py`` and
 ``codered play``. Evaluators parse these lines, so every detail here is deliberate.
 
 Values that come from outside the program (a model's action parameters, error messages quoting

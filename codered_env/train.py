@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._optional import require
+
 EVAL_SEED_BASE = 10_000
 
 
@@ -60,19 +62,7 @@ class TrainConfig:
 
 def require_rl() -> None:
     """Fail with an install hint when the ``rl`` extra is missing."""
-    missing = [m for m in ("torch", "sb3_contrib", "stable_baselines3", "gymnasium") if not _importable(m)]
-    if missing:
-        raise ImportError(
-            f"codered train needs {', '.join(missing)}: install the `rl` extra and a CPU PyTorch "
-            "(see docs/TRAINING.md), e.g. `uv sync --extra rl` then `uv pip install --no-config "
-            "<torch cpu wheel>`"
-        )
-
-
-def _importable(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
+    require("rl")
 
 
 def make_masked_env(task_id: str, **kwargs: Any) -> Any:
@@ -87,18 +77,12 @@ def make_masked_env(task_id: str, **kwargs: Any) -> Any:
 
 
 def evaluate_policy_grades(model: Any, task_id: str, seeds: Sequence[int]) -> list[float]:
-    """Final grade of the greedy (deterministic) masked policy on each evaluation seed."""
-    env = make_masked_env(task_id)
-    grades = []
-    for seed in seeds:
-        obs, _ = env.reset(seed=int(seed))
-        while True:
-            action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
-            obs, _, terminated, truncated, info = env.step(int(action))
-            if terminated or truncated:
-                grades.append(float(info["grade"]["score"]))
-                break
-    return grades
+    """Final grade of the greedy (deterministic) masked policy on each evaluation seed, played
+    by the one episode loop (``runner.run_episode``) like any saved policy."""
+    from .agents.ppo import PPOAgent
+    from .runner import run_episode
+
+    return [run_episode(task_id, int(seed), PPOAgent.from_model(model)).score for seed in seeds]
 
 
 def baseline_grades(task_id: str, seeds: Sequence[int]) -> dict[str, list[float]]:

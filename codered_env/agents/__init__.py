@@ -4,6 +4,7 @@
 ``make_agent(name, seed)`` builds one; the LLM agent lives in ``codered_env.agents.llm`` and is
 built by ``make_agent("llm")`` only when that module is importable and configured.
 ``make_agent("ppo:PATH")`` loads a policy saved by ``codered train`` (needs the ``rl`` extra).
+Every agent and where it is offered: ``AGENTS`` (roster.py), served at ``GET /agents``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from .heuristic import HeuristicAgent
 from .oracle import OracleAgent
 from .planner import PlannerAgent
 from .random_agent import RandomAgent
-
-BUILTIN_AGENTS: tuple[str, ...] = ("noop", "random", "heuristic", "planner")
+from .roster import AGENT_SPECS, AGENTS, BUILTIN_AGENTS, SERVED_AGENTS, AgentSpec
 
 
 def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
@@ -39,13 +39,17 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
         from .ppo import PPOAgent  # imported lazily: pulls in torch and sb3-contrib
 
         return PPOAgent(name[len("ppo:"):])
-    raise ValueError(f"unknown agent {name!r}; choose from {', '.join((*BUILTIN_AGENTS, 'llm', 'ppo:PATH'))}")
+    raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENT_SPECS)}")
 
 
 __all__ = [
+    "AGENTS",
+    "AGENT_SPECS",
     "BUILTIN_AGENTS",
     "MAINTAIN",
+    "SERVED_AGENTS",
     "Agent",
+    "AgentSpec",
     "HeuristicAgent",
     "NoopAgent",
     "OracleAgent",

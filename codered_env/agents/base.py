@@ -7,7 +7,9 @@ import importlib
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-MAINTAIN: dict[str, Any] = {"action_type": "maintain_plan"}
+from ..sim.catalogue import MAINTAIN_PLAN
+
+MAINTAIN: dict[str, Any] = MAINTAIN_PLAN
 
 
 @runtime_checkable

@@ -259,10 +259,6 @@ class HeuristicAgent:
         turnover = care.door_min + PROCEDURE_DURATION_MIN.get(care.procedure, 0) + CATH_LAB_PREP_RANGE[1]
         return behind * (turnover + care.room_min)
 
-    def _best_hospital(self, p, hospitals, inbound, net) -> str | None:
-        scores = self._hospital_scores(p, hospitals, inbound, net)
-        return max(scores, key=lambda hid: (scores[hid], hid)) if scores else None
-
     def _hospital_scores(self, p, hospitals, inbound, net) -> dict[str, float]:
         """Per open capable hospital: 100 x the benefit kept (the public outcome curves) at the
         estimated delay (elapsed + scene + travel + door-to-treatment + queue for a shared

@@ -22,19 +22,30 @@ class PPOAgent:
     """Greedy MaskablePPO policy loaded from a ``.zip`` saved by ``codered train``."""
 
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
-        from ..train import require_rl
+        from .._optional import require
 
-        require_rl()
+        require("rl")
         from sb3_contrib import MaskablePPO
-
-        from ..gym_env import CodeRedGymEnv
 
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"ppo policy file not found: {path} (give the .zip saved by codered train)")
-        self.checkpoint_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-        self.model = MaskablePPO.load(path, device="cpu")
-        self.name = f"ppo:{path}"
+        self.checkpoint_sha256: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
+        self._use(MaskablePPO.load(path, device="cpu"), f"ppo:{path}", deterministic)
+
+    @classmethod
+    def from_model(cls, model: Any, name: str = "ppo", deterministic: bool = True) -> PPOAgent:
+        """The agent of a policy in memory (``codered train`` evaluates its model this way)."""
+        agent = cls.__new__(cls)
+        agent.checkpoint_sha256 = None  # no file: not stored or reused by the evaluation store
+        agent._use(model, name, deterministic)
+        return agent
+
+    def _use(self, model: Any, name: str, deterministic: bool) -> None:
+        from ..gym_env import CodeRedGymEnv
+
+        self.model = model
+        self.name = name
         self.deterministic = deterministic
         self.env = CodeRedGymEnv()
         self._obs: Any = None

@@ -28,7 +28,6 @@ from codered_env.evaluation.backends import MIN_PARALLEL_WORK_S
 from codered_env.evaluation.episode import (
     EpisodeJob,
     JobResult,
-    run_job,
     to_record,  # noqa: F401  (re-exported: callers used it from here)
 )
 from codered_env.evaluation.provenance import agent_fingerprint, fingerprint_text, sim_fingerprint
@@ -123,22 +122,6 @@ def stats_line(event: EvalEvent) -> str | None:
     from codered_env.runlog import format_stats
 
     return f"{event.task_id} seed={event.seed} {format_stats(event.llm_stats)}"
-
-
-def make_eval_agent(name: str, seed: int, llm_config: Any) -> tuple[Any, str]:
-    """The agent and its model label (the model name for ``llm``, else the agent spec)."""
-    from codered_env.evaluation.episode import build_agent
-
-    return build_agent(EpisodeJob(name, "task1", seed, llm_config=llm_config))
-
-
-def run_one(agent_name: str, task_id: str, seed: int, llm_config: Any,
-            max_steps: int | None = None) -> tuple[EpisodeRecord, float]:
-    """Play one in-process episode; returns the record and the unanswered-call fraction."""
-    result = run_job(EpisodeJob(agent_name, task_id, seed, max_steps, llm_config))
-    if result.record is None:
-        raise ValueError(result.error or "episode failed")
-    return result.record, result.unanswered
 
 
 @dataclass(frozen=True)

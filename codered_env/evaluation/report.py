@@ -18,12 +18,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codered_env.agents.roster import REPORT_ORDER
 from codered_env.evaluation.provenance import short_hash
 from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
 from codered_env.evaluation.trajectory import Trajectory, package_version
 from codered_env.sim import grade_episode
 
-AGENT_ORDER = ("noop", "random", "heuristic", "planner", "oracle", "llm")
+AGENT_ORDER = REPORT_ORDER  # the agent registry's order
 RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
                 "cascade_score")
 SPREAD_LABEL = "mean ± sample std"

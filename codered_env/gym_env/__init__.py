@@ -125,7 +125,6 @@ from .schema import _C as _C
 from .schema import _C_NODE as _C_NODE
 from .schema import _C_TRIAGED as _C_TRIAGED
 from .schema import _EDGE_INDEX as _EDGE_INDEX
-from .schema import _FINISHED as _FINISHED
 from .schema import _G as _G
 from .schema import _H as _H
 from .schema import _H_BLOOD as _H_BLOOD

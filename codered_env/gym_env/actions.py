@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..sim.catalogue import ACTION_NAMES, ACTIONS, NOOP
+from ..sim.catalogue import ACTION_NAMES, ACTIONS, MAINTAIN_PLAN
 
 ACTION_ORDER: tuple[str, ...] = ACTION_NAMES  # the catalogue's order: maintain_plan is index 0
 
@@ -18,7 +18,7 @@ CANONICAL_UNITS: tuple[int, ...] = (1, 2, 4)
 _BLOOD_ACTIONS = frozenset(a.name for a in ACTIONS if "units" in a.param_names)  # units canonicalised
 
 
-MAINTAIN: dict[str, Any] = {"action_type": NOOP}
+MAINTAIN: dict[str, Any] = MAINTAIN_PLAN
 
 
 def _param_values(action_type: str, name: str, values: Sequence[Any]) -> list[Any]:

@@ -14,7 +14,7 @@ from ..sim.conditions import CONDITIONS
 from ..sim.observation import shown_reserve, vitals_values, waiting_for
 from ..sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, report_facts
-from ..sim.types import OR_STATES, SPECIALIST_STATES, Patient
+from ..sim.types import OR_STATES, OUTCOME_PATIENT_STATES, SPECIALIST_STATES, Patient
 from ..sim.world import World
 from .schema import (
     _A,
@@ -25,7 +25,6 @@ from .schema import (
     _C_NODE,
     _C_TRIAGED,
     _EDGE_INDEX,
-    _FINISHED,
     _H,
     _H_BLOOD,
     _H_OR,
@@ -108,7 +107,7 @@ def _slot_patients(patients: list[Patient]) -> list[Patient]:
     extra = len(patients) - MAX_PATIENTS
     if extra <= 0:
         return patients
-    finished = [i for i, p in enumerate(patients) if p.status in _FINISHED]
+    finished = [i for i, p in enumerate(patients) if p.status in OUTCOME_PATIENT_STATES]
     drop = set(finished[:extra])
     return [p for i, p in enumerate(patients) if i not in drop][:MAX_PATIENTS]
 

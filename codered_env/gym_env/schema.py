@@ -47,7 +47,6 @@ _EDGE_INDEX = {k: i for i, k in enumerate(EDGE_KEYS)}
 _NODE_INDEX = {n: i for i, n in enumerate(NODE_IDS)}
 
 
-_FINISHED = frozenset({"treated", "released", "deceased"})
 
 
 # Symptom cues of the caller's report: the report model's own features (triage.parse_report),

@@ -36,6 +36,7 @@ from openenv.core.env_server.types import (
 )
 
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState
+from codered_env.server.agent_routes import register_agent_routes
 from codered_env.server.benchmark_routes import register_benchmark_routes
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import (
@@ -62,6 +63,7 @@ ENDPOINTS = {
     "step": "POST /step - {action, episode_id}",
     "state": "GET /state?episode_id=",
     "tasks": "GET /tasks",
+    "agents": "GET /agents - every agent, and which ones this server runs",
     "grader": "POST /grader - {task_id, seed, actions} | {episode_id} (HTTP episode) | {}",
     "baseline": "POST /baseline - {agent, seeds, tasks}",
     "view": "GET /view?task_id=task5&seed=0&agent=heuristic - replay (redirects to /web)",
@@ -98,6 +100,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     jobs = register_benchmark_routes(app, settings, store)
     app.state.jobs = jobs
     register_viewer_routes(app)
+    register_agent_routes(app)
     register_web_routes(app, jobs)
     _register_index(app)
     register_error_handlers(app)

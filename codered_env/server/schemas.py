@@ -6,11 +6,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from codered_env.agents.roster import SERVED_AGENTS
 from codered_env.models import CodeRedAction
+from codered_env.sim import TASK_IDS
 
-TaskId = Literal["task1", "task2", "task3", "task4", "task5"]
-BuiltinAgent = Literal["heuristic", "random", "noop"]
-BaselineAgent = Literal["heuristic", "random", "noop", "llm"]
+TaskId = Literal[TASK_IDS]  # type: ignore[valid-type]
+BuiltinAgent = Literal[SERVED_AGENTS]  # type: ignore[valid-type]  # from the agent registry
+BaselineAgent = Literal[(*SERVED_AGENTS, "llm")]  # type: ignore[valid-type]
 
 
 def _json_integer(value: Any) -> Any:

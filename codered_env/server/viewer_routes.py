@@ -5,16 +5,15 @@ still writes the same console as one self-contained file (``codered_env.viewer``
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Query
 from fastapi.responses import RedirectResponse
 
+from codered_env.server.schemas import BuiltinAgent, TaskId
 from codered_env.sim import TASKS
 
-TaskId = Literal["task1", "task2", "task3", "task4", "task5"]
-BuiltinAgent = Literal["heuristic", "random", "noop"]
 assert set(TaskId.__args__) == set(TASKS)  # type: ignore[attr-defined]
 
 

@@ -1,4 +1,4 @@
-"""The 14 actions (the public contract of MODEL.md section 3) and their parsing.
+"""The 14 actions (the public contract, docs/MODEL.md#actions) and their parsing.
 
 The pydantic models are generated from the action catalogue (``catalogue.py``).
 

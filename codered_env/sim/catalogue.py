@@ -229,6 +229,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 ACTION_NAMES: tuple[str, ...] = tuple(a.name for a in ACTIONS)
 NOOP = ACTION_NAMES[0]
+#: The no-op wire action: the agents' default, every loop's fallback, the Gymnasium action 0.
+MAINTAIN_PLAN: dict[str, str] = {"action_type": NOOP}
 # Texts, schemas and tool lists name the decisions first and the wait last (the order of
 # ``sim.ACTION_TYPES``, error messages and recorded prompts).
 WIRE_ORDER: tuple[str, ...] = (*ACTION_NAMES[1:], NOOP)

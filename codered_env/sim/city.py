@@ -41,7 +41,6 @@ NODES: tuple[Node, ...] = (
 NODE_IDS: tuple[str, ...] = tuple(n.node_id for n in NODES)
 NODE_NAMES: dict[str, str] = {n.node_id: n.name for n in NODES}
 NODE_INDEX: dict[str, int] = {n: i for i, n in enumerate(NODE_IDS)}
-NEIGHBOURHOOD_IDS: tuple[str, ...] = tuple(n.node_id for n in NODES if n.kind != "hospital")
 
 # (a, b, base minutes, label). Undirected.
 EDGES: tuple[tuple[str, str, float, str], ...] = (

@@ -126,7 +126,7 @@ INCIDENT_ESCALATION_MIN = 15  # an unattended incident produces one more casualt
 
 # --------------------------------------------------------------------------------------------
 # Grading (rubric.py) -- weights are part of the public contract (product brief section 5;
-# documented in docs/MODEL.md section 8)
+# documented in docs/MODEL.md#grading)
 # --------------------------------------------------------------------------------------------
 RUBRIC_WEIGHTS = {
     "time_score": 0.32,
@@ -286,7 +286,7 @@ RIVERSIDE_CLOSURE_PROBABILITY = 0.3  # a closure hits the flood-prone riverside 
 
 # --------------------------------------------------------------------------------------------
 # Outcome curves (conditions.expected_outcome) and the time score built on them (rubric.py).
-# Each curve is calibrated to the table in docs/MODEL.md section 3.6; tests/sim/test_calibration.py
+# Each curve is calibrated to the table in docs/MODEL.md#calibration; tests/sim/test_calibration.py
 # evaluates the model at the published delays and holds it to the stated tolerances.
 # ``d`` is minutes from the 108 call to the start of definitive care.
 # --------------------------------------------------------------------------------------------
@@ -435,7 +435,7 @@ CHILDBEARING_AGE_RANGE = (15, 49)  # WHO definition of women of reproductive age
 BLOOD_PENDING_CREDIT = 0.5  # prep credit for blood reserved but still being issued [design choice]
 
 # --------------------------------------------------------------------------------------------
-# Grading details (rubric.py) [design choices, documented in docs/MODEL.md section 8]
+# Grading details (rubric.py) [design choices, documented in docs/MODEL.md#grading]
 # --------------------------------------------------------------------------------------------
 OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out

@@ -1,4 +1,4 @@
-"""The grading rubric (product brief section 5, docs/MODEL.md section 8): a pure function of
+"""The grading rubric (docs/MODEL.md#grading): a pure function of
 the episode's world state.
 
 ::
@@ -15,7 +15,7 @@ the last step's reward). P4 callers are not patients for grading.
 * ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of the
   *benefit kept*: the share of the achievable benefit of treatment still obtained at the delay
   ``d`` (minutes from the call to the start of definitive care), read off the condition's own
-  cited outcome curve ``O`` (conditions.py, docs/MODEL.md section 3.6)::
+  cited outcome curve ``O`` (conditions.py, docs/MODEL.md#calibration)::
 
       benefit_kept = clip((O(d - a, care given) - O_untreated) / (O(0, best care) - O_untreated), 0, 1)
 

@@ -1,4 +1,4 @@
-"""The five benchmark tasks (MODEL.md section 4). What varies with the seed is in generator.py."""
+"""The five benchmark tasks (docs/MODEL.md#tasks). What varies with the seed is in generator.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Call triage: the caller-report likelihood model, its Bayes posterior, and callbacks.
 
-True priorities follow MPDS response plans mapped onto the four 108 levels (MODEL.md section 7):
+True priorities follow MPDS response plans mapped onto the four 108 levels (docs/MODEL.md#triage):
 Echo/Delta -> P1 immediate, Charlie -> P2 urgent, Bravo/Alpha -> P3 non-urgent, Omega -> P4
 no-dispatch advice. Stroke within the treatment window is handled as Delta-equivalent (P1) here.
 
@@ -69,12 +69,6 @@ from .params import (
 )
 
 PRIORITIES: tuple[str, ...] = ("P1", "P2", "P3", "P4")
-PRIORITY_MEANING: dict[str, str] = {
-    "P1": "immediate (MPDS Echo/Delta)",
-    "P2": "urgent (MPDS Charlie)",
-    "P3": "non-urgent (MPDS Bravo/Alpha)",
-    "P4": "no dispatch, advice only (MPDS Omega)",
-}
 
 # feature -> phrases a caller may use for it (drawn uniformly: wording carries no information).
 FEATURE_PHRASES: dict[str, tuple[str, ...]] = {

@@ -282,3 +282,7 @@ def _pickled_by_fields(cls: type) -> None:
 for _record in (Patient, Call, Trip, Ambulance, OperatingRoom, Specialist, Hospital, BloodAllocation,
                 BloodTransfer, Disruption, MutualAidRequest, PendingSpawn):
     _pickled_by_fields(_record)
+
+
+#: Patients whose outcome is settled: treatment over, released on scene, or dead.
+OUTCOME_PATIENT_STATES = frozenset({"treated", "released", "deceased"})

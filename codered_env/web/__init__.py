@@ -36,12 +36,27 @@ _CSS_TAG = '<link rel="stylesheet" href="/web/static/console.css">'
 _JS_TAG = '<script type="module" src="/web/static/console.js"></script>'
 
 
+_AGENT_OPTIONS = "<!--agent-options-->"
+
+
 @lru_cache(maxsize=8)
 def asset(name: str) -> str:
-    """The text of one static file (``index.html`` or a name in ``ASSETS``)."""
+    """The text of one static file (``index.html`` or a name in ``ASSETS``); ``index.html`` with
+    its agent menus filled from the agent registry (the served agents, the default selected)."""
     if name != "index.html" and name not in ASSETS:
         raise KeyError(name)
-    return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
+    text = (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")
+    return text.replace(_AGENT_OPTIONS, agent_options()) if name == "index.html" else text
+
+
+def agent_options() -> str:
+    """``<option>`` elements for the console's agent menus, from the agent registry."""
+    from codered_env.agents.roster import DEFAULT_AGENT, SERVED_AGENTS
+
+    return "".join(
+        f'<option value="{name}"{" selected" if name == DEFAULT_AGENT else ""}>{name}</option>'
+        for name in sorted(SERVED_AGENTS, key=lambda name: name != DEFAULT_AGENT)
+    )
 
 
 def bundled_script() -> str:

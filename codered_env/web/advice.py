@@ -11,30 +11,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codered_env.agents import make_agent
+from codered_env.agents import AGENT_SPECS, make_agent
 from codered_env.agents.heuristic import RULES
+from codered_env.replay import replay_frames as replay_frames  # re-exported: the server's route uses it
+from codered_env.replay import replay_sim
 from codered_env.sim import TASKS, CodeRedSim
 from codered_env.sim.catalogue import action_spec
-from codered_env.viewer import public_view
 
 # Grade keys that stay hidden until the episode is over: the per-patient rows name every
 # patient's true condition, including callers no crew has reached yet.
 _FINAL_ONLY = ("patients",)
 
-OTHER_AGENTS: dict[str, str] = {
-    "random": "The random agent: a uniformly random legal action (seeded by episode seed + step).",
-    "noop": "The noop agent: always maintain_plan.",
-}
-
-
-def replay_sim(task_id: str, seed: int, actions: list[Any]) -> CodeRedSim:
-    """The simulation after ``actions`` (actions past the end of the episode are ignored)."""
-    sim = CodeRedSim(task_id, seed)
-    for action in actions:
-        if sim.done:
-            break
-        sim.step(action)
-    return sim
+def agent_summary(agent_name: str) -> str:
+    """What an agent other than the heuristic does, from the agent roster."""
+    spec = AGENT_SPECS.get(agent_name)
+    return f"The {agent_name} agent: {spec.summary}" if spec else ""
 
 
 def _running_grade(sim: CodeRedSim) -> dict[str, Any]:
@@ -89,28 +80,9 @@ def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuri
     if agent_name == "heuristic":
         reason = explain(action, obs, getattr(agent, "last_rule", None))
     else:
-        reason = " ".join(p for p in (OTHER_AGENTS.get(agent_name, ""), action_help(action)) if p)
+        reason = " ".join(p for p in (agent_summary(agent_name), action_help(action)) if p)
     answer["suggestion"] = {"agent": agent_name, "action": action, "reason": reason}
     return answer
-
-
-def replay_frames(task_id: str, seed: int, actions: list[Any]) -> list[dict[str, Any]]:
-    """Viewer frames (see ``codered_env.viewer``) of ``actions`` replayed on (task, seed)."""
-    sim = CodeRedSim(task_id, seed)
-    frames = [{"observation": public_view(sim.observation()), "action": None, "reward": None, "error": None}]
-    for action in actions:
-        if sim.done:
-            break
-        result = sim.step(action)
-        frames.append(
-            {
-                "observation": public_view(sim.observation()),
-                "action": json.loads(json.dumps(action, default=repr)),
-                "reward": result.reward,
-                "error": result.error,
-            }
-        )
-    return frames
 
 
 def task_menu() -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""A strict checker of the agent run log (MODEL.md §8), shared by the inference tests."""
+"""A strict checker of the agent run log (docs/INFERENCE.md#output-contract), shared by the
+inference tests."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class RunLog:
 
 
 def parse_run_log(stdout: str, threshold: float = 0.1) -> RunLog:
-    """Parse and validate; any deviation from §8 fails an assertion."""
+    """Parse and validate; any deviation from the contract fails an assertion."""
     assert stdout.endswith("\n"), "log must end with a newline"
     lines = stdout.splitlines()
     assert len(lines) >= 2, f"need START and END, got {lines!r}"

@@ -1,4 +1,4 @@
-"""inference.py end to end: the §8 log against the fake endpoint, no-key fallback, failures."""
+"""inference.py end to end: the run log against the fake endpoint, no-key fallback, failures."""
 
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def test_forged_fields_in_model_output_stay_inside_their_value(fake_llm: FakeOpe
     fake_llm.set_script(default={"kind": "tool", "name": "dispatch_ambulance",
                                  "arguments": {"ambulance_id": forged, "patient_id": "P1"}})
     proc = run_script(["--task", "task1", "--seed", "3", "--max-steps", "3"], llm_env(fake_llm))
-    log = parse_run_log(proc.stdout)  # strict §8 check: every field where it belongs
+    log = parse_run_log(proc.stdout)  # strict run-log check: every field where it belongs
     # the cap ends the run like a budget: the last step carries the play-out (noop floor 0.01)
     assert log.rewards == ["0.00", "0.00", "0.01"] and log.dones == ["false", "false", "true"]
     for line in proc.stdout.splitlines()[1:-1]:

@@ -1,4 +1,4 @@
-"""The model against the literature it cites, at the same delays (docs/MODEL.md section 3.6).
+"""The model against the literature it cites, at the same delays (docs/MODEL.md#calibration).
 
 Each row: what is compared, the literature value, the model value computed here, the tolerance
 stated in the docs table (or, for a one-sided or ranged claim, the bounds), and the reference.

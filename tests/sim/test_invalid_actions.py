@@ -1,6 +1,6 @@
 """Every way an action can be invalid is answered, never raised, and changes nothing.
 
-MODEL.md section 3: an invalid action returns an observation whose ``last_action_error`` says
+docs/MODEL.md#actions: an invalid action returns an observation whose ``last_action_error`` says
 what was wrong and what would be valid; the world is unchanged except that the decision minute
 passes and the efficiency component counts one invalid action.
 
@@ -959,7 +959,7 @@ def test_impossible_now(case: Case) -> None:
 def test_mutual_aid_bad_target_lists_the_waiting_ones(
     build: Callable[[CodeRedSim], tuple[Any, list[str]]],
 ) -> None:
-    """MODEL.md section 3: the error says what would be valid -- here, who is waiting for a unit."""
+    """docs/MODEL.md#actions: the error says what would be valid -- here, who is waiting for a unit."""
     assert_refused("task2", 0, build)
 
 

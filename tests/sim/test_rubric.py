@@ -1,4 +1,4 @@
-"""The grader's contract (MODEL.md section 5).
+"""The grader's contract (docs/MODEL.md#grading).
 
 No credit for inaction; ``null`` components only where nothing can be measured, their weight
 shared out in proportion; the score rounded to 4 decimals and clamped to [0.01, 0.99]; a
