@@ -15,12 +15,13 @@ line (calls, retries, timeouts, fallbacks, tokens) follows END on stderr.  See d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -154,10 +155,11 @@ class RunLog:
     def step(self, record: Any) -> None:
         from codered_env.runlog import format_step
 
-        self.steps += 1
-        self.rewards.append(record.reward)
-        self._emit(format_step(self.steps, record.action, record.reward, record.done,
-                               record.error))
+        with _signals_held():  # the line and its count go together, or neither
+            self._emit(format_step(self.steps + 1, record.action, record.reward, record.done,
+                                   record.error))
+            self.steps += 1
+            self.rewards.append(record.reward)
 
     def end(self, model: str, success: bool, score: float) -> None:
         from codered_env.runlog import format_end
@@ -172,6 +174,24 @@ class RunLog:
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM wait until the block is done (then interrupt as usual); a no-op where
+    signals cannot be blocked (Windows, a thread other than the main one)."""
+    if not hasattr(signal, "pthread_sigmask") or (
+            threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def run(args: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> int:
@@ -223,15 +243,22 @@ def _set_sigint(handler: Any) -> Any:
 
 def _close_out(log: RunLog, model: str, args: argparse.Namespace, settings: Settings,
                environment: Any, outcome: Any) -> None:
-    """Grade, print END (and START if it never got out), save the trajectory, close the env."""
+    """Grade, print END (and START if it never got out), save the trajectory, close the env.
+    A step that happened but whose STEP line an interrupt kept back is printed first."""
     from codered_env.evaluation.episode import finish
 
+    for record in outcome.steps[log.steps:]:
+        log.step(record)
     try:
         finish(environment if outcome.steps else None, outcome)
     except Exception as exc:  # finish() already guards; this is belt and braces
         warn(f"grading failed: {type(exc).__name__}")
     success = outcome.score >= settings.threshold
     log.end(model, success, outcome.score)
+    if outcome.failure is not None and not outcome.ended:
+        warn(f"the run stopped after {len(outcome.steps)} step(s) without finishing the episode "
+             f"({outcome.failure}): score {outcome.score:.3f} grades what was played (the sum of "
+             "the rewards), not a finished episode")
     _save_trajectory(args, model, outcome)
     if environment is not None:
         try:

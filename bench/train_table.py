@@ -19,8 +19,8 @@ def main() -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--copy", type=Path, default=None)
     args = parser.parse_args()
-    print("| task | steps | CPU (min) | wall (min) | PPO best (greedy) | PPO final | random | heuristic |"
-          " best / heuristic | commit | load avg at start / end |")
+    print("| task | steps | CPU (min) | wall (min) | PPO best (greedy, mean ± sample std) | PPO final |"
+          " random | heuristic | best / heuristic | commit | load avg at start / end |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in sorted(args.root.glob("*/run.json")):
         r = json.loads(run.read_text())
@@ -28,9 +28,12 @@ def main() -> None:
         ratio = best["mean"] / base["heuristic"] if base["heuristic"] else float("nan")
         load = " / ".join(_load(r["machine"].get(key)) for key in ("load_avg", "load_avg_end"))
         cpu = f"{r['cpu_s'] / 60:.1f}" if "cpu_s" in r else "n/a"
+        # runs recorded before train.py used the sample std carry no "spread": theirs is the
+        # population std, labelled as such rather than mixed in silently
+        pop = "" if "spread" in r else " (population std)"
         print(f"| {r['config']['task_id']} | {final['steps']:,} | {cpu} | {r['wall_s'] / 60:.1f} | "
-              f"{best['mean']:.3f} ± {best['std']:.3f} (at {best['steps']:,}) | {final['mean']:.3f} ± "
-              f"{final['std']:.3f} | {base['random']:.3f} | {base['heuristic']:.3f} | {ratio:.2f} | "
+              f"{best['mean']:.3f} ± {best['std']:.3f}{pop} (at {best['steps']:,}) | {final['mean']:.3f} ± "
+              f"{final['std']:.3f}{pop} | {base['random']:.3f} | {base['heuristic']:.3f} | {ratio:.2f} | "
               f"{r['machine']['commit']} | {load} |")
         if args.copy:
             dest = args.copy / run.parent.name

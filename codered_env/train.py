@@ -5,8 +5,8 @@ imported only inside the functions here, so ``import codered_env.train`` stays l
 
 A run writes into ``out_dir``:
 
-- ``curve.csv`` / ``curve.json``: one row per evaluation (env steps, wall seconds, mean/std/min/max
-  final grade of the greedy policy over the held-out evaluation seeds);
+- ``curve.csv`` / ``curve.json``: one row per evaluation (env steps, wall seconds, mean, sample
+  std (n - 1), min and max final grade of the greedy policy over the held-out evaluation seeds);
 - ``baselines.json``: the random and heuristic agents on the same evaluation seeds;
 - ``curve.png``: the curve with the two baselines as horizontal lines;
 - ``checkpoints/step_<n>.zip`` at every evaluation, ``best.zip`` (best mean grade) and
@@ -108,9 +108,12 @@ def machine_info() -> dict[str, Any]:
 
 
 def _summary(steps: int, wall: float, grades: list[float]) -> dict[str, Any]:
+    """One evaluation row; ``std`` is the sample std (n - 1), the spread every report shows."""
+    from .evaluation.report import mean_and_sample_std
+
+    mean, std = mean_and_sample_std(grades)
     return {"steps": steps, "wall_s": round(wall, 1), "cpu_s": round(time.process_time(), 1),
-            "mean": round(statistics.fmean(grades), 4),
-            "std": round(statistics.pstdev(grades), 4), "min": round(min(grades), 4),
+            "mean": round(mean, 4), "std": round(std, 4), "min": round(min(grades), 4),
             "max": round(max(grades), 4)}
 
 
@@ -125,8 +128,10 @@ def _write_curve(out: Path, rows: list[dict[str, Any]]) -> None:
 def plot_curve(
     out: Path, task_id: str, rows: list[dict[str, Any]], baselines: dict[str, list[float]]
 ) -> Path:
-    """``curve.png``: mean ± std grade over env steps, with the baselines' means as lines."""
+    """``curve.png``: mean ± sample std grade over env steps, with the baselines' means as lines."""
     import matplotlib
+
+    from .evaluation.report import SPREAD_LABEL
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -135,7 +140,7 @@ def plot_curve(
     x = [r["steps"] for r in rows]
     mean = [r["mean"] for r in rows]
     std = [r["std"] for r in rows]
-    ax.plot(x, mean, marker="o", label="MaskablePPO (greedy)")
+    ax.plot(x, mean, marker="o", label=f"MaskablePPO (greedy), {SPREAD_LABEL}")
     ax.fill_between(x, [m - s for m, s in zip(mean, std, strict=True)],
                     [m + s for m, s in zip(mean, std, strict=True)], alpha=0.2)
     for (name, grades), style in zip(sorted(baselines.items()), ("--", ":"), strict=False):
@@ -157,6 +162,8 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from .evaluation.report import SPREAD_LABEL
 
     if config.total_steps is None and config.wall_minutes is None:
         raise ValueError("give a step budget (total_steps) or a wall-clock budget (wall_minutes)")
@@ -192,7 +199,7 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
             model.save(out / "best.zip")
         _write_curve(out, rows)
         log(f"[{config.task_id}] steps {steps:>7} wall {row['wall_s']:>6.0f}s grade {row['mean']:.3f} "
-            f"± {row['std']:.3f} (best {best['mean']:.3f})")
+            f"± {row['std']:.3f} sample std (best {best['mean']:.3f})")
 
     class Budget(BaseCallback):
         """Evaluates every ``eval_every`` steps and stops at the wall-clock budget."""
@@ -216,7 +223,7 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
     plot_curve(out, config.task_id, rows, baselines)
     result = {
         "config": asdict(config), "machine": machine | {"load_avg_end": machine_info()["load_avg"]},
-        "curve": rows, "best": best,
+        "spread": SPREAD_LABEL, "curve": rows, "best": best,
         "final": rows[-1], "wall_s": round(time.monotonic() - started, 1),
         "cpu_s": round(time.process_time(), 1),
         "baselines": {k: round(statistics.fmean(v), 4) for k, v in baselines.items()},

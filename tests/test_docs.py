@@ -162,3 +162,32 @@ def test_measured_planner_timings_state_date_commit_and_machine() -> None:
 def test_quick_start_says_where_results_go() -> None:
     quick = _text(ROOT / "README.md").split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert "./codered_eval.db" in quick and "--reuse stale" in quick and "fingerprint" in quick
+
+
+_DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+_COMMIT = re.compile(r"`[0-9a-f]{7,40}`|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+_MACHINE = re.compile(r"\b2[- ](?:CPU )?cores?\b")
+
+
+def _tables_with_their_section(text: str) -> list[tuple[str, str]]:
+    """(first line of each table, the text of its ``##`` section before the table)."""
+    found: list[tuple[str, str]] = []
+    section: list[str] = []
+    previous = ""
+    for line in text.splitlines():
+        if line.startswith(("# ", "## ")):
+            section = []
+        if line.startswith("|") and not previous.startswith("|"):
+            found.append((line, "\n".join(section)))
+        section.append(line)
+        previous = line
+    return found
+
+
+def test_every_performance_table_states_date_commit_and_machine() -> None:
+    tables = _tables_with_their_section(_text(ROOT / "docs" / "PERFORMANCE.md"))
+    assert len(tables) > 10
+    missing = [(head[:60], what) for head, before in tables
+               for what, pattern in (("date", _DATE), ("commit", _COMMIT), ("machine", _MACHINE))
+               if not pattern.search(before)]
+    assert missing == []

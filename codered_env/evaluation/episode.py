@@ -79,6 +79,11 @@ class EpisodeOutcome:
         return [dict(s.action) for s in self.steps]
 
     @property
+    def ended(self) -> bool:
+        """Whether the episode reached its end (task budget, step cap or resolution)."""
+        return bool(self.steps) and self.steps[-1].done
+
+    @property
     def invalid_actions(self) -> int:
         return sum(1 for s in self.steps if s.error and not s.error.startswith("llm: "))
 
@@ -141,7 +146,16 @@ def _score_preview(observation: Mapping[str, Any]) -> float | None:
 
 
 def finish(env: EpisodeEnv | None, outcome: EpisodeOutcome) -> EpisodeOutcome:
-    """Fill in the grade and the reported score; never raises."""
+    """Fill in the grade and the reported score; never raises.
+
+    A run cut short by an interrupt or an error (``failure`` set before the episode ended) is
+    graded as played: the world is not played on, and the score is the sum of the rewards so far
+    (the running preview after the last step), clamped as every score is.  Its last step says
+    ``done=false``, which is how the log tells it from a finished or capped episode."""
+    if outcome.failure is not None and not outcome.ended:
+        outcome.grade = None
+        outcome.score = clamp_score(sum(outcome.rewards))
+        return outcome
     grade: dict[str, Any] | None = None
     if env is not None:
         try:

@@ -203,6 +203,7 @@ def test_sigint_mid_run_prints_end(fake_llm: FakeOpenAI, inherited: Any) -> None
     log = parse_run_log("".join(lines) + rest)  # START, STEP 1 and END: still a valid run log
     assert proc.returncode == 130, err
     assert len(log.rewards) == 1 and "interrupted" in err
+    assert log.dones == ["false"] and "grades what was played" in err  # not played out
     assert "llm-stats: calls=2 " in err  # the statistics line still follows END
 
 

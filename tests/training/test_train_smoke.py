@@ -43,6 +43,7 @@ def test_train_writes_curve_checkpoints_plot_and_run_record(run_dir: Path) -> No
     record = json.loads((run_dir / "run.json").read_text())
     assert record["config"]["task_id"] == "task1" and record["config"]["eval_seeds"] == [10000, 10001]
     assert record["machine"]["cpus"] and record["cpu_s"] > 0
+    assert record["spread"] == "mean ± sample std"
 
 
 def test_saved_policy_plays_like_any_agent_and_matches_the_gym_grade(run_dir: Path) -> None:
