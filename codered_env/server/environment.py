@@ -177,6 +177,15 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         with self._lock:
             return self._sim is None or bool(self._sim.done)
 
+    def step_wire(self, action: Mapping[str, Any]) -> CodeRedObservation:
+        """``step_async`` as a plain call (for callers that hold their own lock)."""
+        return self._step(action, wire=True)
+
+    def current_observation(self) -> CodeRedObservation:
+        """The observation now, without a step (reward None; no error shown)."""
+        with self._lock:
+            return self._observe(reward=None, error=None, wire=True)
+
     def grade(self) -> dict[str, Any]:
         """The grade of the episode so far (the final grade once it is done)."""
         with self._lock:
