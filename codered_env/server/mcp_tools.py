@@ -217,7 +217,7 @@ class ToolSession:
         return ToolOutcome(structured, is_error)
 
     def _remember(self, full_text: str) -> None:
-        self._shown = _keyed_lines(full_text)
+        self._shown = {key: _TICKING.sub("", line) for key, line in _keyed_lines(full_text).items()}
         self._shown_episode = self.env.episode_id
 
     def _delta(self, reward: float, error: str | None, full_text: str) -> str:
@@ -234,11 +234,11 @@ class ToolSession:
             lines.append(f"REFUSED: {error}")
         events = [line for line in full_text.splitlines() if line.startswith("EVENTS:")]
         lines.extend(events)
-        now = _keyed_lines(full_text)
-        for key, line in now.items():
-            old = self._shown.get(key)
-            if old is None or _TICKING.sub("", old) != _TICKING.sub("", line):
+        shown: dict[str, str] = {}
+        for key, line in _keyed_lines(full_text).items():
+            shown[key] = steady = _TICKING.sub("", line)  # minute counters are not a change
+            if self._shown.get(key) != steady:
                 lines.append(line)
-        self._shown = now
+        self._shown = shown
         self._shown_episode = self.env.episode_id
         return "\n".join(lines)
