@@ -1,4 +1,5 @@
-"""CodeRedEnv's MCP tools: one per action of the catalogue, plus the read-only ``view_full_state``.
+"""CodeRedEnv's MCP tools: one per action of the catalogue (``codered_env.sim.catalogue``: names,
+help texts and input schemas), plus the read-only ``view_full_state``.
 
 A :class:`ToolSession` is the tool view of one :class:`CodeRedEnvironment` (one episode). It is
 created only for sessions that use tools (an MCP session, or a ``/ws`` session that sends a
@@ -26,7 +27,8 @@ from functools import lru_cache
 from typing import Any
 
 from codered_env.server.environment import CodeRedEnvironment
-from codered_env.sim import action_json_schemas, parse_action
+from codered_env.sim import TASKS, parse_action
+from codered_env.sim.catalogue import ACTIONS, ActionSpec, input_schema
 from codered_env.trl import _TICKING, _keyed_lines
 
 VIEW_TOOL = "view_full_state"
@@ -53,19 +55,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _action_entries() -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, description, input schema) of every action, in catalogue order."""
-    entries = []
-    for name, schema in action_json_schemas().items():
-        properties = {k: v for k, v in schema["properties"].items() if k != "action_type"}
-        input_schema = {
-            "type": "object",
-            "properties": properties,
-            "required": [k for k in schema.get("required", []) if k != "action_type"],
-            "additionalProperties": False,
-        }
-        entries.append((name, schema.get("description", name), input_schema))
-    return entries
+def _description(spec: ActionSpec) -> str:
+    tasks = [task_id for task_id, task in TASKS.items() if task.phase in spec.phases]
+    if len(tasks) == len(TASKS):
+        return spec.help
+    return f"{spec.help} Legal in {', '.join(tasks)} only."
 
 
 @lru_cache(maxsize=1)
@@ -74,13 +68,13 @@ def tool_list() -> tuple[dict[str, Any], ...]:
     action_hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
     tools = [
         {
-            "name": name,
-            "description": description,
-            "inputSchema": schema,
+            "name": spec.name,
+            "description": _description(spec),
+            "inputSchema": input_schema(spec),
             "outputSchema": OUTPUT_SCHEMA,
             "annotations": action_hints,
         }
-        for name, description, schema in _action_entries()
+        for spec in ACTIONS
     ]
     tools.append(
         {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import httpx
@@ -25,12 +25,12 @@ from websockets.sync.client import connect
 from codered_env.agents import make_agent
 from codered_env.runner import EpisodeResult, run_episode
 from codered_env.server.mcp_tools import VIEW_TOOL
-from codered_env.sim import ACTION_TYPES
+from codered_env.sim.catalogue import ACTION_NAMES
 
-TOOL_NAMES = {*ACTION_TYPES, VIEW_TOOL}
+TOOL_NAMES = {*ACTION_NAMES, VIEW_TOOL}
 
 
-@lru_cache(maxsize=None)
+@cache
 def heuristic(task_id: str, seed: int) -> EpisodeResult:
     return run_episode(task_id, seed, make_agent("heuristic"))
 
@@ -139,7 +139,8 @@ async def _interleaved(base_url: str, plans: list[tuple[str, int]]) -> list[floa
                     continue
                 action = queue.pop(0)
                 if i < 2:
-                    finals[i] = (await sdk[i].call_tool(action["action_type"], _args(action))).structuredContent
+                    result = await sdk[i].call_tool(action["action_type"], _args(action))
+                    finals[i] = result.structuredContent
                 else:
                     finals[i] = await openenv.call_tool(action["action_type"], **_args(action))
         return [final["score"] for final in finals]
@@ -164,10 +165,13 @@ def test_malformed_json_rpc_gets_json_rpc_errors_never_a_500(http: httpx.Client)
     assert code([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]) == -32600
     assert code({"jsonrpc": "2.0", "id": 1, "method": 5}) == -32600
     assert code({"jsonrpc": "2.0", "id": 1, "method": "resources/list"}) == -32601
-    assert code({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "maintain_plan"}}) == -32602
+    no_session = {"name": "maintain_plan"}
+    assert code({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": no_session}) == -32602
     assert code({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": []}) == -32602
-    assert http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
-    assert http.post("/mcp", content=b"{bad json", headers={"content-type": "application/json"}).status_code == 400
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert http.post("/mcp", json=notification).status_code == 202
+    bad_json = http.post("/mcp", content=b"{bad json", headers={"content-type": "application/json"})
+    assert bad_json.status_code == 400  # the request guard refuses it before any route
     assert http.get("/mcp").status_code == 405
     assert http.delete("/mcp").status_code == 400
 

@@ -18,7 +18,8 @@ from codered_env.server.mcp_tools import (
     ToolSession,
     tool_list,
 )
-from codered_env.sim import ACTION_TYPES, CodeRedSim
+from codered_env.sim import CodeRedSim
+from codered_env.sim.catalogue import ACTION_NAMES, ACTIONS, input_schema
 
 REQUIRED_FIELDS = {"reward", "done", "score", "error"}
 
@@ -39,7 +40,10 @@ def _args(action: dict[str, Any]) -> dict[str, Any]:
 
 def test_tools_are_the_actions_plus_one_read_only_view() -> None:
     tools = tool_list()
-    assert [t["name"] for t in tools] == [*ACTION_TYPES, VIEW_TOOL]
+    assert [t["name"] for t in tools] == [*ACTION_NAMES, VIEW_TOOL]
+    for spec, tool in zip(ACTIONS, tools[:-1], strict=True):
+        assert tool["inputSchema"] == input_schema(spec)  # the catalogue's schema, enums included
+        assert tool["description"].startswith(spec.help)
     for tool in tools:
         assert tool["inputSchema"]["type"] == "object"
         assert tool["inputSchema"].get("additionalProperties") is False
@@ -70,7 +74,7 @@ def test_every_result_carries_the_structured_fields_and_the_text() -> None:
     for name, args in ((VIEW_TOOL, {}), ("maintain_plan", {}), ("query_or_status", {"hospital_id": "H1"})):
         result = tools.call(name, args).call_result()
         structured = result["structuredContent"]
-        assert REQUIRED_FIELDS <= structured.keys()
+        assert structured.keys() >= REQUIRED_FIELDS
         assert result["content"] == [{"type": "text", "text": structured["text"]}]
         assert result["isError"] is False and structured["error"] is None
 
