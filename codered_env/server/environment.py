@@ -18,8 +18,10 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
+from openenv.core.rubrics import Rubric
 
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState, WireObservation
+from codered_env.server.rubric_tree import CodeRedRubric
 from codered_env.sim import TASK_IDS, CodeRedSim, render_text
 
 ENV_NAME = "codered_env"
@@ -93,6 +95,7 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self) -> None:
+        self._rubric: Rubric | None = None
         super().__init__()
         self._lock = threading.RLock()
         self._sim: CodeRedSim | None = None
@@ -164,6 +167,18 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         with self._lock:
             self._closed = True
             self._sim = None
+
+    @property
+    def rubric(self) -> Rubric:
+        """The RFC 004 tree of this episode's grade (rubric_tree.py), built on first use and
+        evaluated on demand (``env.rubric(None, None)``), never per step."""
+        if self._rubric is None:
+            self._rubric = CodeRedRubric(self.grade)
+        return self._rubric
+
+    @rubric.setter
+    def rubric(self, value: Rubric | None) -> None:
+        self._rubric = value
 
     # ------------------------------------------------------------------ extras for the app
 
