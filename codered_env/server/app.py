@@ -11,7 +11,7 @@ Routes:
   and to OpenEnv's ``MCPToolClient`` (``openenv/session/create``, ``/ws?session_id=``); see
   ``mcp_routes.py``.
 
-OpenEnv's task API (``/{env}/splits`` ...) is not registered (see ``codered_env.tasks_api``).
+* OpenEnv's Task API: ``/list_environments``, ``/codered_env/splits`` ... (``task_api.py``).
 Limits (docs/SERVER.md, "Limits") come from environment variables (see ``ServerSettings``).
 
 Run it with ``server --host 0.0.0.0 --port 8000``, ``codered serve`` or
@@ -50,6 +50,7 @@ from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.limits import RequestGuardMiddleware
 from codered_env.server.mcp_routes import register_mcp_routes
 from codered_env.server.protocol import effective_max_connections, make_protocol, raise_fd_limit
+from codered_env.server.task_api import register_task_routes
 from codered_env.server.viewer_routes import register_viewer_routes
 from codered_env.server.web_routes import POST_ROUTES as WEB_POST_ROUTES
 from codered_env.server.web_routes import register_web_routes
@@ -100,6 +101,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     jobs = register_benchmark_routes(app, settings, store)
     app.state.jobs = jobs
     register_viewer_routes(app)
+    register_task_routes(app, ENV_NAME)
     register_web_routes(app, jobs)
     _register_index(app)
     register_error_handlers(app)

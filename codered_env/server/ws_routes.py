@@ -45,7 +45,7 @@ from codered_env.server.mcp_routes import McpService
 from codered_env.server.mcp_tools import ToolSession, tool_list
 from codered_env.server.safe_json import JsonRejected, parse_json
 
-RESET_OPTIONS = ("task_id", "seed", "episode_id")
+RESET_OPTIONS = ("task_id", "seed", "episode_id", "split", "index")
 MESSAGE_TYPES = "reset, step, state, grade, mcp, close"
 CLOSE_NORMAL, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TRY_LATER = 1000, 1001, 1008, 1013
 

@@ -166,15 +166,10 @@ def test_a_flood_of_resets_evicts_idle_episodes_instead_of_refusing(http: httpx.
     assert evicted.status_code == 410 and "evicted" in evicted.json()["detail"]
 
 
-def test_openenv_task_routes_are_gone_and_mcp_sessions_hold_no_socket(
-    hard: RunningServer, http: httpx.Client
-) -> None:
-    for method, path in (
-        ("GET", "/codered_env/splits"),
-        ("GET", "/list_environments"),
-        ("POST", "/codered_env/tasks"),
-    ):
-        assert http.request(method, path, json={}).status_code in (404, 405), path
+def test_task_routes_answer_and_mcp_sessions_hold_no_socket(hard: RunningServer, http: httpx.Client) -> None:
+    assert http.get("/codered_env/splits").status_code == 200  # the Task API (test_task_api.py)
+    assert http.post("/codered_env/tasks", json={}).status_code == 422  # split missing: no 500
+    assert http.get("/other_env/splits").status_code == 404
     with pytest.raises(InvalidStatus):
         connect(f"ws://127.0.0.1:{hard.port}/mcp", open_timeout=10).close()
     listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
