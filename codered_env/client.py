@@ -48,3 +48,8 @@ class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
 
     def _parse_state(self, payload: dict[str, Any]) -> CodeRedState:
         return CodeRedState.model_validate(payload)
+
+
+# OpenEnv's AutoEnv infers the client class name from the manifest's ``name`` (codered_env ->
+# "CoderedEnv"); this alias lets it find the client (docs/SERVER.md, "AutoEnv").
+CoderedEnv = CodeRedEnv
