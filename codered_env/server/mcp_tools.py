@@ -40,16 +40,19 @@ VIEW_HELP = (
 TOOL_NOT_FOUND, INVALID_ARGS = "tool_not_found", "invalid_args"
 MAX_SHOWN_ARGUMENT_CHARS = 80
 
+# The structured result of every tool (kept terse: hosts send it with each tool definition).
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "description": "score: running score in [0, 1], the final grade once done; error: why the call "
+    "was refused, else null; text: the reply shown as content.",
     "properties": {
-        "reward": {"type": "number", "description": "Change of the running score by this call."},
-        "done": {"type": "boolean", "description": "True once the episode is over."},
-        "score": {"type": "number", "description": "Running score in [0, 1]; the final grade once done."},
-        "error": {"type": ["string", "null"], "description": "Why the call was refused, else null."},
-        "step": {"type": "integer", "description": "Decisions taken so far."},
-        "clock_min": {"type": "integer", "description": "Simulated minutes since the start."},
-        "text": {"type": "string", "description": "The compact text reply (same as content)."},
+        "reward": {"type": "number"},
+        "done": {"type": "boolean"},
+        "score": {"type": "number"},
+        "error": {"type": ["string", "null"]},
+        "step": {"type": "integer"},
+        "clock_min": {"type": "integer"},
+        "text": {"type": "string"},
     },
     "required": ["reward", "done", "score", "error", "step", "clock_min", "text"],
 }
