@@ -50,6 +50,9 @@ class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
         return CodeRedState.model_validate(payload)
 
 
-# OpenEnv's AutoEnv infers the client class name from the manifest's ``name`` (codered_env ->
-# "CoderedEnv"); this alias lets it find the client (docs/SERVER.md, "AutoEnv").
+# OpenEnv's AutoEnv infers class names from the package name (codered_env -> "CoderedEnv", and
+# "CoderedAction"/"CoderedObservation" where no manifest is installed, as in an editable install);
+# these aliases let it find them (docs/SERVER.md, "AutoEnv").
 CoderedEnv = CodeRedEnv
+CoderedAction = CodeRedAction
+CoderedObservation = CodeRedObservation

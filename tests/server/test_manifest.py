@@ -1,7 +1,7 @@
 """openenv.yaml's RFC 008 capabilities are checked against the code, not trusted as typed:
 declared tools = the MCP tools, task counts = the Task API, the canary trajectories replay to
-their recorded scores, the oracle script runs. ``CODERED_WRITE_CANARIES=1`` rewrites
-validation/canaries.json from the current simulation."""
+their recorded scores, the oracle script runs. ``CODERED_WRITE_MANIFEST=1`` regenerates
+openenv.yaml's ``declared_tools`` (from the catalogue) and validation/canaries.json."""
 
 from __future__ import annotations
 
@@ -40,7 +40,21 @@ def _canaries() -> dict[str, Any]:
     return {"format": "codered-canaries/1", "about": about, "canaries": canaries}
 
 
+def _write_declared_tools() -> None:
+    """Replace the ``declared_tools`` items of openenv.yaml with the served tool names."""
+    path = ROOT / "openenv.yaml"
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("declared_tools:")) + 1
+    end = start
+    while end < len(lines) and lines[end].strip().startswith("- "):
+        end += 1
+    items = [f"      - {name}" for name in tool_names()]
+    path.write_text("\n".join([*lines[:start], *items, *lines[end:]]) + "\n")
+
+
 def test_declared_tools_and_task_counts_match_the_server() -> None:
+    if os.environ.get("CODERED_WRITE_MANIFEST") == "1":
+        _write_declared_tools()
     capabilities = _manifest()["capabilities"]
     assert capabilities["declared_tools"] == list(tool_names())
     assert capabilities["declared_task_count"] == {name: num_tasks(name) for name in SPLITS}
@@ -51,10 +65,10 @@ def test_declared_tools_and_task_counts_match_the_server() -> None:
 def test_canaries_are_current_and_replay_to_their_scores() -> None:
     path = ROOT / _manifest()["capabilities"]["canaries"]
     expected = _canaries()
-    if os.environ.get("CODERED_WRITE_CANARIES") == "1":
+    if os.environ.get("CODERED_WRITE_MANIFEST") == "1":
         path.write_text(json.dumps(expected, indent=1) + "\n")
     shipped = json.loads(path.read_text())
-    assert shipped == json.loads(json.dumps(expected)), "run with CODERED_WRITE_CANARIES=1 to refresh"
+    assert shipped == json.loads(json.dumps(expected)), "run with CODERED_WRITE_MANIFEST=1 to refresh"
     for canary in shipped["canaries"]:
         assert grade_episode(canary["task_id"], canary["seed"], canary["actions"])["score"] == canary["score"]
 
