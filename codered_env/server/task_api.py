@@ -130,6 +130,12 @@ def _answer(call: Any, *args: Any) -> Any:
         raise HTTPException(400, str(exc)) from None
 
 
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "An index outside the split."},
+    404: {"description": "An unknown split."},
+}
+
+
 def register_task_routes(app: FastAPI, env_name: str) -> None:
     tags = ["Task API"]
 
@@ -141,18 +147,19 @@ def register_task_routes(app: FastAPI, env_name: str) -> None:
     async def splits() -> list[dict[str, Any]]:
         return list_splits()
 
-    @app.post(f"/{env_name}/tasks", tags=tags, summary="The first tasks of a split")
+    @app.post(f"/{env_name}/tasks", tags=tags, responses=_ERRORS, summary="The first tasks of a split")
     async def tasks(body: Annotated[_SplitBody, Body()]) -> dict[str, Any]:
         return {"tasks": _answer(list_tasks, body.split), "env_name": env_name}
 
-    @app.post(f"/{env_name}/num_tasks", tags=tags, summary="Number of tasks in a split")
+    @app.post(f"/{env_name}/num_tasks", tags=tags, responses=_ERRORS, summary="Number of tasks in a split")
     async def count(body: Annotated[_SplitBody, Body()]) -> dict[str, Any]:
         return {"num_tasks": _answer(num_tasks, body.split)}
 
-    @app.post(f"/{env_name}/task", tags=tags, summary="One task of a split")
+    @app.post(f"/{env_name}/task", tags=tags, responses=_ERRORS, summary="One task of a split")
     async def task(body: Annotated[_TaskBody, Body()]) -> dict[str, Any]:
         return {"task": _answer(get_task, body.split, body.index)}
 
-    @app.post(f"/{env_name}/task_range", tags=tags, summary=f"Tasks [start, stop) (at most {MAX_RANGE})")
+    @app.post(f"/{env_name}/task_range", tags=tags, responses=_ERRORS,
+              summary=f"Tasks [start, stop) (at most {MAX_RANGE})")
     async def task_range(body: Annotated[_RangeBody, Body()]) -> dict[str, Any]:
         return {"tasks": _answer(get_task_range, body.split, body.start, body.stop)}

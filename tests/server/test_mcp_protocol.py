@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from openenv.core.env_server.mcp_types import CallToolAction
@@ -174,6 +176,25 @@ def test_malformed_json_rpc_gets_json_rpc_errors_never_a_500(http: httpx.Client)
     assert bad_json.status_code == 400  # the request guard refuses it before any route
     assert http.get("/mcp").status_code == 405
     assert http.delete("/mcp").status_code == 400
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+METHODS = st.sampled_from(["initialize", "tools/list", "tools/call", "ping", "openenv/session/create",
+                           "openenv/session/close", "nope"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=JSON | st.fixed_dictionaries({"jsonrpc": st.just("2.0"), "method": METHODS, "id": JSON,
+                                          "params": JSON}))
+def test_any_json_body_gets_a_json_rpc_answer(server: RunningServer, body: Any) -> None:
+    answer = httpx.post(f"{server.base_url}/mcp", json=body, timeout=30)
+    assert answer.status_code in (200, 202), answer.text
+    if answer.status_code == 200:
+        assert answer.json()["jsonrpc"] == "2.0"
 
 
 def test_bad_tool_calls_are_error_results_and_leave_the_world_unchanged(http: httpx.Client) -> None:
