@@ -29,7 +29,13 @@ from typing import Any
 from codered_env.server.environment import CodeRedEnvironment
 from codered_env.sim import TASKS, parse_action
 from codered_env.sim.catalogue import ACTIONS, ActionSpec, input_schema
-from codered_env.trl import _TICKING, _keyed_lines
+
+# The TRL tool environment's reply helpers (one definition of "what changed"); branch `trl` moves
+# them into the package codered_env.trl.env.
+try:
+    from codered_env.trl.env import _TICKING, _keyed_lines  # type: ignore[import-not-found]
+except ImportError:
+    from codered_env.trl import _TICKING, _keyed_lines
 
 VIEW_TOOL = "view_full_state"
 VIEW_HELP = (
