@@ -4,9 +4,9 @@ numeric ``Dict`` observation, on top of ``CodeRedSim`` (which itself knows nothi
 gymnasium is a dev dependency of this project, so it is imported only here::
 
     import gymnasium
-    import codered_env.gym_env  # registers CodeRedEnv-task1-v0 .. CodeRedEnv-task5-v0
+    import codered_env.gym_env  # registers CodeRedEnv-task1-v1 .. CodeRedEnv-task5-v1
 
-    env = gymnasium.make("CodeRedEnv-task3-v0")
+    env = gymnasium.make("CodeRedEnv-task3-v1")
 
 The compact observation is built by ``FeatureBuilder`` straight from the world, reading only what
 ``CodeRedSim.observation()`` shows (no hidden state). The full spec is docs/GYM.md.
@@ -35,8 +35,14 @@ from .sim.catalogue import ACTION_NAMES, ACTIONS, NOOP, fixed_id_choices
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
-from .sim.observation import _waiting_for as waiting_for
-from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
+from .sim.observation import (
+    alert_count,
+    legal_actions,
+    shown_reserve,
+    visible_calls,
+    vitals_values,
+    waiting_for,
+)
 from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
@@ -83,6 +89,10 @@ def enumerate_actions(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]
 MAX_AMBULANCES = len(fixed_id_choices()["ambulance"])  # own units + the most mutual-aid units
 MAX_PATIENTS = 16
 MAX_CALLS = 16
+# Normalisers of the task-level features: the largest values in the task table, so every task's
+# budget and horizon read differently (v1: the budget was divided by 60 and read 1.0 on tasks 3-5).
+LARGEST_STEP_BUDGET = max(t.max_steps for t in TASKS.values())
+LONGEST_HORIZON_MIN = max(t.horizon_min for t in TASKS.values())
 HOSPITAL_IDS: tuple[str, ...] = fixed_id_choices()["hospital"]
 N_HOSPITALS = len(HOSPITAL_IDS)
 CONDITION_IDS: tuple[str, ...] = tuple(CONDITIONS)
@@ -413,8 +423,8 @@ class FeatureBuilder:
             sim.last_error is not None,
             world.query_result is not None,
             n_legal / self.max_actions,
-            task.horizon_min / 180,
-            sim.max_steps / 60,
+            task.horizon_min / LONGEST_HORIZON_MIN,
+            sim.max_steps / LARGEST_STEP_BUDGET,
         )
         return np.array([_c(float(v)) for v in values], np.float32)
 
@@ -952,6 +962,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, 0)
         self._segments: list[Segment] = []
         self._legal_memo: LegalMemo = {}
+        self._legal_parts: dict[str, Any] = {}  # legal_actions reuses unchanged parts (read only)
         self._n_legal = 1
         self._end_reason: str | None = None
 
@@ -968,6 +979,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
         self._legal_memo.clear()
+        self._legal_parts.clear()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -1012,7 +1024,7 @@ class CodeRedGymEnv(gymnasium.Env):
     # -------------------------------------------------------------- helpers
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
-        legal = {} if sim.done else legal_actions(sim.world)
+        legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
         index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
         return self._features.build(sim, index, self._n_legal)
@@ -1039,10 +1051,13 @@ class CodeRedGymEnv(gymnasium.Env):
 
 # ------------------------------------------------------------------------------ registration
 def register_envs() -> list[str]:
-    """Register ``CodeRedEnv-task1-v0`` .. ``CodeRedEnv-task5-v0`` (idempotent); returns the ids."""
+    """Register ``CodeRedEnv-task1-v1`` .. ``CodeRedEnv-task5-v1`` (idempotent); returns the ids.
+
+    v1 (issue 21): the ``max_steps`` feature is the budget over the largest budget in the task
+    table (v0 divided by 60, so tasks 3-5 all read 1.0)."""
     ids = []
     for task_id in TASK_IDS:
-        env_id = f"CodeRedEnv-{task_id}-v0"
+        env_id = f"CodeRedEnv-{task_id}-v1"
         if env_id not in gymnasium.registry:
             gymnasium.register(
                 id=env_id,
