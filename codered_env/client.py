@@ -48,3 +48,11 @@ class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
 
     def _parse_state(self, payload: dict[str, Any]) -> CodeRedState:
         return CodeRedState.model_validate(payload)
+
+
+# OpenEnv's AutoEnv infers class names from the package name (codered_env -> "CoderedEnv", and
+# "CoderedAction"/"CoderedObservation" where no manifest is installed, as in an editable install);
+# these aliases let it find them (docs/SERVER.md, "AutoEnv").
+CoderedEnv = CodeRedEnv
+CoderedAction = CodeRedAction
+CoderedObservation = CodeRedObservation

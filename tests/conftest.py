@@ -28,6 +28,7 @@ def server() -> Iterator[RunningServer]:
         "CODERED_ENABLE_LLM_BASELINE": "0",
         "CODERED_HEAVY_PER_MINUTE": "100000",
         "CODERED_CONSOLE_PER_MINUTE": "100000",
+        "CODERED_MCP_SESSIONS_PER_MINUTE": "100000",
         # A browser page is still served: same-origin pages pass the allow-list (the console).
         "CODERED_ALLOWED_ORIGINS": "https://trusted.example",
     }

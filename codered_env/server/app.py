@@ -7,10 +7,11 @@ Routes:
   ``POST /step``, ``GET /state`` (see ``episode_routes.py``).
 * Benchmark: ``GET /tasks``, ``POST /grader``, ``POST /baseline``; ``GET /view``.
 
-OpenEnv's task API (``/{env}/splits`` ...) is not registered (CodeRedEnv has no task splits),
-and ``POST /mcp`` is a stateless JSON-RPC stub: CodeRedEnv has no MCP tools, and OpenEnv's
-handler let any client hold session slots for minutes (``openenv validate`` requires ``/mcp``
-to answer JSON-RPC, so it answers, but holds nothing).
+* MCP: ``POST /mcp`` serves the actions as MCP tools to standard MCP clients (streamable HTTP)
+  and to OpenEnv's ``MCPToolClient`` (``openenv/session/create``, ``/ws?session_id=``); see
+  ``mcp_routes.py``.
+
+* OpenEnv's Task API: ``/list_environments``, ``/codered_env/splits`` ... (``task_api.py``).
 Limits (docs/SERVER.md, "Limits") come from environment variables (see ``ServerSettings``).
 
 Run it with ``server --host 0.0.0.0 --port 8000``, ``codered serve`` or
@@ -25,7 +26,7 @@ import os
 from typing import Annotated, Any
 
 import uvicorn
-from fastapi import Body, FastAPI, Header
+from fastapi import FastAPI, Header
 from fastapi.responses import RedirectResponse
 from openenv.core.env_server.types import (
     EnvironmentMetadata,
@@ -49,7 +50,9 @@ from codered_env.server.episode_routes import register_episode_routes
 from codered_env.server.errors import register_error_handlers
 from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.limits import RequestGuardMiddleware
+from codered_env.server.mcp_routes import register_mcp_routes
 from codered_env.server.protocol import effective_max_connections, make_protocol, raise_fd_limit
+from codered_env.server.task_api import register_task_routes
 from codered_env.server.viewer_routes import register_viewer_routes
 from codered_env.server.web_routes import POST_ROUTES as WEB_POST_ROUTES
 from codered_env.server.web_routes import register_web_routes
@@ -58,7 +61,8 @@ from codered_env.server.ws_routes import register_ws_route
 logger = logging.getLogger("codered_env.server")
 
 ENDPOINTS = {
-    "ws": "WS /ws - OpenEnv sessions: reset / step / state / grade / close frames",
+    "ws": "WS /ws - OpenEnv sessions: reset / step / state / grade / mcp / close frames",
+    "mcp": "POST /mcp - MCP tools (streamable HTTP; /mcp?task_id=task2&seed=5 picks the episode)",
     "reset": "POST /reset - start an HTTP episode (returns episode_id)",
     "step": "POST /step - {action, episode_id}",
     "state": "GET /state?episode_id=",
@@ -85,9 +89,9 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings.from_env()
     app = FastAPI(title="CodeRedEnv", version=package_version(), description=DESCRIPTION)
     app.state.settings = settings
-    app.state.ws_sessions = register_ws_route(app, settings)
+    app.state.mcp = register_mcp_routes(app, settings)
+    app.state.ws_sessions = register_ws_route(app, settings, app.state.mcp)
     _register_openenv_info(app)
-    _register_mcp_stub(app)
     store: HttpSessionStore[CodeRedEnvironment] = HttpSessionStore(
         CodeRedEnvironment,
         settings.http_max_sessions,
@@ -101,6 +105,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.state.jobs = jobs
     register_viewer_routes(app)
     register_agent_routes(app)
+    register_task_routes(app, ENV_NAME)
     register_web_routes(app, jobs)
     _register_index(app)
     register_error_handlers(app)
@@ -114,35 +119,6 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.router.on_shutdown.append(store.close_all)
     app.router.on_shutdown.append(jobs.shutdown)
     return app
-
-
-MCP_NO_TOOLS = (
-    "CodeRedEnv serves no MCP tools and no MCP sessions; play episodes over the WebSocket /ws "
-    "(or the HTTP /reset and /step)"
-)
-
-
-def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _register_mcp_stub(app: FastAPI) -> None:
-    """``POST /mcp``: JSON-RPC answers without state (``tools/list`` is empty)."""
-
-    @app.post("/mcp", tags=["Environment Info"], summary="MCP JSON-RPC (no tools; stateless)")
-    async def mcp(body: Annotated[Any, Body()] = None) -> dict[str, Any]:
-        if (
-            not isinstance(body, dict)
-            or body.get("jsonrpc") != "2.0"
-            or not isinstance(body.get("method"), str)
-        ):
-            return _rpc_error(None, -32600, "invalid JSON-RPC 2.0 request")
-        request_id = body.get("id")
-        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-            request_id = None
-        if body["method"] == "tools/list":
-            return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}}
-        return _rpc_error(request_id, -32601, MCP_NO_TOOLS)
 
 
 def _register_openenv_info(app: FastAPI) -> None:

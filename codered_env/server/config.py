@@ -54,6 +54,11 @@ class ServerSettings:
             recently stepped idle one is evicted (never-stepped ones first).
         http_idle_ttl_s: a stepped HTTP episode not stepped for this long expires.
         http_unstepped_ttl_s: a reset that is never stepped expires after this long.
+        mcp_max_sessions: MCP sessions (``initialize`` or ``openenv/session/create`` on ``/mcp``)
+            kept at once; at the cap the least recently used one is evicted (never-called first).
+        mcp_ttl_s: an MCP session without a tool call (or attached ``/ws`` frame) this long expires.
+        mcp_unused_ttl_s: an MCP session never used for a tool call expires after this long.
+        mcp_sessions_per_minute: MCP sessions one client address may open a minute.
         max_body_bytes: body cap of every HTTP route except /grader.
         grader_max_body_bytes: body cap of ``POST /grader`` (500 actions fit).
         body_timeout_s: a request body must arrive completely within this time (else 408).
@@ -78,6 +83,10 @@ class ServerSettings:
     http_max_sessions: int = 64
     http_idle_ttl_s: float = 600.0
     http_unstepped_ttl_s: float = 30.0
+    mcp_max_sessions: int = 64
+    mcp_ttl_s: float = 1800.0
+    mcp_unused_ttl_s: float = 300.0
+    mcp_sessions_per_minute: int = 30
     max_body_bytes: int = 16 * KIB
     grader_max_body_bytes: int = 64 * KIB
     body_timeout_s: float = 10.0
@@ -101,6 +110,10 @@ class ServerSettings:
             http_max_sessions=_int_env("CODERED_HTTP_MAX_SESSIONS", 64),
             http_idle_ttl_s=_float_env("CODERED_HTTP_TTL_S", 600.0),
             http_unstepped_ttl_s=_float_env("CODERED_HTTP_UNSTEPPED_TTL_S", 30.0),
+            mcp_max_sessions=_int_env("CODERED_MCP_MAX_SESSIONS", 64),
+            mcp_ttl_s=_float_env("CODERED_MCP_TTL_S", 1800.0),
+            mcp_unused_ttl_s=_float_env("CODERED_MCP_UNUSED_TTL_S", 300.0),
+            mcp_sessions_per_minute=_int_env("CODERED_MCP_SESSIONS_PER_MINUTE", 30),
             max_body_bytes=_int_env("CODERED_MAX_BODY_BYTES", 16 * KIB, minimum=1024),
             grader_max_body_bytes=_int_env("CODERED_GRADER_MAX_BODY_BYTES", 64 * KIB, minimum=1024),
             body_timeout_s=_float_env("CODERED_BODY_TIMEOUT_S", 10.0),

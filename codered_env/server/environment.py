@@ -18,8 +18,11 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
+from openenv.core.rubrics import Rubric
 
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState, WireObservation
+from codered_env.server.rubric_tree import CodeRedRubric
+from codered_env.server.task_api import TaskProviderMixin, get_task
 from codered_env.sim import TASK_IDS, CodeRedSim, render_text
 
 ENV_NAME = "codered_env"
@@ -75,7 +78,7 @@ def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[s
     if extra:
         raise ValueError(
             f"unknown reset option(s): {', '.join(sorted(map(str, extra)))}; "
-            "accepted: task_id, seed, episode_id"
+            "accepted: task_id, seed, episode_id (or split, index)"
         )
     if task_id not in TASK_IDS:
         raise ValueError(f"unknown task_id {task_id!r}; valid task ids: {', '.join(TASK_IDS)}")
@@ -87,12 +90,28 @@ def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[s
         raise ValueError(f"episode_id must be a string of 1..{MAX_EPISODE_ID_CHARS} characters")
 
 
-class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedState]):
-    """CodeRedEnv as an OpenEnv environment (concurrent sessions are independent)."""
+def _from_split(
+    task_id: str | None, seed: int | None, extra: Mapping[str, Any]
+) -> tuple[str, int, dict[str, Any]]:
+    """task_id and seed of ``extra["split"]``/``["index"]``, and the options left over."""
+    if task_id is not None or seed is not None:
+        raise ValueError("give either task_id/seed or split/index, not both")
+    rest = {k: v for k, v in extra.items() if k not in ("split", "index")}
+    try:
+        spec = get_task(extra.get("split", "train"), extra.get("index", 0))
+    except IndexError as exc:
+        raise ValueError(str(exc)) from None
+    return spec["task_id"], spec["seed"], rest
+
+
+class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedObservation, CodeRedState]):
+    """CodeRedEnv as an OpenEnv environment (concurrent sessions are independent), with OpenEnv's
+    Task API (task_api.py: ``reset(split="eval", index=3)``)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self) -> None:
+        self._rubric: Rubric | None = None
         super().__init__()
         self._lock = threading.RLock()
         self._sim: CodeRedSim | None = None
@@ -108,7 +127,8 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         task_id: str | None = None,
         **kwargs: Any,
     ) -> CodeRedObservation:
-        """Start an episode of ``task_id`` (default task1) with ``seed`` (default 0).
+        """Start an episode of ``task_id`` (default task1) with ``seed`` (default 0), or task
+        ``index`` of ``split`` (OpenEnv's Task API: ``split="train"|"eval"``).
 
         ``episode_id`` is echoed by ``state``; a fresh UUID is used when it is not given.
         Raises ValueError (a clear message) on an unknown task, a bad seed or an unknown option.
@@ -165,6 +185,18 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
             self._closed = True
             self._sim = None
 
+    @property
+    def rubric(self) -> Rubric:
+        """The RFC 004 tree of this episode's grade (rubric_tree.py), built on first use and
+        evaluated on demand (``env.rubric(None, None)``), never per step."""
+        if self._rubric is None:
+            self._rubric = CodeRedRubric(self.grade)
+        return self._rubric
+
+    @rubric.setter
+    def rubric(self, value: Rubric | None) -> None:
+        self._rubric = value
+
     # ------------------------------------------------------------------ extras for the app
 
     @property
@@ -176,6 +208,15 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         """True when no episode is running (never reset, done, or closed)."""
         with self._lock:
             return self._sim is None or bool(self._sim.done)
+
+    def step_wire(self, action: Mapping[str, Any]) -> CodeRedObservation:
+        """``step_async`` as a plain call (for callers that hold their own lock)."""
+        return self._step(action, wire=True)
+
+    def current_observation(self) -> CodeRedObservation:
+        """The observation now, without a step (reward None; no error shown)."""
+        with self._lock:
+            return self._observe(reward=None, error=None, wire=True)
 
     def grade(self) -> dict[str, Any]:
         """The grade of the episode so far (the final grade once it is done)."""
@@ -192,6 +233,8 @@ class CodeRedEnvironment(Environment[CodeRedAction, CodeRedObservation, CodeRedS
         extra: Mapping[str, Any],
         wire: bool,
     ) -> CodeRedObservation:
+        if "split" in extra or "index" in extra:
+            task_id, seed, extra = _from_split(task_id, seed, extra)
         seed = DEFAULT_SEED if seed is None else seed
         task_id = DEFAULT_TASK_ID if task_id is None else task_id
         _check_reset_args(seed, episode_id, task_id, extra)

@@ -54,6 +54,16 @@ class SessionGone(SessionNotFound):
     """The episode existed but expired or was evicted."""
 
 
+@dataclass(frozen=True)
+class StoreWording:
+    """How error messages name the store's entries (HTTP episodes or MCP sessions)."""
+
+    id_name: str = "episode_id"
+    entries: str = "HTTP episodes"
+    issued_by: str = "POST /reset"
+    how_to_start: str = "POST /reset starts a new episode"
+
+
 @dataclass
 class HttpSession(Generic[EnvT]):
     episode_id: str
@@ -77,6 +87,7 @@ class HttpSessionStore(Generic[EnvT]):
         ttl_s: float,
         unstepped_ttl_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wording: StoreWording | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be >= 1")
@@ -87,6 +98,7 @@ class HttpSessionStore(Generic[EnvT]):
         self.ttl_s = ttl_s
         self.unstepped_ttl_s = min(ttl_s, unstepped_ttl_s or ttl_s)
         self._clock = clock
+        self.wording = wording or StoreWording()
         self._lock = threading.Lock()
         # Ordered by last use (creation or step), least recent first.
         self._sessions: OrderedDict[str, HttpSession[EnvT]] = OrderedDict()
@@ -96,15 +108,16 @@ class HttpSessionStore(Generic[EnvT]):
         with self._lock:
             return len(self._sessions)
 
-    def create(self) -> HttpSession[EnvT]:
-        """A new episode slot with a fresh server-issued id (evicting one at the cap)."""
+    def create(self, env: EnvT | None = None) -> HttpSession[EnvT]:
+        """A new slot with a fresh server-issued id for ``env`` (default: a new one from the
+        factory), evicting one at the cap."""
         closing: list[EnvT] = []
         try:
             with self._lock:
                 closing.extend(self._drop_expired_locked())
                 closing.extend(self._make_room_locked())
                 episode_id = secrets.token_urlsafe(18)
-                session = HttpSession(episode_id, self._factory(), self._clock())
+                session = HttpSession(episode_id, env or self._factory(), self._clock())
                 self._sessions[episode_id] = session
                 return session
         finally:
@@ -149,13 +162,22 @@ class HttpSessionStore(Generic[EnvT]):
             self._sessions.clear()
         _close_all(envs)
 
+    def close(self, episode_id: str) -> None:
+        """End an entry now (its id then answers :class:`SessionGone`)."""
+        with self._lock:
+            if episode_id not in self._sessions:
+                raise self._missing_locked(episode_id)
+            env = self._forget_locked(episode_id, "was closed by its owner")
+        env.close()
+
     def _missing_locked(self, episode_id: str) -> SessionNotFound:
+        words = self.wording
         reason = self._gone.get(episode_id)
         if reason is not None:
-            return SessionGone(f"episode_id {_shown(episode_id)} {reason}; POST /reset starts a new episode")
+            return SessionGone(f"{words.id_name} {_shown(episode_id)} {reason}; {words.how_to_start}")
         return SessionNotFound(
-            f"unknown episode_id {_shown(episode_id)}: this server never issued it "
-            "(ids come from POST /reset)"
+            f"unknown {words.id_name} {_shown(episode_id)}: this server never issued it "
+            f"(ids come from {words.issued_by})"
         )
 
     def _drop_expired_locked(self) -> list[EnvT]:
@@ -176,7 +198,7 @@ class HttpSessionStore(Generic[EnvT]):
         victim = next((k for k, s in self._sessions.items() if s.last_step is None), None)
         victim = victim or next(iter(self._sessions))
         reason = (
-            f"was evicted: the server keeps {self.max_sessions} HTTP episodes and this was "
+            f"was evicted: the server keeps {self.max_sessions} {self.wording.entries} and this was "
             "the least recently used one when a new episode started"
         )
         return [self._forget_locked(victim, reason)]

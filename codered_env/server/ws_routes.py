@@ -1,7 +1,12 @@
 """``WS /ws``: OpenEnv's session protocol, served by CodeRedEnv itself.
 
 Same frames as OpenEnv (``reset``/``step``/``state``/``close`` in, ``observation``/``state``/
-``error`` out) plus ``grade`` (the grade of this session's own episode). OpenEnv's handler ends
+``error`` out) plus ``grade`` (the grade of this session's own episode). MCP on the socket, as in
+OpenEnv: a ``step`` whose data is ``{"type": "call_tool", "tool_name", "arguments"}`` or
+``{"type": "list_tools"}``, and ``mcp`` frames carrying JSON-RPC (``tools/list``, ``tools/call``);
+the tool machinery is built only when a session first uses it. ``/ws?session_id=`` attaches the
+socket to an MCP session opened on ``/mcp`` (mcp_routes.py), so a reset here and a ``tools/call``
+there act on the same episode. OpenEnv's handler ends
 the session on a JSON value that is not an object, deep nesting, huge integers, binary frames
 or surrogates; here every such frame gets an ``error`` reply and the session stays open.
 The socket is closed only for:
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,10 +40,13 @@ from codered_env.models import CodeRedAction
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import CodeRedEnvironment
 from codered_env.server.errors import compact_errors
+from codered_env.server.http_sessions import SessionNotFound
+from codered_env.server.mcp_routes import McpService
+from codered_env.server.mcp_tools import ToolSession, tool_list
 from codered_env.server.safe_json import JsonRejected, parse_json
 
-RESET_OPTIONS = ("task_id", "seed", "episode_id")
-MESSAGE_TYPES = "reset, step, state, grade, close"
+RESET_OPTIONS = ("task_id", "seed", "episode_id", "split", "index")
+MESSAGE_TYPES = "reset, step, state, grade, mcp, close"
 CLOSE_NORMAL, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TRY_LATER = 1000, 1001, 1008, 1013
 
 
@@ -69,6 +78,21 @@ class _Close(Exception):
     pass
 
 
+@dataclass
+class WsSession:
+    """One connection's episode; ``session_id`` is set when it is attached to an MCP session."""
+
+    env: CodeRedEnvironment
+    tools: ToolSession | None = None
+    session_id: str | None = None
+    mcp: McpService | None = None
+
+    def tool_session(self) -> ToolSession:
+        if self.tools is None:
+            self.tools = ToolSession(self.env)
+        return self.tools
+
+
 async def _reset(env: CodeRedEnvironment, data: dict[str, Any]) -> str:
     extra = sorted(k for k in data if k not in RESET_OPTIONS)
     if extra:
@@ -92,7 +116,45 @@ async def _step(env: CodeRedEnvironment, data: dict[str, Any]) -> str:
     return WSObservationResponse(data=serialize_observation(observation)).model_dump_json()
 
 
-async def _dispatch(env: CodeRedEnvironment, message: dict[str, Any]) -> str:
+def _observation_frame(observation: dict[str, Any], reward: float | None, done: bool) -> str:
+    data = {"observation": observation, "reward": reward, "done": done}
+    return json.dumps({"type": "observation", "data": data})
+
+
+def _tool_step(session: WsSession, data: dict[str, Any]) -> str:
+    """A ``step`` carrying OpenEnv's ``call_tool``/``list_tools`` action."""
+    kind = data.get("type")
+    if kind == "list_tools":
+        return _observation_frame({"tools": list(tool_list()), "metadata": {}}, None, False)
+    if kind != "call_tool":
+        shown = repr(kind)[:60] if isinstance(kind, str) else type(kind).__name__
+        return error_frame(
+            WSErrorCode.VALIDATION_ERROR,
+            f"unknown step type {shown}; expected call_tool, list_tools, or an action without 'type'",
+        )
+    tool_name = data.get("tool_name")
+    outcome = session.tool_session().call(tool_name, data.get("arguments"))
+    error = None
+    if outcome.error_type is not None:
+        error = {"error_type": outcome.error_type, "message": outcome.structured["error"]}
+    observation = {
+        "tool_name": tool_name if isinstance(tool_name, str) else "",
+        "result": {**outcome.call_result(), "data": outcome.structured},
+        "error": error,
+        "metadata": {},
+    }
+    return _observation_frame(observation, outcome.structured["reward"], outcome.structured["done"])
+
+
+def _mcp_frame(session: WsSession, message: dict[str, Any]) -> str:
+    if session.mcp is None:
+        return error_frame(WSErrorCode.UNKNOWN_TYPE, "this server has no MCP service")
+    answer = session.mcp.rpc_over_ws(message.get("data"), session.tool_session(), session.session_id)
+    return json.dumps({"type": "mcp", "data": answer})
+
+
+async def _dispatch(session: WsSession, message: dict[str, Any]) -> str:
+    env = session.env
     kind = message.get("type")
     if kind == "close":
         raise _Close
@@ -100,6 +162,8 @@ async def _dispatch(env: CodeRedEnvironment, message: dict[str, Any]) -> str:
         return WSStateResponse(data=env.state.model_dump()).model_dump_json()
     if kind == "grade":
         return json.dumps({"type": "grade", "data": env.grade()})
+    if kind == "mcp":
+        return _mcp_frame(session, message)
     if kind not in ("reset", "step"):
         shown = repr(kind)[:60] if isinstance(kind, str) else type(kind).__name__
         return error_frame(
@@ -108,10 +172,18 @@ async def _dispatch(env: CodeRedEnvironment, message: dict[str, Any]) -> str:
     data = message.get("data", {})
     if not isinstance(data, dict):
         return error_frame(WSErrorCode.VALIDATION_ERROR, f"'data' of a {kind} message must be a JSON object")
-    return await (_reset(env, data) if kind == "reset" else _step(env, data))
+    if kind == "step":
+        return _tool_step(session, data) if "type" in data else await _step(env, data)
+    if session.tools is not None and not session.tools.resettable:
+        return error_frame(
+            WSErrorCode.EXECUTION_ERROR,
+            "this MCP session is one episode (opened by initialize) and cannot be reset: "
+            "open a new session for a new episode",
+        )
+    return await _reset(env, data)
 
 
-async def handle_frame(env: CodeRedEnvironment, frame: Mapping[str, Any]) -> str:
+async def handle_frame(session: WsSession, frame: Mapping[str, Any]) -> str:
     """The reply to one received frame (raises ``_Close`` for a close message)."""
     text = frame.get("text")
     if text is None:
@@ -126,14 +198,14 @@ async def handle_frame(env: CodeRedEnvironment, frame: Mapping[str, Any]) -> str
             'a message must be a JSON object such as {"type": "step", "data": {...}}',
         )
     try:
-        return await _dispatch(env, message)
+        return await _dispatch(session, message)
     except _Close:
         raise
     except Exception as exc:  # bad reset arguments, step before reset, closed session, ...
         return error_frame(WSErrorCode.EXECUTION_ERROR, str(exc)[:400])
 
 
-def register_ws_route(app: FastAPI, settings: ServerSettings) -> WsSessions:
+def register_ws_route(app: FastAPI, settings: ServerSettings, mcp: McpService | None = None) -> WsSessions:
     sessions = WsSessions(settings.max_concurrent_envs)
 
     @app.websocket("/ws")
@@ -153,18 +225,50 @@ def register_ws_route(app: FastAPI, settings: ServerSettings) -> WsSessions:
             )
             await websocket.close(code=CLOSE_TRY_LATER)
             return
+        session = await _open_session(websocket, mcp)
+        if session is None:
+            return
         sessions.active += 1
-        env = CodeRedEnvironment()
         try:
-            await _serve(websocket, env, settings.ws_idle_timeout_s)
+            await _serve(websocket, session, settings.ws_idle_timeout_s)
         finally:
             sessions.active -= 1
-            env.close()
+            if session.session_id is None:
+                session.env.close()
+            elif session.tools is not None:
+                session.tools.attached = False
 
     return sessions
 
 
-async def _serve(websocket: WebSocket, env: CodeRedEnvironment, idle_timeout_s: float) -> None:
+async def _open_session(websocket: WebSocket, mcp: McpService | None) -> WsSession | None:
+    """A fresh episode, or the MCP session named by ``?session_id=`` (None: refused and closed)."""
+    session_id = websocket.query_params.get("session_id")
+    if session_id is None:
+        return WsSession(CodeRedEnvironment(), mcp=mcp)
+    try:
+        if mcp is None:
+            raise SessionNotFound("this server has no MCP sessions")
+        tools = mcp.attach(session_id)
+    except SessionNotFound as exc:
+        await websocket.send_text(error_frame(WSErrorCode.SESSION_ERROR, exc.message))
+        await websocket.close(code=CLOSE_POLICY)
+        return None
+    return WsSession(tools.env, tools, session_id, mcp)
+
+
+def _renewed(session: WsSession) -> str | None:
+    """Renew an attached MCP session's lease; the reason when it is gone."""
+    if session.session_id is None or session.mcp is None:
+        return None
+    try:
+        session.mcp.lookup(session.session_id, renew=True)
+    except SessionNotFound as exc:
+        return exc.message
+    return None
+
+
+async def _serve(websocket: WebSocket, session: WsSession, idle_timeout_s: float) -> None:
     try:
         while True:
             try:
@@ -174,8 +278,13 @@ async def _serve(websocket: WebSocket, env: CodeRedEnvironment, idle_timeout_s: 
                 return
             if frame["type"] == "websocket.disconnect":
                 return
+            gone = _renewed(session)
+            if gone is not None:
+                await websocket.send_text(error_frame(WSErrorCode.SESSION_ERROR, gone))
+                await websocket.close(code=CLOSE_GOING_AWAY)
+                return
             try:
-                reply = await handle_frame(env, frame)
+                reply = await handle_frame(session, frame)
             except _Close:
                 await websocket.close(code=CLOSE_NORMAL)
                 return

@@ -26,9 +26,14 @@ OWN_OPERATIONS = [
     ("GET", "/schema"),
     ("GET", "/"),
     ("GET", "/view"),
+    ("GET", "/codered_env/splits"),
+    ("POST", "/codered_env/task"),
+    ("POST", "/codered_env/task_range"),
 ]
 WITH_INPUT = [
-    op for op in OWN_OPERATIONS if op[1] in ("/reset", "/step", "/state", "/grader", "/baseline", "/view")
+    op for op in OWN_OPERATIONS
+    if op[1] in ("/reset", "/step", "/state", "/grader", "/baseline", "/view", "/codered_env/task",
+                 "/codered_env/task_range")
 ]
 EXAMPLES = 60
 

@@ -1,0 +1,247 @@
+"""CodeRedEnv's MCP tools: one per action of the catalogue (``codered_env.sim.catalogue``: names,
+help texts and input schemas), plus the read-only ``view_full_state``.
+
+A :class:`ToolSession` is the tool view of one :class:`CodeRedEnvironment` (one episode). It is
+created only for sessions that use tools (an MCP session, or a ``/ws`` session that sends a
+``call_tool``/``list_tools``/``mcp`` frame), so plain ``/ws`` play never pays for it.
+
+Every call answers an MCP ``CallToolResult``: ``content`` is the compact text (what changed since
+the previous reply), ``structuredContent`` carries ``reward``, ``done``, ``score`` (the running
+score; the final grade once done), ``error`` (``None`` or why the call was refused), ``step``,
+``clock_min`` and ``text``. A call is refused with ``isError`` when:
+
+* the tool is unknown or the arguments do not match its input schema (nothing happens: the
+  simulation never sees the call, exactly like a ``VALIDATION_ERROR`` on ``/ws``);
+* the episode is already over (nothing happens);
+* the simulation refuses the action (an id that is unknown now, the wrong phase, no stock...):
+  the world is unchanged except that the decision minute passes and efficiency counts the
+  invalid decision, exactly as on ``/ws`` and HTTP ``/step``, so an action list scores the same
+  on every surface.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from codered_env.server.environment import CodeRedEnvironment
+from codered_env.sim import TASKS, parse_action
+from codered_env.sim.catalogue import ACTIONS, ActionSpec, input_schema
+
+# The TRL tool environment's reply helpers (one definition of "what changed"); branch `trl` moves
+# them into the package codered_env.trl.env.
+try:
+    from codered_env.trl.env import _TICKING, _keyed_lines  # type: ignore[import-not-found]
+except ImportError:
+    from codered_env.trl import _TICKING, _keyed_lines
+
+VIEW_TOOL = "view_full_state"
+VIEW_HELP = (
+    "Show the whole current state: clock, patients, calls, units, hospitals, roads and the "
+    "legal actions now. Read-only: no time passes and nothing changes."
+)
+# OpenEnv's ToolErrorType values for calls that never reach the simulation.
+TOOL_NOT_FOUND, INVALID_ARGS = "tool_not_found", "invalid_args"
+MAX_SHOWN_ARGUMENT_CHARS = 80
+
+# The structured result of every tool (kept terse: hosts send it with each tool definition).
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "score: running score in [0, 1], the final grade once done; error: why the call "
+    "was refused, else null; text: the reply shown as content.",
+    "properties": {
+        "reward": {"type": "number"},
+        "done": {"type": "boolean"},
+        "score": {"type": "number"},
+        "error": {"type": ["string", "null"]},
+        "step": {"type": "integer"},
+        "clock_min": {"type": "integer"},
+        "text": {"type": "string"},
+    },
+    "required": ["reward", "done", "score", "error", "step", "clock_min", "text"],
+}
+
+
+def _description(spec: ActionSpec) -> str:
+    tasks = [task_id for task_id, task in TASKS.items() if task.phase in spec.phases]
+    if len(tasks) == len(TASKS):
+        return spec.help
+    return f"{spec.help} Legal in {', '.join(tasks)} only."
+
+
+@lru_cache(maxsize=1)
+def tool_list() -> tuple[dict[str, Any], ...]:
+    """The MCP tool definitions (``tools/list``), built once."""
+    action_hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+    tools = [
+        {
+            "name": spec.name,
+            "description": _description(spec),
+            "inputSchema": input_schema(spec),
+            "outputSchema": OUTPUT_SCHEMA,
+            "annotations": action_hints,
+        }
+        for spec in ACTIONS
+    ]
+    tools.append(
+        {
+            "name": VIEW_TOOL,
+            "description": VIEW_HELP,
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "outputSchema": OUTPUT_SCHEMA,
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+        }
+    )
+    return tuple(tools)
+
+
+def tool_names() -> tuple[str, ...]:
+    return tuple(tool["name"] for tool in tool_list())
+
+
+@lru_cache(maxsize=1)
+def _validators() -> dict[str, Any]:
+    from jsonschema import Draft202012Validator
+
+    return {tool["name"]: Draft202012Validator(tool["inputSchema"]) for tool in tool_list()}
+
+
+def argument_error(name: str, arguments: Any) -> tuple[str, str] | None:
+    """``(error type, message)`` when the call cannot reach the simulation, else ``None``."""
+    validator = _validators().get(name)
+    if validator is None:
+        shown = repr(name)[:MAX_SHOWN_ARGUMENT_CHARS] if isinstance(name, str) else type(name).__name__
+        return TOOL_NOT_FOUND, f"unknown tool {shown}; tools: {', '.join(tool_names())}"
+    if not isinstance(arguments, dict):
+        return INVALID_ARGS, f"arguments of {name} must be a JSON object"
+    problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if problems:
+        shown = "; ".join(_describe(problem) for problem in problems[:3])
+        return INVALID_ARGS, f"invalid arguments for {name}: {shown}"
+    if name != VIEW_TOOL:
+        _, error = parse_action({"action_type": name, **arguments})
+        if error is not None:
+            return INVALID_ARGS, error
+    return None
+
+
+def _describe(problem: Any) -> str:
+    where = ".".join(str(p) for p in problem.absolute_path)
+    message = problem.message
+    if len(message) > 200:
+        message = message[:197] + "..."
+    return f"{where}: {message}" if where else message
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One tool call's answer."""
+
+    structured: dict[str, Any]
+    is_error: bool
+    error_type: str | None = None  # set when the call never reached the simulation
+
+    @property
+    def text(self) -> str:
+        return str(self.structured["text"])
+
+    def call_result(self) -> dict[str, Any]:
+        """The MCP ``CallToolResult``."""
+        return {
+            "content": [{"type": "text", "text": self.text}],
+            "structuredContent": self.structured,
+            "isError": self.is_error,
+        }
+
+
+class ToolSession:
+    """The tool view of one environment: calls become steps, replies show what changed.
+
+    ``resettable`` is False for sessions bound to one episode (standard MCP sessions).
+    """
+
+    def __init__(self, env: CodeRedEnvironment, resettable: bool = True) -> None:
+        self.env = env
+        self.resettable = resettable
+        self.attached = False  # a /ws connection is attached to this session
+        self._lock = threading.Lock()
+        self._shown: dict[str, str] = {}
+        self._shown_episode: str | None = None
+
+    def close(self) -> None:
+        self.env.close()
+
+    def call(self, name: Any, arguments: Any) -> ToolOutcome:
+        """Run one tool call (refusals never change anything but the decision minute)."""
+        arguments = {} if arguments is None else arguments
+        refusal = argument_error(name, arguments)
+        with self._lock:
+            if refusal is not None:
+                return self._refused(refusal[1], refusal[0])
+            if self.env.episode_id is None:
+                return self._refused("no episode yet: send a reset first")
+            if self.env.finished:
+                return self._refused(
+                    f"the episode is over (final score {self.env.state.score:.3f}); a tool cannot "
+                    "reset it: start a new session for a new episode"
+                )
+            if name == VIEW_TOOL:
+                text = self.env.current_observation().text
+                self._remember(text)
+                return self._outcome(0.0, None, text, is_error=False)
+            observation = self.env.step_wire({"action_type": name, **arguments})
+            reward, error = float(observation.reward or 0.0), observation.last_action_error
+            text = self._delta(reward, error, observation.text)
+            return self._outcome(reward, error, text, is_error=error is not None)
+
+    # ------------------------------------------------------------------ internals
+
+    def _refused(self, message: str, error_type: str | None = None) -> ToolOutcome:
+        outcome = self._outcome(0.0, message, f"REFUSED: {message}", is_error=True)
+        return ToolOutcome(outcome.structured, True, error_type)
+
+    def _outcome(self, reward: float, error: str | None, text: str, is_error: bool) -> ToolOutcome:
+        try:
+            state = self.env.state
+            score, done, step, clock = state.score, state.done, state.step_count, state.clock_min
+        except Exception:  # no episode yet on a plain /ws session
+            score, done, step, clock = 0.0, False, 0, 0
+        structured = {
+            "reward": round(reward, 6),
+            "done": done,
+            "score": score,
+            "error": error,
+            "step": step,
+            "clock_min": clock,
+            "text": text,
+        }
+        return ToolOutcome(structured, is_error)
+
+    def _remember(self, full_text: str) -> None:
+        self._shown = {key: _TICKING.sub("", line) for key, line in _keyed_lines(full_text).items()}
+        self._shown_episode = self.env.episode_id
+
+    def _delta(self, reward: float, error: str | None, full_text: str) -> str:
+        """The head line, the refusal, the events and the lines that changed since the last reply."""
+        if self._shown_episode != self.env.episode_id:
+            self._shown = {}
+        state = self.env.state
+        head = (
+            f"t={state.clock_min} step {state.step_count}/{state.max_steps} "
+            f"score {state.score:.3f} ({reward:+.3f})" + (" | DONE" if state.done else "")
+        )
+        lines = [head]
+        if error:
+            lines.append(f"REFUSED: {error}")
+        events = [line for line in full_text.splitlines() if line.startswith("EVENTS:")]
+        lines.extend(events)
+        shown: dict[str, str] = {}
+        for key, line in _keyed_lines(full_text).items():
+            shown[key] = steady = _TICKING.sub("", line)  # minute counters are not a change
+            if self._shown.get(key) != steady:
+                lines.append(line)
+        self._shown = shown
+        self._shown_episode = self.env.episode_id
+        return "\n".join(lines)
