@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from .sim import TASK_IDS, TASKS, CodeRedSim
+from ..sim import TASK_IDS, TASKS, CodeRedSim
 
 HospitalId = Literal["H1", "H2", "H3"]
 Priority = Literal["P1", "P2", "P3", "P4"]
@@ -96,10 +96,13 @@ class CodeRedToolEnv:
     does, and the decision still costs its minute.
     """
 
-    def __init__(self, task_id: str = "task1", seed: int = 0) -> None:
+    def __init__(self, task_id: str = "task1", seed: int = 0, base_url: str | None = None) -> None:
+        self.base_url = base_url
         self.sim = CodeRedSim(task_id, seed)
         self._shown: dict[str, str] = {}
         self.rewards: list[float] = []
+        self.tool_calls = 0
+        self.refused_calls = 0
 
     # ------------------------------------------------------------------ TRL contract
     def reset(self, task_id: str | None = None, seed: int | None = None, **row: Any) -> str:
@@ -107,6 +110,7 @@ class CodeRedToolEnv:
         task_id = task_id if task_id is not None else self.sim.task.task_id
         self.sim = CodeRedSim(task_id, int(seed) if seed is not None else 0)
         self.rewards = []
+        self.tool_calls = self.refused_calls = 0
         text = self.sim.render_text()
         self._shown = _keyed_lines(text)
         return "\n" + text
@@ -307,6 +311,8 @@ class CodeRedToolEnv:
             return f"The episode is over (final grade {self.sim.grade()['score']:.3f}); no more decisions."
         result = self.sim.step(action)
         self.rewards.append(result.reward)
+        self.tool_calls += 1
+        self.refused_calls += result.error is not None
         return self._reply(result.reward, result.error)
 
     def _reply(self, reward: float, error: str | None) -> str:
