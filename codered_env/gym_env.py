@@ -31,39 +31,23 @@ except ImportError as exc:  # pragma: no cover - exercised only without the dev 
         "(or `uv sync --group dev`)."
     ) from exc
 
-from .sim.actions import ACTION_TYPES
+from .sim.catalogue import ACTION_NAMES, ACTIONS, NOOP, fixed_id_choices
 from .sim.city import EDGES, NODE_IDS, edge_key
 from .sim.conditions import CONDITIONS
 from .sim.env import CodeRedSim
 from .sim.observation import _waiting_for as waiting_for
 from .sim.observation import alert_count, legal_actions, shown_reserve, visible_calls, vitals_values
-from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES
+from .sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from .sim.tasks import TASK_IDS, TASKS
 from .sim.triage import PRIORITIES
 from .sim.types import AMBULANCE_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES, Patient
 from .sim.world import World
 
 # ------------------------------------------------------------------------------ action catalogue
-ACTION_ORDER: tuple[str, ...] = (
-    "maintain_plan",
-    "dispatch_ambulance",
-    "dispatch_als",
-    "dispatch_bls",
-    "triage_call",
-    "assign_hospital",
-    "prepare_or",
-    "page_specialist",
-    "preempt_or",
-    "allocate_blood",
-    "transfer_blood",
-    "request_mutual_aid",
-    "query_blood_type",
-    "query_or_status",
-)
-assert set(ACTION_ORDER) == set(ACTION_TYPES), "ACTION_ORDER must list every action type once"
+ACTION_ORDER: tuple[str, ...] = ACTION_NAMES  # the catalogue's order: maintain_plan is index 0
 CANONICAL_UNITS: tuple[int, ...] = (1, 2, 4)
-_BLOOD_ACTIONS = frozenset({"allocate_blood", "transfer_blood"})
-MAINTAIN: dict[str, Any] = {"action_type": "maintain_plan"}
+_BLOOD_ACTIONS = frozenset(a.name for a in ACTIONS if "units" in a.param_names)  # units canonicalised
+MAINTAIN: dict[str, Any] = {"action_type": NOOP}
 
 
 def _param_values(action_type: str, name: str, values: Sequence[Any]) -> list[Any]:
@@ -96,14 +80,12 @@ def enumerate_actions(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]
 
 
 # ------------------------------------------------------------------------------ observation layout
-MAX_AMBULANCES = 7  # 5 own units + up to 2 mutual-aid units
+MAX_AMBULANCES = len(fixed_id_choices()["ambulance"])  # own units + the most mutual-aid units
 MAX_PATIENTS = 16
 MAX_CALLS = 16
-N_HOSPITALS = 3
-HOSPITAL_IDS: tuple[str, ...] = ("H1", "H2", "H3")
+HOSPITAL_IDS: tuple[str, ...] = fixed_id_choices()["hospital"]
+N_HOSPITALS = len(HOSPITAL_IDS)
 CONDITION_IDS: tuple[str, ...] = tuple(CONDITIONS)
-PROCEDURES: tuple[str, ...] = ("cath_lab", "trauma_surgery", "stroke_intervention", "general")
-SPECIALTIES: tuple[str, ...] = ("cardiology", "neurology", "trauma_surgery", "obstetrics")
 EDGE_KEYS: tuple[tuple[str, str], ...] = tuple(edge_key(a, b) for a, b, _, _ in EDGES)
 _EDGE_INDEX = {k: i for i, k in enumerate(EDGE_KEYS)}
 _NODE_INDEX = {n: i for i, n in enumerate(NODE_IDS)}

@@ -19,44 +19,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
-from codered_env.sim.actions import (
-    ACTION_TYPES,
-    MODEL_BY_TYPE,
-    BloodType,
-    Id,
-    Priority,
-    Procedure,
-    Specialty,
-    Units,
-    parse_action,
-)
+from codered_env.sim.actions import ACTION_TYPES, MODEL_BY_TYPE, parse_action, wire_annotation
+from codered_env.sim.catalogue import action_spec
 
-ActionType = Literal[
-    "dispatch_ambulance",
-    "dispatch_als",
-    "dispatch_bls",
-    "triage_call",
-    "assign_hospital",
-    "prepare_or",
-    "page_specialist",
-    "preempt_or",
-    "allocate_blood",
-    "transfer_blood",
-    "request_mutual_aid",
-    "query_blood_type",
-    "query_or_status",
-    "maintain_plan",
-]
-assert set(ActionType.__args__) == set(ACTION_TYPES)  # type: ignore[attr-defined]
-
-
-# Parameters of which at most one may be given (non-null) -- RequestMutualAid._one_target.
-_AT_MOST_ONE: dict[str, tuple[str, ...]] = {
-    "request_mutual_aid": ("target_id", "patient_id", "call_id"),
-}
+ActionType: Any = Literal.__getitem__(ACTION_TYPES)  # type: ignore[attr-defined]
 
 
 def _at_most_one(names: tuple[str, ...]) -> dict[str, Any]:
@@ -83,8 +52,8 @@ def _action_variants() -> list[dict[str, Any]]:
             "required": ["action_type", *required],
             "propertyNames": {"enum": ["action_type", "metadata", *params]},
         }
-        if name in _AT_MOST_ONE:
-            variant.update(_at_most_one(_AT_MOST_ONE[name]))
+        for group in action_spec(name).alias_groups():  # at most one of a parameter and its aliases
+            variant.update(_at_most_one(group))
         variants.append(variant)
     return variants
 
@@ -93,7 +62,18 @@ def _tighten_action_schema(schema: dict[str, Any]) -> None:
     schema["oneOf"] = _action_variants()
 
 
-class CodeRedAction(Action):
+def _wire_fields() -> dict[str, Any]:
+    """Every parameter of every action (first description wins), all optional on the flat model."""
+    fields: dict[str, Any] = {}
+    for name in ACTION_TYPES:
+        for param in action_spec(name).wire_params:
+            if param.name not in fields:
+                annotation = wire_annotation(param)
+                fields[param.name] = (annotation | None, Field(default=None, description=param.help))
+    return fields
+
+
+class _CodeRedActionBase(Action):
     """One dispatcher decision, in the flat wire shape ``{"action_type": ..., **params}``.
 
     Only the parameters of the chosen ``action_type`` may be given (see ``/tasks`` or the
@@ -102,20 +82,7 @@ class CodeRedAction(Action):
 
     model_config = ConfigDict(json_schema_extra=_tighten_action_schema)
 
-    action_type: ActionType = Field(description="Which of the 14 actions to take.")
-    ambulance_id: Id | None = Field(default=None, description="Ambulance id, e.g. 'A1'.")
-    patient_id: Id | None = Field(default=None, description="Patient id, e.g. 'P1'.")
-    call_id: Id | None = Field(default=None, description="Pending call id, e.g. 'C1'.")
-    hospital_id: Id | None = Field(default=None, description="Hospital id, e.g. 'H1'.")
-    priority: Priority | None = Field(default=None, description="Triage priority P1..P4.")
-    procedure: Procedure | None = Field(default=None, description="Procedure to prepare for.")
-    specialty: Specialty | None = Field(default=None, description="Specialist to page.")
-    or_id: Id | None = Field(default=None, description="Operating room id at the hospital.")
-    blood_type: BloodType | None = Field(default=None, description="ABO/Rh blood type.")
-    units: Units | None = Field(default=None, description="Units of blood.")
-    from_hospital_id: Id | None = Field(default=None, description="Blood transfer source.")
-    to_hospital_id: Id | None = Field(default=None, description="Blood transfer destination.")
-    target_id: Id | None = Field(default=None, description="Mutual aid: the patient or call the unit is for.")
+    action_type: ActionType = Field(description=f"Which of the {len(ACTION_TYPES)} actions to take.")
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +106,16 @@ class CodeRedAction(Action):
     def to_wire(self) -> dict[str, Any]:
         """The flat wire dict the simulation takes (unset parameters and metadata left out)."""
         return self.model_dump(exclude_none=True, exclude={"metadata"})
+
+
+# The parameter fields come from the action catalogue (codered_env/sim/catalogue.py).
+CodeRedAction = create_model(  # type: ignore[call-overload]
+    "CodeRedAction",
+    __base__=_CodeRedActionBase,
+    __doc__=_CodeRedActionBase.__doc__,
+    __module__=__name__,
+    **_wire_fields(),
+)
 
 
 class CodeRedState(State):

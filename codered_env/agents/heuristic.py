@@ -46,6 +46,26 @@ BLOOD_UNITS = BLOOD_UNITS_PER_CASE
 BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
 
 
+# What each rule does, for people reading a suggestion (the web console's advice): rule n is
+# RULES[n - 1]; the last one is the fallback when no rule fires.
+RULES: tuple[str, ...] = (
+    "every untriaged call is triaged first, from the caller's report (keywords only).",
+    "the most urgent waiting patient or call gets a unit first (P1 > P2 > P3, then the lowest "
+    "vitals); a P1 gets the ALS unit with the shortest ETA unless a BLS is more than 5 min "
+    "closer, P2/P3 the nearest BLS (P2 falls back to ALS).",
+    "more patients and calls wait for a unit than units are free or already coming.",
+    "the destination maximises 100 x the benefit kept at the estimated call-to-treatment delay "
+    "- 15 if crowded - 25 if the needed OR is out of service - 40 if the specialist is "
+    "unavailable; hospitals on diversion are excluded.",
+    "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
+    "room runs an elective case, that case is pre-empted) and the needed specialist paged.",
+    f"a haemorrhaging patient gets {BLOOD_UNITS_PER_CASE} units of group O reserved at the "
+    "destination as soon as it is chosen (O-pos for men and older women, O-neg for women of "
+    "child-bearing age); the patient is typed only when no suitable group O is in stock.",
+    "no rule fires: nothing to triage, dispatch, assign, prepare or reserve now.",
+)
+
+
 def _road_view(obs: dict[str, Any]) -> RoadNetwork:
     roads = obs["roads"]
     net = RoadNetwork(roads["peak_hour"])
@@ -66,6 +86,7 @@ class HeuristicAgent:
         self._last: str | None = None
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
+        self.last_rule = len(RULES)  # the number of the rule behind the last action (see RULES)
 
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
@@ -77,20 +98,14 @@ class HeuristicAgent:
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
         net = _road_view(obs)
-        for rule in (
-            self._triage,
-            self._dispatch,
-            self._mutual_aid,
-            self._assign,
-            self._prepare,
-            self._blood,
-        ):
+        rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare, self._blood)
+        for number, rule in enumerate(rules, 1):
             for action in rule(obs, legal, net):
                 key = json.dumps(action, sort_keys=True)
                 if key not in self._refused and action["action_type"] in legal:
-                    self._last = key
+                    self._last, self.last_rule = key, number
                     return action
-        self._last = None
+        self._last, self.last_rule = None, len(RULES)
         return dict(MAINTAIN)
 
     # ------------------------------------------------------------------ rules

@@ -21,40 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Parameters of each action type, in the order ``name(v1, v2)`` lists them, and a short help.
-ACTION_PARAMS: dict[str, tuple[str, ...]] = {
-    "dispatch_ambulance": ("ambulance_id", "patient_id"),
-    "dispatch_als": ("ambulance_id", "call_id"),
-    "dispatch_bls": ("ambulance_id", "call_id"),
-    "triage_call": ("call_id", "priority"),
-    "assign_hospital": ("patient_id", "hospital_id"),
-    "prepare_or": ("hospital_id", "procedure"),
-    "page_specialist": ("hospital_id", "specialty"),
-    "preempt_or": ("hospital_id", "or_id"),
-    "allocate_blood": ("patient_id", "hospital_id", "blood_type", "units"),
-    "transfer_blood": ("from_hospital_id", "to_hospital_id", "blood_type", "units"),
-    "request_mutual_aid": ("target_id",),
-    "query_blood_type": ("patient_id",),
-    "query_or_status": ("hospital_id",),
-    "maintain_plan": (),
-}
+from codered_env.sim.catalogue import WIRE_ORDER, action_spec
 
-ACTION_HELP: dict[str, str] = {
-    "dispatch_ambulance": "Send a unit to a known patient.",
-    "dispatch_als": "Send an ALS unit to a pending call.",
-    "dispatch_bls": "Send a BLS unit to a pending call.",
-    "triage_call": "Classify a call: P1/P2 lights+sirens, P3 cold (as if uncoded), P4 advice (closes it).",
-    "assign_hospital": "Set the hospital the crew transports the patient to.",
-    "prepare_or": "Start readying an OR (15-30 min); wasted if unused.",
-    "page_specialist": "Call an on-call specialist in (10-20 min); wasted if unneeded.",
-    "preempt_or": "Stop an elective case to free its OR now (costs efficiency).",
-    "allocate_blood": "Reserve blood: untyped O+ men/older women, O- girls/women <50; typed: cross-matched.",
-    "transfer_blood": "Move blood stock between hospitals.",
-    "request_mutual_aid": "Ask the next district for an ALS unit (10-20 min); penalised if unneeded.",
-    "query_blood_type": "Lab blood type; result after 5 min.",
-    "query_or_status": "Per-OR status with remaining minutes.",
-    "maintain_plan": "Wait: the clock jumps to the next event that matters.",
-}
+#: Parameters of each action type, in the order ``name(v1, v2)`` lists them, and its help text:
+#: both from the action catalogue (``codered_env.sim.catalogue``).
+ACTION_PARAMS: dict[str, tuple[str, ...]] = {name: action_spec(name).param_names for name in WIRE_ORDER}
+ACTION_HELP: dict[str, str] = {name: action_spec(name).help for name in WIRE_ORDER}
 
 _ROLE = (
     "You are the EMS dispatcher of Prakashnagar, India. Hospitals: H1 tier 1 (cath lab), H2 tier 2, "

@@ -9,6 +9,7 @@ per step of play) and come back as JSON text.
 
 * ``GET /web`` and ``GET /web/static/{console.js,console.css}``: the page.
 * ``GET /web/map``: the city layout (and its static SVG) plus the task menu.
+* ``GET /web/actions``: the action catalogue (verbs, help, parameters) the console labels from.
 * ``POST /web/advice``: running grade after the actions, and a built-in agent's next action
   (the heuristic's with the rule behind it); autoplay asks it once per step.
 * ``POST /web/frames``: replay frames of an action list (a trajectory file's actions).
@@ -28,6 +29,7 @@ from codered_env.server.benchmark_routes import BODY_ERRORS, client_of
 from codered_env.server.heavy import web_advice, web_episode, web_frames
 from codered_env.server.jobs import HeavyJobs
 from codered_env.server.schemas import MAX_GRADER_ACTIONS, BuiltinAgent, SeedInt, TaskId
+from codered_env.sim.catalogue import catalogue_payload
 from codered_env.viewer import map_layout, render_svg
 from codered_env.web import ASSETS, asset
 from codered_env.web.advice import task_menu
@@ -78,6 +80,7 @@ def _json(text: str) -> Response:
 
 def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
     map_payload = _map_payload()
+    actions_payload = catalogue_payload()
 
     @app.get("/web", tags=TAGS, summary="Interactive dispatch console", response_class=HTMLResponse)
     async def web() -> HTMLResponse:
@@ -91,6 +94,12 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
     @app.get("/web/map", tags=TAGS, summary="City layout and task menu for the console")
     async def web_map() -> dict[str, Any]:
         return map_payload
+
+    @app.get("/web/actions", tags=TAGS, summary="The action catalogue: names, verbs, help, parameters")
+    async def web_actions() -> dict[str, Any]:
+        """Every action with its console verb, help text, phases and parameters (from
+        ``codered_env.sim.catalogue``); the console labels its controls from it."""
+        return actions_payload
 
     @app.post("/web/advice", tags=TAGS, summary="Running grade and the heuristic's suggestion",
               responses=BODY_ERRORS)

@@ -1,5 +1,7 @@
 """The 14 actions (the public contract of MODEL.md section 3) and their parsing.
 
+The pydantic models are generated from the action catalogue (``catalogue.py``).
+
 Wire shape: one flat JSON object ``{"action_type": "<name>", ...params}``. ``parse_action``
 turns any input into either a validated model or a readable error that says what was wrong and
 what would be valid; it never raises.
@@ -9,174 +11,75 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, model_validator
 
-from .params import BLOOD_TYPES, MAX_BLOOD_UNITS_PER_ACTION, MEMO_ENTRIES, MEMO_MAX_TEXT
+from .catalogue import WIRE_ORDER, ActionSpec, ParamSpec, action_spec
+from .params import ACTION_ID_MAX_CHARS, MEMO_ENTRIES, MEMO_MAX_TEXT
 
-Priority = Literal["P1", "P2", "P3", "P4"]
-Procedure = Literal["cath_lab", "trauma_surgery", "stroke_intervention", "general"]
-Specialty = Literal["cardiology", "neurology", "trauma_surgery", "obstetrics"]
-BloodType = Literal["O-", "O+", "A-", "A+", "B-", "B+", "AB-", "AB+"]
-assert set(BloodType.__args__) == set(BLOOD_TYPES)  # type: ignore[attr-defined]
-
-Units = Annotated[int, Field(ge=1, le=MAX_BLOOD_UNITS_PER_ACTION, strict=True)]
-Id = Annotated[str, Field(min_length=1, max_length=32)]
+Id = Annotated[str, Field(min_length=1, max_length=ACTION_ID_MAX_CHARS)]
 
 
 class _Base(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DispatchAmbulance(_Base):
-    """Phase 1: send a unit to a known patient."""
-
-    action_type: Literal["dispatch_ambulance"] = "dispatch_ambulance"
-    ambulance_id: Id
-    patient_id: Id
-
-
-class DispatchALS(_Base):
-    """Phase 2: send an ALS (paramedic) unit to a pending call."""
-
-    action_type: Literal["dispatch_als"] = "dispatch_als"
-    ambulance_id: Id
-    call_id: Id
-
-
-class DispatchBLS(_Base):
-    """Phase 2: send a BLS unit to a pending call."""
-
-    action_type: Literal["dispatch_bls"] = "dispatch_bls"
-    ambulance_id: Id
-    call_id: Id
-
-
-class TriageCall(_Base):
-    """Phase 2: classify a pending call P1 immediate .. P4 no-dispatch advice."""
-
-    action_type: Literal["triage_call"] = "triage_call"
-    call_id: Id
-    priority: Priority
-
-
-class AssignHospital(_Base):
-    """Set the hospital the crew will transport the patient to."""
-
-    action_type: Literal["assign_hospital"] = "assign_hospital"
-    patient_id: Id
-    hospital_id: Id
-
-
-class PrepareOR(_Base):
-    """Start readying an operating room (or the cath lab) for a procedure."""
-
-    action_type: Literal["prepare_or"] = "prepare_or"
-    hospital_id: Id
-    procedure: Procedure
-
-
-class PageSpecialist(_Base):
-    """Call an on-call specialist in to the hospital."""
-
-    action_type: Literal["page_specialist"] = "page_specialist"
-    hospital_id: Id
-    specialty: Specialty
-
-
-class PreemptOR(_Base):
-    """Stop an elective case to free its OR now (costs efficiency)."""
-
-    action_type: Literal["preempt_or"] = "preempt_or"
-    hospital_id: Id
-    or_id: Id
-
-
-class AllocateBlood(_Base):
-    """Reserve blood units for a patient at a hospital."""
-
-    action_type: Literal["allocate_blood"] = "allocate_blood"
-    patient_id: Id
-    hospital_id: Id
-    blood_type: BloodType
-    units: Units
-
-
-class TransferBlood(_Base):
-    """Move blood stock between hospitals by road."""
-
-    action_type: Literal["transfer_blood"] = "transfer_blood"
-    from_hospital_id: Id
-    to_hospital_id: Id
-    blood_type: BloodType
-    units: Units
-
-
-class RequestMutualAid(_Base):
-    """Ask the neighbouring district for an ALS unit; optionally name the patient/call it is for."""
-
-    action_type: Literal["request_mutual_aid"] = "request_mutual_aid"
-    target_id: Id | None = None
-    patient_id: Id | None = None
-    call_id: Id | None = None
+    # (parameter, its aliases...) groups of which at most one may be given (catalogue aliases)
+    alias_groups: ClassVar[tuple[tuple[str, ...], ...]] = ()
 
     @model_validator(mode="after")
-    def _one_target(self) -> RequestMutualAid:
-        given = [v for v in (self.target_id, self.patient_id, self.call_id) if v is not None]
-        if len(given) > 1:
-            raise ValueError("give at most one of target_id, patient_id, call_id")
+    def _at_most_one_of_each_group(self) -> _Base:
+        for group in self.alias_groups:
+            if sum(getattr(self, name) is not None for name in group) > 1:
+                raise ValueError(f"give at most one of {', '.join(group)}")
         return self
 
-    @property
-    def target(self) -> str | None:
-        return self.target_id or self.patient_id or self.call_id
+    def resolved(self, name: str) -> Any:
+        """A parameter's value, or that of whichever of its aliases was given."""
+        for group in self.alias_groups:
+            if group[0] == name:
+                return next((getattr(self, n) for n in group if getattr(self, n) is not None), None)
+        return getattr(self, name)
 
 
-class QueryBloodType(_Base):
-    """Order the patient's ABO/Rh type; the result arrives 5 minutes later."""
-
-    action_type: Literal["query_blood_type"] = "query_blood_type"
-    patient_id: Id
-
-
-class QueryORStatus(_Base):
-    """Detailed per-OR status of a hospital (remaining minutes, preparation timers)."""
-
-    action_type: Literal["query_or_status"] = "query_or_status"
-    hospital_id: Id
+def wire_annotation(param: ParamSpec) -> Any:
+    """The pydantic type of a catalogue parameter: a Literal of its choices, a bounded strict
+    int, or an id string."""
+    if param.kind == "enum":
+        return Literal.__getitem__(param.choices)  # type: ignore[attr-defined]
+    if param.kind == "int":
+        return Annotated[int, Field(ge=param.minimum, le=param.maximum, strict=True)]
+    return Id
 
 
-class MaintainPlan(_Base):
-    """Wait: advance to the next event that matters (at most 10 minutes)."""
+def _annotation(param: ParamSpec) -> Any:
+    base = wire_annotation(param)
+    return (base, ...) if param.required else (base | None, None)
 
-    action_type: Literal["maintain_plan"] = "maintain_plan"
+
+def _class_name(spec: ActionSpec) -> str:
+    return "".join(part.capitalize() for part in spec.name.split("_"))
 
 
-ACTION_MODELS: tuple[type[_Base], ...] = (
-    DispatchAmbulance,
-    DispatchALS,
-    DispatchBLS,
-    TriageCall,
-    AssignHospital,
-    PrepareOR,
-    PageSpecialist,
-    PreemptOR,
-    AllocateBlood,
-    TransferBlood,
-    RequestMutualAid,
-    QueryBloodType,
-    QueryORStatus,
-    MaintainPlan,
-)
+def _model(spec: ActionSpec) -> type[_Base]:
+    """The pydantic model of one catalogue action: its advertised parameters and aliases."""
+    fields: dict[str, Any] = {p.name: _annotation(p) for p in spec.wire_params}
+    model = create_model(  # type: ignore[call-overload]
+        _class_name(spec),
+        __base__=_Base,
+        __doc__=spec.help,
+        __module__=__name__,
+        action_type=(Literal.__getitem__(spec.name), spec.name),  # type: ignore[attr-defined]
+        **fields,
+    )
+    model.alias_groups = spec.alias_groups()
+    return model  # type: ignore[no-any-return]
+
+
+# In wire order (the decisions, then the wait): error texts and schemas list them so.
+ACTION_MODELS: tuple[type[_Base], ...] = tuple(_model(action_spec(name)) for name in WIRE_ORDER)
 MODEL_BY_TYPE: dict[str, type[_Base]] = {m.model_fields["action_type"].default: m for m in ACTION_MODELS}
 ACTION_TYPES: tuple[str, ...] = tuple(MODEL_BY_TYPE)
-PHASE_OF: dict[str, int | None] = {t: None for t in ACTION_TYPES} | {
-    "dispatch_ambulance": 1,
-    "dispatch_als": 2,
-    "dispatch_bls": 2,
-    "triage_call": 2,
-}
+PHASE_OF: dict[str, int | None] = {name: action_spec(name).phase for name in ACTION_TYPES}
 Action = Annotated[Union[tuple(ACTION_MODELS)], Field(discriminator="action_type")]  # noqa: UP007
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Action)
 

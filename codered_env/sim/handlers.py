@@ -15,6 +15,7 @@ from .conditions import CONDITIONS
 from .params import (
     BLOOD_COURIER_DISPATCH_MIN,
     MUTUAL_AID_DELAY_RANGE,
+    MUTUAL_AID_UNIT_PREFIX,
     O_NEG_RELEASE_MIN,
     OR_PREP_MIN_BY_TIER,
     TYPE_SPECIFIC_MIN,
@@ -333,7 +334,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
         return f"{world.task.task_id} has no mutual-aid agreement; use your own units"
     if len(world.mutual_aid) >= limit:
         return f"all {limit} mutual-aid request(s) for this task are used"
-    target = a.target
+    target = a.resolved("target_id")
     if target is not None:
         call_ok = target in world.calls and world.calls[target].status == "pending"
         patient_ok = (
@@ -347,7 +348,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     coming = sum(1 for r in world.mutual_aid if not r.arrived)
     unneeded = _unserved(world) < len(_free_units(world)) + coming
     delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
-    unit_id = f"MA{len(world.mutual_aid) + 1}"
+    unit_id = f"{MUTUAL_AID_UNIT_PREFIX}{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None

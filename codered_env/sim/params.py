@@ -14,6 +14,7 @@ from dataclasses import dataclass
 # Clock
 # --------------------------------------------------------------------------------------------
 DECISION_COST_MIN = 1  # a dispatcher decision takes about a minute (108 call handling 60-90 s)
+ACTION_ID_MAX_CHARS = 32  # design choice: longest id an action may name (ids here are <= 4 chars)
 MAINTAIN_PLAN_CAP_MIN = 10  # maintain_plan jumps to the next event, at most this far [assumption]
 
 # --------------------------------------------------------------------------------------------
@@ -55,6 +56,10 @@ OR_HOLD_WINDOW_MIN = 40  # a prepared OR is held this long, then the set-up is w
 SPECIALIST_PAGE_DELAY_BY_TIER = {1: (10, 15), 2: (15, 20), 3: (20, 25)}
 SPECIALIST_STAY_AFTER_CASE_MIN = 15  # a specialist stays at least this long after a case [assumption]
 SPECIALIST_WINDOW_MIN = 90  # a paged specialist stays this long without a patient [assumption]
+# The procedures an OR can be readied for and the specialties that can be paged, in the order of
+# the wire enums and the Gymnasium feature columns (HOSPITAL_SPECS below uses only these).
+PROCEDURES: tuple[str, ...] = ("cath_lab", "trauma_surgery", "stroke_intervention", "general")
+SPECIALTIES: tuple[str, ...] = ("cardiology", "neurology", "trauma_surgery", "obstetrics")
 PROCEDURE_DURATION_MIN = {  # table time, after which the room is free again [assumption]
     "cath_lab": 60,
     "stroke_intervention": 60,
@@ -104,6 +109,7 @@ STROKE_ONSET_BEFORE_CALL_RANGE = (30, 120)  # minutes from symptom onset to the 
 # --------------------------------------------------------------------------------------------
 # Mutual aid and cascades
 # --------------------------------------------------------------------------------------------
+MUTUAL_AID_UNIT_PREFIX = "MA"  # mutual-aid units are MA1, MA2, ... in request order
 MUTUAL_AID_DELAY_RANGE = (10, 20)  # mobilisation before the unit reaches the entry node [assumption]
 NEWS_CYCLE_DEATH_PROBABILITY = 0.7  # a death makes the news [assumption]
 NEWS_CYCLE_WAIT_MIN = 30  # any caller left this long without a unit makes the news [assumption]

@@ -12,44 +12,15 @@ import json
 from typing import Any
 
 from codered_env.agents import make_agent
+from codered_env.agents.heuristic import RULES
 from codered_env.sim import TASKS, CodeRedSim
+from codered_env.sim.catalogue import action_spec
 from codered_env.viewer import public_view
 
 # Grade keys that stay hidden until the episode is over: the per-patient rows name every
 # patient's true condition, including callers no crew has reached yet.
 _FINAL_ONLY = ("patients",)
 
-# Why the heuristic (codered_env/agents/heuristic.py) chose an action type: the rule that fired.
-RULES: dict[str, str] = {
-    "triage_call": "Rule 1: every untriaged call is triaged first, from the caller's report.",
-    "dispatch_ambulance": (
-        "Rule 2: the most urgent waiting patient gets a unit first (P1 > P2 > P3, then the lowest "
-        "vitals); a P1 gets the nearest ALS unless a BLS is more than 5 min closer, P2/P3 the "
-        "nearest BLS."
-    ),
-    "request_mutual_aid": (
-        "Rule 3: more patients and calls wait for a unit than units are free or already coming."
-    ),
-    "assign_hospital": (
-        "Rule 4: the destination maximises care quality x 100 - travel minutes - 15 if crowded - "
-        "25 if the needed OR is out of service - 40 if the specialist is unavailable; hospitals "
-        "on diversion are excluded."
-    ),
-    "prepare_or": "Rule 5: the needed OR is readied at the destination of an inbound patient.",
-    "preempt_or": (
-        "Rule 5: a P1 patient is inbound and every capable room is running an elective case."
-    ),
-    "page_specialist": "Rule 5: the needed specialist is paged at an inbound patient's destination.",
-    "query_blood_type": "Rule 6: a haemorrhaging patient is typed before blood is reserved.",
-    "allocate_blood": (
-        "Rule 6: 2 compatible units are reserved at the destination of a haemorrhaging patient "
-        "(O-negative when the crew is about to arrive and the type is still unknown)."
-    ),
-    "maintain_plan": (
-        "Rule 7: no rule fires: nothing to triage, dispatch, assign, prepare or reserve now."
-    ),
-}
-RULES["dispatch_als"] = RULES["dispatch_bls"] = RULES["dispatch_ambulance"]
 OTHER_AGENTS: dict[str, str] = {
     "random": "The random agent: a uniformly random legal action (seeded by episode seed + step).",
     "noop": "The noop agent: always maintain_plan.",
@@ -85,11 +56,19 @@ def _context(action: dict[str, Any], obs: dict[str, Any]) -> str:
     return " ".join(notes)
 
 
-def explain(action: dict[str, Any], obs: dict[str, Any]) -> str:
-    """The heuristic rule behind ``action`` plus the call/patient it concerns."""
-    rule = RULES.get(str(action.get("action_type")), "A rule of the heuristic agent fired.")
-    context = _context(action, obs)
-    return f"{rule} {context}".strip()
+def action_help(action: dict[str, Any]) -> str:
+    """What the action does: its help text in the action catalogue."""
+    try:
+        return action_spec(str(action.get("action_type"))).help
+    except ValueError:
+        return ""
+
+
+def explain(action: dict[str, Any], obs: dict[str, Any], rule: int | None = None) -> str:
+    """Why the heuristic chose ``action`` (rule ``rule`` of ``heuristic.RULES``), what the action
+    does (the catalogue's help) and the call/patient it concerns."""
+    why = f"Rule {rule}: {RULES[rule - 1]}" if rule is not None and 1 <= rule <= len(RULES) else ""
+    return " ".join(part for part in (why, action_help(action), _context(action, obs)) if part)
 
 
 def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuristic") -> dict[str, Any]:
@@ -107,7 +86,10 @@ def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuri
     agent = make_agent(agent_name, seed + sim.step_count)
     agent.reset(task_id, seed)
     action = json.loads(json.dumps(agent.act(obs)))
-    reason = explain(action, obs) if agent_name == "heuristic" else OTHER_AGENTS.get(agent_name, "")
+    if agent_name == "heuristic":
+        reason = explain(action, obs, getattr(agent, "last_rule", None))
+    else:
+        reason = " ".join(p for p in (OTHER_AGENTS.get(agent_name, ""), action_help(action)) if p)
     answer["suggestion"] = {"agent": agent_name, "action": action, "reason": reason}
     return answer
 

@@ -16,11 +16,9 @@
   const SPEC_FILL = { on_call: "#e5e7eb", paged: "#fde68a", present: "#009e73", unavailable: "#fee2e2" };
   const OFF_MAP = ["transporting", "transferring"];
   const FADED = ["treated", "released"];
-  const VERB = { dispatch_ambulance: "dispatch", dispatch_als: "send ALS", dispatch_bls: "send BLS",
-    triage_call: "triage", assign_hospital: "assign to", prepare_or: "prepare OR",
-    page_specialist: "page", preempt_or: "pre-empt OR", allocate_blood: "reserve blood",
-    transfer_blood: "transfer blood", request_mutual_aid: "mutual aid", query_blood_type: "type blood",
-    query_or_status: "OR status", maintain_plan: "advance" };
+  // Verbs and the no-op's name come from the server's action catalogue (GET /web/actions).
+  let VERB = {};
+  let NOOP = null;
   const HOSPITAL_FIRST = ["allocate_blood"];  // placed on the hospital card although it names a patient
   const MAX_BUTTONS = 8;
   const LIGHT_FILLS = ["en_route", "transporting"];  // statuses whose fill needs dark text
@@ -248,7 +246,7 @@
   }
   function placement(type, options) {
     const params = new Set(options.flatMap((o) => Object.keys(o)));
-    if (type === "maintain_plan") return "advance";
+    if (type === NOOP) return "advance";
     if (params.has("call_id")) return "call";
     if (params.has("patient_id") && !HOSPITAL_FIRST.includes(type)) return "patient";
     if (params.has("hospital_id") || params.has("from_hospital_id")) return "hospital";
@@ -506,7 +504,7 @@
     clear(hospitals);
     obs.hospitals.forEach((h) => hospitals.appendChild(hospitalCard(h)));
     drawOther(obs);
-    $("advance").disabled = S.mode !== "play" || !("maintain_plan" in legal()) || S.busy;
+    $("advance").disabled = S.mode !== "play" || !(NOOP in legal()) || S.busy;
     if (error && S.control) showControlError(S.control, error);
   }
   function showControlError(key, message) {
@@ -879,7 +877,7 @@
     $("mode-play").addEventListener("click", () => setMode("play"));
     $("mode-replay").addEventListener("click", () => setMode("replay"));
     $("reset").addEventListener("click", newEpisode);
-    $("advance").addEventListener("click", () => send({ action_type: "maintain_plan" }, "advance"));
+    $("advance").addEventListener("click", () => send({ action_type: NOOP }, "advance"));
     $("suggest").addEventListener("click", suggest);
     $("apply-suggestion").addEventListener("click", applySuggestion);
     $("autoplay").addEventListener("click", toggleAutoplay);
@@ -928,7 +926,9 @@
     }
     const params = new URLSearchParams(location.search);
     try {
-      const info = await getJSON("/web/map");
+      const [info, catalogue] = await Promise.all([getJSON("/web/map"), getJSON("/web/actions")]);
+      VERB = Object.fromEntries(catalogue.actions.map((a) => [a.name, a.verb]));
+      NOOP = catalogue.noop;
       setupMap(info.map);
       fillTasks(info.tasks, params.get("task_id") || "task1");
     } catch (err) {
