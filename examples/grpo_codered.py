@@ -34,7 +34,8 @@ SMOKE = {"max_steps": 2, "generations": 2, "completion_length": 96, "tool_iterat
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true",
                         help="2 optimisation steps, 2 rollouts each, short completions (plumbing check)")
     parser.add_argument("--model", default="tiny", help="tiny | smollm2 | a local model directory")
@@ -76,7 +77,8 @@ def load_model(name: str, seed: int) -> tuple[Any, Any]:
 
     tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(name, local_files_only=True)
-    return model, (tokenizer if getattr(tokenizer, "response_template", None) else with_tool_template(tokenizer))
+    has_parser = getattr(tokenizer, "response_template", None) is not None
+    return model, (tokenizer if has_parser else with_tool_template(tokenizer))
 
 
 def main(argv: list[str] | None = None) -> int:

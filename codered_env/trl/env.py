@@ -207,6 +207,7 @@ class CodeRedToolEnv:
         if gone:
             lines.append("GONE: " + ", ".join(gone))
         if view.done:
-            lines.append(f"EPISODE OVER ({self._started().end_reason()}): final grade {view.score_preview:.3f}")
+            reason = self._started().end_reason()
+            lines.append(f"EPISODE OVER ({reason}): final grade {view.score_preview:.3f}")
         self._shown = now
         return "\n".join(lines)

@@ -8,6 +8,7 @@ renders in-process, so the replies agree byte for byte (tests/training/test_trl_
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -91,10 +92,8 @@ class LocalEpisode:
 
 
 def _close_client(client: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):  # the server may already be gone; nothing is left to release
         client.close()
-    except Exception:  # the server may already be gone; nothing is left to release here
-        pass
 
 
 class RemoteEpisode:
@@ -119,7 +118,7 @@ class RemoteEpisode:
         return View.of(observation.model_dump(), observation.text)
 
     def step(self, action: dict[str, Any]) -> Outcome:
-        parsed, error = parse_action(action)
+        _, error = parse_action(action)
         if error is not None:
             # The server's protocol refuses a malformed action outright (no step is played), so it is
             # refused here with the simulation's own message; no minute passes.

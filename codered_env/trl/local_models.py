@@ -77,7 +77,8 @@ def byte_tokenizer() -> Any:
     raw = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>",
+                                        pad_token="<|endoftext|>")
     tokenizer.add_special_tokens({"additional_special_tokens": list(_BYTE_SPECIALS)})
     return tokenizer
 

@@ -19,7 +19,7 @@ from codered_env.sim import CodeRedSim, grade_episode
 from codered_env.trl import CodeRedToolEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
-from support_server import RunningServer, launch  # noqa: E402
+from support_server import RunningServer, launch
 
 IDLE_TIMEOUT_S = 2.0
 
