@@ -1,14 +1,16 @@
-"""Does the grade rank policies the way patient outcomes do? (issue 8 acceptance figures)
+"""Does the grade rank policies the way patient outcomes do? (issue 8 / issue 21 acceptance figures)
 
 Runs a family of policies on unseen seeds (the tests use 1000-1039) and prints, per task:
 
 * each policy's mean final score and mean priority-weighted expected outcome
   (sum of P1 x3 / P2 x2 / P3 x1 weighted expected outcomes over the graded patients);
-* the Spearman rank correlation between the two columns (target >= 0.9 on every task);
-* nearest-unit-only / heuristic score ratio (target <= 0.7 on tasks 2-5), next to the same ratio
-  of outcome gains over noop (what the score ratio would be if the grade were outcome alone);
-* the STEMI route probe on task1: CHC-then-transfer vs direct PCI vs thrombolysis at H2
-  (target: transfer scores below both).
+* the Spearman rank correlation between the two columns (issue 21 guard: >= 0.85 on every task);
+* nearest-unit-only / heuristic score ratio (issue 21 guard: <= 0.8 on tasks 2-5), next to the same
+  ratio of outcome gains over noop (what the score ratio would be if the grade were outcome alone);
+* the STEMI route probe on task1: CHC-then-transfer vs direct PCI vs thrombolysis at H2. Target:
+  transfer scores below direct PCI. Issue 8 also asked for transfer below thrombolysis; with
+  Keeley's ratio taken at equal delay (issue 21) a transfer for PCI can beat on-site lysis by the
+  cited curves (as in DANAMI-2), so that comparison is printed, not enforced: the curve wins.
 
 Usage: ``uv run python bench/probe_grading.py --seeds 3000-3029`` (a few minutes on one core).
 """
@@ -29,6 +31,8 @@ from codered_env.sim import TASK_IDS
 from codered_env.sim.params import PRIORITY_WEIGHT
 
 Action = dict[str, Any]
+RHO_MIN = 0.85  # issue 21 guards
+RATIO_MAX = 0.8
 
 
 class FixedDestination(HeuristicAgent):
@@ -196,24 +200,22 @@ def main(argv: list[str] | None = None) -> int:
         rho = spearman([r["score"] for r in table.values()], [r["outcome"] for r in table.values()])
         ratio = table["nearest-unit-only"]["score"] / table["heuristic"]["score"]
         gain_ratio = outcome_gain_ratio(table, "nearest-unit-only")
-        rho_ok = rho >= 0.9
-        ratio_ok = task_id == "task1" or ratio <= 0.7
+        rho_ok = rho >= RHO_MIN
+        ratio_ok = task_id == "task1" or ratio <= RATIO_MAX
         ok = ok and rho_ok and ratio_ok
-        print(f"  spearman(score, weighted outcome) = {rho:.3f}  [{'ok' if rho_ok else 'FAIL'} >= 0.9]")
-        print(
-            f"  nearest-unit-only / heuristic = {ratio:.3f}  "
-            f"[{'n/a on task1' if task_id == 'task1' else ('ok' if ratio_ok else 'FAIL') + ' <= 0.7'}]"
-        )
+        print(f"  spearman(score, weighted outcome) = {rho:.3f}  [{'ok' if rho_ok else 'FAIL'} >= {RHO_MIN}]")
+        verdict = "n/a on task1" if task_id == "task1" else f"{'ok' if ratio_ok else 'FAIL'} <= {RATIO_MAX}"
+        print(f"  nearest-unit-only / heuristic = {ratio:.3f}  [{verdict}]")
         print(f"  nearest-unit-only / heuristic outcome gain over noop = {gain_ratio:.3f}  (for comparison)")
         if task_id == "task1":
             transfer, pci, lysis = (
                 table[k]["score"] for k in ("heuristic->H3", "heuristic->H1", "heuristic->H2")
             )
-            route_ok = transfer < pci and transfer < lysis
+            route_ok = transfer < pci
             ok = ok and route_ok
             print(
-                f"  STEMI routes: CHC then transfer {transfer:.3f} < direct PCI {pci:.3f} and "
-                f"< thrombolysis at H2 {lysis:.3f}  [{'ok' if route_ok else 'FAIL'}]"
+                f"  STEMI routes: CHC then transfer {transfer:.3f} < direct PCI {pci:.3f}  "
+                f"[{'ok' if route_ok else 'FAIL'}]; thrombolysis at H2 {lysis:.3f} (printed, not a target)"
             )
     verdict = "all acceptance checks pass" if ok else "SOME CHECKS FAIL"
     print(

@@ -4,9 +4,9 @@ numeric ``Dict`` observation, on top of ``CodeRedSim`` (which itself knows nothi
 gymnasium is a dev dependency of this project, so it is imported only here::
 
     import gymnasium
-    import codered_env.gym_env  # registers CodeRedEnv-task1-v0 .. CodeRedEnv-task5-v0
+    import codered_env.gym_env  # registers CodeRedEnv-task1-v1 .. CodeRedEnv-task5-v1
 
-    env = gymnasium.make("CodeRedEnv-task3-v0")
+    env = gymnasium.make("CodeRedEnv-task3-v1")
 
 The compact observation is built by ``FeatureBuilder`` straight from the world, reading only what
 ``CodeRedSim.observation()`` shows (no hidden state). The full spec is docs/GYM.md.
@@ -83,6 +83,10 @@ def enumerate_actions(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]
 MAX_AMBULANCES = len(fixed_id_choices()["ambulance"])  # own units + the most mutual-aid units
 MAX_PATIENTS = 16
 MAX_CALLS = 16
+# Normalisers of the task-level features: the largest values in the task table, so every task's
+# budget and horizon read differently (v1: the budget was divided by 60 and read 1.0 on tasks 3-5).
+LARGEST_STEP_BUDGET = max(t.max_steps for t in TASKS.values())
+LONGEST_HORIZON_MIN = max(t.horizon_min for t in TASKS.values())
 HOSPITAL_IDS: tuple[str, ...] = fixed_id_choices()["hospital"]
 N_HOSPITALS = len(HOSPITAL_IDS)
 CONDITION_IDS: tuple[str, ...] = tuple(CONDITIONS)
@@ -413,8 +417,8 @@ class FeatureBuilder:
             sim.last_error is not None,
             world.query_result is not None,
             n_legal / self.max_actions,
-            task.horizon_min / 180,
-            sim.max_steps / 60,
+            task.horizon_min / LONGEST_HORIZON_MIN,
+            sim.max_steps / LARGEST_STEP_BUDGET,
         )
         return np.array([_c(float(v)) for v in values], np.float32)
 
@@ -1039,10 +1043,13 @@ class CodeRedGymEnv(gymnasium.Env):
 
 # ------------------------------------------------------------------------------ registration
 def register_envs() -> list[str]:
-    """Register ``CodeRedEnv-task1-v0`` .. ``CodeRedEnv-task5-v0`` (idempotent); returns the ids."""
+    """Register ``CodeRedEnv-task1-v1`` .. ``CodeRedEnv-task5-v1`` (idempotent); returns the ids.
+
+    v1 (issue 21): the ``max_steps`` feature is the budget over the largest budget in the task
+    table (v0 divided by 60, so tasks 3-5 all read 1.0)."""
     ids = []
     for task_id in TASK_IDS:
-        env_id = f"CodeRedEnv-{task_id}-v0"
+        env_id = f"CodeRedEnv-{task_id}-v1"
         if env_id not in gymnasium.registry:
             gymnasium.register(
                 id=env_id,

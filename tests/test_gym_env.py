@@ -40,7 +40,7 @@ def masked_random_episode(env: CodeRedGymEnv, seed: int, rng: np.random.Generato
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_check_env_passes(task_id: str) -> None:
     check_env(CodeRedGymEnv(task_id), skip_render_check=True)
-    check_env(gymnasium.make(f"CodeRedEnv-{task_id}-v0", render_mode="ansi").unwrapped)
+    check_env(gymnasium.make(f"CodeRedEnv-{task_id}-v1", render_mode="ansi").unwrapped)
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -320,15 +320,15 @@ def test_info_carries_the_actions_only_on_request() -> None:
 
 @pytest.mark.parametrize("mode", ["rgb_array", "human", None])
 def test_render_modes_other_than_ansi_do_not_crash(mode: str | None) -> None:
-    env = gymnasium.make("CodeRedEnv-task1-v0", render_mode=mode)
+    env = gymnasium.make("CodeRedEnv-task1-v1", render_mode=mode)
     env.reset(seed=0)
     env.step(0)
     assert env.unwrapped.render() is None
 
 
 def test_make_render_and_action_masks_through_wrappers() -> None:
-    assert gym_env.register_envs() == gym_env.register_envs() == [f"CodeRedEnv-{t}-v0" for t in TASK_IDS]
-    env = gymnasium.make("CodeRedEnv-task3-v0", render_mode="ansi")
+    assert gym_env.register_envs() == gym_env.register_envs() == [f"CodeRedEnv-{t}-v1" for t in TASK_IDS]
+    env = gymnasium.make("CodeRedEnv-task3-v1", render_mode="ansi")
     _, info = env.reset(seed=0)
     assert env.render() == env.unwrapped.sim.render_text()
     mask = env.unwrapped.action_masks()

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
-from codered_env.evaluation.trajectory import package_version
+from codered_env.evaluation.trajectory import Trajectory, package_version
+from codered_env.sim import grade_episode
 
 AGENT_ORDER = ("noop", "random", "heuristic", "planner", "llm")
 RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
@@ -163,6 +164,59 @@ def token_table(records: Sequence[EpisodeRecord]) -> str | None:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ clinical outcomes (issue 21)
+def episode_outcomes(record: EpisodeRecord) -> dict[str, float] | None:
+    """The simulation's clinical outcomes of a stored episode (``grade["outcomes"]``), recomputed
+    by regrading its actions (the grade is a pure function of them). None when the regrade does
+    not reproduce the stored score: the episode was recorded under another model."""
+    try:
+        actions = Trajectory.from_jsonl(record.trajectory).actions()
+    except ValueError:
+        return None
+    grade = grade_episode(record.task_id, record.seed, actions)
+    if abs(float(grade["score"]) - record.score) > 1e-4:
+        return None
+    return grade["outcomes"]
+
+
+def clinical_table(records: Sequence[EpisodeRecord]) -> str:
+    """Per (task, agent, model): the priority-weighted expected good outcome and the expected
+    deaths per 100 patients, beside the score (never part of it), and the share of the
+    heuristic's outcome gain over noop on the same task. Episodes whose regrade does not match
+    their stored score are left out (counted in n / of)."""
+    groups: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    totals: dict[tuple[str, str, str], int] = {}
+    for record in records:
+        key = (record.task_id, record.agent, record.model)
+        totals[key] = totals.get(key, 0) + 1
+        outcomes = episode_outcomes(record)
+        groups.setdefault(key, [])
+        if outcomes is not None:
+            groups[key].append(outcomes)
+    means = {
+        key: (statistics.fmean(o["weighted_outcome"] for o in items),
+              statistics.fmean(o["deaths_per_100"] for o in items))
+        for key, items in groups.items() if items
+    }
+    header = ["Task", "Agent", "Model", "n", "Weighted expected outcome", "Expected deaths / 100 patients",
+              "Share of heuristic's outcome gain over noop"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for key in sorted(totals, key=lambda k: (k[0], _agent_rank(k[1]), k[2])):
+        task = key[0]
+        if key not in means:
+            lines.append(f"| {task} | {key[1]} | {key[2]} | 0 of {totals[key]} | — | — | — |")
+            continue
+        outcome, deaths = means[key]
+        floor, top = means.get((task, "noop", "noop")), means.get((task, "heuristic", "heuristic"))
+        share = "—"
+        if floor is not None and top is not None and top[0] != floor[0]:
+            share = f"{(outcome - floor[0]) / (top[0] - floor[0]):.2f}"
+        n = len(groups[key])
+        count = str(n) if n == totals[key] else f"{n} of {totals[key]}"
+        lines.append(f"| {task} | {key[1]} | {key[2]} | {count} | {outcome:.3f} | {deaths:.1f} | {share} |")
+    return "\n".join(lines)
+
+
 def _figure(width: float, height: float):  # -> matplotlib.figure.Figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -261,6 +315,9 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     text = (f"Results from `codered report` ({len(records)} episodes, codered-env {chosen}; "
             "score = mean ± sample std over the listed seeds).\n\n"
             f"{markdown_table(rows, names)}\n")
+    text += ("\nClinical outcomes beside the score (`grade[\"outcomes\"]`, recomputed from each "
+             "episode's actions; priority-weighted P1 x3 / P2 x2 / P3 x1):\n\n"
+             f"{clinical_table(records)}\n")
     tokens = token_table(records)
     if tokens is not None:
         text += f"\nLLM token usage (from the endpoint's `usage`):\n\n{tokens}\n"

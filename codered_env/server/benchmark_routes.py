@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import DEFAULT_SEED, DEFAULT_TASK_ID
-from codered_env.server.heavy import builtin_episode, builtin_scores
+from codered_env.server.heavy import builtin_episode, builtin_scores, reference_outcomes
 from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.jobs import HeavyJobs
 from codered_env.server.schemas import BaselineBody, GraderBody
@@ -138,21 +138,28 @@ def register_benchmark_routes(
         """Three modes: ``actions`` replays them from the start of (task_id, seed) and grades
         the result; ``episode_id`` grades that HTTP episode so far (reading does not renew
         it; a WebSocket session grades its own episode with a ``grade`` frame); neither runs
-        the built-in ``agent`` (default heuristic) on (task_id, seed)."""
+        the built-in ``agent`` (default heuristic) on (task_id, seed). Every answer carries the
+        episode's clinical ``outcomes`` (priority-weighted expected good outcome, expected deaths
+        per 100 patients; never part of the score) and ``reference_outcomes``: the same for
+        noop and the heuristic on that task and seed."""
         body = body or GraderBody()
         if body.episode_id is not None:
             env = store.get(body.episode_id).env
             grade = await run_in_threadpool(env.grade)
-            return {"source": "episode", "episode_id": body.episode_id, **grade}
-        task_id = body.task_id or DEFAULT_TASK_ID
-        seed = DEFAULT_SEED if body.seed is None else body.seed
-        if body.actions is not None:
-            actions = [action.to_wire() for action in body.actions]
-            grade = await run_in_threadpool(grade_episode, task_id, seed, actions)
-            return {"source": "actions", **grade}
-        agent = body.agent or "heuristic"
-        result = await jobs.run(client_of(request), builtin_episode, agent, task_id, seed)
-        return {"source": "agent", "agent": agent, **result}
+            answer = {"source": "episode", "episode_id": body.episode_id, **grade}
+        else:
+            task_id = body.task_id or DEFAULT_TASK_ID
+            seed = DEFAULT_SEED if body.seed is None else body.seed
+            if body.actions is not None:
+                actions = [action.to_wire() for action in body.actions]
+                grade = await run_in_threadpool(grade_episode, task_id, seed, actions)
+                answer = {"source": "actions", **grade}
+            else:
+                agent = body.agent or "heuristic"
+                result = await jobs.run(client_of(request), builtin_episode, agent, task_id, seed)
+                answer = {"source": "agent", "agent": agent, **result}
+        references = await run_in_threadpool(reference_outcomes, answer["task_id"], answer["seed"])
+        return {**answer, "reference_outcomes": references}
 
     @app.post(
         "/baseline",

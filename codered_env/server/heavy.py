@@ -51,6 +51,12 @@ def builtin_episode(agent_name: str, task_id: str, seed: int) -> dict[str, Any]:
     return {**grade, "actions": actions}
 
 
+def reference_outcomes(task_id: str, seed: int) -> dict[str, Any]:
+    """Clinical outcomes (``grade["outcomes"]``) of noop and the heuristic on (task, seed): the
+    references ``/grader`` shows beside any graded episode. Cached like the episodes."""
+    return {agent: _builtin_episode(agent, task_id, seed)[0]["outcomes"] for agent in ("noop", "heuristic")}
+
+
 def builtin_scores(agent: str, tasks: tuple[str, ...], seeds: tuple[int, ...]) -> dict[str, list[float]]:
     return {
         task: [float(_builtin_episode(agent, task, seed)[0]["score"]) for seed in seeds] for task in tasks

@@ -10,12 +10,16 @@ in minutes from the call to definitive treatment, the therapy and the care quali
 
 * STEMI, primary PCI: in-hospital mortality ``m = 3.0 % x exp(0.00686 (d - 30 - 30)) / q``
   (Rathore 2009 against door-to-balloon time, the door ~30 min after the call), capped at the
-  untreated 13 % (GISSI-1); fibrinolysis multiplies mortality by 1.29 (Keeley 2003).
+  untreated 13 % (GISSI-1); fibrinolysis multiplies mortality by ~1.94 at the same delay
+  (Keeley 2003's 1.34 was measured with PCI ~54 min later than lysis).
 * Stroke (large-vessel occlusion), thrombectomy: good outcome (mRS 0-2)
   ``0.46 - 0.052 x (h - 238/60)`` with ``h`` hours from symptom onset (HERMES); IV
   thrombolysis: the untreated 13 % with odds x ``exp(0.28 (4.5 - h))`` up to 4.5 h, none after
   (Emberson 2014).
-* Haemorrhagic trauma: death ``0.10 + d / 300`` up to 90 min (Clarke 2002), then +0.5 pp/min.
+* Haemorrhagic trauma: death ``0.10 + e / 300 + 0.5 x p / 300`` with ``e`` minutes from hospital
+  arrival (Clarke 2002, an ED-time slope, up to 90 ED minutes, then +0.5 pp/min) and ``p``
+  prehospital minutes (half the slope: Newgard 2010 / 2015).
+* Cardiac arrest: Larsen 1993's linear model, ``S0 x max(0, 1 - (5.5 T - 2.3 c) / 67)``.
 * Major trauma without shock: weakly time-dependent, death ``0.05 x exp(0.002 d)`` (Newgard 2010).
 * Labour and low-acuity conditions: nearly flat.
 """
@@ -28,8 +32,9 @@ from dataclasses import dataclass, field
 
 from . import params as P
 from .params import (
-    OHCA_DECLINE_PER_MIN_CPR,
-    OHCA_DECLINE_PER_MIN_NO_CPR,
+    OHCA_LARSEN_CPR_PER_MIN,
+    OHCA_LARSEN_INTERCEPT_PCT,
+    OHCA_LOSS_PER_MIN_NO_CPR,
     OHCA_SURVIVAL_AT_COLLAPSE,
     PROCEDURE_DURATION_MIN,
     TIER_CHC,
@@ -280,12 +285,16 @@ def _stroke(d: float, q: float, therapy: str | None, onset_min: int) -> float:
     return max(P.STROKE_UNTREATED_GOOD, good)
 
 
-def _haemorrhage(d: float, q: float) -> float:
-    linear = min(d, P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
-    late = max(0.0, d - P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
+def _haemorrhage(d: float, q: float, door_min: float | None) -> float:
+    """``door_min``: minutes from the call to the first hospital door (None: unknown, the whole
+    delay is counted at the ED slope -- the conservative estimate planners use)."""
+    prehospital = 0.0 if door_min is None else min(d, max(0.0, door_min))
+    in_hospital = d - prehospital
+    linear = min(in_hospital, P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
+    late = max(0.0, in_hospital - P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
     death = (
         P.HAEMORRHAGE_DEATH_AT_0
-        + P.HAEMORRHAGE_DEATH_PER_MIN * linear
+        + P.HAEMORRHAGE_DEATH_PER_MIN * (linear + P.HAEMORRHAGE_PREHOSPITAL_SHARE * prehospital)
         + P.HAEMORRHAGE_DEATH_PER_MIN_AFTER * late
     )
     return max(P.HAEMORRHAGE_UNTREATED_SURVIVAL, 1.0 - min(1.0, death / q))
@@ -293,12 +302,11 @@ def _haemorrhage(d: float, q: float) -> float:
 
 def cardiac_arrest_survival(no_cpr_min: float, cpr_min: float) -> float:
     """Survival after an arrest reached by a crew after ``no_cpr_min`` minutes without CPR and
-    ``cpr_min`` minutes with (telephone-assisted) CPR (params.py, "Cardiac arrest")."""
-    return (
-        OHCA_SURVIVAL_AT_COLLAPSE
-        * (1.0 - OHCA_DECLINE_PER_MIN_NO_CPR) ** max(0.0, no_cpr_min)
-        * (1.0 - OHCA_DECLINE_PER_MIN_CPR) ** max(0.0, cpr_min)
-    )
+    ``cpr_min`` minutes with (telephone-assisted) CPR: Larsen 1993's linear model scaled to
+    ``OHCA_SURVIVAL_AT_COLLAPSE`` (params.py, "Cardiac arrest")."""
+    no_cpr, cpr = max(0.0, no_cpr_min), max(0.0, cpr_min)
+    lost = OHCA_LOSS_PER_MIN_NO_CPR * (no_cpr + cpr) - OHCA_LARSEN_CPR_PER_MIN * cpr
+    return OHCA_SURVIVAL_AT_COLLAPSE * max(0.0, 1.0 - lost / OHCA_LARSEN_INTERCEPT_PCT)
 
 
 def expected_outcome(
@@ -308,10 +316,12 @@ def expected_outcome(
     onset_min: int,
     therapy: str | None = "definitive",
     cpr_min: float = 0.0,
+    door_min: float | None = None,
 ) -> float:
     """Expected survival / good-outcome probability when ``therapy`` begins ``delay_min`` after
     the call; ``onset_min`` is the stroke symptom-onset lead before the call; ``cpr_min`` the
-    part of the delay a cardiac arrest spent under telephone CPR."""
+    part of the delay a cardiac arrest spent under telephone CPR; ``door_min`` the minutes from
+    the call to the first hospital door (used by haemorrhage; None when not known)."""
     q = max(quality, P.MIN_CARE_QUALITY)
     d = max(0.0, delay_min)
     key = condition.key
@@ -323,7 +333,7 @@ def expected_outcome(
     if key == "stroke":
         return _stroke(d, q, therapy, onset_min)
     if key == "trauma_haemorrhage":
-        return _haemorrhage(d, q)
+        return _haemorrhage(d, q, door_min)
     if key == "trauma_major":
         death = P.TRAUMA_DEATH_AT_0 * math.exp(P.TRAUMA_DEATH_GROWTH_PER_MIN * d)
         return max(condition.untreated_outcome, 1.0 - death / q)
@@ -331,6 +341,26 @@ def expected_outcome(
         full = (P.LABOUR_GOOD_AT_0 - P.LABOUR_LOSS_PER_MIN * d) * q
         return max(condition.untreated_outcome, full + (1 - q) * P.LABOUR_PARTIAL_CARE_OUTCOME)
     return max(condition.untreated_outcome, P.LOW_ACUITY_GOOD_AT_0 - P.LOW_ACUITY_LOSS_PER_MIN * d)
+
+
+SURVIVAL_CURVES = ("stemi", "trauma_haemorrhage", "trauma_major", "cardiac_arrest")
+
+
+def expected_death(condition: Condition, outcome: float, died: bool = False) -> float:
+    """Probability of death behind an expected ``outcome``. Where the curve is survival (STEMI,
+    trauma, cardiac arrest) it is ``1 - outcome``. The stroke curve is a good functional outcome,
+    so its deaths follow HERMES mortality (18.9 % untreated, 15.3 % after thrombectomy at the
+    reference delay), in proportion to the good-outcome gain achieved. Labour and low-acuity
+    curves are not survival curves: no death unless the patient died in the episode."""
+    if died:
+        return 1.0
+    if condition.key in SURVIVAL_CURVES:
+        return min(1.0, max(0.0, 1.0 - outcome))
+    if condition.key == "stroke":
+        span = P.STROKE_EVT_GOOD_AT_REF - P.STROKE_UNTREATED_GOOD
+        share = min(1.0, max(0.0, (outcome - P.STROKE_UNTREATED_GOOD) / span))
+        return P.STROKE_DEATH_UNTREATED - share * (P.STROKE_DEATH_UNTREATED - P.STROKE_DEATH_EVT)
+    return 0.0
 
 
 def best_outcome(condition: Condition, onset_min: int) -> float:
@@ -348,19 +378,20 @@ def benefit_kept(
     onset_min: int,
     therapy: str | None,
     cpr_min: float = 0.0,
+    door_min: float | None = None,
 ) -> float:
     """Share of the achievable benefit still obtained: the time score of one treated patient.
 
     ``(outcome(d, care given) - untreated) / (outcome(0, best care) - untreated)``, clipped to
     0..1. It falls as steeply as the condition's own outcome curve does. For a cardiac arrest
     (untreated survival 0) this is the survival ratio S(d, CPR minutes) / S(0): each minute
-    without CPR costs ~9 %, each minute under telephone CPR ~3.5 %."""
+    without CPR costs 5.5/67 of it, each minute under telephone CPR 3.2/67 (Larsen 1993)."""
     best = condition.best_care
     best_therapy = best.therapy if best else "definitive"
     ceiling = expected_outcome(condition, 0.0, 1.0, onset_min, best_therapy)
     span = ceiling - condition.untreated_outcome
     if span <= 0:
         return 1.0
-    got = expected_outcome(condition, delay_min, quality, onset_min, therapy, cpr_min)
+    got = expected_outcome(condition, delay_min, quality, onset_min, therapy, cpr_min, door_min)
     got -= condition.untreated_outcome
     return min(1.0, max(0.0, got / span))

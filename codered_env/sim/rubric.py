@@ -57,14 +57,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_outcome
+from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_death, expected_outcome
 from .params import (
+    DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     NEWS_CYCLE_TRIAGE_FACTOR,
-    OVER_TRIAGE_COST_PER_LEVEL,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PRIORITY_WEIGHT,
@@ -73,8 +73,8 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
-    UNDER_TRIAGE_COST_PER_LEVEL,
 )
+from .triage import triage_cost
 from .types import Patient
 from .world import World
 
@@ -83,8 +83,15 @@ def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return expected_outcome(cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+        return expected_outcome(
+            cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
+        )
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
+
+
+def _door(p: Patient) -> int | None:
+    """Minutes from the call to the first hospital door (None: never reached one)."""
+    return None if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
 
 
 def _relaxed(p: Patient) -> bool:
@@ -101,15 +108,16 @@ def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+    cpr, door = _cpr_minutes(p), _door(p)
+    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, cpr, door)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
-             cpr: float) -> float:
+             cpr: float, door: int | None) -> float:
     """``benefit_kept`` memoised: a treated patient's inputs never change, yet the running preview
     asks for them every step."""
-    return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr)
+    return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
 
 
 def _cpr_minutes(p: Patient) -> float:
@@ -206,18 +214,19 @@ def _secondary_gain(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
     delay = p.treatment_start - p.appeared_at
-    return _gain(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p))
+    return _gain(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float) -> float:
+def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float,
+          door: int | None) -> float:
     """A treated secondary casualty's outcome gain, memoised like ``_benefit``."""
     cond = CONDITIONS[condition]
     base = cond.untreated_outcome
     best = best_outcome(cond, onset)
     if best <= base:
         return 0.0
-    got = expected_outcome(cond, delay, quality, onset, therapy, cpr)
+    got = expected_outcome(cond, delay, quality, onset, therapy, cpr, door)
     return min(1.0, max(0.0, (got - base) / (best - base)))
 
 
@@ -238,9 +247,7 @@ def _triage_accuracy(given: str | None, truth: str) -> float:
     the truth) costs more per level than over-triage; 0 if untriaged."""
     if given is None:
         return 0.0
-    gap = int(given[1]) - int(truth[1])
-    cost = UNDER_TRIAGE_COST_PER_LEVEL if gap > 0 else OVER_TRIAGE_COST_PER_LEVEL
-    return max(0.0, 1.0 - cost * abs(gap))
+    return 1.0 - triage_cost(given, truth)
 
 
 def _cascade(world: World, scored: list[Patient], final: bool) -> float:
@@ -315,6 +322,26 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
     }
 
 
+def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
+    """What the episode did to patients, beside the score (never part of it): the priority-
+    weighted mean expected good outcome (P1 x3, P2 x2, P3 x1) and the expected deaths per 100
+    graded patients (``conditions.expected_death``)."""
+    total_w = good = deaths = 0.0
+    for p in patients:
+        cond = CONDITIONS[p.condition]
+        w = PRIORITY_WEIGHT[cond.true_priority]
+        outcome = _outcome(p)
+        total_w += w
+        good += w * outcome
+        deaths += expected_death(cond, outcome, p.status == "deceased")
+    n = len(patients)
+    return {
+        "weighted_outcome": round(good / total_w, 4) if total_w else 0.0,
+        "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / n, 2) if n else 0.0,
+        "patients": n,
+    }
+
+
 def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
@@ -343,4 +370,5 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
         "patients": [_patient_record(p) for p in s["scored"]],
+        "outcomes": clinical_outcomes(s["scored"]),
     }

@@ -30,6 +30,11 @@ Public functions
     ``prior`` defaults to the phase-2 call mix ``CALL_MIX`` (incident and news-cycle surge calls
     come from other mixes: pass ``INCIDENT_MIX``-style priors explicitly if you know better).
     ``priority_posterior(call)`` -- the same, summed per priority level.
+    ``best_guess_priority(post)`` -- the most probable level ("trust the best guess").
+    ``cautious_priority(post)`` -- the level with the least expected triage cost under the
+    rubric's costs (under-triage 1.0 per level, over-triage 0.1): a send-hot-when-in-doubt rule.
+    ``triage_rates(pairs)`` -- over-/under-triage at the lights-and-sirens line, as Dami 2015
+    defines them, for (true, given) priority pairs.
     ``callback_plan(report, rng)`` -- whether and when a caller advised at P4 rings back, drawn
     from the model's predictive distribution given the report alone (so a callback's timing
     and words never depend on the caller's hidden truth).
@@ -49,6 +54,8 @@ from .params import (
     CALL_MIX,
     CALLBACK_DELAY_RANGE_BY_PRIORITY,
     CALLBACK_PROBABILITY_BY_PRIORITY,
+    HOT_PRIORITIES,
+    OVER_TRIAGE_COST_PER_LEVEL,
     REPORT_AGE_BANDS,
     REPORT_CALLER_MIX,
     REPORT_CALLER_RELIABILITY,
@@ -56,6 +63,7 @@ from .params import (
     REPORT_FEATURES,
     REPORT_NEVER_MISTAKEN,
     REPORT_SHARE_MALE,
+    UNDER_TRIAGE_COST_PER_LEVEL,
 )
 
 PRIORITIES: tuple[str, ...] = ("P1", "P2", "P3", "P4")
@@ -249,3 +257,43 @@ def callback_plan(report: str, rng: Random) -> int | None:
     if rng.random() >= CALLBACK_PROBABILITY_BY_PRIORITY[priority]:
         return None
     return rng.randint(*CALLBACK_DELAY_RANGE_BY_PRIORITY[priority])
+
+
+def triage_cost(given: str, truth: str) -> float:
+    """Credit lost for coding a call ``given`` when it is ``truth`` (the rubric's triage cost):
+    under-triage (a lower acuity than the truth) costs more per level than over-triage."""
+    gap = int(given[1]) - int(truth[1])
+    per_level = UNDER_TRIAGE_COST_PER_LEVEL if gap > 0 else OVER_TRIAGE_COST_PER_LEVEL
+    return min(1.0, per_level * abs(gap))
+
+
+def best_guess_priority(post: dict[str, float]) -> str:
+    """The most probable level (ties: the more urgent)."""
+    return max(PRIORITIES, key=lambda level: (post.get(level, 0.0), -int(level[1])))
+
+
+def cautious_priority(post: dict[str, float]) -> str:
+    """The level with the least expected triage cost given the posterior (ties: the more urgent).
+    With under-triage ten times dearer than over-triage this sends hot when in doubt."""
+    def expected_cost(level: str) -> float:
+        return sum(p * triage_cost(level, truth) for truth, p in post.items())
+
+    return min(PRIORITIES, key=lambda level: (round(expected_cost(level), 12), int(level[1])))
+
+
+def triage_rates(pairs: list[tuple[str, str]]) -> dict[str, float]:
+    """Over- and under-triage at the lights-and-sirens line for (true, given) priority pairs, as
+    Dami 2015 defines them: over = share of hot codes (P1/P2) whose caller needed no hot response,
+    under = share of cold codes (P3/P4) whose caller did; plus the hot sensitivity and the
+    share of true P1 callers coded cold."""
+    hot_given = [truth for truth, given in pairs if given in HOT_PRIORITIES]
+    cold_given = [truth for truth, given in pairs if given not in HOT_PRIORITIES]
+    needs_hot = [given for truth, given in pairs if truth in HOT_PRIORITIES]
+    p1_given = [given for truth, given in pairs if truth == "P1"]
+    return {
+        "over": sum(t not in HOT_PRIORITIES for t in hot_given) / max(1, len(hot_given)),
+        "under": sum(t in HOT_PRIORITIES for t in cold_given) / max(1, len(cold_given)),
+        "hot_sensitivity": sum(g in HOT_PRIORITIES for g in needs_hot) / max(1, len(needs_hot)),
+        "p1_sent_cold": sum(g not in HOT_PRIORITIES for g in p1_given) / max(1, len(p1_given)),
+        "exact": sum(t == g for t, g in pairs) / max(1, len(pairs)),
+    }

@@ -543,7 +543,7 @@ def test_telephone_cpr_after_p1_coding_slows_a_cardiac_arrest() -> None:
         for _ in range(6):
             sim.step({"action_type": "query_or_status", "hospital_id": "H1"})  # one minute each
         reserves[coded] = start - sim.world.patients[pid].reserve
-    assert 0 < reserves["P1"] < 0.5 * reserves["P3"]
+    assert 0 < reserves["P1"] < 0.65 * reserves["P3"]  # Larsen: (1.1 + 2.1) / 5.5 = 0.58
 
 
 def test_cardiac_arrest_survival_falls_steeply_and_cpr_helps() -> None:
