@@ -2,21 +2,25 @@
 
 TRL builds one ``CodeRedToolEnv`` per rollout, calls ``reset(**row)`` with the dataset row (its
 string is appended to the prompt), exposes every public method except ``reset``/``get_reward`` as
-a tool (schema from the type hints and the Google-style docstring), and scores the rollout with
-``get_reward()``. This module does not import TRL: the class is plain Python over ``CodeRedSim``.
+a tool (schema from the type hints and the Google-style docstring; here one generated method per
+catalogue action plus ``view_full_state``), and scores the rollout with ``get_reward()``. This
+module does not import TRL: the class is plain Python over ``CodeRedSim`` or, with ``base_url``,
+over a CodeRedEnv server's WebSocket.
 
 Tool replies are compact: the clock, the reward of the decision, a refusal if any, the events
 since the last decision, and only the lines of the state that changed (time counters such as
 minutes-since-call, ETAs and displayed vitals do not count as a change; vitals bands are in the
 events). ``view_full_state`` returns the whole text observation whenever the model wants it.
 
-Usage (needs a GPU and a real chat model; see examples/grpo_codered.py)::
+Usage (examples/grpo_codered.py runs it on a CPU with a local model; docs/TRAINING.md)::
 
     from trl import GRPOConfig, GRPOTrainer
     from codered_env.trl import CodeRedToolEnv, episode_dataset
 
-    trainer = GRPOTrainer(model="Qwen/Qwen3-1.7B", train_dataset=episode_dataset(["task1"], range(200)),
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer,
+                          train_dataset=Dataset.from_list(episode_dataset(["task1"], range(200))),
                           environment_factory=CodeRedToolEnv, args=GRPOConfig(...))
+    # on a server: environment_factory=functools.partial(CodeRedToolEnv, base_url="http://host:8000")
 """
 
 from __future__ import annotations
