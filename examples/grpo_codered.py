@@ -16,7 +16,7 @@ Each optimisation step prints one JSON line: step, reward (mean of the group), i
 rollout, refused calls, completion tokens, wall seconds.
 
 On a GPU with a real tool-calling model (e.g. a Qwen3 checkout on disk), raise ``--generations`` to 8,
-``--completion-length`` to 8192 and ``--tool-iterations`` to the task's step budget (task5: 150).
+``--completion-length`` to 8192 and ``--tool-iterations`` to the task's step budget (``--help`` lists them).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from codered_env.sim import TASKS
 
 SMOKE = {"max_steps": 2, "generations": 2, "completion_length": 96, "tool_iterations": 2}
 
@@ -45,7 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--generations", type=int, default=4, help="rollouts per (task, seed) group")
     parser.add_argument("--completion-length", type=int, default=512,
                         help="max tokens of a whole rollout (model turns and tool replies)")
-    parser.add_argument("--tool-iterations", type=int, default=8, help="max tool-calling turns per rollout")
+    budgets = {t.task_id: t.max_steps for t in TASKS.values()}
+    largest = max(budgets, key=budgets.__getitem__)
+    parser.add_argument("--tool-iterations", type=int, default=8,
+                        help="max tool-calling turns per rollout; a whole episode needs the task's step "
+                             f"budget ({', '.join(f'{k} {v}' for k, v in budgets.items())}; largest: "
+                             f"{largest})")
     parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--base-url", default=None, help="play the tools on a CodeRedEnv server instead")
