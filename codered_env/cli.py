@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,6 +27,7 @@ from rich.table import Table
 from . import runlog
 from .agents import BUILTIN_AGENTS, make_agent
 from .evaluation.commands import replay_command, report_command
+from .evaluation.report import SPREAD_LABEL, mean_and_sample_std
 from .evaluation.store import DEFAULT_DB
 from .runner import EpisodeResult, run_episode
 from .sim import TASK_IDS, TASKS
@@ -156,10 +156,6 @@ def _print_breakdown(result: EpisodeResult) -> None:
     err_console.print(patients)
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
-
-
 @app.command("eval")
 def evaluate(
     agents: Annotated[str, typer.Option(help="comma-separated: noop,random,heuristic,llm")] = DEFAULT_AGENTS,
@@ -175,18 +171,25 @@ def evaluate(
         help="Ray cluster to join: auto or ray://HOST:10001 (default: start a local Ray)")] = None,
     requests_per_min: Annotated[float, typer.Option(min=0, help="LLM requests/min, 0 = no limit")] = 0,
     tokens_per_min: Annotated[float, typer.Option(min=0, help="LLM tokens/min, 0 = no limit")] = 0,
+    reuse: Annotated[str, typer.Option(
+        help="stored episodes to reuse: match (same agent and simulation fingerprints), "
+             "stale (any stored row, even from another agent version or simulation), never")] = "match",
 ) -> None:
-    """Evaluate agents over tasks and seeds: a table of mean ± std, or --json per episode.
+    """Evaluate agents over tasks and seeds: a table of mean ± sample std, or --json per episode.
 
-    Every episode is stored in the SQLite file; episodes already stored are read back, not re-run,
-    so an interrupted run resumes.  Episodes run in parallel (--workers, --concurrency, --backend
-    ray); the results are the same as one after another.
+    Every episode is stored in the SQLite file (--db, default ./codered_eval.db). An episode
+    already stored by the same agent (checkpoint, settings, code) and simulation is read back,
+    not re-run, so an interrupted run resumes; a stale one is re-run and replaced (--reuse stale
+    keeps it). Episodes run in parallel (--workers, --concurrency, --backend ray); the results
+    are the same as one after another.
     """
     from .agents.llm import LLMConfig
-    from .evaluation.evaluate import Execution
+    from .evaluation.evaluate import REUSE_POLICIES, Execution
     from .evaluation.store import StoreError
 
     agent_names, task_ids, seed_list = parse_agents(agents), parse_tasks(tasks), parse_seeds(seeds)
+    if reuse not in REUSE_POLICIES:
+        raise typer.BadParameter(f"unknown --reuse {reuse!r}; valid: {', '.join(REUSE_POLICIES)}")
     config = LLMConfig.from_env()
     if "llm" in agent_names and config is None:
         raise typer.BadParameter("agent 'llm' needs an API key: set HF_TOKEN, API_KEY or OPENAI_API_KEY")
@@ -198,7 +201,8 @@ def evaluate(
         raise typer.BadParameter(str(exc)) from None
     total = len(agent_names) * len(task_ids) * len(seed_list)
     try:
-        summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total)
+        summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total,
+                                     reuse)
     except (StoreError, RuntimeError) as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(code=1) from None
@@ -208,6 +212,12 @@ def evaluate(
         raise typer.Exit(code=130) from None
     err_console.print(f"stored {summary.ran}, reused {summary.skipped}, invalid {summary.invalid}, "
                       f"failed {summary.failed} -> {db}", highlight=False)
+    if summary.stale_rerun:
+        err_console.print(f"re-ran {summary.stale_rerun} stale stored episode(s) (agent or simulation "
+                          "changed since they were stored; replaced)", highlight=False)
+    if summary.stale_reused:
+        err_console.print(f"warning: reused {summary.stale_reused} stale episode(s) (--reuse stale): "
+                          "they were played by another agent version or simulation", highlight=False)
     prompt_tokens, completion_tokens = summary.tokens()
     if prompt_tokens or completion_tokens:
         err_console.print(f"LLM tokens: prompt {prompt_tokens}, completion {completion_tokens}",
@@ -221,7 +231,8 @@ def evaluate(
 
 
 def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
-                       config: LLMConfig | None, execution: Execution, total: int) -> EvalSummary:
+                       config: LLMConfig | None, execution: Execution, total: int,
+                       reuse: str = "match") -> EvalSummary:
     """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
     from .evaluation.evaluate import run_evaluation, stats_line
 
@@ -242,11 +253,11 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
                 progress.console.print(stats, highlight=False, markup=False, soft_wrap=True)
 
         return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
-                              progress=advance, execution=execution)
+                              progress=advance, execution=execution, reuse=reuse)
 
 
 def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int]) -> Table:
-    table = Table(title=f"mean ± std over seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} seeds)")
+    table = Table(title=f"{SPREAD_LABEL} over seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} seeds)")
     table.add_column("agent")
     for task_id in tasks:
         table.add_column(task_id, justify="right")
@@ -254,7 +265,7 @@ def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], se
         row = [name]
         for task_id in tasks:
             scores = [e["score"] for e in episodes if e["agent"] == name and e["task"] == task_id]
-            mean, std = _mean_std(scores)
+            mean, std = mean_and_sample_std(scores)
             row.append(f"{mean:.3f} ± {std:.3f}")
         table.add_row(*row)
     return table

@@ -1,7 +1,8 @@
 """Wire types of the CodeRedEnv OpenEnv server and client: Action, Observation, State.
 
 * :class:`CodeRedAction` is the flat wire action ``{"action_type": ..., **params}``. Its
-  fields are the union of the parameters of the 14 actions in :mod:`codered_env.sim.actions`,
+  fields are the union of the parameters of the 14 actions of the action catalogue
+  (:mod:`codered_env.sim.catalogue`; generated from it, as the ``action_type`` Literal is),
   and every instance is validated by the simulation's own per-action models, so a missing,
   misspelt or out-of-range parameter is a schema error (HTTP 422 / WebSocket
   ``VALIDATION_ERROR``). The published JSON schema is tight: a ``oneOf`` with one branch per

@@ -4,6 +4,10 @@ Each surface is compared with ``codered_env.sim.catalogue``, never with another 
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import jsonschema
 import pytest
 
@@ -124,3 +128,230 @@ def _valid_value(p: cat.ParamSpec) -> object:
     if p.kind == "int":
         return p.maximum
     return cat.fixed_id_choices().get(p.id_of or "", ("X1",))[-1]
+
+
+# ------------------------------------------------------------------------------ wire models
+def test_sim_models_are_the_catalogue() -> None:
+    from codered_env.sim.actions import ACTION_TYPES, MODEL_BY_TYPE, PHASE_OF
+
+    assert ACTION_TYPES == cat.WIRE_ORDER and tuple(MODEL_BY_TYPE) == cat.WIRE_ORDER
+    for spec in cat.ACTIONS:
+        fields = MODEL_BY_TYPE[spec.name].model_fields
+        assert list(fields) == ["action_type", *(p.name for p in spec.wire_params)], spec.name
+        for p in spec.wire_params:
+            assert fields[p.name].is_required() == p.required, (spec.name, p.name)
+        assert MODEL_BY_TYPE[spec.name].__doc__ == spec.help
+        assert PHASE_OF[spec.name] == (min(spec.phases) if len(spec.phases) == 1 else None)
+
+
+def test_sim_models_enforce_the_catalogue_bounds() -> None:
+    from codered_env.sim import parse_action
+
+    for spec in cat.ACTIONS:
+        good = {p.name: _valid_value(p) for p in spec.params if p.required}
+        assert parse_action({"action_type": spec.name, **good})[1] is None, spec.name
+        for p in spec.params:
+            if p.kind == "enum":
+                _, error = parse_action({"action_type": spec.name, **good, p.name: "nope"})
+                assert error and p.name in error and all(c in error for c in p.choices)
+            if p.kind == "int":
+                for bad in ((p.minimum or 0) - 1, (p.maximum or 0) + 1):
+                    assert parse_action({"action_type": spec.name, **good, p.name: bad})[1], p.name
+        for group in spec.alias_groups():
+            both = {**good, **{name: "P1" for name in group[:2]}}
+            _, error = parse_action({"action_type": spec.name, **both})
+            assert "at most one of " + ", ".join(group) in str(error)
+
+
+def test_flat_wire_action_is_the_catalogue() -> None:
+    from codered_env.models import CodeRedAction
+
+    schema = CodeRedAction.model_json_schema()
+    assert schema["properties"]["action_type"]["enum"] == list(cat.WIRE_ORDER)
+    params = {p.name: p for spec in cat.ACTIONS for p in spec.wire_params}
+    assert set(CodeRedAction.model_fields) - {"action_type", "metadata"} == set(params)
+    branches = {b["title"]: b for b in schema["oneOf"]}
+    assert list(branches) == list(cat.WIRE_ORDER)
+    for spec in cat.ACTIONS:
+        branch = branches[spec.name]
+        assert branch["description"] == spec.help
+        assert branch["required"] == ["action_type", *(p.name for p in spec.params if p.required)]
+        assert ("not" in branch) == bool(spec.aliases)
+        for p in spec.params:
+            if p.kind == "enum":
+                assert p.choices == tuple(params[p.name].choices)
+                assert branch["properties"][p.name]["enum"] == list(p.choices)
+
+
+# ------------------------------------------------------------------------------ gymnasium
+def test_gym_action_order_and_enums_are_the_catalogue() -> None:
+    gym_env = pytest.importorskip("codered_env.gym_env")
+    assert gym_env.ACTION_ORDER == cat.ACTION_NAMES
+    assert gym_env.MAINTAIN == {"action_type": cat.NOOP}
+    assert gym_env.enumerate_actions({})[0] == {"action_type": cat.NOOP}
+    assert cat.fixed_id_choices()["hospital"] == gym_env.HOSPITAL_IDS
+    assert len(cat.fixed_id_choices()["ambulance"]) == gym_env.MAX_AMBULANCES
+    by_name = {p.name: p for spec in cat.ACTIONS for p in spec.params}
+    assert by_name["procedure"].choices == gym_env.PROCEDURES
+    assert by_name["specialty"].choices == gym_env.SPECIALTIES
+
+
+# ------------------------------------------------------------------------------ LLM agent
+def test_llm_tools_are_the_catalogue() -> None:
+    from codered_env.agents.llm import _default_schemas, build_tools, legal_tools
+
+    tools = [t["function"] for t in build_tools(_default_schemas())]
+    assert [t["name"] for t in tools] == list(cat.WIRE_ORDER)
+    for tool in tools:
+        spec = cat.action_spec(tool["name"])
+        assert tool["description"] == spec.help
+        assert list(tool["parameters"]["properties"]) == [p.name for p in spec.wire_params]
+        assert tool["parameters"]["required"] == [p.name for p in spec.params if p.required]
+    legal = {
+        "allocate_blood": [
+            {"units": [1, 2], "blood_type": ["O-"], "hospital_id": ["H1"], "patient_id": ["P1"]}
+        ],
+        cat.NOOP: [{}],
+    }
+    for tool in legal_tools(legal, cat.ACTION_NAMES):
+        spec = cat.action_spec(tool["function"]["name"])
+        assert tool["function"]["description"] == spec.help
+        assert list(tool["function"]["parameters"]["properties"]) == list(spec.param_names)
+
+
+def test_prompt_catalogue_is_the_catalogue() -> None:
+    from codered_env.agents.prompts import build_system_prompt, call_syntax
+
+    prompt = build_system_prompt(cat.WIRE_ORDER, use_tools=False)
+    listed = prompt.split("Actions:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    specs = [cat.action_spec(n) for n in cat.WIRE_ORDER]
+    assert listed == [f"- {cat.call_signature(spec)} {spec.help}" for spec in specs]
+    for spec in cat.ACTIONS:
+        values = {p.name: _valid_value(p) for p in spec.params}
+        shown = ", ".join(str(values[p]) for p in spec.param_names)
+        assert call_syntax({"action_type": spec.name, **values}) == f"{spec.name}({shown})"
+
+
+# ------------------------------------------------------------------------------ console and docs
+def test_advice_explains_with_the_catalogue_help() -> None:
+    from codered_env.agents.heuristic import RULES
+    from codered_env.web.advice import advice, explain
+
+    for spec in cat.ACTIONS:
+        assert spec.help in explain({"action_type": spec.name}, {}, 1)
+    assert explain({"action_type": "warp_drive"}, {}) == ""
+    answer = advice("task4", 0, [])
+    suggestion = answer["suggestion"]
+    assert suggestion["reason"].startswith(f"Rule 1: {RULES[0]}")
+    assert cat.action_spec(suggestion["action"]["action_type"]).help in suggestion["reason"]
+
+
+def test_console_verbs_are_served_from_the_catalogue(server: object) -> None:
+    import httpx
+
+    answer = httpx.get(server.base_url + "/web/actions", timeout=30)  # type: ignore[attr-defined]
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body == cat.catalogue_payload()
+    assert body["noop"] == cat.NOOP
+    assert [(a["name"], a["verb"]) for a in body["actions"]] == [(s.name, s.verb) for s in cat.ACTIONS]
+
+
+def test_readme_action_table_is_generated_from_the_catalogue() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = cat.markdown_table()
+    assert table in readme, "README's action table is stale; replace it with:\n" + table
+
+
+# ------------------------------------------------------------------------------ no hand lists
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "codered_env"
+# The only places allowed to list the actions: the catalogue, and the handler registry (one
+# handler function per action, registered by name).
+ALLOWED = {"codered_env/sim/catalogue.py", "codered_env/sim/handlers.py"}
+# Hand-written TRL tool methods: branch `trl` generates them from the catalogue; drop this entry
+# when it lands.
+PENDING = {"codered_env/trl.py"}
+HAND_LIST = 4  # this many action names side by side is a list of the actions
+
+
+def hand_lists(root: Path) -> dict[str, int]:
+    """Files of the package that enumerate actions, with the longest such enumeration: a tuple,
+    list, set, dict (keys) or ``Literal[...]`` of >= HAND_LIST action-name strings, a class or
+    module defining >= HAND_LIST functions named after actions, or a non-Python asset quoting
+    >= HAND_LIST action names."""
+    names = set(cat.ACTION_NAMES)
+    found: dict[str, int] = {}
+    for path in sorted((root / "codered_env").rglob("*")):
+        if not path.is_file() or path.suffix in (".pyc", ".svg"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".py":
+            longest = _longest_python_list(ast.parse(text), names)
+        else:
+            longest = len({n for n in names if re.search(rf"\b{n}\b", text)})
+        if longest >= HAND_LIST:
+            found[path.relative_to(root).as_posix()] = longest
+    return found
+
+
+def _longest_python_list(tree: ast.AST, names: set[str]) -> int:
+    def name_of(node: ast.expr | None) -> object:
+        if isinstance(node, ast.Call):  # Spec("name", ...) or Spec(name="name", ...)
+            keywords = (k.value for k in node.keywords if k.arg == "name")
+            node = node.args[0] if node.args else next(keywords, None)
+        return node.value if isinstance(node, ast.Constant) else None
+
+    def strings(nodes: list[ast.expr | None]) -> int:
+        return len({name_of(n) for n in nodes} & names)
+
+    longest = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            longest = max(longest, strings(list(node.elts)))
+        elif isinstance(node, ast.Dict):
+            longest = max(longest, strings(list(node.keys)))
+        elif isinstance(node, (ast.Module, ast.ClassDef)):
+            defs = {d.name for d in node.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            longest = max(longest, len(defs & names))
+    return longest
+
+
+def test_only_the_catalogue_and_the_handler_registry_list_the_actions() -> None:
+    found = hand_lists(REPO)
+    extra = sorted(set(found) - ALLOWED - PENDING)
+    assert not extra, f"hand-written action lists (derive them from codered_env/sim/catalogue.py): {extra}"
+    assert set(found) >= ALLOWED, "the detector no longer sees the catalogue or the registry"
+
+
+def test_the_hand_list_detector_catches_a_new_copy(tmp_path: Path) -> None:
+    pkg = tmp_path / "codered_env"
+    pkg.mkdir()
+    four = cat.ACTION_NAMES[:HAND_LIST]
+    (pkg / "tuple.py").write_text(f"ORDER = {four!r}\n")
+    (pkg / "literal.py").write_text(f"from typing import Literal\nT = Literal{list(four)!r}\n")
+    (pkg / "dict.py").write_text("HELP = {" + ", ".join(f"{n!r}: 'x'" for n in four) + "}\n")
+    (pkg / "methods.py").write_text("class Tools:\n" + "".join(f"    def {n}(self): ...\n" for n in four))
+    (pkg / "verbs.js").write_text("const VERB = {" + ", ".join(f"{n}: 'x'" for n in four) + "};\n")
+    (pkg / "specs.py").write_text("S = (" + "".join(f"Spec({n!r}, 1), " for n in four) + ")\n")
+    (pkg / "fine.py").write_text(f"A = {four[:HAND_LIST - 1]!r}\nB = {four[HAND_LIST - 1]!r}\n")
+    assert set(hand_lists(tmp_path)) == {
+        "codered_env/tuple.py", "codered_env/literal.py", "codered_env/dict.py",
+        "codered_env/methods.py", "codered_env/verbs.js", "codered_env/specs.py",
+    }
+
+
+def test_generated_models_pickle_and_keep_their_names() -> None:
+    """Worker processes receive parsed actions: the generated classes must be importable."""
+    import pickle
+
+    from codered_env.models import CodeRedAction
+    from codered_env.sim import actions, parse_action
+
+    for spec in cat.ACTIONS:
+        good = {p.name: _valid_value(p) for p in spec.params if p.required}
+        parsed, error = parse_action({"action_type": spec.name, **good})
+        assert error is None and pickle.loads(pickle.dumps(parsed)) == parsed
+        assert getattr(actions, type(parsed).__name__) is type(parsed)
+        wire = CodeRedAction(action_type=spec.name, **good)
+        assert pickle.loads(pickle.dumps(wire)) == wire

@@ -37,7 +37,7 @@ from ..sim.params import (
     UNTRIAGED_RESPONSE,
 )
 from ..sim.world import COMPATIBLE_DONORS
-from .base import MAINTAIN
+from .base import MAINTAIN, code_fingerprint
 from .triage_rule import triage_report
 
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -91,6 +91,9 @@ class HeuristicAgent:
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
         self._last = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {**code_fingerprint(self, "codered_env.agents.triage_rule"), "triage": self.triage}
 
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ Design (see docs/INFERENCE.md):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
 import ipaddress
 import json
@@ -845,6 +846,19 @@ class LLMAgent:
     @property
     def text_mode(self) -> bool:
         return not self._use_tools
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Model, prompt version (hash of every task's system prompt, tool and text mode) and
+        the settings that shape the answers; the evaluation store reuses episodes on a match."""
+        from codered_env.sim import TASK_IDS
+
+        prompts = [build_system_prompt(self.action_types, use_tools=tools, task_id=task)
+                   for task in TASK_IDS for tools in (True, False)]
+        prompt = hashlib.sha256("\0".join(prompts).encode()).hexdigest()[:16]
+        c = self.config
+        return {"agent": type(self).__qualname__, "model": c.model, "prompt": prompt,
+                "temperature": c.temperature, "max_tokens": c.max_tokens, "history": c.history,
+                "use_tools": c.use_tools, "static_tools": c.static_tools, "text_after": c.text_after}
 
     def reset(self, task_id: str, seed: int) -> None:
         """Start a new episode: empty history, fresh budget and counters, tools re-enabled."""

@@ -43,7 +43,7 @@ from typing import Any
 from ..sim import CodeRedSim
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES
-from .base import MAINTAIN
+from .base import MAINTAIN, code_fingerprint
 from .heuristic import HeuristicAgent, _road_view
 
 DEFAULT_FORKS = 4
@@ -95,6 +95,12 @@ class PlannerAgent:
         self._base = HeuristicAgent(seed)
         self._pending: dict[str, Any] | None = None
         self._task: tuple[str, int] = ("", 0)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Code (its own, the heuristic's) and the per-decision budget that shapes its play."""
+        code = code_fingerprint(self, "codered_env.agents.heuristic", "codered_env.agents.triage_rule")
+        return {**code, "forks": self.forks, "max_candidates": self.max_candidates,
+                "min_gain": self.min_gain, "z": self.z}
 
     def reset(self, task_id: str, seed: int) -> None:
         self._sim = CodeRedSim(task_id, seed)

@@ -11,10 +11,11 @@ observation does not (tests/test_gym_env.py perturbs hidden state to check).
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
-from .base import MAINTAIN
+from .base import MAINTAIN, code_fingerprint
 
 
 class PPOAgent:
@@ -31,11 +32,18 @@ class PPOAgent:
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"ppo policy file not found: {path} (give the .zip saved by codered train)")
+        self.checkpoint_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
         self.model = MaskablePPO.load(path, device="cpu")
         self.name = f"ppo:{path}"
         self.deterministic = deterministic
         self.env = CodeRedGymEnv()
         self._obs: Any = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The checkpoint's content (retraining into the same path changes it), the feature code
+        and the greedy/sampled switch."""
+        return {**code_fingerprint(self, "codered_env.gym_env"),
+                "checkpoint_sha256": self.checkpoint_sha256, "deterministic": self.deterministic}
 
     def reset(self, task_id: str, seed: int) -> None:
         self.env.task_id = task_id

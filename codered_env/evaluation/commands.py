@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from codered_env.evaluation.report import DEFAULT_OUT
 from codered_env.evaluation.store import DEFAULT_DB, StoreError
 from codered_env.evaluation.trajectory import TrajectoryError
 
@@ -26,11 +27,13 @@ def _fail(message: str) -> typer.Exit:
 
 def report_command(
     db: Annotated[Path, typer.Option(help="evaluation database")] = Path(DEFAULT_DB),
-    out: Annotated[Path, typer.Option(help="output directory")] = Path("report"),
+    out: Annotated[Path, typer.Option(
+        help="output directory (default ./report, untracked; --out docs/baseline rewrites the "
+             "README's tracked table and plots)")] = Path(DEFAULT_OUT),
     version: Annotated[str | None, typer.Option(
         help="package version to report (default: installed, else newest stored)")] = None,
 ) -> None:
-    """Markdown table (mean ± std per task and agent) and PNG plots from the database."""
+    """Markdown table (mean ± sample std per task and agent, with provenance) and PNG plots."""
     from codered_env.evaluation.report import generate_report
 
     try:

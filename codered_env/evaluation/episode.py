@@ -228,7 +228,11 @@ def play_episode(
     outcome: EpisodeOutcome | None = None,
 ) -> EpisodeOutcome:
     """Play up to ``max_steps`` steps.  Environment exceptions propagate, but ``outcome`` (pass
-    your own to keep it) holds every step completed before them."""
+    your own to keep it) holds every step completed before them.
+
+    A cap below the task's budget ends the episode the way the budget does: the world plays on
+    without decisions and the last step's reward holds that play-out (it is marked done), so the
+    rewards still add up to the reported score (:func:`_end_at_cap`)."""
     outcome = outcome or EpisodeOutcome(task_id=task_id, seed=seed)
     observation = env.reset(task_id, seed)
     agent.reset(task_id, seed)
@@ -242,11 +246,31 @@ def play_episode(
         record = StepRecord(step=len(outcome.steps) + 1, action=action, reward=result.reward,
                             done=done, error=error,
                             score_preview=_score_preview(observation))
+        if not done and record.step >= max_steps:
+            record = _end_at_cap(env, outcome, record)
+            done = record.done
         outcome.steps.append(record)
         if on_step is not None:
             on_step(record)
     outcome.done = done
     return outcome
+
+
+def _end_at_cap(env: EpisodeEnv, outcome: EpisodeOutcome, record: StepRecord) -> StepRecord:
+    """The last step of a run cut by the step cap, carrying the world's play-out: its reward is
+    the final score minus the rewards so far (as the last reward at the task's own budget is).
+    Unchanged when the environment cannot grade (the run then ends as it stood)."""
+    actions = [*outcome.actions, dict(record.action)]
+    try:
+        grade = env.grade(actions)
+    except Exception:
+        return record
+    if not grade or "score" not in grade:
+        return record
+    score = clamp_score(grade["score"])
+    outcome.grade = dict(grade)
+    played_out = round(score - sum(outcome.rewards), 6)
+    return dataclasses.replace(record, reward=played_out, done=True, score_preview=score)
 
 
 def _score_preview(observation: Mapping[str, Any]) -> float | None:
@@ -413,8 +437,11 @@ def agent_stats(agent: Any) -> dict[str, Any] | None:
 
 
 def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
-              llm_stats: dict[str, Any] | None) -> EpisodeRecord:
-    """An :class:`EpisodeRecord` (with its trajectory) from a finished episode."""
+              llm_stats: dict[str, Any] | None, agent: Any = None) -> EpisodeRecord:
+    """An :class:`EpisodeRecord` (with its trajectory and, given the ``agent`` that played it,
+    its provenance) from a finished episode."""
+    from codered_env.evaluation import provenance
+
     grade = outcome.grade or {}
     trajectory = Trajectory(task_id=outcome.task_id, seed=outcome.seed, agent=agent_name,
                             model=model, steps=outcome.steps,
@@ -429,7 +456,10 @@ def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
         raw_score=float(raw) if isinstance(raw, (int, float)) else None,
         invalid_actions=outcome.invalid_actions,
         agent_errors=sum(1 for s in outcome.steps if s.error and s.error.startswith("llm: ")),
-        llm_stats=llm_stats)
+        llm_stats=llm_stats,
+        agent_fingerprint=None if agent is None else provenance.fingerprint_text(
+            provenance.agent_fingerprint(agent)),
+        sim_fingerprint=provenance.sim_fingerprint(), git_commit=provenance.git_commit())
 
 
 def _unanswered(stats: Mapping[str, Any] | None, outcome: EpisodeOutcome) -> float:
@@ -461,5 +491,5 @@ def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
                          wall_time_s=time.monotonic() - started)
     wall = time.monotonic() - started
     stats = agent_stats(agent) if job.is_llm else None
-    return JobResult(job, to_record(job.agent, model, outcome, wall, stats),
+    return JobResult(job, to_record(job.agent, model, outcome, wall, stats, agent),
                      unanswered=_unanswered(stats, outcome), wall_time_s=wall)

@@ -1,7 +1,11 @@
 """Run agents x tasks x seeds and store every episode in SQLite (used by ``codered eval``).
 
-Episodes already stored for this package version are skipped, so an interrupted evaluation
-resumes where it stopped.  LLM episodes in which the model could not be reached for more than
+Episodes already stored for this package version *by the same agent and simulation* (their
+fingerprints match, :mod:`codered_env.evaluation.provenance`) are reused, so an interrupted
+evaluation resumes where it stopped.  A stored row whose fingerprints differ (a retrained
+checkpoint at the same path, another planner budget, a changed simulation, a row from before
+fingerprints) is *stale*: it is re-run and overwritten, unless ``reuse="stale"`` accepts it as it
+is (``reuse="never"`` re-runs everything).  LLM episodes in which the model could not be reached for more than
 ``MAX_UNANSWERED_FRACTION`` of the steps (network, rate limits, budget, auth) are *not* stored:
 they would measure the network rather than the model.  They are reported as ``invalid`` and will
 be retried by the next run.
@@ -27,11 +31,13 @@ from codered_env.evaluation.episode import (
     run_job,
     to_record,  # noqa: F401  (re-exported: callers used it from here)
 )
+from codered_env.evaluation.provenance import agent_fingerprint, fingerprint_text, sim_fingerprint
 from codered_env.evaluation.ratelimit import RateLimiter
 from codered_env.evaluation.store import DEFAULT_DB, EpisodeRecord, EpisodeStore
 from codered_env.evaluation.trajectory import package_version
 
 BACKENDS = ("local", "ray")
+REUSE_POLICIES = ("match", "stale", "never")
 
 MAX_UNANSWERED_FRACTION = 0.1
 
@@ -76,6 +82,8 @@ class EvalSummary:
     skipped: int = 0
     invalid: int = 0
     failed: int = 0
+    stale_rerun: int = 0
+    stale_reused: int = 0
     events: list[EvalEvent] = field(default_factory=list)
 
     def episodes(self) -> list[dict[str, Any]]:
@@ -90,7 +98,8 @@ class EvalSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {"db_path": self.db_path, "ran": self.ran, "skipped": self.skipped,
-                "invalid": self.invalid, "failed": self.failed,
+                "invalid": self.invalid, "failed": self.failed, "stale_rerun": self.stale_rerun,
+                "stale_reused": self.stale_reused,
                 "events": [asdict(e) for e in self.events]}
 
 
@@ -178,11 +187,15 @@ def run_evaluation(
     progress: Callable[[EvalEvent], None] | None = print_progress,
     max_steps: int | None = None,
     execution: Execution | None = None,
+    reuse: str = "match",
 ) -> EvalSummary:
-    """Evaluate every (agent, task, seed) not yet stored; store each episode as it finishes.
+    """Evaluate every (agent, task, seed) not stored by the same agent and simulation; store each
+    episode as it finishes (see the module docstring for ``reuse``).
 
     ``summary.events`` ends up in plan order (agent, task, seed) whatever order episodes
     finished in; ``progress`` sees them as they happen."""
+    if reuse not in REUSE_POLICIES:
+        raise ValueError(f"unknown reuse policy {reuse!r}; valid: {', '.join(REUSE_POLICIES)}")
     execution = execution or Execution()
     summary = EvalSummary(db_path=str(db_path))
     plan = [(a, t, s) for a in agents for t in tasks for s in seeds]
@@ -197,17 +210,28 @@ def run_evaluation(
         if progress is not None:
             progress(event)
 
+    expected = {name: expected_fingerprint(name, llm_config) for name in agents}
+    simulation = sim_fingerprint()
+
     with EpisodeStore(db_path) as store:
 
         def pending() -> Iterator[EpisodeJob]:
             for agent_name, task_id, seed in plan:
                 job = EpisodeJob(agent_name, task_id, seed, max_steps,
                                  llm_config if agent_name == "llm" else None, *limits)
-                stored = store.get(agent_name, job.model, task_id, seed, version)
-                if stored is None:
+                stored = None if reuse == "never" else store.get(
+                    agent_name, job.model, task_id, seed, version)
+                fresh = stored is not None and expected[agent_name] is not None and \
+                    stored.matches(expected[agent_name], simulation)
+                if stored is None or (not fresh and reuse == "match"):
+                    summary.stale_rerun += stored is not None
                     yield job
-                else:
+                elif fresh:
                     emit(_event(job, index_of, len(plan), "skipped", stored))
+                else:
+                    summary.stale_reused += 1
+                    emit(_event(job, index_of, len(plan), "skipped", stored,
+                                detail=f"stale: {stale_reason(stored, expected[agent_name], simulation)}"))
 
         results = execution.results(pending())
         try:
@@ -219,6 +243,31 @@ def run_evaluation(
                 close()
     summary.events.sort(key=lambda e: e.index)
     return summary
+
+
+def expected_fingerprint(agent_spec: str, llm_config: Any = None) -> str | None:
+    """The fingerprint an episode of this agent would be stored with now (``None`` when the agent
+    cannot be built here; its episodes then run and fail or store as they will)."""
+    from codered_env.evaluation.episode import build_agent
+
+    job = EpisodeJob(agent_spec, "task1", 0, llm_config=llm_config if agent_spec == "llm" else None)
+    try:
+        agent, _ = build_agent(job)
+    except (ValueError, RuntimeError, KeyError, TypeError, ImportError, OSError):
+        return None
+    return fingerprint_text(agent_fingerprint(agent))
+
+
+def stale_reason(record: EpisodeRecord, agent: str | None, simulation: str) -> str:
+    """Which part of a stored row's provenance differs from now."""
+    if record.agent_fingerprint is None and record.sim_fingerprint is None:
+        return "stored before fingerprints"
+    parts = []
+    if record.agent_fingerprint != agent:
+        parts.append("agent changed")
+    if record.sim_fingerprint != simulation:
+        parts.append("simulation changed")
+    return ", ".join(parts) or "fingerprints differ"
 
 
 _COUNTER = {"done": "ran", "skipped": "skipped", "invalid": "invalid", "failed": "failed"}
@@ -247,5 +296,5 @@ def _store_result(store: EpisodeStore, result: JobResult,
     if result.unanswered > MAX_UNANSWERED_FRACTION:
         return _event(job, index_of, total, "invalid", result.record,
                       detail=f"model unreachable on {result.unanswered:.0%} of steps; not stored")
-    store.add(result.record)
+    store.add(result.record, replace=True)  # only missing or stale rows are ever run
     return _event(job, index_of, total, "done", result.record)

@@ -1,9 +1,14 @@
 """Turn an evaluation database into a markdown table and PNG plots (``codered report``).
 
 Every number comes from stored episodes; nothing is estimated or filled in.  Rows are grouped
-by task, agent and model; each shows the mean ± sample standard deviation of the score over the
-stored seeds, the mean of each rubric component (``—`` where the component is ``null``), the
-seeds and the date(s) of the runs.  Plots use matplotlib's Agg canvas (no display needed).
+by task, agent, model *and provenance* (simulation and agent fingerprints,
+:mod:`codered_env.evaluation.provenance`), so episodes of two simulations or two versions of an
+agent never share a cell: they become two rows, labelled by their fingerprints.  Each row shows
+the mean ± sample standard deviation (n − 1; the same :func:`mean_and_sample_std` that
+``codered eval`` prints) of the score over the stored seeds, the mean of each rubric component
+(``—`` where the component is ``null``), the seeds, the date(s) of the runs and the fingerprints;
+a provenance table lists each agent's fingerprint and the commits.  Plots use matplotlib's Agg
+canvas (no display needed).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codered_env.evaluation.provenance import short_hash
 from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
 from codered_env.evaluation.trajectory import Trajectory, package_version
 from codered_env.sim import grade_episode
@@ -20,6 +26,15 @@ from codered_env.sim import grade_episode
 AGENT_ORDER = ("noop", "random", "heuristic", "planner", "llm")
 RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
                 "cascade_score")
+SPREAD_LABEL = "mean ± sample std"
+DEFAULT_OUT = "report"  # untracked (.gitignore); docs/baseline is the README's, rewritten on purpose
+
+
+def mean_and_sample_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n − 1; 0 for a single value): the one spread that
+    ``codered eval`` and ``codered report`` both show."""
+    mean = statistics.fmean(values) if values else 0.0
+    return mean, statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,10 @@ class Row:
     seeds: tuple[int, ...]
     components: dict[str, float | None]
     dates: tuple[str, ...]
+    sim_fingerprint: str | None = None
+    agent_fingerprint: str | None = None
+    commits: tuple[str, ...] = ()
+    variant: str = ""  # set when the same (task, agent, model) has rows of several provenances
 
     @property
     def n(self) -> int:
@@ -40,15 +59,22 @@ class Row:
 
     @property
     def mean(self) -> float:
-        return statistics.fmean(self.scores)
+        return mean_and_sample_std(self.scores)[0]
 
     @property
     def std(self) -> float:
-        return statistics.stdev(self.scores) if self.n > 1 else 0.0
+        return mean_and_sample_std(self.scores)[1]
+
+    @property
+    def provenance(self) -> str:
+        """``sim XXXXXXXX / agent YYYYYYYY`` (short hashes; ``—`` for rows stored before
+        fingerprints)."""
+        return f"sim {self.sim_fingerprint or '—'} / agent {short_hash(self.agent_fingerprint)}"
 
     @property
     def label(self) -> str:
-        return self.agent if self.model == self.agent else f"{self.agent} ({self.model})"
+        base = self.agent if self.model == self.agent else f"{self.agent} ({self.model})"
+        return f"{base} [{self.variant}]" if self.variant else base
 
 
 @dataclass(frozen=True)
@@ -81,20 +107,33 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
+def _short_sim(record: EpisodeRecord) -> str | None:
+    return record.sim_fingerprint[:8] if record.sim_fingerprint else None
+
+
 def summarize(records: Sequence[EpisodeRecord]) -> list[Row]:
-    """Group episodes by (task, agent, model), ordered by task then agent."""
-    groups: dict[tuple[str, str, str], list[EpisodeRecord]] = {}
+    """Group episodes by (task, agent, model, simulation, agent fingerprint), ordered by task
+    then agent; a (task, agent, model) split over several provenances gets labelled variants."""
+    groups: dict[tuple[str, str, str, str | None, str | None], list[EpisodeRecord]] = {}
     for record in sorted(records, key=lambda r: r.seed):
-        groups.setdefault((record.task_id, record.agent, record.model), []).append(record)
+        key = (record.task_id, record.agent, record.model, _short_sim(record),
+               record.agent_fingerprint)
+        groups.setdefault(key, []).append(record)
     names = component_names(records)
+    split = {k[:3] for k in groups if sum(1 for g in groups if g[:3] == k[:3]) > 1}
     rows = [
         Row(task_id=task, agent=agent, model=model,
             scores=tuple(r.score for r in items), seeds=tuple(r.seed for r in items),
             components={n: _mean_or_none([r.components.get(n) for r in items]) for n in names},
-            dates=tuple(sorted({r.created_at[:10] for r in items})))
-        for (task, agent, model), items in groups.items()
+            dates=tuple(sorted({r.created_at[:10] for r in items})),
+            sim_fingerprint=sim, agent_fingerprint=agent_fp,
+            commits=tuple(sorted({r.git_commit for r in items if r.git_commit})),
+            variant=(f"sim {sim or '—'}, agent {short_hash(agent_fp)}"
+                     if (task, agent, model) in split else ""))
+        for (task, agent, model, sim, agent_fp), items in groups.items()
     ]
-    return sorted(rows, key=lambda r: (r.task_id, _agent_rank(r.agent), r.model))
+    return sorted(rows, key=lambda r: (r.task_id, _agent_rank(r.agent), r.model,
+                                       r.sim_fingerprint or "", r.agent_fingerprint or ""))
 
 
 def format_seeds(seeds: Iterable[int]) -> str:
@@ -118,14 +157,49 @@ def _dates(row: Row) -> str:
 
 def markdown_table(rows: Sequence[Row], names: Sequence[str]) -> str:
     """The results table in GitHub markdown."""
-    header = ["Task", "Agent", "Model", "n", "Score (mean ± std)", *names, "Seeds", "Date"]
+    header = ["Task", "Agent", "Model", "n", f"Score ({SPREAD_LABEL})", *names, "Seeds", "Date"]
+    header += ["Provenance"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         comps = ["—" if row.components[n] is None else f"{row.components[n]:.3f}" for n in names]
         cells = [row.task_id, row.agent, row.model, str(row.n), f"{row.mean:.3f} ± {row.std:.3f}",
                  *comps, format_seeds(row.seeds), _dates(row)]
+        cells += [row.provenance]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def provenance_table(records: Sequence[EpisodeRecord]) -> str:
+    """One line per (agent, model, agent fingerprint, simulation): the full agent fingerprint,
+    the simulation fingerprint, the commits that played the episodes and how many there are."""
+    groups: dict[tuple[str, str, str | None, str | None], list[EpisodeRecord]] = {}
+    for record in records:
+        key = (record.agent, record.model, record.agent_fingerprint, record.sim_fingerprint)
+        groups.setdefault(key, []).append(record)
+    header = ["Agent", "Model", "Agent fingerprint", "Simulation", "Commit(s)", "Episodes"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (agent, model, agent_fp, sim), items in sorted(
+            groups.items(), key=lambda kv: (_agent_rank(kv[0][0]), kv[0][1], kv[0][3] or "")):
+        commits = sorted({r.git_commit[:12] + ("+dirty" if r.git_commit.endswith("+dirty") else "")
+                          for r in items if r.git_commit})
+        fingerprint = (f"{short_hash(agent_fp)} `{agent_fp}`" if agent_fp
+                       else "— (stored before fingerprints)")
+        cells = [agent, model, fingerprint, sim or "—", ", ".join(commits) or "unknown",
+                 str(len(items))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def simulation_note(records: Sequence[EpisodeRecord], current: str) -> str:
+    """A sentence saying which simulation(s) the rows come from, and warning when several."""
+    sims = sorted({r.sim_fingerprint or "" for r in records})
+    named = ", ".join(f"`{s[:8]}`" + (" (this checkout's)" if s == current else "") if s
+                      else "unknown (stored before fingerprints)" for s in sims)
+    if len(sims) == 1:
+        return f"All rows come from one simulation: {named}."
+    return (f"**These rows come from {len(sims)} different simulations ({named}); rows of "
+            "different simulations are listed separately (column Provenance) and are not "
+            "comparable.**")
 
 
 def _stat(record: EpisodeRecord, key: str) -> int | None:
@@ -252,7 +326,7 @@ def plot_scores(rows: Sequence[Row], path: Path) -> None:
         axes.bar(xs, means, width, yerr=stds, capsize=3, label=label)
     axes.set_xticks(range(len(tasks)), tasks)
     axes.set_ylim(0, 1)
-    axes.set_ylabel("score (mean ± std over seeds)")
+    axes.set_ylabel(f"score ({SPREAD_LABEL} over seeds)")
     axes.set_title("CodeRedEnv score per task and agent")
     axes.legend(fontsize=8)
     figure.tight_layout()
@@ -312,8 +386,11 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     names = component_names(records)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from codered_env.evaluation.provenance import sim_fingerprint
+
     text = (f"Results from `codered report` ({len(records)} episodes, codered-env {chosen}; "
-            "score = mean ± sample std over the listed seeds).\n\n"
+            f"score = {SPREAD_LABEL} (n − 1) over the listed seeds). "
+            f"{simulation_note(records, sim_fingerprint())}\n\n"
             f"{markdown_table(rows, names)}\n")
     text += ("\nClinical outcomes beside the score (`grade[\"outcomes\"]`, recomputed from each "
              "episode's actions; priority-weighted P1 x3 / P2 x2 / P3 x1):\n\n"
@@ -321,6 +398,8 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     tokens = token_table(records)
     if tokens is not None:
         text += f"\nLLM token usage (from the endpoint's `usage`):\n\n{tokens}\n"
+    text += ("\nProvenance (what produced the episodes; `codered eval` reuses a stored episode only "
+             f"when both fingerprints match):\n\n{provenance_table(records)}\n")
     report = Report(markdown=text, markdown_path=out / "report.md",
                     scores_png=out / "scores.png", components_png=out / "components.png",
                     version=chosen, episodes=len(records))

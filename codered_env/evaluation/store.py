@@ -22,14 +22,19 @@ llm_stats          TEXT     JSON call/retry/token counters (NULL for non-LLM age
 prompt_tokens      INTEGER  prompt tokens the LLM used in the episode (NULL for non-LLM agents)
 completion_tokens  INTEGER  completion tokens, likewise
 created_at         TEXT     ISO-8601 UTC time the row was written
+agent_fingerprint  TEXT     canonical JSON of the agent's fingerprint (evaluation/provenance.py)
+sim_fingerprint    TEXT     hash of the simulation's source files when the episode was played
+git_commit         TEXT     commit of the checkout that played it (NULL when unknown)
 =================  =======  ====================================================================
 
 ``UNIQUE(agent, model, task_id, seed, package_version)`` plus ``INSERT OR IGNORE`` means a re-run
-never duplicates an episode; callers check :meth:`EpisodeStore.has` to skip work.
+never duplicates an episode; callers check :meth:`EpisodeRecord.matches` before reusing a stored
+row and store a re-run with ``add(record, replace=True)``, which overwrites the stale row.
 
 Only one process writes a database: ``codered eval`` plays episodes in worker processes, threads
-or Ray tasks, but the parent stores every result.  Schema version 1 (no token columns) is migrated
-in place when opened: the columns are added and filled from ``llm_stats``.
+or Ray tasks, but the parent stores every result.  Older schemas are migrated in place when
+opened: version 1 (no token columns) gets them filled from ``llm_stats``; version 2 (no
+provenance) gets the provenance columns as NULL, so its rows count as stale.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from typing import Any
 
 from codered_env.evaluation.trajectory import package_version, utc_now
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 DEFAULT_DB = "codered_eval.db"
 
 _SCHEMA = """
@@ -67,14 +72,19 @@ CREATE TABLE IF NOT EXISTS episodes (
     prompt_tokens INTEGER,
     completion_tokens INTEGER,
     created_at TEXT NOT NULL,
+    agent_fingerprint TEXT,
+    sim_fingerprint TEXT,
+    git_commit TEXT,
     UNIQUE (agent, model, task_id, seed, package_version)
 );
 """
 
 _COLUMNS = ("agent", "model", "task_id", "seed", "package_version", "score", "raw_score",
             "components", "steps", "invalid_actions", "agent_errors", "wall_time_s",
-            "trajectory", "llm_stats", "prompt_tokens", "completion_tokens", "created_at")
+            "trajectory", "llm_stats", "prompt_tokens", "completion_tokens", "created_at",
+            "agent_fingerprint", "sim_fingerprint", "git_commit")
 _TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")
+_PROVENANCE_COLUMNS = ("agent_fingerprint", "sim_fingerprint", "git_commit")
 
 
 def _token_count(stats: dict[str, Any] | None, name: str) -> int | None:
@@ -109,6 +119,15 @@ class EpisodeRecord:
     completion_tokens: int | None = None
     package_version: str = field(default_factory=package_version)
     created_at: str = field(default_factory=utc_now)
+    agent_fingerprint: str | None = None
+    sim_fingerprint: str | None = None
+    git_commit: str | None = None
+
+    def matches(self, agent_fingerprint: str, sim_fingerprint: str) -> bool:
+        """Whether this row was produced by the same agent and simulation (else it is stale;
+        a row without provenance, from an older database, is always stale)."""
+        return (self.agent_fingerprint == agent_fingerprint
+                and self.sim_fingerprint == sim_fingerprint)
 
     def __post_init__(self) -> None:
         for name in _TOKEN_COLUMNS:
@@ -152,17 +171,23 @@ class EpisodeStore:
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         if found == "1":
             self._migrate_from_1()
+            found = "2"
+        if found == "2":
+            self._migrate_from_2()
             found = SCHEMA_VERSION
         if found != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {found}, expected {SCHEMA_VERSION}")
 
+    def _add_missing_columns(self, names: tuple[str, ...], sql_type: str) -> None:
+        present = {r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")}
+        for name in names:
+            if name not in present:
+                self._conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} {sql_type}")
+
     def _migrate_from_1(self) -> None:
         """Add the token columns and fill them from the stored ``llm_stats``."""
-        present = {r[1] for r in self._conn.execute("PRAGMA table_info(episodes)")}
         with self._conn:
-            for name in _TOKEN_COLUMNS:
-                if name not in present:
-                    self._conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} INTEGER")
+            self._add_missing_columns(_TOKEN_COLUMNS, "INTEGER")
             rows = self._conn.execute(
                 "SELECT id, llm_stats FROM episodes WHERE llm_stats IS NOT NULL").fetchall()
             for row_id, text in rows:
@@ -174,6 +199,12 @@ class EpisodeStore:
                 self._conn.execute(
                     "UPDATE episodes SET prompt_tokens=?, completion_tokens=? WHERE id=?",
                     (*(_token_count(stats, n) for n in _TOKEN_COLUMNS), row_id))
+            self._conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+
+    def _migrate_from_2(self) -> None:
+        """Add the provenance columns; old rows keep NULL there, which reads as stale."""
+        with self._conn:
+            self._add_missing_columns(_PROVENANCE_COLUMNS, "TEXT")
             self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
                                (SCHEMA_VERSION,))
 
@@ -200,12 +231,14 @@ class EpisodeStore:
         """Whether this episode is already stored (for this package version)."""
         return self.get(agent, model, task_id, seed, version) is not None
 
-    def add(self, record: EpisodeRecord) -> bool:
-        """Store an episode; ``False`` (and no change) when it is already stored."""
+    def add(self, record: EpisodeRecord, replace: bool = False) -> bool:
+        """Store an episode; ``False`` (and no change) when it is already stored, unless
+        ``replace`` (a re-run of a stale row), which overwrites the stored one."""
         placeholders = ",".join("?" * len(_COLUMNS))
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._conn:
             cursor = self._conn.execute(
-                f"INSERT OR IGNORE INTO episodes ({','.join(_COLUMNS)}) VALUES ({placeholders})",
+                f"{verb} INTO episodes ({','.join(_COLUMNS)}) VALUES ({placeholders})",
                 record._row())
         return cursor.rowcount == 1
 

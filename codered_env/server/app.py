@@ -25,7 +25,8 @@ import os
 from typing import Annotated, Any
 
 import uvicorn
-from fastapi import Body, FastAPI
+from fastapi import Body, FastAPI, Header
+from fastapi.responses import RedirectResponse
 from openenv.core.env_server.types import (
     EnvironmentMetadata,
     HealthResponse,
@@ -174,9 +175,17 @@ def _register_openenv_info(app: FastAPI) -> None:
         return schemas
 
 
+def wants_html(accept: str | None) -> bool:
+    """A browser navigation (``Accept: text/html,...``), not an API client (JSON or ``*/*``)."""
+    return "text/html" in (accept or "").lower()
+
+
 def _register_index(app: FastAPI) -> None:
-    @app.get("/", tags=["Environment Info"], summary="What this server offers")
-    async def index() -> dict[str, Any]:
+    @app.get("/", tags=["Environment Info"], summary="What this server offers",
+             response_model=None)
+    async def index(accept: Annotated[str | None, Header()] = None) -> dict[str, Any] | RedirectResponse:
+        if wants_html(accept):  # a Space visitor: open the console, not the endpoint list
+            return RedirectResponse("/web", status_code=307)
         return {
             "name": ENV_NAME,
             "version": package_version(),

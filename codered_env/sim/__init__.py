@@ -2,7 +2,8 @@
 
 Start with ``CodeRedSim`` (env.py). The city map is in city.py, the parameters with their
 sources in params.py, conditions and outcome curves in conditions.py, the caller reports and
-triage levels in triage.py, the tasks in tasks.py, the rubric in rubric.py.
+triage levels in triage.py, the tasks in tasks.py, the rubric in rubric.py, and the 14 actions
+(names, phases, help, parameters: every action surface derives from it) in catalogue.py.
 """
 
 from .actions import ACTION_TYPES, action_json_schemas, parse_action

@@ -56,8 +56,12 @@ def _annotation(param: ParamSpec) -> Any:
     return (base, ...) if param.required else (base | None, None)
 
 
+_ACRONYMS = frozenset({"als", "bls", "or"})
+
+
 def _class_name(spec: ActionSpec) -> str:
-    return "".join(part.capitalize() for part in spec.name.split("_"))
+    """``dispatch_als`` -> ``DispatchALS``: the model's name (and its JSON-schema title)."""
+    return "".join(part.upper() if part in _ACRONYMS else part.capitalize() for part in spec.name.split("_"))
 
 
 def _model(spec: ActionSpec) -> type[_Base]:
@@ -77,6 +81,7 @@ def _model(spec: ActionSpec) -> type[_Base]:
 
 # In wire order (the decisions, then the wait): error texts and schemas list them so.
 ACTION_MODELS: tuple[type[_Base], ...] = tuple(_model(action_spec(name)) for name in WIRE_ORDER)
+globals().update({m.__name__: m for m in ACTION_MODELS})  # importable by name, so instances pickle
 MODEL_BY_TYPE: dict[str, type[_Base]] = {m.model_fields["action_type"].default: m for m in ACTION_MODELS}
 ACTION_TYPES: tuple[str, ...] = tuple(MODEL_BY_TYPE)
 PHASE_OF: dict[str, int | None] = {name: action_spec(name).phase for name in ACTION_TYPES}

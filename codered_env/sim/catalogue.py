@@ -90,7 +90,8 @@ class ActionSpec:
             "verb": self.verb,
             "signature": call_signature(self),
             "params": [
-                {k: v for k, v in asdict(p).items() if k != "alias_of" and v not in (None, ())}
+                {k: list(v) if isinstance(v, tuple) else v
+                 for k, v in asdict(p).items() if k != "alias_of" and v not in (None, ())}
                 for p in self.params
             ],
         }
@@ -276,3 +277,24 @@ def call_signature(spec: ActionSpec) -> str:
 def catalogue_payload() -> dict[str, Any]:
     """The whole catalogue as JSON-ready data, in Gymnasium order, with the no-op named."""
     return {"noop": NOOP, "actions": [spec.as_dict() for spec in ACTIONS]}
+
+
+def _param_cell(param: ParamSpec) -> str:
+    if param.kind == "enum":
+        text = f"{param.name} ({' / '.join(param.choices)})"
+    elif param.kind == "int":
+        text = f"{param.name} ({param.minimum}-{param.maximum})"
+    else:
+        text = param.name
+    return text if param.required else f"optional {text}"
+
+
+def markdown_table() -> str:
+    """The README's action table (tests/test_catalogue.py checks the README carries it)."""
+    rows = ["| action_type | parameters | phase | what it does |", "|---|---|---|---|"]
+    for name in WIRE_ORDER:
+        spec = action_spec(name)
+        params = ", ".join(_param_cell(p) for p in spec.params) or "--"
+        phases = "+".join(str(p) for p in sorted(spec.phases))
+        rows.append(f"| {name} | {params} | {phases} | {spec.help} |")
+    return "\n".join(rows)

@@ -16,7 +16,7 @@ from dying_worker import always_dies, dies_once
 from codered_env.evaluation.backends import local_results
 from codered_env.evaluation.episode import EpisodeJob, JobResult, run_job
 from codered_env.evaluation.evaluate import Execution, run_evaluation
-from codered_env.evaluation.store import EpisodeStore
+from codered_env.evaluation.store import SCHEMA_VERSION, EpisodeStore
 from codered_env.evaluation.trajectory import Trajectory
 
 AGENTS = ["random", "heuristic"]
@@ -121,7 +121,7 @@ def test_a_version_1_database_gains_token_columns(tmp_path: Path) -> None:
     assert (by_agent["llm"].prompt_tokens, by_agent["llm"].completion_tokens) == (900, 27)
     assert (by_agent["noop"].prompt_tokens, by_agent["noop"].completion_tokens) == (None, None)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT value FROM meta").fetchone() == ("2",)
+        assert conn.execute("SELECT value FROM meta").fetchone() == (SCHEMA_VERSION,)
     with EpisodeStore(db) as store:  # opening again is a no-op
         assert len(store) == 2
 

@@ -111,7 +111,7 @@
       transform: "translate(" + (node.x + offset[0]) + "," + (node.y + offset[1]) + ")",
       "data-testid": "map-hospital-" + h.hospital_id });
     g.appendChild(svgEl("rect", { class: "frame", width: 182, height: 62, rx: 7 }));
-    const flags = (diverted ? " ⛔ diverted" : "") + (h.crowded ? " ! crowded" : "");
+    const flags = (diverted ? " DIVERTED" : "") + (h.crowded ? " ! crowded" : "");
     g.appendChild(svgEl("text", { class: "title", x: 8, y: 15 }, h.hospital_id + " tier " + h.tier + flags));
     g.appendChild(svgEl("text", { x: 8, y: 31 }, "ED " + h.occupancy + "/" + h.capacity + " · ICU free " + h.icu_free));
     (h.ors || []).forEach((room, i) => {
@@ -407,7 +407,7 @@
     const card = el("div", "hospital" + (diverted ? " diverted" : "") + (h.crowded ? " crowded" : ""), null,
       "hospital-" + h.hospital_id);
     card.appendChild(el("h3", null, h.hospital_id + " · " + h.name + " · tier " + h.tier +
-      (diverted ? " · ⛔ diverted until t" + h.diverted_until : "") + (h.crowded ? " · ! crowded" : "")));
+      (diverted ? " · DIVERTED until t" + h.diverted_until : "") + (h.crowded ? " · ! crowded" : "")));
     const ors = (h.ors || []).map((r) => r.or_id + " " + (OR_LETTER[r.state] || "?") + " " + nice(r.state) +
       (r.procedure ? " (" + r.procedure + ")" : "")).join(", ");
     const specialists = Object.entries(h.specialists || {}).map(([s, i]) => nice(s) + " " + nice(i.state)).join(", ");
