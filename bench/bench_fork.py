@@ -5,7 +5,7 @@ fork replaces ``step_count`` core steps (plus the reset). For every task the ben
 heuristic episodes (seeds ``0..N-1``), stops each at a few decision points, and times there:
 
 ``fork``       ``sim.fork(seed)`` (copy + redraw of every hidden part)
-``copy``       ``fork.private_copy(sim)`` alone (the pickle-based copy without the future)
+``copy``       ``sim.private_copy()`` alone (the pickle-based copy without the future)
 ``deepcopy``   ``copy.deepcopy(sim)`` (the obvious first version)
 ``replay``     ``CodeRedSim(task, seed)`` + replaying the actions so far (what a fork replaces)
 ``step``       one core ``sim.step(action)``, averaged over the replay
@@ -28,7 +28,6 @@ from collections.abc import Callable
 
 from codered_env.agents import HeuristicAgent
 from codered_env.sim import TASK_IDS, CodeRedSim
-from codered_env.sim.fork import private_copy
 
 CHECKPOINTS = (0, 10, 20, 35)
 
@@ -69,7 +68,7 @@ def measure(task_id: str, seeds: int, repeats: int) -> dict[str, float]:
             sim = replay(task_id, seed, actions[:at])
             sim.observation()  # warm the route cache as a live episode has it
             rows["fork"].append(best_us(lambda sim=sim: sim.fork(1), repeats))
-            rows["copy"].append(best_us(lambda sim=sim: private_copy(sim), repeats))
+            rows["copy"].append(best_us(lambda sim=sim: sim.private_copy(), repeats))
             rows["deepcopy"].append(best_us(lambda sim=sim: copy.deepcopy(sim), repeats))
             prefix = actions[:at]
             rows["replay"].append(best_us(lambda p=prefix, s=seed: replay(task_id, s, p), repeats, inner=5))

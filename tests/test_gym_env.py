@@ -1,4 +1,4 @@
-"""The Gymnasium adapter (codered_env/gym_env.py): spaces, masking, determinism, rewards, episode end."""
+"""The Gymnasium adapter (codered_env/gym_env/): spaces, masking, determinism, rewards, episode end."""
 
 from __future__ import annotations
 
@@ -349,6 +349,44 @@ def test_missing_gymnasium_gives_a_clear_import_error(monkeypatch: pytest.Monkey
 
 
 def test_simulation_core_does_not_import_gymnasium() -> None:
-    root = Path(gym_env.__file__).parent / "sim"
+    root = Path(gym_env.__file__).parents[1] / "sim"  # the package codered_env/gym_env/ sits beside sim/
     offenders = [p.name for p in root.glob("*.py") if "gymnasium" in p.read_text()]
     assert offenders == []
+
+
+def _cue_columns(report: str) -> set[str]:
+    row = gym_env._report_row(report)
+    return {name for name in gym_env.CALL_FEATURES if name.startswith("cue_") and row[gym_env._C[name]]}
+
+
+def test_report_cues_are_the_report_models_features() -> None:
+    from codered_env.sim.triage import CALLER_PHRASES, FEATURE_PHRASES, NO_SYMPTOM_TEXT, callback_report
+
+    column_of = {f: f"cue_{name}" for name, features in gym_env.REPORT_CUES for f in features}
+    for feature, phrases in FEATURE_PHRASES.items():
+        for phrase in phrases:
+            report = f"45F at Old City, family calling: {phrase}"
+            assert _cue_columns(report) == {column_of[feature]}, phrase
+            nested = callback_report(callback_report(report, "C1"), "C4")
+            assert gym_env._report_row(nested)[gym_env._C["callback"]] == 1.0
+            assert _cue_columns(nested) == {column_of[feature]}, "cues read under callback prefixes"
+    bystander = f"70M at Hitech City, {CALLER_PHRASES['bystander']}: {NO_SYMPTOM_TEXT}"
+    assert _cue_columns(bystander) == {f"cue_{gym_env.BYSTANDER_CUE}"}
+    row = gym_env._report_row(bystander)
+    assert (row[gym_env._C["age"]], row[gym_env._C["male"]]) == (pytest.approx(0.70), 1.0)
+    assert not any(gym_env._report_row("not a report from the model: chest pain"))
+
+
+def test_task_features_tell_every_task_apart() -> None:
+    """v1: the step-budget and horizon features are divided by the largest values in the task
+    table, so tasks 3-5 no longer all read 1.0 (v0 divided the budget by 60)."""
+    budget = gym_env.GLOBAL_FEATURES.index("max_steps")
+    seen = {}
+    for task_id in TASK_IDS:
+        env = gymnasium.make(f"CodeRedEnv-{task_id}-v1")
+        obs, _ = env.reset(seed=0)
+        seen[task_id] = float(obs["global"][budget])
+        assert seen[task_id] == pytest.approx(TASKS[task_id].max_steps / gym_env.LARGEST_STEP_BUDGET)
+        env.close()
+    assert len(set(seen.values())) == len({t.max_steps for t in TASKS.values()}) == 5
+    assert max(seen.values()) == 1.0

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codered_env.agents import HeuristicAgent, PlannerAgent, make_agent
+from codered_env.agents.planner import PosteriorTriageHeuristic
 from codered_env.cli import app
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.runner import run_episode
@@ -38,13 +39,15 @@ def test_planner_beats_the_heuristic_on_task2() -> None:
 
 
 def test_planner_counts_its_budget() -> None:
-    agent = PlannerAgent(1001, forks=2, max_candidates=3)
+    agent = PlannerAgent(1001, forks=2, max_candidates=3, confirm_forks=1)
     run_episode("task2", 1001, agent)
-    assert agent.decisions > 0 and 0 < agent.rollouts <= agent.decisions * 2 * 3
+    assert agent.decisions == len(agent.decision_seconds) == len(agent.decision_rollouts) > 0
+    assert sum(agent.decision_rollouts) == agent.rollouts > 0
+    assert max(agent.decision_rollouts) <= 3 * 2 + 2 * 1
 
 
-def test_out_of_sync_planner_plays_the_heuristic() -> None:
-    planner, heuristic = PlannerAgent(0), HeuristicAgent(0)
+def test_out_of_sync_planner_plays_its_base_policy() -> None:
+    planner, heuristic = PlannerAgent(0), PosteriorTriageHeuristic(0)
     planner.reset("task4", 1)
     heuristic.reset("task4", 1)
     other = CodeRedSim("task4", 2)  # not the episode the planner was reset on
@@ -66,3 +69,40 @@ def test_eval_stores_planner_episodes(tmp_path) -> None:
     with EpisodeStore(db) as store:
         stored = [(r.agent, r.task_id, r.seed) for r in store.records()]
     assert ("planner", "task1", 1) in stored and ("heuristic", "task1", 0) in stored
+
+
+def test_posterior_triage_beats_keywords_on_sampled_reports() -> None:
+    from random import Random
+
+    from codered_env.agents.triage_rule import triage_report
+    from codered_env.sim.conditions import CONDITIONS
+    from codered_env.sim.params import CALL_MIX
+    from codered_env.sim.triage import caller_report, triage_cost
+
+    rng, agent = Random(5), PosteriorTriageHeuristic(0)
+    cost = {"posterior": 0.0, "keywords": 0.0}
+    missed_p1 = {"posterior": 0, "keywords": 0}
+    for _ in range(600):
+        condition = rng.choices(list(CALL_MIX), list(CALL_MIX.values()))[0]
+        truth = CONDITIONS[condition].true_priority
+        report = caller_report(condition, "Rajiv Chowk", rng)
+        for name, level in (("posterior", agent.triage_priority({"report": report})),
+                            ("keywords", triage_report(report))):
+            cost[name] += triage_cost(level, truth)
+            missed_p1[name] += truth == "P1" and level != "P1"
+    assert missed_p1["posterior"] < missed_p1["keywords"]
+    assert cost["posterior"] < cost["keywords"]
+
+
+def test_planner_also_tries_a_different_decision_first() -> None:
+    sim, planner = CodeRedSim("task5", 1003), PlannerAgent(1003)
+    planner.reset("task5", 1003)
+    base = PosteriorTriageHeuristic(1003)
+    reordered = 0
+    while not sim.done and sim.step_count < 30:
+        obs = sim.observation()
+        proposal = base.act(obs)
+        kinds = {c["action_type"] for c in planner._candidates(obs, proposal)}
+        reordered += len(kinds - {proposal["action_type"], "maintain_plan"}) > 0
+        sim.step(proposal)
+    assert reordered > 0

@@ -12,6 +12,7 @@ from typing import Any
 
 from .base import MAINTAIN, Agent, NoopAgent
 from .heuristic import HeuristicAgent
+from .oracle import OracleAgent
 from .planner import PlannerAgent
 from .random_agent import RandomAgent
 
@@ -28,6 +29,8 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
         return HeuristicAgent(seed)
     if name == "planner":  # kwargs: forks, max_candidates, min_gain (the per-decision budget)
         return PlannerAgent(seed, **kwargs)
+    if name == "oracle":  # a ceiling that reads the hidden truth, never a fair result (oracle.py)
+        return OracleAgent(seed, **kwargs)
     if name == "llm":
         from .llm import LLMAgent  # imported lazily: pulls in the openai client
 
@@ -45,6 +48,7 @@ __all__ = [
     "Agent",
     "HeuristicAgent",
     "NoopAgent",
+    "OracleAgent",
     "PlannerAgent",
     "RandomAgent",
     "make_agent",

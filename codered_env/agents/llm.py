@@ -45,10 +45,12 @@ import openai
 from codered_env.agents.prompts import (
     ACTION_HELP,
     ACTION_PARAMS,
+    MAX_OBSERVATION_CHARS,  # noqa: F401  (re-exported)
     Decision,
     build_system_prompt,
     build_user_message,
     compact_state,
+    observation_text,  # noqa: F401  (re-exported: codered_env.agents.llm.observation_text)
 )
 
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
@@ -56,7 +58,6 @@ DEFAULT_MODEL = "Qwen/Qwen2.5-72B-Instruct"
 FALLBACK_ACTION: dict[str, Any] = {"action_type": "maintain_plan"}
 MIN_CALL_SECONDS = 0.5
 DEGRADED_AFTER = 3
-MAX_OBSERVATION_CHARS = 12_000
 MAX_REASON_CHARS = 160
 MIN_SECRET_CHARS = 8
 _KEY_VARS = ("HF_TOKEN", "API_KEY", "OPENAI_API_KEY")
@@ -724,31 +725,6 @@ def _from_tool_calls(calls: Sequence[Any], action_types: Sequence[str]) -> Parse
 # --------------------------------------------------------------------------- the agent
 
 
-def _render(observation: Mapping[str, Any]) -> str | None:
-    try:
-        from codered_env.sim import render_text
-
-        text = render_text(dict(observation))
-    except Exception:  # an observation the renderer cannot read: fall back to JSON
-        return None
-    return text if isinstance(text, str) and text.strip() else None
-
-
-def observation_text(observation: Mapping[str, Any]) -> str:
-    """The compact text of an observation: its ``text`` field, else ``sim.render_text``, else
-    compact JSON; bounded in length."""
-    text = observation.get("text")
-    if not isinstance(text, str) or not text.strip():
-        text = _render(observation)
-    if text is None:
-        body = {k: v for k, v in observation.items() if k not in ("text", "legal_actions")}
-        text = json.dumps(body, separators=(",", ":"), default=str, sort_keys=True)
-        legal = observation.get("legal_actions")
-        if legal:
-            text += "\nLEGAL: " + json.dumps(legal, separators=(",", ":"), default=str)
-    return text[:MAX_OBSERVATION_CHARS]
-
-
 def schema_error(action: dict[str, Any]) -> str | None:
     """Why an action does not fit its action model (``None`` if it does).  Such an action could
     not even be sent over the wire, so the agent treats it as unusable."""
@@ -919,9 +895,8 @@ class LLMAgent:
             return Parsed(None, self._disabled, "disabled")
         legal = observation.get("legal_actions")
         legal = legal if isinstance(legal, Mapping) and legal else None
-        state = observation_text(observation)
         try:
-            completion, user = self._complete(state, legal)
+            completion, user = self._complete(observation, legal)
         except LLMError as exc:
             self.stats.unanswered += 1
             self._failed_in_a_row += 1
@@ -957,12 +932,12 @@ class LLMAgent:
             return self._static_tools
         return legal_tools(legal, self.action_types) or self._static_tools
 
-    def _complete(self, state: str, legal: Mapping[str, Any] | None) -> tuple[Any, str]:
+    def _complete(self, observation: Mapping[str, Any], legal: Mapping[str, Any] | None) -> tuple[Any, str]:
         # After DEGRADED_AFTER unanswered steps in a row, one attempt per step until one works,
         # so a dead or throttled endpoint does not cost the full retry schedule every step.
         retries = 0 if self._failed_in_a_row >= DEGRADED_AFTER else None
         for _ in range(8):
-            messages, user = self._messages(state, legal)
+            messages, user = self._messages(observation, legal)
             try:
                 return self.client.complete(messages, self._tools(legal), retries), user
             except LLMError as exc:
@@ -981,9 +956,10 @@ class LLMAgent:
         del self._history[: len(self._history) - self._history_cap]
         self.stats.history_shrinks += 1
 
-    def _messages(self, state: str, legal: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]], str]:
+    def _messages(self, observation: Mapping[str, Any],
+                  legal: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]], str]:
         use_tools = self._use_tools
-        shown = compact_state(state, tools=use_tools or legal is not None)
+        shown = compact_state(observation, tools=use_tools or legal is not None)
         user = build_user_message(shown, self._history, legal=legal, use_tools=use_tools)
         system = build_system_prompt(self.action_types, use_tools=use_tools, task_id=self._task_id)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], user

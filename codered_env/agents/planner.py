@@ -1,55 +1,68 @@
 """``planner``: rollout search over fair forks of the episode, on top of the heuristic.
 
 Algorithm (one decision):
-1. Ask the heuristic (heuristic.py) for its action, the *proposal*.
-2. Build a few *candidates* around it, each a concrete legal action:
-   - a triage proposal: the call at every priority P1..P4 (the level is also the response:
-     P1/P2 lights and sirens, P3 a cold response, P4 advice without a unit -- and P1 starts
-     telephone CPR for an arrest);
-   - a dispatch proposal: the proposed unit, the nearest free unit of the other kind, the
-     nearest other unit of the same kind, and waiting (``maintain_plan``);
-   - a hospital assignment: every open hospital that can treat the patient;
-   - anything else (preparation, blood, mutual aid, waiting): the proposal alone, no search.
-   At most ``max_candidates`` are kept (the proposal first).
-3. With more than one candidate, score each on ``forks`` forks of the episode
-   (``CodeRedSim.fork``: future calls and disruptions redrawn, unseen callers resampled from the
-   report posterior, noise reseeded -- only what the agent could know). The same fork seeds
-   serve every candidate (common random numbers), so candidates are compared on the same
-   imagined futures. A rollout plays the candidate, then lets the heuristic finish the episode;
-   its value is the final raw grade.
-4. Compare each alternative with the proposal fork by fork (paired differences). An
-   alternative qualifies when its mean gain exceeds both ``min_gain`` and ``z`` standard errors
-   of the paired differences; the qualifying alternative with the largest gain is played, else
-   the proposal (so noise alone never overrides the expert rule).
+1. Ask the base policy for its action, the *proposal*: the heuristic (heuristic.py) with
+   triage read from the report posterior (``PosteriorTriageHeuristic``).
+2. Build *candidates* around it, each a concrete legal action, the proposal first:
+   - the same decision made differently: a triage at every priority P1..P4 (the level is also
+     the response: P1/P2 lights and sirens, P3 a cold response, P4 advice without a unit -- and
+     P1 starts telephone CPR for an arrest); a dispatch with the nearest free unit of the other
+     kind, the next-nearest unit of the same kind, or waiting (``maintain_plan``); a hospital
+     assignment to every other open hospital that can treat the patient;
+   - a different decision first: the first action of every *later* heuristic rule that has
+     one (dispatch before triaging the next call, preparing an OR before the next dispatch,
+     blood before a hospital...), and the heuristic's second choice within the proposal's own
+     rule (the next job, the next patient to assign). A decision costs a simulated minute,
+     so the order of the heuristic's rules is itself a choice worth searching.
+   At most ``max_candidates`` are kept, in that order (``reorder=False``: the first kind only).
+3. With more than one candidate, *race* them on forks of the episode (``CodeRedSim.fork``:
+   future calls and disruptions redrawn, unseen callers resampled from the report posterior,
+   noise reseeded -- only what the agent could know). Common random numbers: the same fork
+   seeds serve every candidate, so candidates are compared on the same imagined futures. A
+   rollout plays the candidate, then lets the base policy finish the episode; its value is the
+   final raw grade. Stage 1 plays every candidate on ``forks`` forks; stage 2 plays the
+   proposal and the best challenger on ``confirm_forks`` more (fresh seeds).
+4. The challenger is played when its mean paired gain over the proposal, over all its forks,
+   exceeds both ``min_gain`` and ``z`` standard errors of the paired differences, and its gain
+   on the fresh stage-2 forks alone is positive (so the winner of a many-way race is not
+   believed on the forks that made it the winner alone); else the proposal.
 
-The budget per decision is therefore at most ``max_candidates x forks`` rollouts (default 4 x
-4 = 16), and most decisions (waiting, preparation, blood) cost none. Rollouts are seeded from
-the agent seed, the episode and the step, so an evaluation is reproducible.
+Budget per decision: at most ``max_candidates x forks + 2 x confirm_forks`` rollouts (default
+6 x 3 + 2 x 3 = 24); decisions with a single candidate (waiting, nothing else to do) cost none.
+Rollouts are seeded from the agent seed, the episode and the step, so an evaluation is
+reproducible. ``decision_seconds`` and ``decision_cpu_seconds`` record the wall and CPU time of
+every decision (on a shared machine the CPU time is the cost; the wall time includes waiting).
 
 How it sees the world: the agent keeps a private replica of the episode (``CodeRedSim`` on the
 same task and seed, stepped with the agent's own actions -- the simulator is deterministic, so
-the replica is the episode) and only ever reads it through ``fork``, which drops what the agent
-could not know. If the replica ever disagrees with the observation (another driver, a refused
-frame), the planner plays the heuristic's proposal from then on.
+the replica is the episode) and only ever reads it through ``branch``, which for this agent is
+``fork``: it drops what the agent could not know. (``oracle.py`` overrides ``branch`` with an
+exact copy: the same search told the truth, a ceiling.) If the replica ever disagrees with the
+observation (another driver, a refused frame), the planner plays the heuristic's proposal from
+then on.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import time
+from collections.abc import Iterator
 from random import Random
 from typing import Any
 
 from ..sim import CodeRedSim
 from ..sim.conditions import CONDITIONS
-from ..sim.triage import PRIORITIES
+from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN, code_fingerprint
 from .heuristic import HeuristicAgent, _road_view
 
-DEFAULT_FORKS = 4
-DEFAULT_MAX_CANDIDATES = 4
-DEFAULT_MIN_GAIN = 0.005
-DEFAULT_Z = 1.5
+DEFAULT_FORKS = 3
+DEFAULT_CONFIRM_FORKS = 3
+DEFAULT_MAX_CANDIDATES = 6
+DEFAULT_MIN_GAIN = 0.003
+DEFAULT_Z = 1.0
+_DISPATCH = ("dispatch_als", "dispatch_bls", "dispatch_ambulance")
 
 
 def _key(action: dict[str, Any]) -> str:
@@ -69,10 +82,30 @@ def _digest(obs: dict[str, Any]) -> tuple:
     )
 
 
+def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
+    """Mean of the paired differences a - b and its standard error."""
+    diffs = [x - y for x, y in zip(a, b, strict=True)]
+    spread = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+    return statistics.fmean(diffs), spread
+
+
+class PosteriorTriageHeuristic(HeuristicAgent):
+    """The heuristic with triage read from the report posterior instead of keywords: the level
+    with the least expected triage cost under the rubric's costs (``triage.cautious_priority`` on
+    ``triage.priority_posterior``, the public report model the forks sample callers from), which
+    sends hot when in doubt. Chosen on seeds 900-949 of task4/task5 (heuristic alone) over the
+    most likely level and fixed P1 thresholds."""
+
+    def triage_priority(self, call: dict[str, Any]) -> str:
+        return cautious_priority(priority_posterior({"report": call["report"]}))
+
+
 class PlannerAgent:
     """Heuristic-guided rollout planner on ``CodeRedSim.fork`` (see the module docstring)."""
 
     name = "planner"
+    units_per_kind = 1  # dispatch alternatives: this many nearest free units of each kind
+    choices_per_rule = 1  # reordering: this many of each later rule's choices
 
     def __init__(
         self,
@@ -81,36 +114,62 @@ class PlannerAgent:
         max_candidates: int = DEFAULT_MAX_CANDIDATES,
         min_gain: float = DEFAULT_MIN_GAIN,
         z: float = DEFAULT_Z,
+        confirm_forks: int = DEFAULT_CONFIRM_FORKS,
+        reorder: bool = True,
+        wait: bool = True,
     ) -> None:
-        if forks < 1 or max_candidates < 1:
-            raise ValueError(f"forks and max_candidates must be >= 1, got {forks}, {max_candidates}")
+        if forks < 1 or max_candidates < 1 or confirm_forks < 0:
+            raise ValueError(
+                "forks and max_candidates must be >= 1 and confirm_forks >= 0, got "
+                f"{forks}, {max_candidates}, {confirm_forks}"
+            )
         self.seed = seed
         self.forks = forks
+        self.confirm_forks = confirm_forks
         self.max_candidates = max_candidates
         self.min_gain = min_gain
         self.z = z
+        self.reorder = reorder  # also try a different decision first (the later rules' choices)
+        self.wait = wait  # also try waiting instead of a proposed dispatch
         self.rollouts = 0  # rollouts played this episode (budget accounting)
         self.decisions = 0
+        self.decision_seconds: list[float] = []  # wall time of every decision this episode
+        self.decision_rollouts: list[int] = []  # rollouts each decision played
+        self.decision_cpu_seconds: list[float] = []  # this process's CPU time per decision
         self._sim: CodeRedSim | None = None
-        self._base = HeuristicAgent(seed)
+        self._base = self.base_policy(None)
         self._pending: dict[str, Any] | None = None
         self._task: tuple[str, int] = ("", 0)
 
     def fingerprint(self) -> dict[str, Any]:
-        """Code (its own, the heuristic's) and the per-decision budget that shapes its play."""
-        code = code_fingerprint(self, "codered_env.agents.heuristic", "codered_env.agents.triage_rule")
+        """Code (its own, the planner's, the heuristic's) and the per-decision budget that shapes
+        its play."""
+        code = code_fingerprint(self, "codered_env.agents.planner", "codered_env.agents.heuristic",
+                                "codered_env.agents.triage_rule")
         return {**code, "forks": self.forks, "max_candidates": self.max_candidates,
-                "min_gain": self.min_gain, "z": self.z}
+                "min_gain": self.min_gain, "z": self.z, "confirm_forks": self.confirm_forks,
+                "reorder": self.reorder, "wait": self.wait}
 
     def reset(self, task_id: str, seed: int) -> None:
         self._sim = CodeRedSim(task_id, seed)
+        self._base = self.base_policy(self._sim)
         self._base.reset(task_id, seed)
         self._pending = None
         self._task = (task_id, seed)
         self.rollouts = self.decisions = 0
+        self.decision_seconds, self.decision_rollouts, self.decision_cpu_seconds = [], [], []
+
+    def base_policy(self, sim: CodeRedSim | None) -> HeuristicAgent:
+        """The policy that proposes and finishes rollouts (``sim``: the copy it will play on)."""
+        return PosteriorTriageHeuristic(self.seed)
+
+    def branch(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
+        """The copy a rollout plays on: a fair fork (only what the agent could know)."""
+        return sim.fork(fork_seed)
 
     # ------------------------------------------------------------------ the decision
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        start, cpu = time.perf_counter(), time.process_time()
         self._catch_up()
         proposal = self._base.act(obs)
         sim = self._sim
@@ -118,10 +177,14 @@ class PlannerAgent:
             self._sim = None  # out of sync: the heuristic plays on alone
             return proposal
         self.decisions += 1
+        before = self.rollouts
         candidates = self._candidates(obs, proposal)
         chosen = self._choose(sim, candidates) if len(candidates) > 1 else proposal
         self._base._last = _key(chosen)  # a refused choice is then not repeated
         self._pending = chosen
+        self.decision_seconds.append(time.perf_counter() - start)
+        self.decision_rollouts.append(self.rollouts - before)
+        self.decision_cpu_seconds.append(time.process_time() - cpu)
         return chosen
 
     def _catch_up(self) -> None:
@@ -129,37 +192,43 @@ class PlannerAgent:
             self._sim.step(self._pending)
         self._pending = None
 
-    def _choose(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    def _fork_seeds(self, sim: CodeRedSim, n: int, offset: int = 0) -> list[int]:
         task_id, seed = self._task
         base = Random(f"planner:{self.seed}:{task_id}:{seed}:{sim.step_count}").getrandbits(40)
-        fork_seeds = [base + k for k in range(self.forks)]
-        values = [self._values(sim, c, fork_seeds) for c in candidates]
-        best, best_gain = 0, 0.0
-        for i in range(1, len(candidates)):
-            diffs = [v - v0 for v, v0 in zip(values[i], values[0], strict=True)]
-            gain = statistics.fmean(diffs)
-            spread = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
-            if gain > max(self.min_gain, self.z * spread) and gain > best_gain:
-                best, best_gain = i, gain
-        return candidates[best]
+        return [base + offset + k for k in range(n)]
+
+    def _choose(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        seeds = self._fork_seeds(sim, self.forks)
+        values = [self._values(sim, c, seeds) for c in candidates]
+        gains = [_paired(v, values[0])[0] for v in values]
+        best = max(range(1, len(candidates)), key=lambda i: (gains[i], -i))
+        if gains[best] <= 0.0:
+            return candidates[0]
+        fresh: tuple[list[float], list[float]] = ([], [])
+        if self.confirm_forks:
+            more = self._fork_seeds(sim, self.confirm_forks, offset=self.forks)
+            fresh = (self._values(sim, candidates[best], more), self._values(sim, candidates[0], more))
+            if _paired(*fresh)[0] <= 0.0:
+                return candidates[0]
+        gain, spread = _paired(values[best] + fresh[0], values[0] + fresh[1])
+        return candidates[best] if gain > max(self.min_gain, self.z * spread) else candidates[0]
 
     def _values(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> list[float]:
         values = []
         for fork_seed in fork_seeds:
-            twin = sim.fork(fork_seed)
+            twin = self.branch(sim, fork_seed)
             twin.step(action)
             values.append(self._rollout(twin))
         return values
 
     def _rollout(self, twin: CodeRedSim) -> float:
         self.rollouts += 1
-        policy = HeuristicAgent(self.seed)
+        policy = self.base_policy(twin)
         policy._refused = set(self._base._refused)
         while not twin.done:
             twin.step(policy.act(twin.observation()))
         grade = twin.grade()
-        raw = grade.get("raw_score", grade["score"])
-        return float(raw)
+        return float(grade.get("raw_score", grade["score"]))
 
     # ------------------------------------------------------------------ candidates
     def _candidates(self, obs: dict[str, Any], proposal: dict[str, Any]) -> list[dict[str, Any]]:
@@ -169,17 +238,37 @@ class PlannerAgent:
             call = next((c for c in obs["calls"] if c["call_id"] == proposal["call_id"]), None)
             if call is not None and call["status"] != "pending":
                 options = options[:3]  # P4 needs a call without a unit
-        elif kind in ("dispatch_als", "dispatch_bls", "dispatch_ambulance"):
+        elif kind in _DISPATCH:
             options = self._dispatch_options(obs, proposal)
         elif kind == "assign_hospital":
             options = self._hospital_options(obs, proposal)
         else:
             options = []
-        unique: list[dict[str, Any]] = [proposal]
-        for option in options:
-            if _key(option) not in {_key(u) for u in unique}:
-                unique.append(option)
-        return unique[: self.max_candidates]
+        unique: dict[str, dict[str, Any]] = {_key(proposal): proposal}
+        reordered = self._rule_options(obs, proposal) if self.reorder else iter(())
+        for option in [*options, *reordered]:
+            unique.setdefault(_key(option), option)
+        return list(unique.values())[: self.max_candidates]
+
+    def _rule_options(self, obs: dict[str, Any], proposal: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The heuristic's second choice in the proposal's rule, then the first choice of every
+        later rule (``HeuristicAgent.act`` plays the first choice of the first rule that has one)."""
+        base = self._base
+        legal = obs.get("legal_actions") or {}
+        net = _road_view(obs)
+        rules = (base._triage, base._dispatch, base._mutual_aid, base._assign, base._prepare, base._blood)
+        fired = False
+        for rule in rules:
+            playable = (
+                a for a in rule(obs, legal, net)
+                if a["action_type"] in legal and _key(a) not in base._refused
+            )
+            firsts = [a for _, a in zip(range(self.choices_per_rule + 1), playable, strict=False)]
+            if not fired and firsts and _key(firsts[0]) == _key(proposal):
+                fired = True
+                yield from firsts[1:]
+            elif fired:
+                yield from firsts[: self.choices_per_rule]
 
     def _dispatch_options(self, obs: dict[str, Any], proposal: dict[str, Any]) -> list[dict[str, Any]]:
         target_key = "patient_id" if "patient_id" in proposal else "call_id"
@@ -194,9 +283,10 @@ class PlannerAgent:
         free.sort(key=lambda u: (net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"]))
         chosen = next((u for u in free if u["ambulance_id"] == proposal["ambulance_id"]), None)
         kind = chosen["kind"] if chosen else "ALS"
-        others = [u for u in free if u["kind"] != kind][:1] + [
+        width = self.units_per_kind
+        others = [u for u in free if u["kind"] != kind][:width] + [
             u for u in free if u["kind"] == kind and u["ambulance_id"] != proposal["ambulance_id"]
-        ][:1]
+        ][:width]
         options = []
         for unit in others:
             if obs["phase"] == 1:
@@ -206,7 +296,7 @@ class PlannerAgent:
                 options.append(
                     {"action_type": action, "ambulance_id": unit["ambulance_id"], "call_id": target}
                 )
-        return [*options, dict(MAINTAIN)]
+        return [*options, dict(MAINTAIN)] if self.wait else options
 
     @staticmethod
     def _hospital_options(obs: dict[str, Any], proposal: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ not repeated in the prompt.  Nothing here talks to a network or prints anything.
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -162,38 +162,45 @@ def format_history(history: Sequence[Decision]) -> str:
 # --------------------------------------------------------------------------- state
 
 
-_BLOOD_STOCK = re.compile(r" \| blood (?:[ABO]{1,2}[+-]:\d+ ?)+$")
-_HEADER = re.compile(r"^CodeRedEnv \S+ seed \d+ \| ")
-_HOSPITAL_NAME = re.compile(r"^( H\d+ T\d) .*? (load \d+/\d+)")
-_UNIT_KIND = re.compile(r"\b((ALS|BLS)\d+)\(\2\)")
-_ON_CALL = re.compile(r"(?:\b[a-z]+:on_call\b ?)+")
+MAX_OBSERVATION_CHARS = 12_000
 
 
-def _group_on_call(match: re.Match[str]) -> str:
-    names = [item.split(":")[0] for item in match.group(0).split()]
-    return "on_call " + ",".join(names) + (" " if match.group(0).endswith(" ") else "")
+def observation_text(observation: Mapping[str, Any]) -> str:
+    """The full text of an observation: its ``text`` field, else ``sim.render_text``, else
+    compact JSON; bounded in length."""
+    text = observation.get("text")
+    if not isinstance(text, str) or not text.strip():
+        text = _rendered(observation, compact=False, tools=False)
+    if text is None:
+        body = {k: v for k, v in observation.items() if k not in ("text", "legal_actions")}
+        text = json.dumps(body, separators=(",", ":"), default=str, sort_keys=True)
+        legal = observation.get("legal_actions")
+        if legal:
+            text += "\nLEGAL: " + json.dumps(legal, separators=(",", ":"), default=str)
+    return text[:MAX_OBSERVATION_CHARS]
 
 
-def compact_state(text: str, *, tools: bool) -> str:
-    """The observation text, shorter: no task/seed banner, no hospital names (the system prompt
-    names them), no unit kind where the id already says it (``ALS1``, not ``ALS1(ALS)``),
-    on-call specialists grouped (``on_call cardio,neuro``), no ``dest -`` / ``blood ?`` fields
-    (nothing chosen / not typed yet); with tools also no legal-action line
-    and no blood stock, which the tools' enums carry (blood types in stock, unit bounds)."""
-    lines = []
-    for line in text.strip().splitlines():
-        if tools and line.startswith("LEGAL"):
-            continue
-        line = _HOSPITAL_NAME.sub(r"\1 \2", _HEADER.sub("", line))
-        line = _ON_CALL.sub(_group_on_call, _UNIT_KIND.sub(r"\1", line))
-        line = line.replace(" | dest - |", " |").replace(" | blood ? |", " |")
-        lines.append(_BLOOD_STOCK.sub("", line) if tools else line)
-    return "\n".join(lines)
+def _rendered(observation: Mapping[str, Any], *, compact: bool, tools: bool) -> str | None:
+    from codered_env.sim.render_lines import lines_text, render_lines
+
+    try:
+        lines = render_lines(dict(observation), compact=compact, blood_stock=not tools, legal=not tools)
+    except Exception:  # an observation the renderer cannot read (missing or odd fields)
+        return None
+    text = lines_text(lines)
+    return text if text.strip() else None
 
 
-def strip_legal_line(text: str) -> str:
-    """The observation text without its legal-action line (compact form, as in tools mode)."""
-    return compact_state(text, tools=True)
+def compact_state(observation: Mapping[str, Any], *, tools: bool) -> str:
+    """The observation's state for the prompt, built from its keyed lines (``render_lines`` in
+    compact form): no task/seed banner, no hospital names (the system prompt names them), no unit
+    kind where the id already says it (``ALS1``, not ``ALS1(ALS)``), on-call specialists grouped
+    (``on_call cardio,neuro``), no ``dest -`` / ``blood ?`` fields (nothing chosen / not typed
+    yet); with tools also no legal-action line and no blood stock, which the tools' enums carry
+    (blood types in stock, unit bounds). An observation the renderer cannot read is shown as
+    ``observation_text`` gives it."""
+    text = _rendered(observation, compact=True, tools=tools)
+    return (observation_text(observation) if text is None else text)[:MAX_OBSERVATION_CHARS]
 
 
 def _values(values: Sequence[Any]) -> str:

@@ -50,12 +50,18 @@ def short_hash(text: str | None) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:SHORT]
 
 
+def sim_source_files() -> list[Path]:
+    """Every Python source of the simulation, subpackages such as ``sim/dynamics`` included."""
+    return sorted(_SIM_DIR.rglob("*.py"))
+
+
 @functools.lru_cache(maxsize=1)
 def sim_fingerprint() -> str:
-    """SHA-256 (16 hex digits) over the simulation's source files, in name order."""
+    """SHA-256 (16 hex digits) over the simulation's source files (subpackages such as
+    ``sim/dynamics`` included), in relative-path order."""
     digest = hashlib.sha256()
-    for path in sorted(_SIM_DIR.glob("*.py")):
-        digest.update(path.name.encode())
+    for path in sim_source_files():
+        digest.update(path.relative_to(_SIM_DIR).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

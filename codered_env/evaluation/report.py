@@ -23,7 +23,7 @@ from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
 from codered_env.evaluation.trajectory import Trajectory, package_version
 from codered_env.sim import grade_episode
 
-AGENT_ORDER = ("noop", "random", "heuristic", "planner", "llm")
+AGENT_ORDER = ("noop", "random", "heuristic", "planner", "oracle", "llm")
 RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
                 "cascade_score")
 SPREAD_LABEL = "mean ± sample std"
@@ -155,16 +155,34 @@ def _dates(row: Row) -> str:
     return row.dates[0] if len(row.dates) == 1 else f"{row.dates[0]} to {row.dates[-1]}"
 
 
+def normalised_score(row: Row, rows: Sequence[Row]) -> str:
+    """``(score - random) / (oracle - random)`` on the row's task, from the stored ``random`` and
+    ``oracle`` rows of that task (and simulation, where rows carry one): the share of the range
+    from a random policy to the oracle ceiling (agents/oracle.py) that the row reaches; ``—``
+    when either reference row is missing or the oracle does not beat random."""
+    def reference(agent: str) -> Row | None:
+        same = [r for r in rows if r.task_id == row.task_id and r.agent == agent]
+        sim = getattr(row, "sim_fingerprint", None)
+        return next((r for r in same if getattr(r, "sim_fingerprint", None) == sim), None)
+
+    floor, ceiling = reference("random"), reference("oracle")
+    if floor is None or ceiling is None or ceiling.mean <= floor.mean:
+        return "—"
+    return f"{(row.mean - floor.mean) / (ceiling.mean - floor.mean):.2f}"
+
+
 def markdown_table(rows: Sequence[Row], names: Sequence[str]) -> str:
     """The results table in GitHub markdown."""
     header = ["Task", "Agent", "Model", "n", f"Score ({SPREAD_LABEL})", *names, "Seeds", "Date"]
     header += ["Provenance"]
+    header.insert(5, "Normalised")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         comps = ["—" if row.components[n] is None else f"{row.components[n]:.3f}" for n in names]
         cells = [row.task_id, row.agent, row.model, str(row.n), f"{row.mean:.3f} ± {row.std:.3f}",
                  *comps, format_seeds(row.seeds), _dates(row)]
         cells += [row.provenance]
+        cells.insert(5, normalised_score(row, rows))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -7,7 +7,8 @@ seed, actions) (see ``codered_env.web.advice``), bounded by the same action cap 
 cache, per-client rate limit; advice and frames have their own per-minute allowance, one call
 per step of play) and come back as JSON text.
 
-* ``GET /web`` and ``GET /web/static/{console.js,console.css}``: the page.
+* ``GET /web`` and ``GET /web/static/{name}``: the page (``web.ASSETS``: the console's ES modules,
+  its style sheet and icon).
 * ``GET /web/map``: the city layout (and its static SVG) plus the task menu.
 * ``GET /web/actions``: the action catalogue (verbs, help, parameters) the console labels from.
 * ``POST /web/advice``: running grade after the actions, and a built-in agent's next action
@@ -35,6 +36,7 @@ from codered_env.web import ASSETS, asset
 from codered_env.web.advice import task_menu
 
 TAGS = ["Web console"]
+StaticAsset = Literal[tuple(ASSETS)]  # type: ignore[valid-type]
 NO_STORE = {"Cache-Control": "no-cache"}
 # Body caps (``limits.RequestGuardMiddleware``) of the POST routes: the /grader cap, so that
 # MAX_GRADER_ACTIONS actions fit.
@@ -88,7 +90,7 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
         return HTMLResponse(asset("index.html"), headers=NO_STORE)
 
     @app.get("/web/static/{name}", tags=TAGS, summary="The console's script and style sheet")
-    async def web_static(name: Literal["console.js", "console.css", "favicon.svg"]) -> Response:
+    async def web_static(name: StaticAsset) -> Response:
         return Response(asset(name), media_type=ASSETS[name], headers=NO_STORE)
 
     @app.get("/web/map", tags=TAGS, summary="City layout and task menu for the console")

@@ -6,8 +6,8 @@ where mutual-aid units from the neighbouring district enter; ``N4``-``N7``-``H1`
 Ring Road bypass. Base minutes assume 25-35 km/h urban speeds (Hindustan Times 2022).
 
 A ``RoadNetwork`` holds the current state of every edge (open/closed, congestion factor) and
-answers shortest-path queries from a cached all-pairs table that is rebuilt only when a road
-changes.
+answers shortest-path queries from an all-pairs table per road state, computed once per
+process for each road state met (``_TABLES``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ NODES: tuple[Node, ...] = (
 )
 NODE_IDS: tuple[str, ...] = tuple(n.node_id for n in NODES)
 NODE_NAMES: dict[str, str] = {n.node_id: n.name for n in NODES}
+NODE_INDEX: dict[str, int] = {n: i for i, n in enumerate(NODE_IDS)}
 NEIGHBOURHOOD_IDS: tuple[str, ...] = tuple(n.node_id for n in NODES if n.kind != "hospital")
 
 # (a, b, base minutes, label). Undirected.
@@ -90,10 +91,19 @@ class RoadNetwork:
         self.time_factor = PEAK_HOUR_FACTOR if peak_hour else 1.0
         self.closed: set[tuple[str, str]] = set()
         self.congestion: dict[tuple[str, str], float] = {}
-        self._index = {n: i for i, n in enumerate(NODE_IDS)}
+        self._index = NODE_INDEX
         self._dist: list[list[float]] = []
         self._next: list[list[int]] = []
         self._dirty = True
+
+    def __getstate__(self) -> dict[str, object]:
+        """A copy (pickle: forks) carries the road state only; its tables come from the shared
+        per-state cache when first asked."""
+        return {"time_factor": self.time_factor, "closed": self.closed, "congestion": self.congestion}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._index, self._dist, self._next, self._dirty = NODE_INDEX, [], [], True
 
     # -- state changes -------------------------------------------------------------------
     def close(self, a: str, b: str) -> None:
@@ -156,25 +166,45 @@ class RoadNetwork:
     def _refresh(self) -> None:
         if not self._dirty:
             return
-        n = len(NODE_IDS)
-        dist = [[0.0 if i == j else _INF for j in range(n)] for i in range(n)]
-        nxt = [[j for j in range(n)] for _ in range(n)]
-        for a, b, _, _ in EDGES:
-            i, j = self._index[a], self._index[b]
-            cost = self.edge_minutes(a, b)
-            if cost < dist[i][j]:
-                dist[i][j] = dist[j][i] = cost
-        for k in range(n):
-            dk = dist[k]
-            for i in range(n):
-                dik = dist[i][k]
-                if dik == _INF:
-                    continue
-                di, ni = dist[i], nxt[i]
-                nik = ni[k]
-                for j in range(n):
-                    cand = dik + dk[j]
-                    if cand < di[j] - 1e-12:
-                        di[j] = cand
-                        ni[j] = nik
-        self._dist, self._next, self._dirty = dist, nxt, False
+        key = (self.time_factor, frozenset(self.closed), frozenset(self.congestion.items()))
+        tables = _TABLES.get(key)
+        if tables is None:
+            if len(_TABLES) >= _TABLES_MAX:
+                _TABLES.clear()
+            tables = _TABLES[key] = _shortest_paths(self)
+        self._dist, self._next = tables
+        self._dirty = False
+
+
+# All-pairs tables per road state, shared by every network in the process (episodes, forks, the
+# agents' own views of the roads): a road state recurs constantly (most of the time no road is
+# closed), and the tables are never mutated, only read.
+_TABLES: dict[tuple[float, frozenset, frozenset], tuple[list[list[float]], list[list[int]]]] = {}
+_TABLES_MAX = 4096
+
+
+def _shortest_paths(net: RoadNetwork) -> tuple[list[list[float]], list[list[int]]]:
+    """Floyd-Warshall over the current edge costs: (minutes, next hop) for every pair."""
+    n = len(NODE_IDS)
+    index = net._index
+    dist = [[0.0 if i == j else _INF for j in range(n)] for i in range(n)]
+    nxt = [[j for j in range(n)] for _ in range(n)]
+    for a, b, _, _ in EDGES:
+        i, j = index[a], index[b]
+        cost = net.edge_minutes(a, b)
+        if cost < dist[i][j]:
+            dist[i][j] = dist[j][i] = cost
+    for k in range(n):
+        dk = dist[k]
+        for i in range(n):
+            dik = dist[i][k]
+            if dik == _INF:
+                continue
+            di, ni = dist[i], nxt[i]
+            nik = ni[k]
+            for j in range(n):
+                cand = dik + dk[j]
+                if cand < di[j] - 1e-12:
+                    di[j] = cand
+                    ni[j] = nik
+    return dist, nxt

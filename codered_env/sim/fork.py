@@ -45,23 +45,17 @@ id counters reveal nothing.
 
 from __future__ import annotations
 
-import pickle
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from random import Random
-from typing import TYPE_CHECKING
 
 from .city import NODE_NAMES, RoadNetwork
 from .conditions import CONDITIONS
-from .generator import (
-    _PHASE1_BUILDERS,
-    DISRUPTION_POOLS,
-    PATIENT_NODES,
-    Scenario,
-    _disruption,
-    _Ids,
-    _phase2,
-    surge_calls,
-)
+from .dynamics.spawns import callback_spawn
+from .dynamics.travel import draw_noise
+from .dynamics.vitals import band
+from .generator import DISRUPTION_POOLS, PATIENT_NODES, Scenario, draw_arrivals, draw_disruption, surge_calls
 from .params import (
     BASELINE_HR_RANGE,
     BASELINE_SBP_RANGE,
@@ -70,6 +64,7 @@ from .params import (
     CATH_LAB_PREP_RANGE,
     ELECTIVE_REMAINING_RANGE,
     INCIDENT_SECONDARY_DELAY_RANGE,
+    MEMO_ENTRIES,
     NEWS_CYCLE_SURGE_CALLS,
     NEWS_CYCLE_SURGE_SPREAD_MIN,
     PHASE2_CALLS,
@@ -81,10 +76,7 @@ from .params import (
 from .tasks import TaskSpec
 from .triage import callback_plan, caller_report, condition_posterior, parse_report, weighted_draw
 from .types import Call, Patient, PendingSpawn
-from .world import World, _band, callback_spawn
-
-if TYPE_CHECKING:
-    from .env import CodeRedSim
+from .world import World
 
 _MAX_DRAWS = 20
 _ESCALATION = "incident escalated"
@@ -94,17 +86,16 @@ def fork_rng(task_id: str, seed: int, step: int, fork_seed: int) -> Random:
     return Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")
 
 
-def private_copy(sim: CodeRedSim) -> CodeRedSim:
-    """A deep copy of an episode without the parts a fork redraws anyway (random streams, calls
-    still to come): pickling copies every field, including fields added later, and keeps shared
-    objects shared; about six times faster than ``copy.deepcopy`` (bench/bench_fork.py). The
-    parent's attributes are detached only for the duration of the copy."""
-    world = sim.world
+@contextmanager
+def hidden_future_detached(world: World) -> Iterator[None]:
+    """While the block runs, ``world`` holds no random streams and only the future arrivals the
+    agent knows of (announced escalations), so a copy taken inside carries nothing a fork must
+    redraw anyway (``CodeRedSim.private_copy``); everything is put back afterwards."""
     saved = world.travel_rng, world.narrative_rng, world.spawns
     world.travel_rng = world.narrative_rng = None
     world.spawns = [s for s in saved[2] if _carried(s)]
     try:
-        return pickle.loads(pickle.dumps(sim, protocol=pickle.HIGHEST_PROTOCOL))
+        yield
     finally:
         world.travel_rng, world.narrative_rng, world.spawns = saved
 
@@ -116,8 +107,9 @@ def _carried(spawn: PendingSpawn) -> bool:
 
 
 def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> None:
-    """Redraw every hidden part of ``world`` (a ``private_copy``) in place; ``parent_spawns``
+    """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place; ``parent_spawns``
     (read only) tells whether the incident's secondary casualty is still to come."""
+    world.score_version += 1  # the preview counts only what the agent sees; re-derived anyway
     world.travel_rng = Random(rng.getrandbits(64))
     world.narrative_rng = Random(rng.getrandbits(64))
     _resample_callers(world, rng)
@@ -133,8 +125,7 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
 def _shadow_arrivals(task: TaskSpec, rng: Random) -> Scenario:
     """The patients and calls of a fresh draw of the task's generator (hospitals, fleet and
     disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions)."""
-    builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
-    patients, calls, spawns, incident, mci = builder(Random(rng.getrandbits(64)), _Ids(), task)
+    patients, calls, spawns, incident, mci = draw_arrivals(task, Random(rng.getrandbits(64)))
     return Scenario(False, {}, {}, patients, calls, spawns, [], incident, mci)
 
 
@@ -148,11 +139,19 @@ def _resample_callers(world: World, rng: Random) -> None:
         p = world.patients[patient_id]
         if p.visible:
             continue
-        condition = weighted_draw(rng, condition_posterior(chain[0], _call_prior(world, chain[0])))
+        prior = _call_prior(world, chain[0])
+        condition = weighted_draw(rng, _posterior(chain[0].report, tuple(prior.items())))
         priority = CONDITIONS[condition].true_priority
         for call in chain:
             call.true_priority = priority
         _redraw_patient(world, p, chain, condition, rng)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _posterior(report: str, prior: tuple[tuple[str, float], ...]) -> dict[str, float]:
+    """``triage.condition_posterior`` memoised (read only): a planner forks the same episode,
+    with the same callers waiting, again and again."""
+    return condition_posterior({"report": report}, dict(prior))
 
 
 def _call_prior(world: World, call: Call) -> dict[str, float]:
@@ -191,7 +190,7 @@ def _call_prior(world: World, call: Call) -> dict[str, float]:
 
 def _schedule_mix(n_calls: int) -> dict[str, float]:
     """The condition of one scheduled call: three are fixed (STEMI, stroke or haemorrhage,
-    labour), the rest drawn from the call mix, in shuffled order (generator._phase2)."""
+    labour), the rest drawn from the call mix, in shuffled order (generator.draw_arrivals)."""
     fixed = {"stemi": 1.0, "stroke": 0.5, "trauma_haemorrhage": 0.5, "labour": 1.0}
     norm = sum(CALL_MIX.values())
     mix = {c: (n_calls - 3) / n_calls * w / norm for c, w in CALL_MIX.items()}
@@ -225,12 +224,12 @@ def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str,
         en_route = world.ambulances.get(p.ambulance_id or "")
         p.status = "unit_en_route" if en_route and en_route.patient_id == p.patient_id else "awaiting_unit"
         _replay_wait(world, p, spec.deterioration_per_min)
-    p.band = _band(p.reserve)
+    p.band = band(p.reserve)
 
 
 def _replay_wait(world: World, p: Patient, rate: float) -> None:
-    """World._physiology over the minutes since the call, for a patient nobody has reached (a
-    spawn at t>0 deteriorates in its own tick; the first tick is minute 1)."""
+    """``dynamics.physiology.deteriorate`` over the minutes since the call, for a patient nobody
+    has reached (a spawn at t>0 deteriorates in its own tick; the first tick is minute 1)."""
     if rate == 0.0:
         return
     for minute in range(max(1, p.appeared_at), world.clock + 1):
@@ -290,7 +289,7 @@ def _renoise_trips(world: World, rng: Random) -> None:
         trip = amb.trip
         if trip is None or trip.arrival <= now or trip.noise <= 0:
             continue
-        noise = world.draw_noise()
+        noise = draw_noise(world)
         scale = noise / trip.noise
         last = now
         for i, t in enumerate(trip.times):
@@ -382,7 +381,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
     p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0, p.sbp0 = rng.randint(*BASELINE_HR_RANGE), rng.randint(*BASELINE_SBP_RANGE)
-    p.band = _band(p.reserve)
+    p.band = band(p.reserve)
     if spawn.call is not None:
         spawn.call.report = caller_report(p.condition, NODE_NAMES[p.node], rng)
         facts = parse_report(spawn.call.report)
@@ -421,7 +420,7 @@ def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
     fresh = []
     for kind in kinds:
         for _ in range(_MAX_DRAWS):
-            d = _disruption(rng, kind, net, origins, world.task)
+            d = draw_disruption(rng, kind, net, origins, world.task)
             if d.start > world.clock:
                 break
         if d.start <= world.clock:

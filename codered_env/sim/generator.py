@@ -151,7 +151,7 @@ def _demographics(p: Patient) -> tuple[str, int]:
 
 
 def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
-    """A call whose id is given on arrival (World._add_spawn), so ids follow arrival order."""
+    """A call whose id is given on arrival (dynamics.spawns.add_spawn), so ids follow arrival order."""
     report = caller_report(patient.condition, NODE_NAMES[patient.node], rng)
     facts = parse_report(report)
     patient.sex, patient.age = facts.sex, facts.age  # the patient the caller described
@@ -197,7 +197,9 @@ def _road_disruption(
     return Disruption(kind, start, end, edges=(edge,), text=text)
 
 
-def _disruption(rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec) -> Disruption:
+def draw_disruption(
+    rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec
+) -> Disruption:
     if kind in ("road_closure", "accident_congestion"):
         start = rng.randint(*ROAD_DISRUPTION_WINDOW[0])
         return _road_disruption(
@@ -275,14 +277,20 @@ def generate(task: TaskSpec, seed: int) -> Scenario:
     peak = rng.random() < PEAK_HOUR_PROBABILITY
     hospitals = _hospitals(rng)
     ambulances = {aid: Ambulance(aid, kind, home, home) for aid, kind, home in FLEET}
-    ids = _Ids()
-    builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
-    patients, calls, spawns, incident, mci = builder(rng, ids, task)
+    patients, calls, spawns, incident, mci = draw_arrivals(task, rng)
     net = RoadNetwork(peak)
     origins = [p.node for p in patients.values()] or [s.patient.node for s in spawns]
     kinds = rng.sample(DISRUPTION_POOLS.get(task.task_id, ()), task.disruptions) if task.disruptions else []
-    disruptions = [_disruption(rng, k, net, origins, task) for k in kinds]
+    disruptions = [draw_disruption(rng, k, net, origins, task) for k in kinds]
     return Scenario(peak, hospitals, ambulances, patients, calls, spawns, disruptions, incident, mci)
+
+
+def draw_arrivals(task: TaskSpec, rng: Random):
+    """The task's patients, calls and future arrivals, drawn from ``rng`` (ids from P1 on):
+    ``(patients, calls, spawns, incident node, incident patient ids)``. Reset uses it, and a
+    fork draws a fresh future with it (fork.py)."""
+    builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
+    return builder(rng, _Ids(), task)
 
 
 def _task1(rng: Random, ids: _Ids, task: TaskSpec):

@@ -12,6 +12,7 @@ from typing import Any
 
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
+from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .params import (
     BLOOD_COURIER_DISPATCH_MIN,
     MUTUAL_AID_DELAY_RANGE,
@@ -21,6 +22,7 @@ from .params import (
     TYPE_SPECIFIC_MIN,
 )
 from .types import (
+    FINAL_PATIENT_STATES,
     Ambulance,
     BloodAllocation,
     BloodTransfer,
@@ -29,7 +31,7 @@ from .types import (
     MutualAidRequest,
     Patient,
 )
-from .world import COMPATIBLE_DONORS, World, emergency_group_o
+from .world import World
 
 DISPATCHABLE = ("available", "returning")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -148,6 +150,7 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    world.score_version += 1
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
     p = world.patients[call.patient_id]
@@ -250,7 +253,7 @@ def allocate_blood(world: World, a: Any) -> str | None:
     h, err = _hospital(world, a.hospital_id)
     if h is None:
         return err
-    if p.status in ("in_treatment", "treated", "released", "deceased"):
+    if p.status in FINAL_PATIENT_STATES:
         return f"{p.patient_id} is {p.status}; blood can be reserved only before treatment"
     emergency = emergency_group_o(p)
     if p.blood_type_known:
@@ -350,6 +353,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
     unit_id = f"{MUTUAL_AID_UNIT_PREFIX}{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
+    world.score_version += 1
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None
 

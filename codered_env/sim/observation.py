@@ -8,9 +8,12 @@ lab result, per-OR timers (``query_or_status`` reveals them), and future calls.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .conditions import CONDITIONS
+from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
 from .params import (
     GCS_MIN,
@@ -20,8 +23,8 @@ from .params import (
     VITALS_BASELINE,
 )
 from .triage import PRIORITIES
-from .types import Patient
-from .world import COMPATIBLE_DONORS, World, emergency_group_o
+from .types import FINAL_PATIENT_STATES, Patient
+from .world import World
 
 MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
 
@@ -59,7 +62,7 @@ _SHIFTS = {stroke: tuple(table[v] for v in _VITALS)
 _BASE_SPO2, _BASE_RR, _BASE_GCS = VITALS_BASELINE["spo2"], VITALS_BASELINE["rr"], VITALS_BASELINE["gcs"]
 
 
-def _waiting_for(world: World, p: Patient) -> list[str]:
+def waiting_for(world: World, p: Patient) -> list[str]:
     if p.status != "at_hospital" or p.hospital is None:
         return []
     h = world.hospitals[p.hospital]
@@ -112,7 +115,7 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
         "destination": p.destination,
         "hospital": p.hospital,
         "eta_min": eta,
-        "waiting_for": _waiting_for(world, p),
+        "waiting_for": waiting_for(world, p),
         "blood_reserved": _reserved(world, p),
         "minutes_since_call": world.clock - p.appeared_at,
         "minutes_since_onset": world.clock - p.appeared_at + p.onset_min,
@@ -244,6 +247,43 @@ def visible_calls(world: World) -> list:
     return [c for c in world.calls.values() if c.status in ("pending", "dispatched")]
 
 
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What the observation shows beside the world: the episode's own bookkeeping."""
+
+    step: int
+    max_steps: int
+    done: bool
+    preview: float
+    last_error: str | None
+    events: list[str]
+
+
+# key -> how it is built, in the observation's key order (one source for the dict and the view)
+_PARTS: dict[str, Callable[[World, StepContext], Any]] = {
+    "task_id": lambda w, c: w.task.task_id,
+    "seed": lambda w, c: w.seed,
+    "step": lambda w, c: c.step,
+    "max_steps": lambda w, c: c.max_steps,
+    "clock_min": lambda w, c: w.clock,
+    "horizon_min": lambda w, c: w.task.horizon_min,
+    "phase": lambda w, c: w.task.phase,
+    "done": lambda w, c: c.done,
+    "patients": lambda w, c: [_patient(w, p) for p in w.patients.values() if p.visible],
+    "ambulances": lambda w, c: [_ambulance(w, a) for a in w.ambulances.values()],
+    "hospitals": lambda w, c: [_hospital(w, h) for h in w.hospitals.values()],
+    "calls": lambda w, c: [_call(w, x) for x in visible_calls(w)],
+    "roads": lambda w, c: _roads(w),
+    "alerts": lambda w, c: _alerts(w),
+    "events": lambda w, c: list(c.events),
+    "mutual_aid": lambda w, c: _mutual_aid(w),
+    "query_result": lambda w, c: w.query_result,
+    "score_preview": lambda w, c: c.preview,
+    "last_action_error": lambda w, c: c.last_error,
+    "legal_actions": lambda w, c: {} if c.done else legal_actions(w),
+}
+
+
 def build_observation(
     world: World,
     *,
@@ -254,34 +294,79 @@ def build_observation(
     last_error: str | None,
     events: list[str],
 ) -> dict[str, Any]:
-    return {
-        "task_id": world.task.task_id,
-        "seed": world.seed,
-        "step": step,
-        "max_steps": max_steps,
-        "clock_min": world.clock,
-        "horizon_min": world.task.horizon_min,
-        "phase": world.task.phase,
-        "done": done,
-        "patients": [_patient(world, p) for p in world.patients.values() if p.visible],
-        "ambulances": [_ambulance(world, a) for a in world.ambulances.values()],
-        "hospitals": [_hospital(world, h) for h in world.hospitals.values()],
-        "calls": [_call(world, c) for c in visible_calls(world)],
-        "roads": _roads(world),
-        "alerts": _alerts(world),
-        "events": list(events),
-        "mutual_aid": _mutual_aid(world),
-        "query_result": world.query_result,
-        "score_preview": preview,
-        "last_action_error": last_error,
-        "legal_actions": {} if done else legal_actions(world),
-    }
+    ctx = StepContext(step, max_steps, done, preview, last_error, events)
+    return {key: part(world, ctx) for key, part in _PARTS.items()}
+
+
+def _patients_reusing_rows(world: World, rows: dict[str, tuple[tuple, dict]]) -> list[dict[str, Any]]:
+    """The visible patients' dicts, reusing (shallow-copied, read only) the dict of a patient in a
+    final state from an earlier step: once treated, released or dead, only the minutes since
+    the call move (and the blood type, when a lab result comes in)."""
+    out = []
+    clock = world.clock
+    for p in world.patients.values():
+        if not p.visible:
+            continue
+        if p.status not in FINAL_PATIENT_STATES:
+            out.append(_patient(world, p))
+            continue
+        key = (p.status, p.blood_type_known)
+        cached = rows.get(p.patient_id)
+        if cached is None or cached[0] != key:
+            row = _patient(world, p)
+            rows[p.patient_id] = (key, row)
+        else:
+            row = dict(cached[1])
+            since = clock - p.appeared_at
+            row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
+        out.append(row)
+    return out
+
+
+class ObservationView(Mapping[str, Any]):
+    """The observation, each top-level part built on first access (``CodeRedSim.observation_view``).
+
+    Reading every key gives exactly ``build_observation``'s dict (tests/sim/test_incremental_core.py);
+    an agent that reads only what it needs (the heuristic skips alerts, events, the query result)
+    pays only for that. Parts that rarely change are reused from earlier views (``memo``, kept
+    by the episode): the dicts of patients in a final state, the blood options while the blood
+    state behind them is the same. A view describes the world when it was made: read it
+    before the next step, and never change what it returns."""
+
+    __slots__ = ("_built", "_ctx", "_memo", "_world")
+
+    def __init__(self, world: World, ctx: StepContext, memo: dict[str, Any]) -> None:
+        self._world, self._ctx, self._memo = world, ctx, memo
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        built = self._built
+        if key in built:
+            return built[key]
+        if key == "patients":
+            value = built[key] = _patients_reusing_rows(self._world, self._memo.setdefault("rows", {}))
+        elif key == "legal_actions":
+            value = built[key] = {} if self._ctx.done else legal_actions(self._world, self._memo)
+        else:
+            value = built[key] = _PARTS[key](self._world, self._ctx)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in _PARTS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PARTS)
+
+    def __len__(self) -> int:
+        return len(_PARTS)
 
 
 # ------------------------------------------------------------------------------ legal actions
-def legal_actions(world: World) -> dict[str, list[dict[str, list[Any]]]]:
+def legal_actions(world: World, memo: dict[str, Any] | None = None) -> dict[str, list[dict[str, list[Any]]]]:
     """Legal actions now: action_type -> list of options; each option maps every parameter to
-    its allowed values, and every combination inside one option is legal."""
+    its allowed values, and every combination inside one option is legal. With ``memo`` (the
+    observation view's), the blood options are reused, not copied, while their inputs are
+    unchanged."""
     legal: dict[str, list[dict[str, list[Any]]]] = {}
     free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
     visible = [p for p in world.patients.values() if p.visible]
@@ -293,7 +378,10 @@ def legal_actions(world: World) -> dict[str, list[dict[str, list[Any]]]]:
     else:
         _phase2_legal(world, legal, free)
     _hospital_legal(world, legal, visible)
-    _blood_legal(world, legal, visible)
+    if memo is None:
+        _blood_legal(world, legal, visible)
+    else:
+        _blood_legal_reused(world, legal, visible, memo)
     if world.task.mutual_aid_limit > len(world.mutual_aid):
         options: list[dict[str, list[Any]]] = [{}]
         targets = [p.patient_id for p in visible if p.status == "awaiting_unit"]
@@ -343,14 +431,30 @@ def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
             legal[name] = options
 
 
-_NOT_BEFORE_TREATMENT = frozenset({"in_treatment", "treated", "released", "deceased"})
+def _blood_legal_reused(world: World, legal: dict, visible: list[Patient], memo: dict[str, Any]) -> None:
+    """``_blood_legal`` keyed by everything it reads: each patient's donor types and whether a
+    typing can be asked for, every hospital's stock, and which roads are closed."""
+    patients = tuple(
+        (p.patient_id, p.blood_type) if p.blood_type_known
+        else (p.patient_id, None, p.o_pos_safe(), p.blood_type_ready_at is None)
+        for p in visible
+        if p.status not in FINAL_PATIENT_STATES
+    )
+    stocks = tuple(tuple(h.blood.items()) for h in world.hospitals.values())
+    key = (patients, stocks, frozenset(world.net.closed))
+    cached = memo.get("blood")
+    if cached is None or cached[0] != key:
+        part: dict[str, Any] = {}
+        _blood_legal(world, part, visible)
+        cached = memo["blood"] = (key, part)
+    legal.update(cached[1])
 
 
 def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
     by_donors: dict[tuple[str, ...], list[str]] = {}
     query = []
     for p in visible:
-        if p.status in _NOT_BEFORE_TREATMENT:
+        if p.status in FINAL_PATIENT_STATES:
             continue
         if p.blood_type_known:
             donors = COMPATIBLE_DONORS[p.blood_type]

@@ -25,6 +25,8 @@ Public functions
     ``caller_report(condition, place, rng)`` -- sample a report for ``condition`` from ``rng``
     (a ``random.Random``); the draws depend only on that generator.
     ``parse_report(report)`` -- the visible facts of a report (caller, age band, sex, features).
+    ``report_facts(report)`` -- the same under any number of callback prefixes (the Gym
+    encoder's symptom cues are these features).
     ``condition_posterior(call, prior=None)`` -- the exact posterior over true conditions given
     only what the dispatcher sees of ``call`` (its report text), normalised, deterministic;
     ``prior`` defaults to the phase-2 call mix ``CALL_MIX`` (incident and news-cycle surge calls
@@ -113,6 +115,7 @@ AGE_BANDS: dict[str, tuple[int, int]] = {
 }
 NO_SYMPTOM_TEXT = "unwell, caller not sure what is wrong"
 CALLBACK_PREFIX = "CALLBACK"
+CALLBACK_SAYS = ", caller says it is worse: "
 _PHRASE_TO_FEATURE = {phrase: f for f, phrases in FEATURE_PHRASES.items() for phrase in phrases}
 _CALLER_FROM_PHRASE = {v: k for k, v in CALLER_PHRASES.items()}
 _HEADER = re.compile(r"^(?:CALLBACK[^:]*: )?(\d+)([MF]) at [^,]+, ([a-z -]+ calling): (.*)$")
@@ -173,7 +176,7 @@ def caller_report(condition: str, place: str, rng: Random) -> str:
 
 def callback_report(original: str, original_id: str) -> str:
     """What a caller advised at P4 says when ringing back."""
-    return f"{CALLBACK_PREFIX} (was {original_id}), caller says it is worse: {original}"
+    return f"{CALLBACK_PREFIX} (was {original_id}){CALLBACK_SAYS}{original}"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -193,6 +196,14 @@ def parse_report(report: str) -> ReportFacts | None:
                 return None
             features.add(_PHRASE_TO_FEATURE[phrase])
     return ReportFacts(caller, int(age), sex, frozenset(features))
+
+
+def report_facts(report: str) -> ReportFacts | None:
+    """``parse_report`` of the caller's own words under any number of callback prefixes (a
+    caller may ring back about a callback), or None for text this model did not produce."""
+    while report.startswith(CALLBACK_PREFIX) and CALLBACK_SAYS in report:
+        report = report.split(CALLBACK_SAYS, 1)[1]
+    return parse_report(report)
 
 
 def log_likelihood(condition: str, facts: ReportFacts) -> float:

@@ -7,7 +7,8 @@ tuples so tests can assert that every entity is always in exactly one valid stat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 from .params import CHILDBEARING_AGE_RANGE
 
@@ -27,6 +28,8 @@ AMBULANCE_STATES = ("available", "en_route", "on_scene", "transporting", "at_hos
 OR_STATES = ("idle", "preparing", "ready", "in_use", "out_of_service")
 SPECIALIST_STATES = ("on_call", "paged", "present", "unavailable")
 CALL_STATES = ("pending", "dispatched", "on_scene", "closed_advice", "closed_callback")
+#: Patients nothing more happens to (no deterioration; an episode may end with them all here).
+FINAL_PATIENT_STATES = frozenset({"treated", "released", "deceased", "in_treatment"})
 
 
 @dataclass(slots=True)
@@ -261,3 +264,21 @@ class PendingSpawn:
     patient: Patient
     call: Call | None
     reason: str
+
+
+def _pickled_by_fields(cls: type) -> None:
+    """Pickle (and so ``CodeRedSim.private_copy``, every fork) stores a record as its field
+    values and rebuilds it with its constructor: one C-level getter and one ``__init__`` call
+    instead of the slotted dataclass's per-field ``__getstate__``/``__setstate__`` loops. The
+    records hold no reference cycles, so shared records stay shared."""
+    values = attrgetter(*(f.name for f in fields(cls)))
+
+    def __reduce__(self: object) -> tuple[type, tuple]:
+        return cls, values(self)
+
+    cls.__reduce__ = __reduce__  # type: ignore[method-assign]
+
+
+for _record in (Patient, Call, Trip, Ambulance, OperatingRoom, Specialist, Hospital, BloodAllocation,
+                BloodTransfer, Disruption, MutualAidRequest, PendingSpawn):
+    _pickled_by_fields(_record)

@@ -236,3 +236,8 @@ def test_real_ppo_checkpoint_retrained_into_the_same_path(tmp_path: Path) -> Non
     fresh = runner.invoke(app, [*evaluate[:-3], "--db", str(tmp_path / "fresh.db"), "--json"])
     assert [e["score"] for e in json.loads(second.stdout)] == \
         [e["score"] for e in json.loads(fresh.stdout)]
+
+
+def test_sim_fingerprint_covers_the_simulation_subpackages() -> None:
+    names = {path.relative_to(provenance._SIM_DIR).as_posix() for path in provenance.sim_source_files()}
+    assert {"params.py", "world.py", "dynamics/physiology.py", "dynamics/care.py"} <= names

@@ -31,7 +31,11 @@ def test_eval_then_report(tmp_path: Path) -> None:
     out = tmp_path / "rep"
     report = runner.invoke(app, ["report", "--db", db, "--out", str(out)])
     assert report.exit_code == 0, report.output
-    table = [ln for ln in report.stdout.splitlines() if ln.startswith("| task1")]
+    lines = [ln for ln in report.stdout.splitlines() if ln.startswith("| task1")]
+    table = [ln for ln in lines if "±" in ln]  # the score table
+    clinical = [ln for ln in lines if "±" not in ln]  # outcomes beside the score (issue 21)
+    assert [ln.split(" | ")[1] for ln in clinical] == ["noop", "heuristic"]
+    assert all(ln.split(" | ")[3] == "3" for ln in clinical)
     assert [ln.split(" | ")[1] for ln in table] == ["noop", "heuristic"]
     assert all(" | 3 | " in ln and ln.split(" | ")[-3] == "0–2" for ln in table)
     assert all(ln.split(" | ")[-1].startswith("sim ") for ln in table)  # the Provenance column

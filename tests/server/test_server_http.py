@@ -124,6 +124,16 @@ def test_grader_replay_is_deterministic_and_matches_a_played_episode(http: httpx
     assert live["source"] == "episode" and live["score"] == first["score"]
 
 
+def test_grader_shows_clinical_outcomes_with_noop_and_heuristic_references(http: httpx.Client) -> None:
+    noop = http.post("/grader", json={"task_id": "task2", "seed": 4, "actions": []}).json()
+    references = noop["reference_outcomes"]
+    assert noop["outcomes"] == references["noop"]
+    heuristic = http.post("/grader", json={"task_id": "task2", "seed": 4}).json()
+    assert heuristic["outcomes"] == references["heuristic"] == heuristic["reference_outcomes"]["heuristic"]
+    assert references["heuristic"]["deaths_per_100"] < references["noop"]["deaths_per_100"]
+    assert noop["score"] < heuristic["score"]  # the outcomes sit beside the score, not in it
+
+
 def test_grader_refuses_contradictory_or_unknown_requests(http: httpx.Client) -> None:
     both = http.post("/grader", json={"episode_id": "x", "actions": []})
     assert both.status_code == 422

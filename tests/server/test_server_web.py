@@ -56,7 +56,7 @@ def test_page_and_assets_have_no_inline_code_and_fetch_nothing_from_elsewhere(ht
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     text = page.text
     assert text == asset("index.html")
-    assert re.findall(r"<script[^>]*>", text) == ['<script src="/web/static/console.js" defer>']
+    assert re.findall(r"<script[^>]*>", text) == ['<script type="module" src="/web/static/console.js">']
     assert "<style" not in text and " style=" not in text
     assert not re.search(r"\son[a-z]+=", text), "inline event handler"
     for name, media_type in ASSETS.items():

@@ -24,6 +24,7 @@ from codered_env.agents.triage_rule import triage_report
 from codered_env.sim import CodeRedSim, rubric
 from codered_env.sim import params as P
 from codered_env.sim.conditions import CONDITIONS, expected_outcome
+from codered_env.sim.dynamics import scene, travel
 from codered_env.sim.triage import (
     best_guess_priority,
     caller_report,
@@ -222,25 +223,29 @@ def _transport_ratio() -> float:
     """Transport legs as driven (lights and sirens) over the same trips at normal speed, summed over
     every patient transport in task3 episodes played by the heuristic (seeds 0-9)."""
     driven = normal = 0.0
-    for seed in range(10):
-        sim = CodeRedSim("task3", seed)
-        world = sim.world
-        plan = world.plan_trip
+    plan = travel.plan_trip
 
-        def recording(origin, target, depart, purpose, speed, noise, plan=plan):  # type: ignore[no-untyped-def]
-            trip = plan(origin, target, depart, purpose, speed, noise)
-            if trip is not None and purpose == "hospital":
-                base = plan(origin, target, depart, purpose, 1.0, noise)
-                nonlocal driven, normal
-                driven += trip.times[-1] - depart
-                normal += base.times[-1] - depart if base else 0
-            return trip
+    def recording(world, origin, target, depart, purpose, speed, noise):  # type: ignore[no-untyped-def]
+        trip = plan(world, origin, target, depart, purpose, speed, noise)
+        if trip is not None and purpose == "hospital":
+            base = plan(world, origin, target, depart, purpose, 1.0, noise)
+            nonlocal driven, normal
+            driven += trip.times[-1] - depart
+            normal += base.times[-1] - depart if base else 0
+        return trip
 
-        world.plan_trip = recording  # type: ignore[method-assign]
-        agent = HeuristicAgent(seed)
-        agent.reset("task3", seed)
-        while not sim.done:
-            sim.step(agent.act(sim.observation()))
+    # transport legs are planned on leaving the scene (scene.leave) and re-planned on a road change
+    # (travel.reroute): record both
+    scene.plan_trip = travel.plan_trip = recording  # type: ignore[assignment]
+    try:
+        for seed in range(10):
+            sim = CodeRedSim("task3", seed)
+            agent = HeuristicAgent(seed)
+            agent.reset("task3", seed)
+            while not sim.done:
+                sim.step(agent.act(sim.observation()))
+    finally:
+        scene.plan_trip = travel.plan_trip = plan
     assert normal > 0
     return 100 * (1 - driven / normal)
 

@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 SIM = Path(__file__).resolve().parents[2] / "codered_env" / "sim"
-CHECKED = ("conditions.py", "rubric.py", "world.py", "observation.py")
+CHECKED = (
+    "conditions.py",
+    "rubric.py",
+    "world.py",
+    "observation.py",
+    *sorted(f"dynamics/{f.name}" for f in (SIM / "dynamics").glob("*.py")),
+)
 ALLOWED = {0, 1, -1}
 # Named unit conversions: module-level constants whose value is a plain unit factor.
 UNIT_CONVERSIONS = {"MINUTES_PER_HOUR": 60}

@@ -478,3 +478,42 @@ def test_under_triage_costs_more_triage_accuracy_than_over_triage() -> None:
     assert _triage_accuracy("P3", "P1") < _triage_accuracy("P1", "P3")  # P1 sent as P3 vs P3 as P1
     assert _triage_accuracy("P2", "P1") < _triage_accuracy("P1", "P2")
     assert _triage_accuracy("P4", "P1") == 0.0
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_clinical_outcomes_beside_the_score(task_id: str) -> None:
+    """grade["outcomes"]: the priority-weighted expected outcome of the graded patients and the
+    expected deaths per 100; doing nothing leaves more deaths and a worse outcome than the
+    heuristic, and the numbers follow the per-patient records (never the score)."""
+    results = {a: run_episode(task_id, 1005, make_agent(a, 1005)) for a in ("noop", "heuristic")}
+    noop, heur = (results[a].grade["outcomes"] for a in ("noop", "heuristic"))
+    assert heur["weighted_outcome"] > noop["weighted_outcome"]
+    assert heur["deaths_per_100"] < noop["deaths_per_100"]
+    for result in results.values():
+        records = result.grade["patients"]
+        outcomes = result.grade["outcomes"]
+        weights = [PRIORITY_WEIGHT[r["priority"]] for r in records]
+        mean = sum(w * r["expected_outcome"] for w, r in zip(weights, records, strict=True)) / sum(weights)
+        assert outcomes["patients"] == len(records)
+        assert outcomes["weighted_outcome"] == pytest.approx(mean, abs=1e-3)
+        assert 0.0 <= outcomes["deaths_per_100"] <= 100.0
+
+
+def test_expected_deaths_follow_each_curve() -> None:
+    from codered_env.sim.conditions import expected_death
+
+    assert expected_death(CONDITIONS["stemi"], 0.95) == pytest.approx(0.05)
+    assert expected_death(CONDITIONS["labour"], 0.95) == 0.0
+    assert expected_death(CONDITIONS["labour"], 0.0, died=True) == 1.0
+    stroke = CONDITIONS["stroke"]
+    assert expected_death(stroke, 0.13) == pytest.approx(0.189)  # HERMES control
+    assert expected_death(stroke, 0.46) == pytest.approx(0.153)  # HERMES thrombectomy
+
+
+def test_haemorrhage_minutes_cost_twice_as_much_after_the_hospital_door() -> None:
+    cond = CONDITIONS["trauma_haemorrhage"]
+    base = benefit_kept(cond, 40, 1.0, 0, "surgery", door_min=30)
+    later_outside = benefit_kept(cond, 50, 1.0, 0, "surgery", door_min=40)
+    later_inside = benefit_kept(cond, 50, 1.0, 0, "surgery", door_min=30)
+    assert base > later_outside > later_inside
+    assert (base - later_inside) == pytest.approx(2 * (base - later_outside))

@@ -1,0 +1,229 @@
+"""The fast-rollout speed targets (issue 23), as ratios to Gymnasium's CartPole-v1 step measured
+in the same process, in interleaved rounds so a neighbour process that comes or goes affects
+every measurement alike.
+
+Measured per round (each the cost of one step, CPU time of this process by default):
+
+``cartpole``   ``gym.make("CartPole-v1")`` stepped with a fixed action (reset on episode end)
+``core``       ``CodeRedSim.step`` replaying recorded heuristic actions on ``--task``
+``heuristic``  the heuristic's inner loop on ``--task``: ``observation()`` + ``act`` + ``step``
+               (what every planner rollout pays per decision)
+``heuristic_view``  the same loop on ``observation_view()`` (the lazy view; checkouts without
+               it repeat the dict loop)
+``gym``        ``gym.make("CodeRedEnv-<task>-v0")`` with masked uniform-random actions,
+               resets included
+``fork``       ``CodeRedSim.fork(seed)`` at steps 10, 20, 35 of the recorded episodes, in
+               units of the same episodes' mean core step
+
+Targets: heuristic <= 12x CartPole, gym <= 15x, core <= 5x, a fork <= 2 core steps.
+
+Usage::
+
+    uv run python bench/bench_targets.py                    # 9 rounds on task5, markdown
+    uv run python bench/bench_targets.py --rounds 15 --wall # wall time instead of CPU time
+    uv run python bench/bench_targets.py --json             # raw medians (used by --compare)
+    uv run python bench/bench_targets.py --compare /work/main   # also another checkout, alternating runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+TARGETS = {"heuristic": 12.0, "heuristic_view": 12.0, "gym": 15.0, "core": 5.0}
+FORK_TARGET_STEPS = 2.0
+FORK_AT = (10, 20, 35)
+
+
+def _cartpole(steps: int, clock: Callable[[], float]) -> float:
+    env = gymnasium.make("CartPole-v1")
+    env.reset(seed=0)
+    start = clock()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            env.reset()
+    return (clock() - start) / steps
+
+
+def _record(task_id: str, seeds: range) -> dict[int, list[Any]]:
+    from codered_env.agents import make_agent
+    from codered_env.sim import CodeRedSim
+
+    out = {}
+    for seed in seeds:
+        sim, agent = CodeRedSim(task_id, seed), make_agent("heuristic", seed)
+        agent.reset(task_id, seed)
+        while not sim.done:
+            sim.step(agent.act(sim.observation()))
+        out[seed] = list(sim.action_log)
+    return out
+
+
+def _core(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], float]) -> float:
+    from codered_env.sim import CodeRedSim
+
+    total, steps = 0.0, 0
+    for seed, actions in recorded.items():
+        sim = CodeRedSim(task_id, seed)
+        start = clock()
+        for action in actions:
+            sim.step(action)
+        total += clock() - start
+        steps += len(actions)
+    return total / steps
+
+
+def _heuristic(task_id: str, seeds: range, clock: Callable[[], float], view: bool = False) -> float:
+    from codered_env.agents import make_agent
+    from codered_env.sim import CodeRedSim
+
+    total, steps = 0.0, 0
+    for seed in seeds:
+        sim, agent = CodeRedSim(task_id, seed), make_agent("heuristic", seed)
+        agent.reset(task_id, seed)
+        observe = sim.observation_view if view and hasattr(sim, "observation_view") else sim.observation
+        start = clock()
+        while not sim.done:
+            sim.step(agent.act(observe()))
+        total += clock() - start
+        steps += sim.step_count
+    return total / steps
+
+
+def _gym(task_id: str, steps: int, clock: Callable[[], float]) -> float:
+    import codered_env.gym_env  # noqa: F401  registers the ids
+
+    env_id = next(i for i in gymnasium.registry if i.startswith(f"CodeRedEnv-{task_id}-"))
+    env = gymnasium.make(env_id)
+    inner, rng = env.unwrapped, np.random.default_rng(0)
+    env.reset(seed=0)
+    episode, start = 0, clock()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(int(inner.action_masks().sum()))))
+        if terminated or truncated:
+            episode += 1
+            env.reset(seed=episode)
+    return (clock() - start) / steps
+
+
+def _fork(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], float]) -> float:
+    """Mean fork cost in units of the mean core step of the same episodes."""
+    from codered_env.sim import CodeRedSim
+
+    fork_total, forks, step_total, steps = 0.0, 0, 0.0, 0
+    for seed, actions in recorded.items():
+        sim = CodeRedSim(task_id, seed)
+        for i, action in enumerate(actions):
+            if i in FORK_AT and not sim.done:
+                start = clock()
+                sim.fork(i)
+                fork_total += clock() - start
+                forks += 1
+            start = clock()
+            sim.step(action)
+            step_total += clock() - start
+            steps += 1
+    return (fork_total / forks) / (step_total / steps)
+
+
+def measure(task_id: str, rounds: int, seeds: int, clock: Callable[[], float]) -> dict[str, Any]:
+    recorded = _record(task_id, range(seeds))
+    parts: dict[str, Callable[[], float]] = {
+        "cartpole": lambda: _cartpole(20_000, clock),
+        "core": lambda: _core(task_id, recorded, clock),
+        "heuristic": lambda: _heuristic(task_id, range(seeds), clock),
+        "heuristic_view": lambda: _heuristic(task_id, range(seeds), clock, view=True),
+        "gym": lambda: _gym(task_id, 1500, clock),
+        "fork": lambda: _fork(task_id, recorded, clock),
+    }
+    names = list(parts)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    ratios: dict[str, list[float]] = {n: [] for n in TARGETS}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        got = {n: parts[n]() for n in order}
+        for n in names:
+            samples[n].append(got[n])
+        for n in ratios:
+            ratios[n].append(got[n] / got["cartpole"])
+    med = {n: statistics.median(v) for n, v in samples.items()}
+    return {
+        "us": {n: med[n] * 1e6 for n in names if n != "fork"},
+        "ratio": {n: statistics.median(v) for n, v in ratios.items()},
+        "fork_steps": med["fork"],
+    }
+
+
+def _table(label: str, res: dict[str, Any]) -> list[str]:
+    rows = [f"| {label} | CartPole-v1 step | {res['us']['cartpole']:.2f} us | 1x | |"]
+    for n in TARGETS:
+        ok = "met" if res["ratio"][n] <= TARGETS[n] else "not met"
+        ratio, target = res["ratio"][n], TARGETS[n]
+        rows.append(f"| {label} | {n} | {res['us'][n]:.1f} us | {ratio:.1f}x | <= {target:.0f}x: {ok} |")
+    ok = "met" if res["fork_steps"] <= FORK_TARGET_STEPS else "not met"
+    rows.append(f"| {label} | fork | {res['fork_steps']:.1f} core steps | | <= 2 steps: {ok} |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task", default="task5")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--wall", action="store_true", help="wall time instead of process CPU time")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--compare", type=Path, default=None, help="another checkout, runs alternating")
+    args = parser.parse_args()
+    clock = time.perf_counter if args.wall else time.process_time
+    if args.json:
+        print(json.dumps(measure(args.task, args.rounds, args.seeds, clock)))
+        return
+    load = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {"this": [], "other": []}
+    checkouts = [("this", Path(__file__).resolve().parents[1])]
+    if args.compare:
+        checkouts.append(("other", args.compare.resolve()))
+    # each checkout in its own subprocess, alternating, a few rounds at a time
+    for _ in range(3 if args.compare else 1):
+        for name, root in checkouts:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--json", "--task", args.task,
+                   "--rounds", str(max(1, args.rounds // (3 if args.compare else 1))),
+                   "--seeds", str(args.seeds)] + (["--wall"] if args.wall else [])
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            out = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, check=True)
+            runs[name].append(json.loads(out.stdout))
+    print(f"python {platform.python_version()}, gymnasium {gymnasium.__version__}, {os.cpu_count()} cpus, "
+          f"{'wall' if args.wall else 'process CPU'} time, task {args.task}, {args.rounds} rounds, "
+          f"load avg before {load[0]:.1f} / after {os.getloadavg()[0]:.1f}\n")
+    print("| checkout | measurement | per step | ratio to CartPole | target |")
+    print("|---|---|---|---|---|")
+    for name, _ in checkouts:
+        res = _merge(runs[name])
+        label = "this" if name == "this" else args.compare.name
+        print("\n".join(_table(label, res)))
+
+
+def _merge(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over the alternating runs of each run's medians."""
+    return {
+        "us": {k: statistics.median(r["us"][k] for r in results) for k in results[0]["us"]},
+        "ratio": {k: statistics.median(r["ratio"][k] for r in results) for k in results[0]["ratio"]},
+        "fork_steps": statistics.median(r["fork_steps"] for r in results),
+    }
+
+
+if __name__ == "__main__":
+    main()

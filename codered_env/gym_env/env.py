@@ -1,0 +1,152 @@
+"""``CodeRedGymEnv``: the Gymnasium environment (masked Discrete actions over a Dict observation)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from ..sim.env import CodeRedSim
+from ..sim.observation import legal_actions
+from ..sim.tasks import TASK_IDS, TASKS
+from .actions import LegalMemo, Segment, decode_action, index_legal
+from .features import FeatureBuilder, observation_space
+
+
+class CodeRedGymEnv(gymnasium.Env):
+    """CodeRedEnv as a Gymnasium environment with a masked ``Discrete`` action space.
+
+    One episode of ``CodeRedSim(task_id, seed)``. The full specification (action enumeration,
+    every observation feature, reward, episode end, info keys) is docs/GYM.md.
+
+    - Actions: ``Discrete(max_actions)``; index 0 is ``maintain_plan``, then the legal concrete
+      actions in ``ACTION_ORDER`` (see ``enumerate_actions``). The legal indices are always a
+      prefix ``0..n-1``: ``action_masks()`` (bool) and ``info["action_mask"]`` (int8).
+      ``wire_action(i)`` is what index ``i`` does now; ``info["actions"]`` lists them all only
+      when built with ``info_actions=True`` (vector envs deep-copy infos every step).
+    - Observation: a ``Dict`` of float32 arrays in [0, 1] (``observation_space()``), built by
+      ``FeatureBuilder`` from the visible state only.
+    - Reward: the change of the running score preview; an episode's rewards sum to its grade.
+    - End: ``terminated=True`` for every end, the step budget included (the simulation plays the
+      rest of the world before the last reward, so nothing is left to bootstrap);
+      ``info["termination_reason"]`` is ``resolved``, ``horizon`` or ``step_budget``. With
+      ``truncate_on_step_budget=True`` a budget end is reported as ``truncated`` (the old
+      behaviour; value bootstrapping then adds a value no update ever fits).
+    - Rendering: ``"ansi"`` returns ``CodeRedSim.render_text()``; any other mode (SB3 passes
+      ``"rgb_array"``) is accepted and ``render()`` warns and returns ``None``, as Gymnasium's own
+      environments do for a mode they cannot draw.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        task_id: str = "task1",
+        render_mode: str | None = None,
+        max_actions: int = 256,
+        *,
+        info_actions: bool = False,
+        truncate_on_step_budget: bool = False,
+    ) -> None:
+        if task_id not in TASKS:
+            raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        if max_actions < 1:
+            raise ValueError("max_actions must be at least 1")
+        self.task_id = task_id
+        self.render_mode = render_mode
+        self.max_actions = max_actions
+        self.info_actions = info_actions
+        self.truncate_on_step_budget = truncate_on_step_budget
+        self.action_space = spaces.Discrete(max_actions)
+        self.observation_space = observation_space()
+        self._features = FeatureBuilder(max_actions)
+        self.sim = CodeRedSim(task_id, 0)
+        self._segments: list[Segment] = []
+        self._legal_memo: LegalMemo = {}
+        self._legal_parts: dict[str, Any] = {}  # legal_actions reuses unchanged parts (read only)
+        self._n_legal = 1
+        self._end_reason: str | None = None
+
+    # -------------------------------------------------------------- gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id", self.task_id)
+        if task_id not in TASKS:
+            raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        self.task_id = task_id
+        sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        self.sim = CodeRedSim(task_id, sim_seed)
+        self._end_reason = None
+        self._legal_memo.clear()
+        self._legal_parts.clear()
+        return self._observe(), self._info()
+
+    def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        result = self.sim.step(self._wire(int(action)))
+        obs = self._observe()
+        info = self._info()
+        info["last_action_error"] = result.error  # also set when the episode was already over
+        terminated = truncated = False
+        if result.done:
+            reason = self._end_reason = self._end_reason or self.sim.end_reason
+            truncated = self.truncate_on_step_budget and reason == "step_budget"
+            terminated = not truncated
+            info["termination_reason"] = reason
+            info["grade"] = self.sim.grade()
+        return obs, float(result.reward), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Legal indices now (the sb3-contrib MaskablePPO convention), as a boolean array."""
+        mask = np.zeros(self.max_actions, dtype=bool)
+        mask[: self._n_legal] = True
+        return mask
+
+    def wire_action(self, index: int) -> dict[str, Any]:
+        """The wire action index ``index`` stands for now (``IndexError`` if it is not legal)."""
+        if not 0 <= index < self._n_legal:
+            raise IndexError(f"action index {index} is not legal now; legal: 0..{self._n_legal - 1}")
+        return decode_action(self._segments, index)
+
+    def legal_wire_actions(self) -> list[dict[str, Any]]:
+        """Every legal index's wire action, in index order."""
+        return [decode_action(self._segments, i) for i in range(self._n_legal)]
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.sim.render_text()
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; use render_mode='ansi'")
+        else:
+            gymnasium.logger.warn(f"render_mode {self.render_mode!r} is not supported (only 'ansi')")
+        return None
+
+    # -------------------------------------------------------------- helpers
+    def _observe(self) -> dict[str, np.ndarray]:
+        sim = self.sim
+        legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
+        index = index_legal(legal, self._legal_memo)
+        self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
+        return self._features.build(sim, index, self._n_legal)
+
+    def _info(self) -> dict[str, Any]:
+        mask = np.zeros(self.max_actions, dtype=np.int8)
+        mask[: self._n_legal] = 1
+        info: dict[str, Any] = {
+            "action_mask": mask,
+            "score_preview": self.sim.score_preview,
+            "last_action_error": self.sim.last_error,
+            "step": self.sim.step_count,
+            "clock_min": self.sim.clock,
+        }
+        if self.info_actions:
+            info["actions"] = self.legal_wire_actions()
+        return info
+
+    def _wire(self, index: int) -> dict[str, Any]:
+        if 0 <= index < self._n_legal and not self.sim.done:
+            return decode_action(self._segments, index)
+        return {"action_type": f"masked_out_gym_action_{index}"}

@@ -1,0 +1,548 @@
+"""The memoised row encoders: each group's discrete part is a pure function of a small key (cached),
+its per-minute columns are rewritten every build (``_Rows`` keeps the previous build)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..sim.city import edge_key
+from ..sim.conditions import CONDITIONS
+from ..sim.observation import shown_reserve, vitals_values, waiting_for
+from ..sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
+from ..sim.triage import CALLBACK_PREFIX, report_facts
+from ..sim.types import OR_STATES, SPECIALIST_STATES, Patient
+from ..sim.world import World
+from .schema import (
+    _A,
+    _A_DEST,
+    _A_NODE,
+    _A_STATUS,
+    _C,
+    _C_NODE,
+    _C_TRIAGED,
+    _EDGE_INDEX,
+    _FINISHED,
+    _H,
+    _H_BLOOD,
+    _H_OR,
+    _H_ROOM,
+    _H_SPECIALIST,
+    _P,
+    _P_AT,
+    _P_CONDITION,
+    _P_DEST,
+    _P_NODE,
+    _P_PRIORITY,
+    _P_STATUS,
+    AMBULANCE_FEATURES,
+    BYSTANDER_CUE,
+    CALL_FEATURES,
+    EDGE_KEYS,
+    HOSPITAL_FEATURES,
+    HOSPITAL_IDS,
+    MAX_AMBULANCES,
+    MAX_CALLS,
+    MAX_PATIENTS,
+    PATIENT_FEATURES,
+    REPORT_CUES,
+    ROAD_FEATURES,
+)
+
+Span = tuple[slice, slice]  # (columns of a row, the matching slice of a row's per-build values)
+
+
+_ROW = slice(None)
+
+
+class _Rows:
+    """One entity group's rows, kept between builds. A row is made of parts (the whole row by
+    default): ``keys[part][i]`` is the key whose memoised columns slot ``i`` holds for that part
+    (``None``: zeros); ``n`` rows are present."""
+
+    __slots__ = ("keys", "n", "rows")
+
+    def __init__(self, n_rows: int, width: int, parts: int = 1) -> None:
+        self.rows = np.zeros((n_rows, width), np.float32)
+        self.keys: list[list[Any]] = [[None] * n_rows for _ in range(parts)]
+        self.n = 0
+
+    def put(self, i: int, key: Any, columns_of: Callable[[Any], np.ndarray], part: int = 0,
+            columns: slice = _ROW) -> None:
+        """Slot ``i`` holds ``columns_of(key)`` in ``columns`` (written only when its key changed)."""
+        keys = self.keys[part]
+        if keys[i] != key:
+            keys[i] = key
+            self.rows[i, columns] = columns_of(key)
+
+    def clear(self, start: int, stop: int) -> None:
+        self.rows[start:stop] = 0.0
+        for keys in self.keys:
+            keys[start:stop] = [None] * (stop - start)
+
+    def finish(self, n: int, spans: tuple[Span, ...], values: list[float]) -> np.ndarray:
+        """``n`` rows present; ``values`` holds their per-build columns, row after row, laid out
+        by ``spans``. Returns a fresh copy of the rows."""
+        rows = self.rows
+        if n < self.n:
+            self.clear(n, self.n)
+        self.n = n
+        if n:  # float64 then cast on assignment: the float32 values of writing each one directly
+            block = np.array(values, np.float64).reshape(n, -1)
+            for columns, part in spans:
+                rows[:n, columns] = block[:, part]
+        return rows.copy()
+
+
+def _frozen_row(row: Sequence[float]) -> np.ndarray:
+    out = np.array(row, np.float32)
+    out.flags.writeable = False  # shared by every slot that copies it
+    return out
+
+
+def _slot_patients(patients: list[Patient]) -> list[Patient]:
+    """At most MAX_PATIENTS, in observation order; finished patients are dropped first."""
+    extra = len(patients) - MAX_PATIENTS
+    if extra <= 0:
+        return patients
+    finished = [i for i, p in enumerate(patients) if p.status in _FINISHED]
+    drop = set(finished[:extra])
+    return [p for i, p in enumerate(patients) if i not in drop][:MAX_PATIENTS]
+
+
+def _c(x: float) -> float:
+    """Clip a scaled count into [0, 1]."""
+    return 0.0 if x < 0 else 1.0 if x > 1 else x
+
+
+def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    clock = world.clock
+    dynamic: list[float] = []
+    dispatchable = (
+        slots.get(("dispatch_ambulance", "ambulance_id"), set())
+        | slots.get(("dispatch_als", "ambulance_id"), set())
+        | slots.get(("dispatch_bls", "ambulance_id"), set())
+    )
+    patients = world.patients
+    for i, amb in enumerate(list(world.ambulances.values())[:MAX_AMBULANCES]):
+        trip, status = amb.trip, amb.status
+        known = amb.patient_id is not None and patients[amb.patient_id].visible
+        group.put(i, (amb.kind == "ALS", amb.mutual_aid, status, amb.node,
+                      None if trip is None else trip.target, known or amb.call_id is not None,
+                      amb.held, amb.ambulance_id in dispatchable), _ambulance_row)
+        eta = 0.0 if trip is None else _c(trip.eta_minutes(clock) / 30)
+        busy = _c(max(0, amb.busy_until - clock) / 30) if status in ("on_scene", "at_hospital") else 0.0
+        dynamic += (eta, busy)
+    return group.finish(len(dynamic) // 2, _A_DYNAMIC, dynamic)
+
+
+_A_ETA, _A_BUSY = _A["eta"], _A["busy"]
+
+
+_A_DYNAMIC = ((slice(_A_ETA, _A_BUSY + 1), slice(0, 2)),)
+
+
+assert _A_BUSY == _A_ETA + 1
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _ambulance_row(key: tuple[bool, bool, str, str, str | None, bool, bool, bool]) -> np.ndarray:
+    return _frozen_row(_ambulance_static(*key))
+
+
+def _ambulance_static(als: bool, mutual_aid: bool, status: str, node: str, destination: str | None,
+                      has_job: bool, held: bool, can_dispatch: bool) -> tuple[float, ...]:
+    """An ambulance row but for its ETA and busy time (``destination`` None without a trip)."""
+    row = [0.0] * len(AMBULANCE_FEATURES)
+    row[_A["present"]] = 1.0
+    row[_A["als"]] = float(als)
+    row[_A["mutual_aid"]] = float(mutual_aid)
+    row[_A_STATUS[status]] = 1.0
+    row[_A_NODE[node]] = 1.0
+    if destination is not None:
+        row[_A_DEST[destination]] = 1.0
+    row[_A["has_job"]] = float(has_job)
+    row[_A["held"]] = float(held)
+    row[_A["can_dispatch"]] = float(can_dispatch)
+    return tuple(row)
+
+
+def _patient_eta(world: World, p: Patient) -> int:
+    status = p.status
+    if status == "unit_en_route" or status == "transporting":
+        amb = world.ambulances.get(p.ambulance_id or "")
+        if amb is not None and amb.trip is not None:
+            return amb.trip.eta_minutes(world.clock)
+    elif status == "transferring" and p.transfer_arrives_at is not None:
+        return max(0, p.transfer_arrives_at - world.clock)
+    return 0
+
+
+_PATIENT_FLAGS = tuple(
+    (_P[name], key)
+    for name, key in (
+        ("can_dispatch_to", ("dispatch_ambulance", "patient_id")),
+        ("can_assign_hospital", ("assign_hospital", "patient_id")),
+        ("can_allocate_blood", ("allocate_blood", "patient_id")),
+        ("can_query_blood_type", ("query_blood_type", "patient_id")),
+        ("can_mutual_aid", ("request_mutual_aid", "target_id")),
+    )
+)
+
+
+def _patients(group: _Rows, world: World, patients: list[Patient],
+              slots: dict[tuple[str, str], set]) -> np.ndarray:
+    f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
+    reserved = _reserved_units(world) if world.allocations else None
+    dynamic: list[float] = []
+    for i, p in enumerate(patients):
+        pid = p.patient_id
+        group.put(i, (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
+                      p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4),
+                  _patient_row)
+        dynamic += _patient_dynamic(world, p, reserved)
+    return group.finish(len(patients), _P_DYNAMIC, dynamic)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _patient_row(key: tuple[Any, ...]) -> np.ndarray:
+    """The discrete columns of a patient row: ``_patient_static`` of ``key[:8]`` and the action
+    flags ``key[8:]`` (``_PATIENT_FLAGS`` order)."""
+    row = list(_patient_static(*key[:8]))
+    for (column, _), on in zip(_PATIENT_FLAGS, key[8:], strict=True):
+        if on:
+            row[column] = 1.0
+    return _frozen_row(row)
+
+
+def _reserved_units(world: World) -> dict[str, int]:
+    """patient id -> units the agent has reserved for them, not yet transfused (``_reserved``
+    summed over hospitals, for every patient in one pass)."""
+    out: dict[str, int] = {}
+    for a in world.allocations:
+        if a.by_agent and not a.used:
+            out[a.patient_id] = out.get(a.patient_id, 0) + a.units
+    return out
+
+
+_P_VITALS = _P["hr"]  # hr, sbp, spo2, rr, gcs, vitals_score are consecutive columns
+
+
+assert PATIENT_FEATURES[_P_VITALS:_P_VITALS + 6] == ("hr", "sbp", "spo2", "rr", "gcs", "vitals_score")
+
+
+_P_MINUTES, _P_ETA = _P["minutes_since_call"], _P["eta"]
+
+
+_P_WAITING = _P["waiting_or"]  # waiting_or/specialist/blood/transfer, blood_type_known, blood_reserved
+
+
+assert PATIENT_FEATURES[_P_WAITING:_P_WAITING + 6] == (
+    "waiting_or", "waiting_specialist", "waiting_blood", "waiting_transfer", "blood_type_known",
+    "blood_reserved",
+)
+
+
+assert (_P_MINUTES, _P_ETA) == (_P_VITALS + 6, _P_VITALS + 7)
+
+
+# the per-build columns: ``_patient_dynamic`` returns these 8 + 6 values
+_P_DYNAMIC = ((slice(_P_VITALS, _P_VITALS + 8), slice(0, 8)),
+              (slice(_P_WAITING, _P_WAITING + 6), slice(8, 14)))
+
+
+_NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
+
+
+def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) -> tuple[float, ...]:
+    """A patient's vitals, minutes since the call, ETA, what they wait for, whether the blood type
+    is known and the units reserved (the ``_P_DYNAMIC`` columns)."""
+    if p.status == "deceased":
+        vitals = _DEAD_VITALS
+    else:
+        key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+        last = _LAST_VITALS.get(p.patient_id)
+        if last is None or last[0] != key:
+            last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
+        vitals = last[1]
+    waiting_cols = _NOT_WAITING
+    if p.status == "at_hospital":
+        waiting = waiting_for(world, p)
+        if waiting:
+            waiting_cols = (
+                float("or" in waiting),
+                float(any(w in SPECIALTIES for w in waiting)),
+                float("blood" in waiting),
+                float(any(w.startswith("transfer") for w in waiting)),
+            )
+    blood = 0.0 if reserved is None else _c(reserved.get(p.patient_id, 0) / 6)
+    return (*vitals, _c((world.clock - p.appeared_at) / 180), _c(_patient_eta(world, p) / 30),
+            *waiting_cols, float(p.blood_type_known), blood)
+
+
+@functools.lru_cache(maxsize=4096)
+def _patient_static(condition: str, status: str, destination: str | None, hospital: str | None, node: str,
+                    has_unit: bool, blood_type_known: bool, secondary: bool) -> tuple[float, ...]:
+    """The columns of a patient row that follow from these discrete fields alone."""
+    row = [0.0] * len(PATIENT_FEATURES)
+    row[_P["present"]] = 1.0
+    row[_P_PRIORITY[CONDITIONS[condition].true_priority]] = 1.0
+    row[_P_CONDITION[condition]] = 1.0
+    row[_P_STATUS[status]] = 1.0
+    row[_P["has_unit"]] = float(has_unit)
+    if destination is not None:
+        row[_P["has_destination"]] = 1.0
+        row[_P_DEST[destination]] = 1.0
+    if hospital is not None:
+        row[_P_AT[hospital]] = 1.0
+    row[_P["blood_type_known"]] = float(blood_type_known)
+    row[_P["secondary"]] = float(secondary)
+    row[_P_NODE[node]] = 1.0
+    return tuple(row)
+
+
+def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
+                   score: float) -> tuple[float, ...]:
+    return (_c(hr / 200), _c(sbp / 200), _c(spo2 / 100), _c(rr / 40), _c(gcs / 15), _c(score))
+
+
+def _vitals_columns(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[float, ...]:
+    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``)."""
+    return _vitals_scaled(*vitals_values(r, hr0, sbp0, stroke))
+
+
+# patient id -> (inputs, columns) of the last vitals computed for that id: a pure memo (the inputs
+# are compared), hit whenever a patient's shown reserve has not moved since the last step.
+_LAST_VITALS: dict[str, tuple[tuple[float, int, int, bool], tuple[float, ...]]] = {}
+
+
+_DEAD_VITALS = _vitals_scaled(0, 0, 0, 0, GCS_MIN, 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _report_row(report: str) -> tuple[float, ...]:
+    """A call row holding only what the caller's report says (reports never change), from the
+    report model's reading of it (``triage.report_facts``)."""
+    row = [0.0] * len(CALL_FEATURES)
+    row[_C["callback"]] = float(report.startswith(CALLBACK_PREFIX))
+    facts = report_facts(report)
+    if facts is None:
+        return tuple(row)
+    row[_C["age"]] = _c(facts.age / 100)
+    row[_C["male"]] = float(facts.sex == "M")
+    row[_C_BYSTANDER] = float(facts.caller == "bystander")
+    for column, features in _CUE_COLUMNS:
+        if features & facts.features:
+            row[column] = 1.0
+    return tuple(row)
+
+
+_CUE_COLUMNS = tuple((_C[f"cue_{name}"], features) for name, features in REPORT_CUES)
+
+
+_C_BYSTANDER = _C[f"cue_{BYSTANDER_CUE}"]
+
+
+_CALL_FLAGS = tuple(
+    (_C[name], key)
+    for name, key in (
+        ("can_dispatch_als", ("dispatch_als", "call_id")),
+        ("can_dispatch_bls", ("dispatch_bls", "call_id")),
+        ("can_triage", ("triage_call", "call_id")),
+        ("can_mutual_aid", ("request_mutual_aid", "target_id")),
+    )
+)
+
+
+def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    clock = world.clock
+    dynamic: list[float] = []
+    f0, f1, f2, f3 = (slots.get(key, ()) for _, key in _CALL_FLAGS)
+    for i, call in enumerate(calls[:MAX_CALLS]):
+        cid = call.call_id
+        group.put(i, (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
+                      cid in f0, cid in f1, cid in f2, cid in f3), _call_row)
+        dynamic.append(_c((clock - call.received_at) / 60))
+    return group.finish(len(dynamic), _C_DYNAMIC, dynamic)
+
+
+_C_WAITING = _C["waiting"]
+
+
+_C_DYNAMIC = ((slice(_C_WAITING, _C_WAITING + 1), slice(0, 1)),)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _call_row(key: tuple[Any, ...]) -> np.ndarray:
+    """The discrete columns of a call row: ``_call_static`` of ``key[:5]`` and the action flags
+    ``key[5:]`` (``_CALL_FLAGS`` order)."""
+    row = list(_call_static(*key[:5]))
+    for (column, _), on in zip(_CALL_FLAGS, key[5:], strict=True):
+        if on:
+            row[column] = 1.0
+    return _frozen_row(row)
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_static(report: str, priority: str | None, status: str, has_unit: bool,
+                 node: str) -> tuple[float, ...]:
+    """A call row but for the waiting time and the action flags."""
+    row = list(_report_row(report))
+    row[_C["present"]] = 1.0
+    row[_C["untriaged"] if priority is None else _C_TRIAGED[priority]] = 1.0
+    row[_C["pending"]] = float(status == "pending")
+    row[_C["dispatched"]] = float(status == "dispatched")
+    row[_C["has_unit"]] = float(has_unit)
+    row[_C_NODE[node]] = 1.0
+    return tuple(row)
+
+
+_HOSPITAL_FLAGS = tuple(
+    (_H[name], key)
+    for name, key in (
+        ("can_assign_to", ("assign_hospital", "hospital_id")),
+        ("can_prepare_or", ("prepare_or", "hospital_id")),
+        ("can_page", ("page_specialist", "hospital_id")),
+        ("can_preempt", ("preempt_or", "hospital_id")),
+        ("can_allocate_from", ("allocate_blood", "hospital_id")),
+        ("can_transfer_from", ("transfer_blood", "from_hospital_id")),
+    )
+)
+
+
+def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+    """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
+    rewritten only when its own key changed, and the per-build load, diversion and ICU columns."""
+    clock = world.clock
+    dynamic: list[float] = []
+    flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
+    for i, hospital_id in enumerate(HOSPITAL_IDS):
+        h = world.hospitals.get(hospital_id)
+        if h is None:  # every scenario has all three; a zero row otherwise
+            group.clear(i, i + 1)
+            dynamic += _NO_HOSPITAL
+            continue
+        group.put(i, tuple([(room.state, room.procedure) for room in h.ors]), _rooms_columns, 0, _H_ROOMS)
+        group.put(i, tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]), _specialist_columns,
+                  1, _H_SPECIALISTS)
+        group.put(i, tuple(h.blood.items()), _blood_columns, 2, _H_BLOOD_STOCK)
+        group.put(i, tuple([hospital_id in ids for ids in flag_sets]), _hospital_flag_columns, 3, _H_FLAGS)
+        diverted = h.diverted_until > clock  # ``world.diverted``
+        left = _c((h.diverted_until - clock) / 60) if diverted else 0.0
+        dynamic += (_c(h.occupancy / (2 * h.capacity)), float(h.crowded), float(diverted), left,
+                    _c(max(0, h.icu_beds - h.icu_used) / 4))
+    return group.finish(len(HOSPITAL_IDS), _H_DYNAMIC, dynamic)
+
+
+_H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
+
+
+_H_DIVERSION_LEFT, _H_ICU = _H["diversion_left"], _H["icu_free"]
+
+
+assert (_H_LOAD, _H_CROWDED, _H_DIVERTED, _H_DIVERSION_LEFT) == (0, 1, 2, 3)
+
+
+_H_DYNAMIC = ((slice(0, 4), slice(0, 4)), (slice(_H_ICU, _H_ICU + 1), slice(4, 5)))
+
+
+_NO_HOSPITAL = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _span(first: str, last: str, size: int) -> slice:
+    """The columns ``first``..``last`` of a hospital row (checked to be ``size`` consecutive ones)."""
+    assert _H[last] - _H[first] + 1 == size, (first, last)
+    return slice(_H[first], _H[last] + 1)
+
+
+_H_ROOMS = _span(f"or_{OR_STATES[0]}", f"ready_{PROCEDURES[-1]}", len(OR_STATES) + 2 * len(PROCEDURES))
+
+
+_H_SPECIALISTS = _span(
+    f"{SPECIALTIES[0]}_{SPECIALIST_STATES[0]}", f"{SPECIALTIES[-1]}_{SPECIALIST_STATES[-1]}",
+    len(SPECIALTIES) * len(SPECIALIST_STATES),
+)
+
+
+_H_BLOOD_STOCK = _span(f"blood_{BLOOD_TYPES[0]}", "blood_total", len(BLOOD_TYPES) + 1)
+
+
+_H_FLAGS = _span("can_assign_to", "can_transfer_from", len(_HOSPITAL_FLAGS))
+
+
+assert [column for column, _ in _HOSPITAL_FLAGS] == list(range(_H_FLAGS.start, _H_FLAGS.stop))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _rooms_columns(rooms: tuple[tuple[str, str | None], ...]) -> np.ndarray:
+    """A hospital row's OR columns from (state, procedure) per room."""
+    row = [0.0] * len(HOSPITAL_FEATURES)
+    for state, procedure in rooms:
+        column = _H_OR[state]
+        row[column] = min(1.0, row[column] + 1 / 3)
+        room_column = _H_ROOM.get((state, procedure))
+        if room_column is not None:
+            row[room_column] = 1.0
+    return _frozen_row(row[_H_ROOMS])
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _specialist_columns(specialists: tuple[tuple[str, str], ...]) -> np.ndarray:
+    """A hospital row's specialist columns from (specialty, state) per specialist."""
+    row = [0.0] * len(HOSPITAL_FEATURES)
+    for specialty, state in specialists:
+        column = _H_SPECIALIST.get((specialty, state))
+        if column is not None:
+            row[column] = 1.0
+    return _frozen_row(row[_H_SPECIALISTS])
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _blood_columns(blood: tuple[tuple[str, int], ...]) -> np.ndarray:
+    """A hospital row's blood columns: units per type, then the total."""
+    row, total = [0.0] * (len(BLOOD_TYPES) + 1), 0
+    for blood_type, units in blood:
+        if units > 0:
+            row[_BLOOD_INDEX[blood_type]] = _c(units / 12)
+            total += units
+    row[-1] = _c(total / 60)
+    return _frozen_row(row)
+
+
+_BLOOD_INDEX = {t: i for i, t in enumerate(BLOOD_TYPES)}
+
+
+assert all(_H_BLOOD[t] == _H_BLOOD_STOCK.start + i for t, i in _BLOOD_INDEX.items())
+
+
+@functools.lru_cache(maxsize=64)
+def _hospital_flag_columns(flags: tuple[bool, ...]) -> np.ndarray:
+    return _frozen_row([float(on) for on in flags])
+
+
+def _roads(world: World) -> np.ndarray:
+    out = np.zeros((len(EDGE_KEYS), len(ROAD_FEATURES)), np.float32)
+    for d in world.disruptions:
+        if not d.active or d.kind not in ("road_closure", "accident_congestion"):
+            continue
+        for a, b in d.edges:
+            row = out[_EDGE_INDEX[edge_key(a, b)]]
+            if d.kind == "road_closure":
+                row[0] = 1
+            else:
+                row[1] = 1
+                row[2] = _c((world.net.congestion.get((a, b), 1.0) - 1.0) / 2)
+            row[3] = _c((d.end - world.clock) / 60)
+    return out
+
+
+#: The memoised rows kept between builds (the row caches of ``_Rows`` slots hold their outputs).
+ROW_MEMOS = (_patient_row, _call_row, _ambulance_row, _rooms_columns, _specialist_columns,
+             _blood_columns, _hospital_flag_columns)
+
+
+#: Every feature memo of this module (tests clear them to prove results never depend on them).
+FEATURE_MEMOS = (_patient_static, _call_static, _report_row, *ROW_MEMOS)

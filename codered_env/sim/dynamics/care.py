@@ -1,0 +1,245 @@
+"""Hospital care: admission (with the readiness measured on arrival), treatment starting when
+door time, room, specialist and blood allow, the fallback when the lab is unavailable, the end
+of treatment, and inter-facility transfers (docs/MODEL.md §4.4-§4.6)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..conditions import CONDITIONS, Care, expected_outcome
+from ..params import (
+    CATH_LAB_PREP_RANGE,
+    CROWDED_DOOR_FACTOR,
+    NO_BLOOD_QUALITY,
+    NO_BLOOD_SURGERY_WAIT_MIN,
+    OR_PREP_MIN_BY_TIER,
+    SPECIALIST_STAY_AFTER_CASE_MIN,
+    TRANSFER_DOOR_IN_DOOR_OUT_MIN,
+    TRANSPORT_FACTOR,
+)
+from ..types import Hospital, OperatingRoom, Patient
+from .blood import issue_awaiting_sample, issue_on_arrival, transfuse
+from .blood import readiness as blood_readiness
+from .rooms import (
+    best_care_available,
+    care_for,
+    claim,
+    free_room,
+    or_readiness,
+    room_wait,
+    specialist_readiness,
+)
+
+if TYPE_CHECKING:
+    from ..world import World
+
+
+def advance(world: World, t: int) -> None:
+    """Tick step 7: patients in the ED start treatment or leave for a transfer, transfers
+    arrive, treatments end."""
+    for p in list(world.patients.values()):
+        if p.status == "at_hospital":
+            h = world.hospitals[p.hospital or ""]
+            care = care_for(p, h)
+            if care is None:
+                _maybe_transfer_out(world, p, h, t)
+            else:
+                activated = t >= (p.wait_started or t) + care.activation_min
+                claim(world, p, h, care, activated)
+                if activated and care.procedure and p.or_ref is None and _lab_unavailable(world, p, h, care):
+                    care = _fall_back(world, p, h)
+                _maybe_start_treatment(world, p, h, care, t)
+        elif p.status == "transferring" and p.transfer_arrives_at is not None and p.transfer_arrives_at <= t:
+            h = world.hospitals[p.transfer_to or ""]
+            world.event(f"{p.patient_id} arrived at {h.hospital_id} by inter-facility transfer")
+            admit(world, p, h)
+        elif (
+            p.status == "in_treatment"
+            and p.hospital is not None  # on-scene care ends when the crew leaves
+            and p.treatment_end is not None
+            and p.treatment_end <= t
+        ):
+            _finish_treatment(world, p)
+
+
+def note_destination(world: World, p: Patient, hospital_id: str) -> None:
+    """Record the destination and whether the relaxed (transfer) target applies to it."""
+    cond = CONDITIONS[p.condition]
+    care = cond.care_at(world.hospitals[hospital_id].tier)
+    best = cond.best_care
+    partial = best is not None and (care is None or care.quality < best.quality)
+    p.destination = hospital_id
+    p.relaxed_target = partial and not best_care_available(world, p)
+
+
+def admit(world: World, p: Patient, h: Hospital) -> None:
+    p.status, p.hospital, p.node = "at_hospital", h.hospital_id, h.node
+    p.wait_started = world.clock
+    p.blood_ready_at, p.or_ref = None, None
+    h.ed_patients.append(p.patient_id)
+    care = care_for(p, h)
+    if p.first_hospital_arrival is None:
+        world.score_version += 1
+        p.first_hospital_arrival = world.clock
+        p.arrival_prep = measure_prep(world, p, h, care)
+    issue_awaiting_sample(world, p, h)
+    if CONDITIONS[p.condition].needs_blood:
+        issue_on_arrival(world, p, h)  # also to stabilise a patient awaiting transfer
+    if care is None:
+        p.transfer_to = _transfer_target(world, p, h)
+        p.transfer_arrives_at = None
+        world.event(
+            f"{h.hospital_id} cannot treat {p.patient_id} ({CONDITIONS[p.condition].label}): "
+            f"transfer to {p.transfer_to} after stabilisation"
+        )
+        return
+    claim(world, p, h, care, activated=care.activation_min == 0)
+
+
+def measure_prep(world: World, p: Patient, h: Hospital, care: Care | None) -> dict[str, float]:
+    """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing)."""
+    cond = CONDITIONS[p.condition]
+    if not cond.needs_prep:
+        return {}
+    zeros = {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
+    if care is None:
+        return zeros
+    parts: dict[str, float] = {}
+    if care.procedure:
+        parts["or"] = or_readiness(world, h, care.procedure)
+    if care.specialist:
+        parts["specialist"] = specialist_readiness(world, h.specialists.get(care.specialist))
+    if cond.needs_blood:
+        parts["blood"] = blood_readiness(world, p, h)
+    best = cond.best_care
+    partial = best is not None and care.quality < best.quality
+    if parts or not partial or p.relaxed_target or p.fallback:
+        return parts  # empty: the care given needs nothing prepared and was the best on offer
+    return zeros  # thrombolysis chosen while a hospital able to give PCI could take them
+
+
+def _transfer_target(world: World, p: Patient, h: Hospital) -> str:
+    cond = CONDITIONS[p.condition]
+    options = [x for x in world.hospitals.values() if cond.care_at(x.tier) and x is not h]
+    options.sort(
+        key=lambda x: (
+            -cond.care_at(x.tier).quality,
+            world.diverted(x.hospital_id),
+            world.net.minutes(h.node, x.node),
+            x.hospital_id,
+        )
+    )
+    return options[0].hospital_id
+
+
+def _lab_unavailable(world: World, p: Patient, h: Hospital, care: Care) -> bool:
+    """Fallback care (thrombolysis) is given when the specialist is unavailable, or when no
+    room for the procedure is free and the earliest the procedure could start gives a worse
+    expected outcome than the fallback now (ESC: lysis when PCI would come too late)."""
+    cond = CONDITIONS[p.condition]
+    fallback = cond.fallback_care
+    if fallback is None:
+        return False
+    spec = h.specialists.get(care.specialist or "")
+    if spec is not None and spec.state == "unavailable":
+        return True
+    if free_room(h, care.procedure or "") is not None:
+        return False
+    wait = room_wait(world, h, care.procedure or "")
+    prep = OR_PREP_MIN_BY_TIER[h.tier] if h.tier in OR_PREP_MIN_BY_TIER else CATH_LAB_PREP_RANGE[0]
+    best_start = world.clock + wait + max(prep, CATH_LAB_PREP_RANGE[0]) + care.room_min
+    lysis_start = max(world.clock, (p.wait_started or world.clock) + fallback.door_min)
+    onset = p.onset_min
+    procedure = expected_outcome(cond, best_start - p.appeared_at, care.quality, onset, care.therapy)
+    lysis = expected_outcome(cond, lysis_start - p.appeared_at, fallback.quality, onset, fallback.therapy)
+    return lysis > procedure
+
+
+def _fall_back(world: World, p: Patient, h: Hospital) -> Care | None:
+    p.fallback = True
+    care = care_for(p, h)
+    world.event(f"{h.hospital_id} lab unavailable for {p.patient_id}: {care.label if care else 'no care'}")
+    return care
+
+
+def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
+    if t < (p.wait_started or t) + TRANSFER_DOOR_IN_DOOR_OUT_MIN:
+        return
+    target = world.hospitals[p.transfer_to or ""]
+    minutes = world.net.minutes(h.node, target.node)
+    if minutes == float("inf"):
+        return
+    transfuse(world, p, h)  # blood given to stabilise before the transfer counts as used
+    h.ed_patients.remove(p.patient_id)
+    p.status, p.hospital, p.transferred = "transferring", None, True
+    p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
+    eta = p.transfer_arrives_at
+    world.event(f"{p.patient_id} leaves {h.hospital_id} for {target.hospital_id}, ETA t{eta}")
+
+
+def _maybe_start_treatment(world: World, p: Patient, h: Hospital, care: Care | None, t: int) -> None:
+    if care is None:
+        return
+    door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0)
+    waited = t - (p.wait_started or t)
+    if waited < door:
+        return
+    room = None
+    if care.procedure:
+        if p.or_ref is None:
+            return
+        room = h.or_by_id(p.or_ref[1])
+        if room is None or room.state != "ready" or t < room.ready_at + care.room_min:
+            return
+    if care.specialist and h.specialists[care.specialist].state != "present":
+        return
+    quality = care.quality
+    if CONDITIONS[p.condition].needs_blood and not p.has_blood(t):
+        if waited < NO_BLOOD_SURGERY_WAIT_MIN:
+            return
+        quality *= NO_BLOOD_QUALITY
+    _start_treatment(world, p, h, care, room, quality)
+
+
+def _start_treatment(
+    world: World, p: Patient, h: Hospital, care: Care, room: OperatingRoom | None, quality: float
+) -> None:
+    cond = CONDITIONS[p.condition]
+    world.score_version += 1
+    p.status, p.treatment_start = "in_treatment", world.clock
+    p.treatment_quality, p.therapy = quality, care.therapy
+    p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
+    p.treatment_end = world.clock + cond.treatment_minutes(care)
+    if room is not None:
+        room.state, room.until, room.procedure = "in_use", p.treatment_end, care.procedure
+        h.ed_patients.remove(p.patient_id)
+    if care.specialist:
+        h.specialists[care.specialist].used = True
+    transfuse(world, p, h)
+    delay = world.clock - p.appeared_at
+    world.event(f"TREATMENT {p.patient_id} {care.label} started at {h.hospital_id} ({delay} min after call)")
+
+
+def _finish_treatment(world: World, p: Patient) -> None:
+    h = world.hospitals[p.hospital or ""]
+    care = care_for(p, h)
+    p.status = "treated"
+    if p.or_ref:
+        room = h.or_by_id(p.or_ref[1])
+        if room is not None and room.patient_id == p.patient_id:
+            room.state, room.patient_id, room.procedure = "idle", None, None
+            room.agent_prepared = False
+            if room.failure_until > world.clock:
+                room.state, room.until = "out_of_service", room.failure_until
+    elif p.patient_id in h.ed_patients:
+        h.ed_patients.remove(p.patient_id)
+    if care and care.specialist:
+        spec = h.specialists[care.specialist]
+        if spec.state == "present":
+            spec.until = max(spec.until, world.clock + SPECIALIST_STAY_AFTER_CASE_MIN)
+    if CONDITIONS[p.condition].true_priority == "P1":
+        if h.icu_used < h.icu_beds:
+            h.icu_used += 1
+        else:
+            h.boarders += 1
+    world.event(f"{p.patient_id} treatment complete at {h.hospital_id}")

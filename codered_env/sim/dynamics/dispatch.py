@@ -1,0 +1,73 @@
+"""Sending units: the response level of a call (lights and sirens or not), a unit sent to a
+scene, the route it would take, and a unit sent home after its job (docs/MODEL.md §4.2-§4.3)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..params import (
+    HOT_PRIORITIES,
+    LIGHTS_AND_SIRENS_FACTOR,
+    NON_URGENT_FACTOR,
+    NON_URGENT_TURNOUT_MIN,
+    UNTRIAGED_RESPONSE,
+)
+from ..types import Ambulance, Call, Patient, Trip
+from .travel import departure_point, draw_noise, plan_trip
+
+if TYPE_CHECKING:
+    from ..world import World
+
+
+def response_level(call: Call | None) -> str | None:
+    """The level a unit responds at: the call's triage, or the protocol default if the call
+    is uncoded (params.UNTRIAGED_RESPONSE); None for a known patient in phase 1."""
+    if call is None:
+        return None
+    return call.priority or UNTRIAGED_RESPONSE
+
+
+def hot_response(call: Call | None) -> bool:
+    level = response_level(call)
+    return level is None or level in HOT_PRIORITIES
+
+
+def speed_for_call(call: Call | None) -> float:
+    return LIGHTS_AND_SIRENS_FACTOR if hot_response(call) else NON_URGENT_FACTOR
+
+
+def scene_trip(world: World, amb: Ambulance, p: Patient, call: Call | None) -> Trip | None:
+    """The route a unit would take to a patient now (None when every route is closed)."""
+    node, depart = departure_point(world, amb)
+    return plan_trip(world, node, p.node, depart, "scene", speed_for_call(call), 1.0)
+
+
+def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bool:
+    node, depart = departure_point(world, amb)
+    if not hot_response(call):
+        depart += NON_URGENT_TURNOUT_MIN
+    trip = plan_trip(world, node, p.node, depart, "scene", speed_for_call(call), draw_noise(world))
+    if trip is None:
+        return False
+    amb.status, amb.trip, amb.held = "en_route", trip, False
+    amb.patient_id, amb.call_id = p.patient_id, call.call_id if call else None
+    amb.dispatches += 1
+    if p.status == "awaiting_unit":
+        p.status = "unit_en_route"
+    p.ambulance_id = amb.ambulance_id
+    if call is not None:
+        call.status, call.ambulance_id = "dispatched", amb.ambulance_id
+    target = call.call_id if call else p.patient_id
+    eta = world.clock + trip.eta_minutes(world.clock)
+    world.event(f"{amb.ambulance_id} dispatched to {target} at {p.node}, ETA ~t{eta}")
+    return True
+
+
+def return_home(world: World, amb: Ambulance) -> None:
+    """The unit's job is over: it drives home (or is available at once if it is home or cut off)."""
+    amb.patient_id = amb.call_id = None
+    trip = plan_trip(world, amb.node, amb.home, world.clock, "home", 1.0, draw_noise(world))
+    if trip is None or amb.node == amb.home:
+        amb.status, amb.trip = "available", None
+        return
+    amb.status, amb.trip = "returning", trip

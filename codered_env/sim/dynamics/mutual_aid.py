@@ -1,0 +1,36 @@
+"""Mutual aid: a requested unit from the neighbouring district arrives at the NH-48 toll plaza
+(N7) and, if the request named a target still waiting, drives there at once (docs/MODEL.md
+§3.8)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..city import NODE_NAMES
+from ..generator import ENTRY_NODE
+from ..types import Ambulance
+from .dispatch import send_unit
+
+if TYPE_CHECKING:
+    from ..world import World
+
+
+def arrivals(world: World, t: int) -> None:
+    """Tick step 3: requested units due now arrive."""
+    for req in world.mutual_aid:
+        if req.arrived or req.arrives_at > t:
+            continue
+        req.arrived = True
+        amb = Ambulance(req.unit_id, "ALS", ENTRY_NODE, ENTRY_NODE, mutual_aid=True)
+        world.ambulances[req.unit_id] = amb
+        world.event(f"MUTUAL AID {req.unit_id} (ALS) arrived at {ENTRY_NODE} {NODE_NAMES[ENTRY_NODE]}")
+        if req.target_id:
+            _auto_dispatch(world, amb, req.target_id)
+
+
+def _auto_dispatch(world: World, amb: Ambulance, target_id: str) -> None:
+    call = world.calls.get(target_id)
+    if call is not None and call.status == "pending":
+        send_unit(world, amb, world.patients[call.patient_id], call)
+    elif target_id in world.patients and world.patients[target_id].status == "awaiting_unit":
+        send_unit(world, amb, world.patients[target_id], None)

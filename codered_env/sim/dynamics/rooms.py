@@ -1,0 +1,171 @@
+"""Operating rooms and specialists: their timers (preparation, hold window, elective cases,
+specialists arriving and leaving), the care a hospital gives a condition, and the rooms and
+specialists a patient claims (docs/MODEL.md §3.3, §4.4)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..conditions import CONDITIONS, Care
+from ..params import (
+    CATH_LAB_PREP_RANGE,
+    OR_HOLD_WINDOW_MIN,
+    OR_PREP_MIN_BY_TIER,
+    PROCEDURE_DURATION_MIN,
+    SPECIALIST_WINDOW_MIN,
+)
+from ..types import Hospital, OperatingRoom, Patient, Specialist
+
+if TYPE_CHECKING:
+    from ..world import World
+
+_CLAIM_RANK = {state: i for i, state in enumerate(("ready", "preparing", "idle"))}
+
+
+def timers(world: World, t: int) -> None:
+    """Tick step 5: OR and specialist timers."""
+    for h in world.hospitals.values():
+        for room in h.ors:
+            _room_timer(world, h, room, t)
+        for spec in h.specialists.values():
+            if spec.state == "paged" and spec.until <= t:
+                spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
+                world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
+            elif (
+                spec.state == "present"
+                and spec.until <= t
+                and not _needs_specialist(world, h, spec.specialty)
+            ):
+                if spec.agent_paged and not spec.used:
+                    world.count("wasted_page")
+                spec.state, spec.agent_paged, spec.used = "on_call", False, False
+                world.event(f"{h.hospital_id} {spec.specialty} specialist left")
+
+
+def _room_timer(world: World, h: Hospital, room: OperatingRoom, t: int) -> None:
+    if room.state == "preparing" and room.until <= t:
+        room.state, room.until, room.ready_at = "ready", t + OR_HOLD_WINDOW_MIN, t
+        world.event(f"{h.hospital_id} {room.or_id} ready for {room.procedure}")
+    elif room.state == "ready" and room.until <= t and room.patient_id is None:
+        if room.agent_prepared:
+            world.count("unused_or_prep")
+        room.state, room.procedure, room.agent_prepared = "idle", None, False
+        world.event(f"{h.hospital_id} {room.or_id} preparation expired unused")
+    elif room.state == "in_use" and room.until <= t and room.elective:
+        room.state, room.elective, room.procedure = "idle", False, None
+
+
+def _needs_specialist(world: World, h: Hospital, specialty: str) -> bool:
+    """Is a patient at this hospital waiting for (or being treated by) this specialty?"""
+    for pid in h.ed_patients:
+        care = care_for(world.patients[pid], h)
+        if care and care.specialist == specialty:
+            return True
+    return False
+
+
+def care_for(p: Patient, h: Hospital) -> Care | None:
+    """The care this hospital gives the patient (the fallback once its lab was unavailable)."""
+    cond = CONDITIONS[p.condition]
+    care = cond.care_at(h.tier)
+    if p.fallback and care is not None and care.procedure and cond.fallback_care:
+        return cond.fallback_care
+    return care
+
+
+def free_room(h: Hospital, procedure: str) -> OperatingRoom | None:
+    """A room for ``procedure`` nobody else has claimed: readied for it, else preparing for it,
+    else idle."""
+    best: OperatingRoom | None = None
+    for room in h.ors:
+        if procedure not in room.procedures or room.patient_id is not None:
+            continue
+        if room.state in ("ready", "preparing") and room.procedure != procedure:
+            continue
+        if room.state not in _CLAIM_RANK:
+            continue
+        if best is None or _CLAIM_RANK[room.state] < _CLAIM_RANK[best.state]:
+            best = room
+    return best
+
+
+def room_wait(world: World, h: Hospital, procedure: str) -> float:
+    """Minutes until some room able to host ``procedure`` could be free (inf if none)."""
+    waits = []
+    for room in h.ors:
+        if procedure not in room.procedures:
+            continue
+        remaining = max(0, room.until - world.clock)
+        if room.state in ("preparing", "ready") and room.patient_id is not None:
+            remaining += PROCEDURE_DURATION_MIN.get(room.procedure or procedure, 0)
+        if room.state == "in_use" and room.failure_until > world.clock:
+            remaining = max(remaining, room.failure_until - world.clock)
+        waits.append(remaining)
+    return min(waits, default=float("inf"))
+
+
+def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) -> None:
+    """Claim a room readied in advance at once; the hospital readies an idle room and pages
+    the specialist itself only once it has activated (``care.activation_min`` after arrival)."""
+    if care.procedure and p.or_ref is None:
+        room = free_room(h, care.procedure)
+        if room is not None and (activated or room.state != "idle"):
+            if room.state == "idle":
+                room.state, room.procedure = "preparing", care.procedure
+                room.prep_total = _prep_minutes(h, room)
+                room.until = world.clock + room.prep_total
+                room.agent_prepared = False
+            room.patient_id = p.patient_id
+            p.or_ref = (h.hospital_id, room.or_id)
+    if care.specialist and activated:
+        spec = h.specialists.get(care.specialist)
+        if spec is not None and spec.state == "on_call":
+            spec.state, spec.until = "paged", world.clock + spec.page_delay
+
+
+def _prep_minutes(h: Hospital, room: OperatingRoom) -> int:
+    if "cath_lab" in room.procedures:
+        return room.prep_total or CATH_LAB_PREP_RANGE[0]
+    return OR_PREP_MIN_BY_TIER[h.tier]
+
+
+def or_readiness(world: World, h: Hospital, procedure: str) -> float:
+    best = 0.0
+    for room in h.ors:
+        if room.patient_id is not None or room.procedure != procedure:
+            continue
+        if room.state == "ready":
+            return 1.0
+        if room.state == "preparing" and room.prep_total > 0:
+            best = max(best, 1.0 - (room.until - world.clock) / room.prep_total)
+    return round(best, 3)
+
+
+def specialist_readiness(world: World, spec: Specialist | None) -> float:
+    if spec is None:
+        return 0.0
+    if spec.state == "present":
+        return 1.0
+    if spec.state == "paged" and spec.page_delay > 0:
+        return round(max(0.0, 1.0 - (spec.until - world.clock) / spec.page_delay), 3)
+    return 0.0
+
+
+def best_care_available(world: World, p: Patient) -> bool:
+    """Could a hospital giving this condition's best care take the patient now (open, lab in
+    service and free, specialist not unavailable)?"""
+    cond = CONDITIONS[p.condition]
+    best = cond.best_care
+    if best is None:
+        return True
+    for h in world.hospitals.values():
+        care = cond.care_at(h.tier)
+        if care is None or care.quality < best.quality or world.diverted(h.hospital_id):
+            continue
+        if care.procedure and free_room(h, care.procedure) is None:
+            continue
+        spec = h.specialists.get(care.specialist or "")
+        if care.specialist and (spec is None or spec.state == "unavailable"):
+            continue
+        return True
+    return False

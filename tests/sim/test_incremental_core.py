@@ -1,0 +1,152 @@
+"""The event-driven core never changes an answer: every incremental piece of state equals a full
+rebuild, at every step, for random, heuristic and planner play on every task (issue 23).
+
+Checked after every ``CodeRedSim.step`` of every simulation alive (so also the planner's forks
+and rollouts, through a wrapper around ``step``):
+
+- the running score preview, recomputed only when ``World.score_version`` moved, equals
+  ``rubric.preview_score`` computed from scratch;
+- the travel-time tables, shared per road state, equal a fresh Floyd-Warshall over the roads;
+- the lazy observation view, read whole, equals ``observation()``; and the heuristic given the
+  view plays exactly the actions it plays given the dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from codered_env.agents import make_agent
+from codered_env.sim import TASK_IDS, CodeRedSim, rubric
+from codered_env.sim.city import NODE_IDS, RoadNetwork, _shortest_paths
+
+PLANNER_STEPS = 12  # the planner's rollouts run whole episodes; its own play is capped
+
+
+def _check(sim: CodeRedSim) -> None:
+    world = sim.world
+    if not sim.done:
+        assert sim.score_preview == rubric.preview_score(world), "cached preview is stale"
+    net = world.net
+    fresh = RoadNetwork(world.peak_hour)
+    fresh.closed, fresh.congestion = set(net.closed), dict(net.congestion)
+    dist, nxt = _shortest_paths(fresh)
+    for i, a in enumerate(NODE_IDS):
+        for j, b in enumerate(NODE_IDS):
+            assert net.minutes(a, b) == dist[i][j], (a, b)
+    net.path(NODE_IDS[0], NODE_IDS[-1])
+    assert net._next == nxt
+    assert dict(sim.observation_view()) == sim.observation()
+
+
+@pytest.fixture()
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Wrap ``CodeRedSim.step`` so every step of every simulation is checked; yields a counter."""
+    calls = [0]
+    original = CodeRedSim.step
+
+    def step(self: CodeRedSim, action: object) -> Any:
+        out = original(self, action)
+        _check(self)
+        calls[0] += 1
+        return out
+
+    monkeypatch.setattr(CodeRedSim, "step", step)
+    yield calls
+
+
+def _play(task_id: str, seed: int, agent_name: str, max_steps: int | None = None,
+          **kwargs: Any) -> CodeRedSim:
+    sim = CodeRedSim(task_id, seed)
+    agent = make_agent(agent_name, seed, **kwargs)
+    agent.reset(task_id, seed)
+    _check(sim)
+    while not sim.done and (max_steps is None or sim.step_count < max_steps):
+        sim.step(agent.act(sim.observation()))
+    return sim
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("agent_name", ["random", "heuristic"])
+def test_incremental_state_equals_a_rebuild(task_id: str, agent_name: str, checked: list[int]) -> None:
+    for seed in (3, 8):
+        sim = _play(task_id, seed, agent_name)
+        assert sim.done
+    assert checked[0] > 0
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_incremental_state_equals_a_rebuild_in_planner_play(task_id: str, checked: list[int]) -> None:
+    """The planner's forks and rollouts step many simulations; each is checked."""
+    _play(task_id, 5, "planner", max_steps=PLANNER_STEPS, forks=2, max_candidates=2)
+    assert checked[0] > PLANNER_STEPS  # rollouts ran on forks too
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_heuristic_acts_the_same_on_the_view(task_id: str) -> None:
+    sim = CodeRedSim(task_id, 4)
+    on_dict, on_view = make_agent("heuristic", 4), make_agent("heuristic", 4)
+    on_dict.reset(task_id, 4)
+    on_view.reset(task_id, 4)
+    while not sim.done:
+        action = on_dict.act(sim.observation())
+        assert on_view.act(sim.observation_view()) == action
+        sim.step(action)
+
+
+def test_preview_follows_a_fork_and_its_parent_alone() -> None:
+    """A fork copies the cache with the world; stepping one never changes the other's preview."""
+    sim = _play("task5", 2, "heuristic", max_steps=20)
+    before = sim.score_preview
+    twin = sim.fork(7)
+    for _ in range(15):
+        if twin.done:
+            break
+        twin.step({"action_type": "maintain_plan"})
+        assert twin.done or twin.score_preview == rubric.preview_score(twin.world)
+    assert sim.score_preview == before == rubric.preview_score(sim.world)
+
+
+def test_view_is_a_read_only_mapping_of_the_observation_keys() -> None:
+    sim = CodeRedSim("task3", 1)
+    view = sim.observation_view()
+    assert list(view) == list(sim.observation())
+    assert "patients" in view and "no_such_key" not in view
+    assert view.get("no_such_key") is None
+    with pytest.raises(KeyError):
+        view["no_such_key"]
+    with pytest.raises(TypeError):
+        view["clock_min"] = 5  # type: ignore[index]
+
+
+def test_road_tables_are_shared_per_road_state_and_never_stale() -> None:
+    a, b = RoadNetwork(False), RoadNetwork(False)
+    assert a.minutes("N0", "N3") == b.minutes("N0", "N3")
+    assert a._dist is b._dist  # one table per road state in the process
+    a.close("N1", "N3")
+    assert a.minutes("N1", "N3") > b.minutes("N1", "N3")
+    a.reopen("N1", "N3")
+    assert a.minutes("N1", "N3") == b.minutes("N1", "N3")
+    a.set_congestion("N0", "N1", 2.5)  # 4 min -> 10: the detour through N8 (3 + 3) wins
+    assert (a.minutes("N0", "N1"), a.path("N0", "N1")) == (6.0, ["N0", "N8", "N1"])
+    assert (b.minutes("N0", "N1"), b.path("N0", "N1")) == (4.0, ["N0", "N1"])
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_gym_legal_parts_equal_a_rebuild(task_id: str) -> None:
+    """The Gymnasium env reuses unchanged legal-action parts between steps; never stale."""
+    np = pytest.importorskip("numpy")
+    gym_env = pytest.importorskip("codered_env.gym_env")
+    from codered_env.sim.observation import legal_actions
+
+    env = gym_env.CodeRedGymEnv(task_id)
+    rng = np.random.default_rng(1)
+    env.reset(seed=6)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(int(env.action_masks().sum()))))
+        done = terminated or truncated
+        if not env.sim.done:
+            assert legal_actions(env.sim.world, env._legal_parts) == legal_actions(env.sim.world)

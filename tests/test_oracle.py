@@ -1,0 +1,142 @@
+"""The ``oracle`` ceiling (agents/oracle.py) and the report's normalised column."""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+import pytest
+
+from codered_env.agents import BUILTIN_AGENTS, HeuristicAgent, OracleAgent, PlannerAgent, make_agent
+from codered_env.agents.oracle import TruthTriageHeuristic, truth_copy
+from codered_env.evaluation.report import Row, normalised_score
+from codered_env.runner import run_episode
+from codered_env.sim import CodeRedSim
+
+
+def _play(sim: CodeRedSim, agent: HeuristicAgent, steps: int | None = None) -> None:
+    while not sim.done and (steps is None or steps > 0):
+        sim.step(agent.act(sim.observation()))
+        steps = None if steps is None else steps - 1
+
+
+def test_make_agent_builds_the_oracle_but_no_default_list_holds_it() -> None:
+    agent = make_agent("oracle", 4, max_candidates=5)
+    assert isinstance(agent, OracleAgent) and agent.name == "oracle" and agent.max_candidates == 5
+    assert "oracle" not in BUILTIN_AGENTS
+    with pytest.raises(ValueError, match="forks"):
+        make_agent("oracle", 0, forks=0)
+
+
+def test_truth_copy_is_the_episode_and_a_fork_is_not() -> None:
+    sim = CodeRedSim("task5", 7)
+    _play(sim, HeuristicAgent(7), steps=12)
+    twin, forks = truth_copy(sim), [sim.fork(k) for k in range(3)]
+    _play(sim, HeuristicAgent(7))
+    _play(twin, HeuristicAgent(7))
+    assert twin.grade() == sim.grade() and twin.observation() == sim.observation()
+    for fork in forks:
+        _play(fork, HeuristicAgent(7))
+    assert any(fork.grade()["raw_score"] != sim.grade()["raw_score"] for fork in forks)
+
+
+def test_truth_triage_reads_the_hidden_priority() -> None:
+    sim = CodeRedSim("task5", 11)
+    agent = TruthTriageHeuristic(11, sim)
+    triaged = 0
+    while not sim.done and triaged < 8:
+        action = agent.act(sim.observation())
+        if action["action_type"] == "triage_call":
+            assert action["priority"] == sim.world.calls[action["call_id"]].true_priority
+            triaged += 1
+        sim.step(action)
+    assert triaged == 8
+
+
+def test_oracle_is_reproducible() -> None:
+    first = run_episode("task2", 1002, OracleAgent(1002))
+    second = run_episode("task2", 1002, OracleAgent(1002))
+    assert first.actions == second.actions and first.score == second.score
+
+
+def test_the_search_alone_beats_the_heuristic_and_the_best_of_keeps_the_better_play() -> None:
+    seeds = range(1000, 1003)
+    heuristic = [run_episode("task2", s, HeuristicAgent(s)).score for s in seeds]
+    search = [run_episode("task2", s, OracleAgent(s, best_of=False)).score for s in seeds]
+    assert statistics.fmean(search) > statistics.fmean(heuristic) + 0.02
+    oracle = OracleAgent(1000)
+    result = run_episode("task2", 1000, oracle)
+    assert oracle.choice in ("search", "planner", "heuristic")
+    assert oracle.search_score == search[0] and result.score >= search[0]
+
+
+def test_an_out_of_sync_oracle_drops_its_chosen_play() -> None:
+    oracle = OracleAgent(0, max_candidates=2)
+    oracle.reset("task2", 1)
+    other = CodeRedSim("task2", 2)  # not the episode the oracle was reset on
+    script = list(oracle._script)
+    played = []
+    for _ in range(4):
+        played.append(oracle.act(other.observation()))
+        other.step(played[-1])
+    assert oracle._script == [] and oracle._sim is None
+    assert played != script[:4]
+
+
+def _ladder(task: str, seeds: range) -> tuple[float, float, float]:
+    means = []
+    for agent in (HeuristicAgent, PlannerAgent, OracleAgent):
+        means.append(statistics.fmean(run_episode(task, s, agent(s)).score for s in seeds))
+    return means[0], means[1], means[2]
+
+
+@pytest.mark.parametrize("task", ["task1", "task2"])
+def test_oracle_above_planner_above_heuristic(task: str) -> None:
+    heuristic, planner, oracle = _ladder(task, range(1000, 1003))
+    assert oracle >= planner >= heuristic, (heuristic, planner, oracle)
+    assert oracle > heuristic
+
+
+@pytest.mark.skipif(os.environ.get("CODERED_SLOW") != "1", reason="slow: set CODERED_SLOW=1")
+@pytest.mark.parametrize("task", ["task3", "task4", "task5"])
+def test_oracle_above_planner_above_heuristic_slow(task: str) -> None:
+    heuristic, planner, oracle = _ladder(task, range(1000, 1003))
+    assert oracle >= planner >= heuristic, (heuristic, planner, oracle)
+    assert oracle > heuristic
+
+
+def _row(task: str, agent: str, scores: tuple[float, ...]) -> Row:
+    return Row(task, agent, agent, scores, tuple(range(len(scores))), {}, ("2026-12-01",))
+
+
+def test_normalised_score_spans_random_to_oracle() -> None:
+    rows = [_row("task2", "random", (0.2, 0.2)), _row("task2", "oracle", (0.8, 0.8)),
+            _row("task2", "heuristic", (0.6, 0.7)), _row("task3", "heuristic", (0.5,))]
+    assert [normalised_score(r, rows) for r in rows] == ["0.00", "1.00", "0.75", "—"]
+    flat = [_row("task2", "random", (0.5,)), _row("task2", "oracle", (0.5,))]
+    assert normalised_score(flat[1], flat) == "—"  # no range to normalise by
+
+
+def test_report_shows_the_normalised_column(tmp_path) -> None:
+    from codered_env.evaluation.report import generate_report
+    from codered_env.evaluation.store import EpisodeRecord, EpisodeStore
+    from codered_env.evaluation.trajectory import StepRecord, Trajectory
+
+    def record(agent: str, seed: int, score: float) -> EpisodeRecord:
+        steps = [StepRecord(1, {"action_type": "maintain_plan"}, score, True)]
+        trajectory = Trajectory(task_id="task2", seed=seed, agent=agent, model=agent, steps=steps)
+        return EpisodeRecord(agent=agent, model=agent, task_id="task2", seed=seed, score=score,
+                             components={"time_score": score}, steps=1, wall_time_s=0.1,
+                             trajectory=trajectory.to_jsonl(), package_version="9.9.9",
+                             created_at="2026-12-01T10:00:00+00:00")
+
+    db = tmp_path / "ladder.db"
+    with EpisodeStore(db) as store:
+        for agent, score in (("random", 0.3), ("heuristic", 0.7), ("planner", 0.75), ("oracle", 0.8)):
+            store.add(record(agent, 0, score))
+    text = generate_report(db, tmp_path / "out", version="9.9.9").markdown_path.read_text()
+    assert "| Score (mean ± sample std) | Normalised |" in text
+    assert "| task2 | heuristic | heuristic | 1 | 0.700 ± 0.000 | 0.80 |" in text
+    assert "| task2 | planner | planner | 1 | 0.750 ± 0.000 | 0.90 |" in text
+    lines = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| task2 |")]
+    assert lines[:4] == ["random", "heuristic", "planner", "oracle"]
