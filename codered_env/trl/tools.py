@@ -1,0 +1,91 @@
+"""The TRL tool methods, generated from the action catalogue (``codered_env.sim.catalogue``).
+
+One method per action, named after it, with a real signature (``inspect.signature`` shows the
+parameters in call order, typed ``str``/``int`` or ``Literal[...]`` for enumerations and for ids
+that have a fixed set, such as hospitals) and a Google-style docstring (the action's help, one
+``Args:`` line per parameter). That is exactly what TRL and transformers' ``get_json_schema`` read
+to build the tool schema, so the schema is the catalogue's. Calling a method binds its arguments
+against that signature (a missing or unknown argument raises ``TypeError`` as a hand-written
+method would, which TRL reports to the model as a failed tool call) and hands the action to the
+environment's ``_act``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, Literal
+
+from ..sim.catalogue import ACTIONS, ActionSpec, ParamSpec, fixed_id_choices
+
+RETURNS = "What changed after the decision."
+
+
+def param_choices(param: ParamSpec) -> tuple[str, ...]:
+    """The values a parameter can take when they form a fixed set (enums, fixed ids), else ()."""
+    if param.kind == "enum":
+        return param.choices
+    if param.kind == "id":
+        return fixed_id_choices().get(param.id_of or "", ())
+    return ()
+
+
+def param_annotation(param: ParamSpec) -> Any:
+    """``Literal[...]`` for a fixed set of values, else ``int`` or ``str``."""
+    choices = param_choices(param)
+    if choices:
+        return Literal[choices]  # type: ignore[valid-type]
+    return int if param.kind == "int" else str
+
+
+def param_description(param: ParamSpec) -> str:
+    """The parameter's catalogue help; an integer's range is appended (a tool schema built from
+    type hints has no minimum/maximum)."""
+    if param.kind == "int" and param.minimum is not None and param.maximum is not None:
+        return f"{param.help} From {param.minimum} to {param.maximum}."
+    return param.help
+
+
+def tool_docstring(spec: ActionSpec) -> str:
+    lines = [spec.help, ""]
+    if spec.params:
+        lines.append("Args:")
+        lines += [f"    {p.name}: {param_description(p)}" for p in spec.params]
+        lines.append("")
+    lines += ["Returns:", f"    {RETURNS}"]
+    return "\n".join(lines)
+
+
+def tool_signature(spec: ActionSpec) -> inspect.Signature:
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for p in spec.params:
+        default = inspect.Parameter.empty if p.required else ""
+        params.append(inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=default, annotation=param_annotation(p)))
+    return inspect.Signature(params, return_annotation=str)
+
+
+def make_tool(spec: ActionSpec) -> Callable[..., str]:
+    """The tool method of one action (an optional parameter left at "" is not sent)."""
+    signature = tool_signature(spec)
+    optional = {p.name for p in spec.params if not p.required}
+
+    def tool(*args: Any, **kwargs: Any) -> str:
+        bound = signature.bind(*args, **kwargs)
+        self = bound.arguments.pop("self")
+        params = {k: v for k, v in bound.arguments.items() if not (k in optional and v == "")}
+        return self._act(action_type=spec.name, **params)
+
+    tool.__name__ = tool.__qualname__ = spec.name
+    tool.__doc__ = tool_docstring(spec)
+    tool.__signature__ = signature  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in list(signature.parameters.values())[1:]}
+    tool.__annotations__["return"] = str
+    return tool
+
+
+def add_action_tools(cls: type) -> type:
+    """Class decorator: one tool method per catalogue action."""
+    for spec in ACTIONS:
+        setattr(cls, spec.name, make_tool(spec))
+    return cls
