@@ -71,3 +71,16 @@ _.chat_template  # unused attribute (tests/training/test_trl_env.py:88)
 
 # pytest fixtures requested as arguments only for their effect.
 checkpoint_agents  # unused variable (tests/evaluation/test_provenance.py:73)
+
+# OpenEnv: AutoEnv infers these class names from the package name (client.py aliases); Rubric.forward is
+# the rubric hook OpenEnv calls.
+CoderedEnv  # unused variable (codered_env/client.py)
+CoderedAction  # unused variable (codered_env/client.py)
+CoderedObservation  # unused variable (codered_env/client.py)
+_.forward  # unused method (codered_env/server/rubric_tree.py)
+
+# transformers / TRL / inspect: the tokenizer's padding side, a generated method's signature (read by
+# inspect.signature and TRL's schema extraction), a TrainerCallback hook.
+_.padding_side  # unused attribute (codered_env/trl/local_models.py)
+_.__signature__  # unused attribute (codered_env/trl/tools.py)
+_.on_log  # unused method (examples/grpo_codered.py)

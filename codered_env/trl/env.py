@@ -27,17 +27,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from typing import Any
 
 from ..sim import TASK_IDS, TASKS, CodeRedSim
 from .episodes import Episode, LocalEpisode, RemoteEpisode, View
 from .tools import add_action_tools
-
-HospitalId = Literal["H1", "H2", "H3"]
-Priority = Literal["P1", "P2", "P3", "P4"]
-Procedure = Literal["cath_lab", "trauma_surgery", "stroke_intervention", "general"]
-Specialty = Literal["cardiology", "neurology", "trauma_surgery", "obstetrics"]
-BloodType = Literal["O-", "O+", "A-", "A+", "B-", "B+", "AB-", "AB+"]
 
 SYSTEM_PROMPT = (
     "You coordinate emergency medical services in a city: dispatch ambulances, triage calls, choose "
