@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..sim import CodeRedSim, parse_action
+from ..sim.catalogue import MAINTAIN_PLAN
+from ..sim.types import FINAL_PATIENT_STATES
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,9 @@ class View:
 
 
 def _anything_open(obs: dict[str, Any]) -> bool:
-    final = {"treated", "released", "deceased", "in_treatment"}
     if any(c.get("status") in ("pending", "dispatched") for c in obs.get("calls", [])):
         return True
-    return any(p.get("status") not in final for p in obs.get("patients", []))
+    return any(p.get("status") not in FINAL_PATIENT_STATES for p in obs.get("patients", []))
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class RemoteEpisode:
         """The final grade; an unfinished episode first plays on without decisions (waits until the
         server ends it: the world evolves exactly as ``CodeRedSim.finish`` lets it)."""
         while not self.view.done:
-            self.step({"action_type": "maintain_plan"})
+            self.step(dict(MAINTAIN_PLAN))
         return self.view.score_preview
 
     def end_reason(self) -> str:
