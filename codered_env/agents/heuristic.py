@@ -66,7 +66,9 @@ RULES: tuple[str, ...] = (
 )
 
 
-def _road_view(obs: dict[str, Any]) -> RoadNetwork:
+def road_view(obs: dict[str, Any]) -> RoadNetwork:
+    """The road network as the observation shows it (peak hour, closed and congested roads): what an agent
+    may route on. Shared with the planner."""
     roads = obs["roads"]
     net = RoadNetwork(roads["peak_hour"])
     for r in roads["closed"]:
@@ -100,7 +102,7 @@ class HeuristicAgent:
         if obs.get("last_action_error") and self._last:
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
-        net = _road_view(obs)
+        net = road_view(obs)
         rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare, self._blood)
         for number, rule in enumerate(rules, 1):
             for action in rule(obs, legal, net):

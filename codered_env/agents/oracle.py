@@ -34,7 +34,7 @@ from typing import Any
 
 from ..sim import CodeRedSim
 from .heuristic import HeuristicAgent
-from .planner import PlannerAgent, _digest
+from .planner import PlannerAgent, observation_digest
 
 ORACLE_FORKS = 1
 ORACLE_MAX_CANDIDATES = 16
@@ -131,7 +131,7 @@ class OracleAgent(PlannerAgent):
             step = obs.get("step")
             sim = self._sim
             if sim is not None and step == sim.step_count < len(self._script) and (
-                _digest(sim.observation()) == _digest(obs)
+                observation_digest(sim.observation()) == observation_digest(obs)
             ):
                 self._pending = self._script[sim.step_count]
                 return self._pending

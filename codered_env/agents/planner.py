@@ -55,7 +55,7 @@ from ..sim import CodeRedSim
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN, code_fingerprint
-from .heuristic import HeuristicAgent, _road_view
+from .heuristic import HeuristicAgent, road_view
 
 DEFAULT_FORKS = 3
 DEFAULT_CONFIRM_FORKS = 3
@@ -69,7 +69,7 @@ def _key(action: dict[str, Any]) -> str:
     return json.dumps(action, sort_keys=True)
 
 
-def _digest(obs: dict[str, Any]) -> tuple:
+def observation_digest(obs: dict[str, Any]) -> tuple:
     """What must agree between the replica and the episode the agent is really playing."""
     return (
         obs.get("task_id"),
@@ -173,7 +173,7 @@ class PlannerAgent:
         self._catch_up()
         proposal = self._base.act(obs)
         sim = self._sim
-        if sim is None or sim.done or _digest(sim.observation()) != _digest(obs):
+        if sim is None or sim.done or observation_digest(sim.observation()) != observation_digest(obs):
             self._sim = None  # out of sync: the heuristic plays on alone
             return proposal
         self.decisions += 1
@@ -255,7 +255,7 @@ class PlannerAgent:
         later rule (``HeuristicAgent.act`` plays the first choice of the first rule that has one)."""
         base = self._base
         legal = obs.get("legal_actions") or {}
-        net = _road_view(obs)
+        net = road_view(obs)
         rules = (base._triage, base._dispatch, base._mutual_aid, base._assign, base._prepare, base._blood)
         fired = False
         for rule in rules:
@@ -279,7 +279,7 @@ class PlannerAgent:
         free = [a for a in obs["ambulances"] if a["status"] in ("available", "returning")]
         if node is None or not free:
             return []
-        net = _road_view(obs)
+        net = road_view(obs)
         free.sort(key=lambda u: (net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"]))
         chosen = next((u for u in free if u["ambulance_id"] == proposal["ambulance_id"]), None)
         kind = chosen["kind"] if chosen else "ALS"

@@ -46,13 +46,13 @@ from .client import _error_text as _error_text
 from .client import _retry_after as _retry_after
 from .client import classify_error as classify_error
 from .client import estimate_tokens as estimate_tokens
-from .config import _DROPPED_PARAMS as _DROPPED_PARAMS
 from .config import _FALSE as _FALSE
 from .config import _KEY_VARS as _KEY_VARS
 from .config import _TRUE as _TRUE
 from .config import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from .config import DEFAULT_MODEL as DEFAULT_MODEL
 from .config import DEGRADED_AFTER as DEGRADED_AFTER
+from .config import DROPPED_PARAMS as DROPPED_PARAMS
 from .config import FALLBACK_ACTION as FALLBACK_ACTION
 from .config import MAX_REASON_CHARS as MAX_REASON_CHARS
 from .config import MIN_CALL_SECONDS as MIN_CALL_SECONDS

@@ -20,7 +20,7 @@ DEGRADED_AFTER = 3
 MAX_REASON_CHARS = 160
 MIN_SECRET_CHARS = 8
 _KEY_VARS = ("HF_TOKEN", "API_KEY", "OPENAI_API_KEY")
-_DROPPED_PARAMS = ("action_type", "metadata")
+DROPPED_PARAMS = ("action_type", "metadata")
 _FALSE = {"0", "false", "no", "off"}
 _TRUE = {"1", "true", "yes", "on"}
 

@@ -15,7 +15,7 @@ from codered_env.agents.prompts import (
 )
 
 from .config import (
-    _DROPPED_PARAMS,
+    DROPPED_PARAMS,
 )
 
 
@@ -68,7 +68,7 @@ def _make_action(name: str, params: Mapping[str, Any], action_types: Sequence[st
     if action_type not in action_types:
         return Parsed(None, f"unknown action_type {name.strip()[:40]!r}", "unknown_action")
     clean = {k: (v.strip() if isinstance(v, str) else v) for k, v in params.items()
-             if v is not None and k not in _DROPPED_PARAMS}
+             if v is not None and k not in DROPPED_PARAMS}
     return Parsed({"action_type": action_type, **clean})
 
 

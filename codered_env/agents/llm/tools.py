@@ -11,7 +11,7 @@ from codered_env.agents.prompts import (
 )
 
 from .config import (
-    _DROPPED_PARAMS,
+    DROPPED_PARAMS,
 )
 
 
@@ -60,7 +60,7 @@ def tool_for(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
     flat = _inline_refs(dict(schema), defs)
     properties = {k: _not_null(v) for k, v in flat.get("properties", {}).items()
-                  if k not in _DROPPED_PARAMS}
+                  if k not in DROPPED_PARAMS}
     required = [r for r in flat.get("required", []) if r in properties]
     return _tool(name, properties, required)
 
