@@ -380,13 +380,17 @@ def test_report_cues_are_the_report_models_features() -> None:
 def test_task_features_tell_every_task_apart() -> None:
     """v1: the step-budget and horizon features are divided by the largest values in the task
     table, so tasks 3-5 no longer all read 1.0 (v0 divided the budget by 60)."""
-    budget = gym_env.GLOBAL_FEATURES.index("max_steps")
-    seen = {}
+    names = ("max_steps", "horizon", "phase2", "mutual_aid_limit")
+    columns = [gym_env.GLOBAL_FEATURES.index(name) for name in names]
+    budget = columns[0]
+    seen, task_rows = {}, {}
     for task_id in TASK_IDS:
         env = gymnasium.make(f"CodeRedEnv-{task_id}-v1")
         obs, _ = env.reset(seed=0)
         seen[task_id] = float(obs["global"][budget])
+        task_rows[task_id] = tuple(float(obs["global"][c]) for c in columns)
         assert seen[task_id] == pytest.approx(TASKS[task_id].max_steps / gym_env.LARGEST_STEP_BUDGET)
         env.close()
-    assert len(set(seen.values())) == len({t.max_steps for t in TASKS.values()}) == 5
+    assert len(set(seen.values())) == len({t.max_steps for t in TASKS.values()})
+    assert len(set(task_rows.values())) == len(TASK_IDS)  # the task features tell every task apart
     assert max(seen.values()) == 1.0

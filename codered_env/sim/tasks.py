@@ -72,7 +72,7 @@ TASKS: dict[str, TaskSpec] = {
             "Crisis Surge",
             "advanced",
             phase=1,
-            max_steps=60,
+            max_steps=90,  # heuristic needs 48-71 decisions (issue #21; 60 cut 16 of 30 episodes)
             horizon_min=180,
             disruptions=2,
             mutual_aid_limit=2,

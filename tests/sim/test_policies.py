@@ -8,7 +8,7 @@ import pytest
 
 from codered_env.agents import HeuristicAgent, make_agent
 from codered_env.runner import run_episode
-from codered_env.sim import TASK_IDS
+from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.tasks import TASKS
 
 SEEDS = range(1000, 1040)  # seeds the calibration never used
@@ -60,3 +60,16 @@ def test_triage_pays_and_every_caller_is_reachable(task_id: str) -> None:
     never = [run_episode(task_id, s, HeuristicAgent(s, triage=False)) for s in seeds]
     assert statistics.fmean(r.score for r in triaged) >= statistics.fmean(r.score for r in never) + 0.03
     assert all(r.steps < TASKS[task_id].max_steps for r in triaged)
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_the_step_budget_never_ends_the_heuristics_game(task_id: str) -> None:
+    """Issue #21's guard on every task: the heuristic ends resolved or at the horizon, never by
+    running out of decisions (task3's 60 cut 16 of 30 episodes short; it is 90 now)."""
+    for seed in range(1040, 1080):
+        sim = CodeRedSim(task_id, seed)
+        agent = HeuristicAgent(seed)
+        agent.reset(task_id, seed)
+        while not sim.done:
+            sim.step(agent.act(sim.observation()))
+        assert sim.end_reason in ("resolved", "horizon"), (task_id, seed, sim.step_count)
