@@ -293,17 +293,24 @@ def train(
     seed: Annotated[int, typer.Option(min=0)] = 0,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("runs/ppo"),
     resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
+    actions: Annotated[str, typer.Option(help="action set: focused (learners) or full (every legal action)")]
+    = "focused",
+    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 1.0,
 ) -> None:
     """Train MaskablePPO (needs the `rl` extra): curve CSV/JSON/PNG, checkpoints, run.json in --out."""
+    from .gym_env.focus import ACTION_SETS
     from .train import TrainConfig
     from .train import train as run_training
 
     parse_tasks(task)
+    if actions not in ACTION_SETS:
+        raise typer.BadParameter(f"unknown action set {actions!r}; valid: {', '.join(ACTION_SETS)}")
     if not steps and not minutes:
         raise typer.BadParameter("give --steps or --minutes (a budget)")
     config = TrainConfig(task_id=task, seed=seed, total_steps=steps or None, wall_minutes=minutes or None,
                          n_envs=envs, eval_every=eval_every, eval_seeds=parse_seeds(eval_seeds),
-                         out_dir=str(out), resume=str(resume) if resume else None)
+                         out_dir=str(out), resume=str(resume) if resume else None, actions=actions,
+                         gamma=gamma)
     try:
         result = run_training(config, log=lambda line: err_console.print(line, highlight=False, markup=False))
     except ImportError as exc:

@@ -47,7 +47,9 @@ class PPOAgent:
         self.model = model
         self.name = name
         self.deterministic = deterministic
-        self.env = CodeRedGymEnv()
+        # the action set the policy was trained on (``codered train`` stores it in the model;
+        # models saved before it existed used the full set)
+        self.env = CodeRedGymEnv(actions=getattr(model, "codered_actions", "full"))
         self._obs: Any = None
 
     def fingerprint(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from ..sim.observation import legal_actions
 from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
 from .features import FeatureBuilder, observation_space
+from .focus import ACTION_SETS, focus_legal
 
 
 class CodeRedGymEnv(gymnasium.Env):
@@ -34,6 +35,10 @@ class CodeRedGymEnv(gymnasium.Env):
       ``info["termination_reason"]`` is ``resolved``, ``horizon`` or ``step_budget``. With
       ``truncate_on_step_budget=True`` a budget end is reported as ``truncated`` (the old
       behaviour; value bootstrapping then adds a value no update ever fits).
+    - ``actions="focused"`` (for learners; default ``"full"``): the enumeration covers only the
+      legal actions that can change something or serve a visible need (``gym_env.focus``): no
+      re-triage to the same priority, blood only for patients who need it. Every index is still
+      a legal action; only fewer of them are offered.
     - Rendering: ``"ansi"`` returns ``CodeRedSim.render_text()``; any other mode (SB3 passes
       ``"rgb_array"``) is accepted and ``render()`` warns and returns ``None``, as Gymnasium's own
       environments do for a mode they cannot draw.
@@ -49,11 +54,15 @@ class CodeRedGymEnv(gymnasium.Env):
         *,
         info_actions: bool = False,
         truncate_on_step_budget: bool = False,
+        actions: str = "full",
     ) -> None:
         if task_id not in TASKS:
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
         if max_actions < 1:
             raise ValueError("max_actions must be at least 1")
+        if actions not in ACTION_SETS:
+            raise ValueError(f"unknown actions {actions!r}; valid: {', '.join(ACTION_SETS)}")
+        self.actions = actions
         self.task_id = task_id
         self.render_mode = render_mode
         self.max_actions = max_actions
@@ -128,6 +137,8 @@ class CodeRedGymEnv(gymnasium.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
         legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
+        if legal and self.actions == "focused":
+            legal = focus_legal(sim.world, legal)
         index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
         return self._features.build(sim, index, self._n_legal)

@@ -1,0 +1,118 @@
+"""The *focused* action set (``CodeRedGymEnv(actions="focused")``): the legal actions minus the
+ones that cannot change anything or serve no need the agent can see, for learners.
+
+Why: along a heuristic episode of task4/task5 the full set offers 65-84 actions per decision, 26 of
+them blood transfers (every hospital pair and type) and 15-19 blood allocations, against 0.6-2.9
+dispatches; re-triaging a call to the priority it already has is legal too. PPO policies trained
+on the full set spent 43-49 % of their decisions re-triaging and 16-21 % moving blood
+(docs/TRAINING.md, phase 2). Every action removed here is still legal in the simulation; the
+focused set is a subset of the legal set, read from what the observation shows (the agent's own
+triage, visible patients' conditions, destinations, reservations and known blood types, stocks).
+
+Removed:
+
+- ``triage_call`` to the priority the call already has (a no-op);
+- ``allocate_blood`` for a patient whose condition needs no blood (counted as unneeded blood), at a
+  hospital other than the patient's destination once one is set, or once the patient has a full
+  case (``BLOOD_UNITS_PER_CASE``) reserved there;
+- ``query_blood_type`` for a patient who needs no blood;
+- ``transfer_blood`` except to the destination of a patient who needs blood and has none reserved
+  there, of a type that patient can take and that destination holds less than a case of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..sim.conditions import CONDITIONS
+from ..sim.dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
+from ..sim.params import BLOOD_UNITS_PER_CASE
+from ..sim.types import FINAL_PATIENT_STATES, Patient
+from ..sim.world import World
+
+Legal = dict[str, list[dict[str, list[Any]]]]
+
+ACTION_SETS: tuple[str, ...] = ("full", "focused")
+
+
+def focus_legal(world: World, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> Legal:
+    """``legal`` (``legal_actions(world)``) without the actions the module docstring lists; an
+    action type left with no option is dropped. ``legal`` itself is not changed."""
+    out: Legal = {name: [dict(o) for o in options] for name, options in legal.items()}
+    needy = _blood_needs(world)
+    _set(out, "triage_call", _triage(world, out.get("triage_call", [])))
+    _set(out, "allocate_blood", _allocate(world, out.get("allocate_blood", []), needy))
+    _set(out, "query_blood_type", [
+        {**o, "patient_id": [p for p in o["patient_id"] if p in needy]}
+        for o in out.get("query_blood_type", [])
+    ])
+    _set(out, "transfer_blood", _transfer(world, out.get("transfer_blood", []), needy))
+    return out
+
+
+def _set(out: Legal, name: str, options: list[dict[str, list[Any]]]) -> None:
+    kept = [o for o in options if all(o.values())]
+    if kept:
+        out[name] = kept
+    else:
+        out.pop(name, None)
+
+
+def _triage(world: World, options: list[dict[str, list[Any]]]) -> list[dict[str, list[Any]]]:
+    """Each option split by the calls' current priority, that priority taken out."""
+    split = []
+    for option in options:
+        by_current: dict[str | None, list[str]] = {}
+        for call_id in option["call_id"]:
+            by_current.setdefault(world.calls[call_id].priority, []).append(call_id)
+        for current, call_ids in by_current.items():
+            split.append({"call_id": call_ids, "priority": [q for q in option["priority"] if q != current]})
+    return split
+
+
+def _blood_needs(world: World) -> dict[str, Patient]:
+    """Visible patients still in care whose condition needs blood, by id."""
+    return {
+        p.patient_id: p for p in world.patients.values()
+        if p.visible and p.status not in FINAL_PATIENT_STATES and CONDITIONS[p.condition].needs_blood
+    }
+
+
+def _reserved(world: World, patient_id: str, hospital_id: str) -> int:
+    return sum(a.units for a in world.allocations
+               if a.patient_id == patient_id and a.hospital_id == hospital_id and a.by_agent and not a.used)
+
+
+def _allocate(world: World, options: list[dict[str, list[Any]]],
+              needy: Mapping[str, Patient]) -> list[dict[str, list[Any]]]:
+    kept = []
+    for option in options:
+        hospital_id = option["hospital_id"][0]
+        ids = [pid for pid in option["patient_id"] if pid in needy
+               and needy[pid].destination in (None, hospital_id)
+               and _reserved(world, pid, hospital_id) < BLOOD_UNITS_PER_CASE]
+        kept.append({**option, "patient_id": ids})
+    return kept
+
+
+def _acceptable(p: Patient) -> tuple[str, ...]:
+    return COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else emergency_group_o(p)
+
+
+def _transfer(world: World, options: list[dict[str, list[Any]]],
+              needy: Mapping[str, Patient]) -> list[dict[str, list[Any]]]:
+    """One option per (source, target) pair that serves a need, with only the types it lacks."""
+    wanted: dict[str, set[str]] = {}  # destination -> types some patient there could use
+    for p in needy.values():
+        dest = p.destination
+        if dest is not None and _reserved(world, p.patient_id, dest) == 0:
+            stock = world.hospitals[dest].blood
+            wanted.setdefault(dest, set()).update(
+                t for t in _acceptable(p) if stock.get(t, 0) < BLOOD_UNITS_PER_CASE)
+    kept = []
+    for option in options:
+        for target in option["to_hospital_id"]:
+            types = [t for t in option["blood_type"] if t in wanted.get(target, ())]
+            kept.append({**option, "to_hospital_id": [target], "blood_type": types})
+    return kept
