@@ -212,16 +212,25 @@ def train(config: TrainConfig, log: Any = print) -> dict[str, Any]:
             f"± {row['std']:.3f} sample std (best {best['mean']:.3f})")
 
     class Budget(BaseCallback):
-        """Evaluates every ``eval_every`` steps and stops at the wall-clock budget."""
+        """Evaluates at the first rollout start past every ``eval_every`` steps and stops at the
+        wall-clock budget.
+
+        A rollout start comes right after the update on the previous rollout, so the policy
+        evaluated (and saved as ``step_<n>.zip``) is the one trained on all ``n`` steps; evaluating
+        from ``_on_step`` would catch the last step of a rollout, before its update, and the last
+        row would not be the policy saved as ``final.zip``."""
 
         def __init__(self) -> None:
             super().__init__()
             self.next_eval = model.num_timesteps + config.eval_every
 
-        def _on_step(self) -> bool:
+        def _on_rollout_start(self) -> None:
             if self.num_timesteps >= self.next_eval:
-                self.next_eval += config.eval_every
+                while self.next_eval <= self.num_timesteps:
+                    self.next_eval += config.eval_every
                 evaluate(self.num_timesteps)
+
+        def _on_step(self) -> bool:
             return deadline is None or time.monotonic() < deadline
 
     evaluate(model.num_timesteps)

@@ -394,3 +394,109 @@ def test_task_features_tell_every_task_apart() -> None:
     assert len(set(seen.values())) == len({t.max_steps for t in TASKS.values()})
     assert len(set(task_rows.values())) == len(TASK_IDS)  # the task features tell every task apart
     assert max(seen.values()) == 1.0
+
+
+# ---------------------------------------------------------------- the focused action set (learners)
+def _heuristic_until(env: CodeRedGymEnv, task_id: str, seed: int, done: Any, limit: int = 200) -> None:
+    """Play the heuristic's actions through ``env`` (any action set) until ``done(env)``."""
+    agent = make_agent("heuristic", seed)
+    agent.reset(task_id, seed)
+    env.reset(seed=seed)
+    for _ in range(limit):
+        if done(env):
+            return
+        action = agent.act(env.sim.observation())
+        env.sim.step(action)
+        env._observe()
+    raise AssertionError("the condition never held")
+
+
+def _full_legal_keys(env: CodeRedGymEnv) -> set[str]:
+    return {repr(sorted(a.items())) for a in enumerate_actions(env.sim.observation()["legal_actions"])}
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_focused_actions_are_a_legal_subset_and_accepted(task_id: str) -> None:
+    env, rng = CodeRedGymEnv(task_id, actions="focused"), np.random.default_rng(5)
+    full = CodeRedGymEnv(task_id)
+    for seed in (0, 1):
+        _, info = env.reset(seed=seed)
+        full.reset(seed=seed)
+        while True:
+            focused = env.legal_wire_actions()
+            assert focused[0] == {"action_type": "maintain_plan"}
+            assert {repr(sorted(a.items())) for a in focused} <= _full_legal_keys(env)
+            assert len(focused) <= int(full.action_masks().sum()) or full.sim.clock != env.sim.clock
+            _, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+            assert info["last_action_error"] is None
+            if terminated:
+                break
+
+
+def test_focused_set_drops_same_priority_retriage() -> None:
+    env = CodeRedGymEnv("task5", actions="focused")
+    _heuristic_until(env, "task5", 0, lambda e: any(c.priority for c in e.sim.world.calls.values()
+                                                    if c.status in ("pending", "dispatched")))
+    triaged = {c.call_id: c.priority for c in env.sim.world.calls.values()
+               if c.priority and c.status in ("pending", "dispatched")}
+    full = {repr(sorted(a.items())) for a in enumerate_actions(env.sim.observation()["legal_actions"])}
+    offered = [a for a in env.legal_wire_actions() if a["action_type"] == "triage_call"]
+    for call_id, priority in triaged.items():
+        same = {"action_type": "triage_call", "call_id": call_id, "priority": priority}
+        assert repr(sorted(same.items())) in full  # legal in the simulation ...
+        assert same not in offered  # ... but not offered to the learner
+        assert any(a["call_id"] == call_id for a in offered)  # the other levels are
+
+
+def test_focused_blood_actions_serve_visible_needs_only() -> None:
+    from codered_env.sim.conditions import CONDITIONS
+    from codered_env.sim.types import FINAL_PATIENT_STATES
+
+    env = CodeRedGymEnv("task3", actions="focused")
+
+    def bleeding_with_destination(e: CodeRedGymEnv) -> bool:
+        return any(p.visible and CONDITIONS[p.condition].needs_blood and p.destination
+                   and p.status not in FINAL_PATIENT_STATES for p in e.sim.world.patients.values())
+
+    _heuristic_until(env, "task3", 0, bleeding_with_destination)
+    world = env.sim.world
+    full_types = {a["action_type"] for a in enumerate_actions(env.sim.observation()["legal_actions"])}
+    assert {"transfer_blood", "allocate_blood"} <= full_types
+    needy = {p.patient_id for p in world.patients.values()
+             if p.visible and CONDITIONS[p.condition].needs_blood}
+    destinations = {world.patients[p].destination for p in needy}
+    offered = env.legal_wire_actions()
+    assert any(a["action_type"] == "allocate_blood" for a in offered)  # the need is served
+    for action in offered:
+        if action["action_type"] in ("allocate_blood", "query_blood_type"):
+            assert action["patient_id"] in needy
+        if action["action_type"] == "allocate_blood" and world.patients[action["patient_id"]].destination:
+            assert action["hospital_id"] == world.patients[action["patient_id"]].destination
+        if action["action_type"] == "transfer_blood":
+            assert action["to_hospital_id"] in destinations
+
+
+def test_focused_set_reads_no_hidden_blood_type_or_caller() -> None:
+    env = CodeRedGymEnv("task3", actions="focused")
+    env.reset(seed=1)
+    for _ in range(15):
+        env.step(0)
+    twin = copy.deepcopy(env)
+    for p in twin.sim.world.patients.values():
+        if not p.blood_type_known:
+            p.blood_type = "AB-" if p.blood_type != "AB-" else "O+"
+    twin._observe()
+    env._observe()
+    assert twin.legal_wire_actions() == env.legal_wire_actions()
+    phase2 = CodeRedGymEnv("task4", actions="focused")
+    phase2.reset(seed=3)
+    hidden = phase2.sim.world.patients[_hidden_caller(phase2)]
+    twin2 = copy.deepcopy(phase2)
+    twin2.sim.world.patients[hidden.patient_id].condition = "trauma_haemorrhage"
+    assert _same(phase2._observe(), twin2._observe())
+    assert twin2.legal_wire_actions() == phase2.legal_wire_actions()
+
+
+def test_unknown_action_set_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="focused"):
+        CodeRedGymEnv("task1", actions="smart")

@@ -44,6 +44,18 @@ def test_train_writes_curve_checkpoints_plot_and_run_record(run_dir: Path) -> No
     assert record["config"]["task_id"] == "task1" and record["config"]["eval_seeds"] == [10000, 10001]
     assert record["machine"]["cpus"] and record["cpu_s"] > 0
     assert record["spread"] == "mean ± sample std"
+    assert record["config"]["actions"] == "focused" and record["config"]["gamma"] == 1.0
+
+
+def test_saved_policy_keeps_its_action_set(run_dir: Path, tmp_path: Path) -> None:
+    agent = make_agent(f"ppo:{run_dir / 'final.zip'}")
+    assert agent.env.actions == "focused"  # what it was trained on, so indices mean the same
+    args = ["train", "--task", "task1", "--steps", "64", "--envs", "1", "--eval-seeds", "10000",
+            "--out", str(tmp_path / "r"), "--resume", str(run_dir / "final.zip"), "--actions", "full"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0 and "trained on the 'focused' action set" in str(result.exception)
+    bad = CliRunner().invoke(app, ["train", "--actions", "smart", "--out", str(tmp_path / "b")])
+    assert bad.exit_code != 0 and "unknown action set" in bad.output
 
 
 def test_saved_policy_plays_like_any_agent_and_matches_the_gym_grade(run_dir: Path) -> None:
