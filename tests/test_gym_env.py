@@ -500,3 +500,18 @@ def test_focused_set_reads_no_hidden_blood_type_or_caller() -> None:
 def test_unknown_action_set_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="focused"):
         CodeRedGymEnv("task1", actions="smart")
+
+
+def test_focused_set_drops_same_destination_and_or_queries() -> None:
+    env = CodeRedGymEnv("task3", actions="focused")
+    _heuristic_until(env, "task3", 0, lambda e: any(p.destination and p.status == "transporting"
+                                                    for p in e.sim.world.patients.values()))
+    full = enumerate_actions(env.sim.observation()["legal_actions"])
+    offered = env.legal_wire_actions()
+    assert any(a["action_type"] == "query_or_status" for a in full)
+    assert not any(a["action_type"] == "query_or_status" for a in offered)
+    for p in env.sim.world.patients.values():
+        if p.destination and p.status == "transporting":
+            same = {"action_type": "assign_hospital", "patient_id": p.patient_id,
+                    "hospital_id": p.destination}
+            assert same in full and same not in offered

@@ -12,6 +12,11 @@ triage, visible patients' conditions, destinations, reservations and known blood
 Removed:
 
 - ``triage_call`` to the priority the call already has (a no-op);
+- ``assign_hospital`` of a patient to the destination already set (it only re-evaluates whether
+  the relaxed transfer target applies);
+- ``query_or_status``: its answer (OR timers) is in the text observation but not in the adapter's
+  features (only a flag that a result exists), so for a feature-based learner it is a minute spent
+  on nothing; a PPO policy trained with it spent 48 % of its task3 decisions on it and scored 0.01;
 - ``allocate_blood`` for a patient whose condition needs no blood (counted as unneeded blood), at a
   hospital other than the patient's destination once one is set, or once the patient has a full
   case (``BLOOD_UNITS_PER_CASE``) reserved there;
@@ -42,6 +47,8 @@ def focus_legal(world: World, legal: Mapping[str, Sequence[Mapping[str, Sequence
     out: Legal = {name: [dict(o) for o in options] for name, options in legal.items()}
     needy = _blood_needs(world)
     _set(out, "triage_call", _triage(world, out.get("triage_call", [])))
+    _set(out, "assign_hospital", _assign(world, out.get("assign_hospital", [])))
+    out.pop("query_or_status", None)
     _set(out, "allocate_blood", _allocate(world, out.get("allocate_blood", []), needy))
     _set(out, "query_blood_type", [
         {**o, "patient_id": [p for p in o["patient_id"] if p in needy]}
@@ -68,6 +75,19 @@ def _triage(world: World, options: list[dict[str, list[Any]]]) -> list[dict[str,
             by_current.setdefault(world.calls[call_id].priority, []).append(call_id)
         for current, call_ids in by_current.items():
             split.append({"call_id": call_ids, "priority": [q for q in option["priority"] if q != current]})
+    return split
+
+
+def _assign(world: World, options: list[dict[str, list[Any]]]) -> list[dict[str, list[Any]]]:
+    """Each option split by the patients' current destination, that hospital taken out."""
+    split = []
+    for option in options:
+        by_destination: dict[str | None, list[str]] = {}
+        for patient_id in option["patient_id"]:
+            by_destination.setdefault(world.patients[patient_id].destination, []).append(patient_id)
+        for current, patient_ids in by_destination.items():
+            split.append({"patient_id": patient_ids,
+                          "hospital_id": [h for h in option["hospital_id"] if h != current]})
     return split
 
 
