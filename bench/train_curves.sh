@@ -7,9 +7,8 @@
 # cap as a safety net on a loaded machine (MINUTES=, 0: no cap; a run cut by it says so in its
 # run.json and in the table's steps column). TASKS= picks tasks (default: all five, task4 and
 # task5 first), OUT= the folder (default runs/train), EVAL_EVERY= the evaluation interval (default
-# 5000), ACTIONS= the adapter's action set (default focused; full: every legal action) and GAMMA=
-# the discount (default 1.0; before session 11: full and 0.995). One thread, nice 10, one task at
-# a time.
+# 5000), ACTIONS= the adapter's action set (default full; focused: docs/GYM.md) and GAMMA= the
+# discount (default 0.995). One thread, nice 10, one task at a time.
 # Needs the `rl` extra and a CPU PyTorch (docs/TRAINING.md).
 # Results: $OUT/<task>/ and the table on stdout.
 set -euo pipefail
@@ -19,8 +18,8 @@ STEPS_PHASE2=${STEPS_PHASE2:-300000}
 MINUTES=${MINUTES:-90}
 OUT=${OUT:-runs/train}
 EVAL_EVERY=${EVAL_EVERY:-5000}
-ACTIONS=${ACTIONS:-focused}
-GAMMA=${GAMMA:-1.0}
+ACTIONS=${ACTIONS:-full}
+GAMMA=${GAMMA:-0.995}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 for task in ${TASKS:-task4 task5 task1 task2 task3}; do
   case "$task" in task4|task5) budget=$STEPS_PHASE2 ;; *) budget=$STEPS ;; esac

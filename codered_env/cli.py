@@ -293,9 +293,8 @@ def train(
     seed: Annotated[int, typer.Option(min=0)] = 0,
     out: Annotated[Path, typer.Option(help="output directory")] = Path("runs/ppo"),
     resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
-    actions: Annotated[str, typer.Option(help="action set: focused (learners) or full (every legal action)")]
-    = "focused",
-    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 1.0,
+    actions: Annotated[str, typer.Option(help="action set: full (every legal action) or focused")] = "full",
+    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 0.995,
 ) -> None:
     """Train MaskablePPO (needs the `rl` extra): curve CSV/JSON/PNG, checkpoints, run.json in --out."""
     from .gym_env.focus import ACTION_SETS

@@ -25,7 +25,7 @@ from codered_env.runner import run_episode
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ppo")
     args = ["train", "--task", "task1", "--steps", "256", "--envs", "2", "--eval-every", "256",
-            "--eval-seeds", "10000-10001", "--out", str(out)]
+            "--eval-seeds", "10000-10001", "--actions", "focused", "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -44,7 +44,7 @@ def test_train_writes_curve_checkpoints_plot_and_run_record(run_dir: Path) -> No
     assert record["config"]["task_id"] == "task1" and record["config"]["eval_seeds"] == [10000, 10001]
     assert record["machine"]["cpus"] and record["cpu_s"] > 0
     assert record["spread"] == "mean ± sample std"
-    assert record["config"]["actions"] == "focused" and record["config"]["gamma"] == 1.0
+    assert record["config"]["actions"] == "focused" and record["config"]["gamma"] == 0.995
 
 
 def test_saved_policy_keeps_its_action_set(run_dir: Path, tmp_path: Path) -> None:
