@@ -57,7 +57,7 @@ def test_a_server_killed_by_an_illegal_instruction_says_how_to_rebuild(monkeypat
 
     monkeypatch.setattr(local_llm, "warm_up", refused)
     options = ServeOptions(model=Path("/m/model.gguf"), port=_free_port())
-    with pytest.raises(LocalLLMError, match="illegal CPU instruction.*GGML_NATIVE=OFF"):
+    with pytest.raises(LocalLLMError, match=r"illegal CPU instruction.*GGML_NATIVE=OFF"):
         local_llm._checked_warm_up(options, dying)
     assert "code 3" in local_llm.describe_exit(3)
 
