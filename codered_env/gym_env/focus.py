@@ -27,7 +27,7 @@ Removed:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..sim.conditions import CONDITIONS
@@ -46,8 +46,10 @@ def focus_legal(world: World, legal: Mapping[str, Sequence[Mapping[str, Sequence
     action type left with no option is dropped. ``legal`` itself is not changed."""
     out: Legal = {name: [dict(o) for o in options] for name, options in legal.items()}
     needy = _blood_needs(world)
-    _set(out, "triage_call", _triage(world, out.get("triage_call", [])))
-    _set(out, "assign_hospital", _assign(world, out.get("assign_hospital", [])))
+    _set(out, "triage_call", _without_current(out.get("triage_call", []), "call_id", "priority",
+                                              lambda call_id: world.calls[call_id].priority))
+    _set(out, "assign_hospital", _without_current(out.get("assign_hospital", []), "patient_id", "hospital_id",
+                                                  lambda patient_id: world.patients[patient_id].destination))
     out.pop("query_or_status", None)
     _set(out, "allocate_blood", _allocate(world, out.get("allocate_blood", []), needy))
     _set(out, "query_blood_type", [
@@ -66,28 +68,17 @@ def _set(out: Legal, name: str, options: list[dict[str, list[Any]]]) -> None:
         out.pop(name, None)
 
 
-def _triage(world: World, options: list[dict[str, list[Any]]]) -> list[dict[str, list[Any]]]:
-    """Each option split by the calls' current priority, that priority taken out."""
+def _without_current(options: list[dict[str, list[Any]]], subject: str, value: str,
+                     current: Callable[[str], str | None]) -> list[dict[str, list[Any]]]:
+    """Each option split by its subjects' ``current`` value, which is taken out of ``value``
+    (a call's priority, a patient's destination: setting it again changes nothing)."""
     split = []
     for option in options:
         by_current: dict[str | None, list[str]] = {}
-        for call_id in option["call_id"]:
-            by_current.setdefault(world.calls[call_id].priority, []).append(call_id)
-        for current, call_ids in by_current.items():
-            split.append({"call_id": call_ids, "priority": [q for q in option["priority"] if q != current]})
-    return split
-
-
-def _assign(world: World, options: list[dict[str, list[Any]]]) -> list[dict[str, list[Any]]]:
-    """Each option split by the patients' current destination, that hospital taken out."""
-    split = []
-    for option in options:
-        by_destination: dict[str | None, list[str]] = {}
-        for patient_id in option["patient_id"]:
-            by_destination.setdefault(world.patients[patient_id].destination, []).append(patient_id)
-        for current, patient_ids in by_destination.items():
-            split.append({"patient_id": patient_ids,
-                          "hospital_id": [h for h in option["hospital_id"] if h != current]})
+        for subject_id in option[subject]:
+            by_current.setdefault(current(subject_id), []).append(subject_id)
+        for now, subject_ids in by_current.items():
+            split.append({subject: subject_ids, value: [v for v in option[value] if v != now]})
     return split
 
 
