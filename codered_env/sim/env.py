@@ -41,7 +41,7 @@ from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
-from .rubric import grade, preview_score
+from .rubric import ShareMemo, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
@@ -102,10 +102,11 @@ class CodeRedSim:
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
         self._preview_version, self._preview_value = -1, 0.0
         self._view_memo: dict[str, Any] = {}  # observation_view's reusable parts
+        self._shares: ShareMemo = {}  # the running grade's per-patient shares (rubric._shares)
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (``private_copy``) starts with no reusable observation parts."""
-        return self.__dict__ | {"_view_memo": {}}
+        """A copy (``private_copy``) starts with no reusable observation parts or shares."""
+        return self.__dict__ | {"_view_memo": {}, "_shares": {}}
 
     @property
     def clock(self) -> int:
@@ -141,7 +142,7 @@ class CodeRedSim:
         time (``World.score_version``; tests/sim/test_incremental_core.py checks every step)."""
         world = self.world
         if world.score_version != self._preview_version:
-            self._preview_value = preview_score(world)
+            self._preview_value = preview_score(world, self._shares)
             self._preview_version = world.score_version
         return self._preview_value
 
