@@ -252,14 +252,16 @@ def _triage_accuracy(given: str | None, truth: str) -> float:
 
 
 # every (given, truth) pair's accuracy, computed once by the function above
-_ACCURACY = {(given, truth): _triage_accuracy(given, truth) for given in (None, *PRIORITIES) for truth in PRIORITIES}
+_ACCURACY = {
+    (given, truth): _triage_accuracy(given, truth) for given in (None, *PRIORITIES) for truth in PRIORITIES
+}
 
 
 @dataclass(frozen=True, slots=True)
 class _Share:
     """One scored patient's inputs to the grade's sums (``_summary`` adds them up in order)."""
 
-    weight: int
+    weight: float
     weighted_time: float | None  # weight x time score, None if never treated
     vitals: float
     prep: float | None
@@ -337,6 +339,18 @@ def _mutual_aid_penalty(world: World, final: bool) -> float | int:
     return min(MUTUAL_AID_PENALTY_CAP, total)
 
 
+_CASCADE_COMPONENTS = ("secondary_harm", "cascade_score")
+
+
+@functools.cache
+def _effective_weights(cascades: bool) -> dict[str, float]:
+    """The rubric's weights with those of components that do not apply (the cascade ones in
+    tasks without cascades) shared out over the others in proportion. Read only."""
+    applies = {k: cascades or k not in _CASCADE_COMPONENTS for k in RUBRIC_WEIGHTS}
+    norm = sum(w for k, w in RUBRIC_WEIGHTS.items() if applies[k])
+    return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
+
+
 def _summary(world: World, final: bool, memo: ShareMemo | None = None) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score (no per-patient records)."""
     scored = _scored(world, final)
@@ -365,10 +379,10 @@ def _summary(world: World, final: bool, memo: ShareMemo | None = None) -> dict[s
         "cascade_score": None,
     }
     if world.task.cascades:
-        components["secondary_harm"] = _mean([s.secondary_gain for s in shares if s.secondary_gain is not None])
+        gains = [s.secondary_gain for s in shares if s.secondary_gain is not None]
+        components["secondary_harm"] = _mean(gains)
         components["cascade_score"] = _cascade(world, shares, final)
-    norm = sum(w for k, w in RUBRIC_WEIGHTS.items() if components[k] is not None)
-    effective = {k: (w / norm if components[k] is not None else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
+    effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
     return {
