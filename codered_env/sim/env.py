@@ -41,7 +41,7 @@ from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
-from .rubric import ShareMemo, grade, preview_score
+from .rubric import PreviewMemo, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
@@ -102,11 +102,11 @@ class CodeRedSim:
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
         self._preview_version, self._preview_value = -1, 0.0
         self._view_memo: dict[str, Any] = {}  # observation_view's reusable parts
-        self._shares: ShareMemo = {}  # the running grade's per-patient shares (rubric._shares)
+        self._shares = PreviewMemo()  # what the running grade reuses (rubric.PreviewMemo)
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (``private_copy``) starts with no reusable observation parts or shares."""
-        return self.__dict__ | {"_view_memo": {}, "_shares": {}}
+        return self.__dict__ | {"_view_memo": {}, "_shares": PreviewMemo()}
 
     @property
     def clock(self) -> int:

@@ -292,30 +292,88 @@ _SHARE_INPUTS = attrgetter(
     "transferred", "relaxed_target", "cpr_from", "first_unit_at", "first_hospital_arrival", "arrival_prep",
     "reserve_at_treatment",
 )
-ShareMemo = dict[str, tuple[tuple[Any, ...], _Share]]
 
 
-def _shares(scored: list[Patient], memo: ShareMemo | None) -> list[_Share]:
-    """Each scored patient's share; with ``memo`` (the episode's) a share is recomputed only
-    when one of the fields it reads changed (tests/sim/test_incremental_core.py)."""
+class PreviewMemo:
+    """What the running grade keeps between steps (one per episode, ``CodeRedSim``): each
+    scored patient's share with the fields it was computed from, and the sums over the last
+    list of shares. A share is recomputed only when a field it reads changed, the sums only
+    when a share did (tests/sim/test_incremental_core.py checks every step)."""
+
+    __slots__ = ("shares", "sums")
+
+    def __init__(self) -> None:
+        self.shares: dict[str, tuple[tuple[Any, ...], _Share]] = {}
+        self.sums: _Sums | None = None
+
+
+def _shares(scored: list[Patient], memo: PreviewMemo | None) -> tuple[_Share, ...]:
     if memo is None:
-        return [_share(p) for p in scored]
+        return tuple([_share(p) for p in scored])
+    known = memo.shares
     out = []
     for p in scored:
         inputs = _SHARE_INPUTS(p)
-        cached = memo.get(p.patient_id)
+        cached = known.get(p.patient_id)
         if cached is None or cached[0] != inputs:
-            cached = memo[p.patient_id] = (inputs, _share(p))
+            cached = known[p.patient_id] = (inputs, _share(p))
         out.append(cached[1])
-    return out
+    return tuple(out)
 
 
-def _cascade(world: World, shares: list[_Share], final: bool) -> float:
-    secondary = [s.secondary_response for s in shares if s.secondary_response is not None]
-    subs = [_mean(secondary)]
-    delivered = sum(1 for s in shares if s.delivered)
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """The shares added up, in patient order."""
+
+    shares: tuple[_Share, ...]
+    total_weight: float
+    weighted_time: float
+    vitals: float
+    covered: float
+    delivered: int
+    preps: list[float]
+    secondary_gains: list[float]
+    secondary_responses: list[float]
+
+
+def _add_up(shares: tuple[_Share, ...]) -> _Sums:
+    total_w = time_sum = vitals_sum = covered = 0.0
+    delivered = 0
+    preps: list[float] = []
+    gains: list[float] = []
+    responses: list[float] = []
+    for s in shares:
+        total_w += s.weight
+        if s.weighted_time is not None:
+            time_sum += s.weighted_time
+            vitals_sum += s.vitals
+        if s.prep is not None:
+            preps.append(s.prep)
+        if s.covered:
+            covered += 1
+        if s.delivered:
+            delivered += 1
+        if s.secondary_gain is not None:
+            gains.append(s.secondary_gain)
+        if s.secondary_response is not None:
+            responses.append(s.secondary_response)
+    return _Sums(shares, total_w, time_sum, vitals_sum, covered, delivered, preps, gains, responses)
+
+
+def _sums(scored: list[Patient], memo: PreviewMemo | None) -> _Sums:
+    shares = _shares(scored, memo)
+    if memo is None:
+        return _add_up(shares)
+    if memo.sums is None or memo.sums.shares != shares:
+        memo.sums = _add_up(shares)
+    return memo.sums
+
+
+def _cascade(world: World, sums: _Sums, final: bool) -> float:
+    subs = [_mean(sums.secondary_responses)]
     events = sum(h.overcrowding_events for h in world.hospitals.values())
-    share = delivered / len(shares) if shares else 0.0
+    n = len(sums.shares)
+    share = sums.delivered / n if n else 0.0
     subs.append(share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
         patients = world.patients
@@ -351,37 +409,25 @@ def _effective_weights(cascades: bool) -> dict[str, float]:
     return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
 
 
-def _summary(world: World, final: bool, memo: ShareMemo | None = None) -> dict[str, Any]:
+def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score (no per-patient records)."""
     scored = _scored(world, final)
-    shares = _shares(scored, memo)
-    total_w = time_sum = vitals_sum = covered = 0.0
-    preps: list[float] = []
-    for s in shares:
-        total_w += s.weight
-        if s.weighted_time is not None:
-            time_sum += s.weighted_time
-            vitals_sum += s.vitals
-        if s.prep is not None:
-            preps.append(s.prep)
-        if s.covered:
-            covered += 1
+    sums = _sums(scored, memo)
     n = len(scored)
-    coverage = covered / n if n else 0.0
+    coverage = sums.covered / n if n else 0.0
     counts = _penalties(world, final)
     penalty = sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
     components: dict[str, float | None] = {
-        "time_score": time_sum / total_w if total_w else 0.0,
+        "time_score": sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
         "efficiency": coverage * max(0.0, 1.0 - penalty),
         "secondary_harm": None,
-        "prep_ready": _mean(preps),
-        "vitals_score_avg": vitals_sum / n if n else 0.0,
+        "prep_ready": _mean(sums.preps),
+        "vitals_score_avg": sums.vitals / n if n else 0.0,
         "cascade_score": None,
     }
     if world.task.cascades:
-        gains = [s.secondary_gain for s in shares if s.secondary_gain is not None]
-        components["secondary_harm"] = _mean(gains)
-        components["cascade_score"] = _cascade(world, shares, final)
+        components["secondary_harm"] = _mean(sums.secondary_gains)
+        components["cascade_score"] = _cascade(world, sums, final)
     effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
@@ -420,7 +466,7 @@ def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
 
-def preview_score(world: World, memo: ShareMemo | None = None) -> float:
+def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
     """The running score now (the same number ``grade(world, False)["score"]`` reports); with
     ``memo`` (kept by the episode) unchanged patients' shares are reused."""
     return _clamp(_summary(world, final=False, memo=memo)["raw"], final=False)
