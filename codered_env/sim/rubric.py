@@ -55,7 +55,7 @@ rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
@@ -294,17 +294,15 @@ _SHARE_INPUTS = attrgetter(
 )
 
 
+@dataclass
 class PreviewMemo:
     """What the running grade keeps between steps (one per episode, ``CodeRedSim``): each
     scored patient's share with the fields it was computed from, and the sums over the last
     list of shares. A share is recomputed only when a field it reads changed, the sums only
     when a share did (tests/sim/test_incremental_core.py checks every step)."""
 
-    __slots__ = ("shares", "sums")
-
-    def __init__(self) -> None:
-        self.shares: dict[str, tuple[tuple[Any, ...], _Share]] = {}
-        self.sums: _Sums | None = None
+    shares: dict[str, tuple[tuple[Any, ...], _Share]] = field(default_factory=dict)
+    sums: _Sums | None = None
 
 
 def _shares(scored: list[Patient], memo: PreviewMemo | None) -> tuple[_Share, ...]:
