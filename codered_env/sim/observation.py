@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from .conditions import CONDITIONS
@@ -91,13 +92,15 @@ def _reserved(world: World, p: Patient) -> dict[str, int]:
 
 
 def _patient(world: World, p: Patient) -> dict[str, Any]:
+    row = _patient_base(p)
+    _fill_patient(world, p, row, displayed_vitals(p), _reserved(world, p))
+    return row
+
+
+def _patient_base(p: Patient) -> dict[str, Any]:
+    """A patient's row with the fields that move with the clock or the care left as None (in
+    the row's key order; ``_fill_patient`` sets them)."""
     cond = CONDITIONS[p.condition]
-    amb = world.ambulances.get(p.ambulance_id or "")
-    eta = None
-    if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
-        eta = amb.trip.eta_minutes(world.clock)
-    elif p.status == "transferring" and p.transfer_arrives_at is not None:
-        eta = max(0, p.transfer_arrives_at - world.clock)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -109,18 +112,37 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
         "call_id": p.call_id,
         "sex": p.sex,
         "age": p.age,
-        "vitals": displayed_vitals(p),
+        "vitals": None,
         "blood_type": p.blood_type if p.blood_type_known else None,
         "ambulance_id": p.ambulance_id,
         "destination": p.destination,
         "hospital": p.hospital,
-        "eta_min": eta,
-        "waiting_for": waiting_for(world, p),
-        "blood_reserved": _reserved(world, p),
-        "minutes_since_call": world.clock - p.appeared_at,
-        "minutes_since_onset": world.clock - p.appeared_at + p.onset_min,
+        "eta_min": None,
+        "waiting_for": None,
+        "blood_reserved": None,
+        "minutes_since_call": None,
+        "minutes_since_onset": None,
         "treatment_start_min": p.treatment_start,
     }
+
+
+def _fill_patient(world: World, p: Patient, row: dict[str, Any], vitals: dict[str, float | int],
+                  reserved: dict[str, int]) -> None:
+    clock = world.clock
+    eta = None
+    status = p.status
+    if status in ("unit_en_route", "transporting"):
+        amb = world.ambulances.get(p.ambulance_id or "")
+        if amb is not None and amb.trip is not None:
+            eta = amb.trip.eta_minutes(clock)
+    elif status == "transferring" and p.transfer_arrives_at is not None:
+        eta = max(0, p.transfer_arrives_at - clock)
+    row["vitals"] = vitals
+    row["eta_min"] = eta
+    row["waiting_for"] = waiting_for(world, p)
+    row["blood_reserved"] = reserved
+    since = clock - p.appeared_at
+    row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
 
 
 def _known(world: World, patient_id: str | None) -> bool:
@@ -298,29 +320,105 @@ def build_observation(
     return {key: part(world, ctx) for key, part in _PARTS.items()}
 
 
-def _patients_reusing_rows(world: World, rows: dict[str, tuple[tuple, dict]]) -> list[dict[str, Any]]:
-    """The visible patients' dicts, reusing (shallow-copied, read only) the dict of a patient in a
-    final state from an earlier step: once treated, released or dead, only the minutes since
-    the call move (and the blood type, when a lab result comes in)."""
+#: Every field ``_patient_base`` reads: a row's base is rebuilt only when one changed.
+_PATIENT_BASE = attrgetter(
+    "patient_id", "condition", "secondary", "status", "node", "call_id", "sex", "age", "blood_type_known",
+    "blood_type", "ambulance_id", "destination", "hospital", "treatment_start",
+)
+#: What the displayed vitals read (``displayed_vitals``).
+_VITALS_INPUTS = attrgetter("status", "reserve", "reserve_at_treatment", "hr0", "sbp0", "condition")
+
+
+def _patients_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The visible patients' dicts (equal to ``_patient``'s): each a copy of a base row kept
+    while the fields it shows are unchanged, with the fields that move (vitals, ETA, what they
+    wait for, blood reserved, minutes) set; the vitals dict is reused while its inputs are the
+    same. Read only."""
+    bases: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("patient_rows", {})
+    vitals_memo: dict[str, tuple[tuple, dict[str, float | int]]] = memo.setdefault("vitals", {})
+    reserved = _reserved_by_patient(world)
     out = []
-    clock = world.clock
     for p in world.patients.values():
         if not p.visible:
             continue
-        if p.status not in FINAL_PATIENT_STATES:
-            out.append(_patient(world, p))
-            continue
-        key = (p.status, p.blood_type_known)
-        cached = rows.get(p.patient_id)
+        pid = p.patient_id
+        key = _PATIENT_BASE(p)
+        cached = bases.get(pid)
         if cached is None or cached[0] != key:
-            row = _patient(world, p)
-            rows[p.patient_id] = (key, row)
-        else:
-            row = dict(cached[1])
-            since = clock - p.appeared_at
-            row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
+            cached = bases[pid] = (key, _patient_base(p))
+        inputs = _VITALS_INPUTS(p)
+        vitals = vitals_memo.get(pid)
+        if vitals is None or vitals[0] != inputs:
+            vitals = vitals_memo[pid] = (inputs, displayed_vitals(p))
+        row = dict(cached[1])
+        _fill_patient(world, p, row, vitals[1], reserved.get(pid) or {})
         out.append(row)
     return out
+
+
+def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
+    """``_reserved`` of every patient with a reservation, in one pass over the allocations."""
+    out: dict[str, dict[str, int]] = {}
+    for a in world.allocations:
+        if a.by_agent and not a.used:
+            mine = out.setdefault(a.patient_id, {})
+            mine[a.hospital_id] = mine.get(a.hospital_id, 0) + a.units
+    return out
+
+
+#: What a hospital's row shows, field by field (``_hospital``).
+_HOSPITAL_STATE = attrgetter("occupancy", "capacity", "diverted_until", "icu_beds", "icu_used")
+_ROOM_ROW = attrgetter("or_id", "procedures", "state", "procedure", "patient_id", "elective")
+_SPECIALIST_ROW = attrgetter("specialty", "state", "until")
+
+
+def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hospitals' dicts, each reused (read only) while every field it shows is unchanged."""
+    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    out = []
+    for h in world.hospitals.values():
+        key = (
+            h,
+            _HOSPITAL_STATE(h),
+            world.diverted(h.hospital_id),
+            tuple(map(_ROOM_ROW, h.ors)),
+            tuple(map(_SPECIALIST_ROW, h.specialists.values())),
+            tuple(h.blood.items()),
+        )
+        cached = rows.get(h.hospital_id)
+        if cached is None or cached[0] != key:
+            cached = rows[h.hospital_id] = (key, _hospital(world, h))
+        out.append(cached[1])
+    return out
+
+
+_UNIT_AT_REST = attrgetter(
+    "ambulance_id", "kind", "mutual_aid", "status", "node", "patient_id", "call_id", "held"
+)
+
+
+def _ambulances_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The units' dicts; a unit on no trip and not busy on scene or at a hospital shows nothing
+    that moves with the clock, and its dict is reused (read only) while its fields are the same."""
+    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("unit_rows", {})
+    out = []
+    for amb in world.ambulances.values():
+        if amb.trip is not None or amb.status in ("on_scene", "at_hospital"):
+            out.append(_ambulance(world, amb))
+            continue
+        key = (_UNIT_AT_REST(amb), _known(world, amb.patient_id))
+        cached = rows.get(amb.ambulance_id)
+        if cached is None or cached[0] != key:
+            cached = rows[amb.ambulance_id] = (key, _ambulance(world, amb))
+        out.append(cached[1])
+    return out
+
+
+_REUSING: dict[str, Callable[[World, dict[str, Any]], list[dict[str, Any]]]] = {
+    "patients": _patients_reusing_rows,
+    "hospitals": _hospitals_reusing_rows,
+    "ambulances": _ambulances_reusing_rows,
+}
 
 
 class ObservationView(Mapping[str, Any]):
@@ -343,8 +441,8 @@ class ObservationView(Mapping[str, Any]):
         built = self._built
         if key in built:
             return built[key]
-        if key == "patients":
-            value = built[key] = _patients_reusing_rows(self._world, self._memo.setdefault("rows", {}))
+        if key in _REUSING:
+            value = built[key] = _REUSING[key](self._world, self._memo)
         elif key == "legal_actions":
             value = built[key] = {} if self._ctx.done else legal_actions(self._world, self._memo)
         else:
