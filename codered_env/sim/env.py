@@ -55,6 +55,8 @@ class StepResult:
 
 def _as_logged(action: object) -> Any:
     """The action as received, in a JSON-friendly form for the trajectory log."""
+    if type(action) is dict:
+        return dict(action)
     if isinstance(action, BaseModel):
         return action.model_dump(exclude_none=True)
     if isinstance(action, Mapping):
