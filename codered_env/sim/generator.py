@@ -48,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, caller_report, parse_report, weighted_draw
+from .triage import AGE_BANDS, drawn_report, weighted_draw
 from .types import (
     Ambulance,
     Call,
@@ -157,9 +157,8 @@ def _demographics(p: Patient) -> tuple[str, int]:
 
 def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
     """A call whose id is given on arrival (dynamics.spawns.add_spawn), so ids follow arrival order."""
-    report = caller_report(patient.condition, NODE_NAMES[patient.node], rng)
-    facts = parse_report(report)
-    patient.sex, patient.age = facts.sex, facts.age  # the patient the caller described
+    report, sex, age = drawn_report(patient.condition, NODE_NAMES[patient.node], rng)
+    patient.sex, patient.age = sex, age  # the patient the caller described
     return Call(
         "",
         patient.appeared_at,

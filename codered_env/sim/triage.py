@@ -161,6 +161,11 @@ def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...]]
 
 def caller_report(condition: str, place: str, rng: Random) -> str:
     """One caller report for ``condition``: caller, age, sex, place and mentioned symptoms."""
+    return drawn_report(condition, place, rng)[0]
+
+
+def drawn_report(condition: str, place: str, rng: Random) -> tuple[str, str, int]:
+    """``caller_report`` with the sex and age it drew (what ``parse_report`` would read back)."""
     caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
     lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
     age = rng.randint(lo, hi)
@@ -175,7 +180,7 @@ def caller_report(condition: str, place: str, rng: Random) -> str:
             mentioned.append(rng.choice(phrases))
     rng.shuffle(mentioned)
     symptoms = "; ".join(mentioned) if mentioned else NO_SYMPTOM_TEXT
-    return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}"
+    return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}", sex, age
 
 
 def callback_report(original: str, original_id: str) -> str:
