@@ -91,43 +91,10 @@ def _reserved(world: World, p: Patient) -> dict[str, int]:
     return out
 
 
-def _patient(world: World, p: Patient) -> dict[str, Any]:
-    row = _patient_base(p)
-    _fill_patient(world, p, row, displayed_vitals(p), _reserved(world, p))
-    return row
-
-
-def _patient_base(p: Patient) -> dict[str, Any]:
-    """A patient's row with the fields that move with the clock or the care left as None (in
-    the row's key order; ``_fill_patient`` sets them)."""
+def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -> dict[str, Any]:
+    """A visible patient's row; ``reserved``: their reservations when already gathered
+    (``_reserved_by_patient``), else looked up."""
     cond = CONDITIONS[p.condition]
-    return {
-        "patient_id": p.patient_id,
-        "condition": p.condition,
-        "label": cond.label,
-        "priority": cond.true_priority,
-        "secondary": p.secondary,
-        "status": p.status,
-        "node": p.node,
-        "call_id": p.call_id,
-        "sex": p.sex,
-        "age": p.age,
-        "vitals": None,
-        "blood_type": p.blood_type if p.blood_type_known else None,
-        "ambulance_id": p.ambulance_id,
-        "destination": p.destination,
-        "hospital": p.hospital,
-        "eta_min": None,
-        "waiting_for": None,
-        "blood_reserved": None,
-        "minutes_since_call": None,
-        "minutes_since_onset": None,
-        "treatment_start_min": p.treatment_start,
-    }
-
-
-def _fill_patient(world: World, p: Patient, row: dict[str, Any], vitals: dict[str, float | int],
-                  reserved: dict[str, int]) -> None:
     clock = world.clock
     eta = None
     status = p.status
@@ -137,12 +104,29 @@ def _fill_patient(world: World, p: Patient, row: dict[str, Any], vitals: dict[st
             eta = amb.trip.eta_minutes(clock)
     elif status == "transferring" and p.transfer_arrives_at is not None:
         eta = max(0, p.transfer_arrives_at - clock)
-    row["vitals"] = vitals
-    row["eta_min"] = eta
-    row["waiting_for"] = waiting_for(world, p)
-    row["blood_reserved"] = reserved
-    since = clock - p.appeared_at
-    row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
+    return {
+        "patient_id": p.patient_id,
+        "condition": p.condition,
+        "label": cond.label,
+        "priority": cond.true_priority,
+        "secondary": p.secondary,
+        "status": status,
+        "node": p.node,
+        "call_id": p.call_id,
+        "sex": p.sex,
+        "age": p.age,
+        "vitals": displayed_vitals(p),
+        "blood_type": p.blood_type if p.blood_type_known else None,
+        "ambulance_id": p.ambulance_id,
+        "destination": p.destination,
+        "hospital": p.hospital,
+        "eta_min": eta,
+        "waiting_for": waiting_for(world, p),
+        "blood_reserved": _reserved(world, p) if reserved is None else reserved,
+        "minutes_since_call": clock - p.appeared_at,
+        "minutes_since_onset": clock - p.appeared_at + p.onset_min,
+        "treatment_start_min": p.treatment_start,
+    }
 
 
 def _known(world: World, patient_id: str | None) -> bool:
@@ -320,38 +304,30 @@ def build_observation(
     return {key: part(world, ctx) for key, part in _PARTS.items()}
 
 
-#: Every field ``_patient_base`` reads: a row's base is rebuilt only when one changed.
-_PATIENT_BASE = attrgetter(
-    "patient_id", "condition", "secondary", "status", "node", "call_id", "sex", "age", "blood_type_known",
-    "blood_type", "ambulance_id", "destination", "hospital", "treatment_start",
-)
-#: What the displayed vitals read (``displayed_vitals``).
-_VITALS_INPUTS = attrgetter("status", "reserve", "reserve_at_treatment", "hr0", "sbp0", "condition")
-
-
 def _patients_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
-    """The visible patients' dicts (equal to ``_patient``'s): each a copy of a base row kept
-    while the fields it shows are unchanged, with the fields that move (vitals, ETA, what they
-    wait for, blood reserved, minutes) set; the vitals dict is reused while its inputs are the
-    same. Read only."""
-    bases: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("patient_rows", {})
-    vitals_memo: dict[str, tuple[tuple, dict[str, float | int]]] = memo.setdefault("vitals", {})
-    reserved = _reserved_by_patient(world)
+    """The visible patients' dicts (equal to ``_patient``'s), the reservations gathered in one
+    pass over the allocations; the dict of a patient in a final state is reused (shallow-copied,
+    read only) from an earlier step: once treated, released or dead, only the minutes since the
+    call move (and the blood type, when a lab result comes in)."""
+    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("rows", {})
+    reserved = _reserved_by_patient(world) if world.allocations else {}
     out = []
+    clock = world.clock
     for p in world.patients.values():
         if not p.visible:
             continue
-        pid = p.patient_id
-        key = _PATIENT_BASE(p)
-        cached = bases.get(pid)
+        if p.status not in FINAL_PATIENT_STATES:
+            out.append(_patient(world, p, reserved.get(p.patient_id) or {}))
+            continue
+        key = (p.status, p.blood_type_known)
+        cached = rows.get(p.patient_id)
         if cached is None or cached[0] != key:
-            cached = bases[pid] = (key, _patient_base(p))
-        inputs = _VITALS_INPUTS(p)
-        vitals = vitals_memo.get(pid)
-        if vitals is None or vitals[0] != inputs:
-            vitals = vitals_memo[pid] = (inputs, displayed_vitals(p))
-        row = dict(cached[1])
-        _fill_patient(world, p, row, vitals[1], reserved.get(pid) or {})
+            row = _patient(world, p, reserved.get(p.patient_id) or {})
+            rows[p.patient_id] = (key, row)
+        else:
+            row = dict(cached[1])
+            since = clock - p.appeared_at
+            row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
         out.append(row)
     return out
 
@@ -392,32 +368,9 @@ def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str
     return out
 
 
-_UNIT_AT_REST = attrgetter(
-    "ambulance_id", "kind", "mutual_aid", "status", "node", "patient_id", "call_id", "held"
-)
-
-
-def _ambulances_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
-    """The units' dicts; a unit on no trip and not busy on scene or at a hospital shows nothing
-    that moves with the clock, and its dict is reused (read only) while its fields are the same."""
-    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("unit_rows", {})
-    out = []
-    for amb in world.ambulances.values():
-        if amb.trip is not None or amb.status in ("on_scene", "at_hospital"):
-            out.append(_ambulance(world, amb))
-            continue
-        key = (_UNIT_AT_REST(amb), _known(world, amb.patient_id))
-        cached = rows.get(amb.ambulance_id)
-        if cached is None or cached[0] != key:
-            cached = rows[amb.ambulance_id] = (key, _ambulance(world, amb))
-        out.append(cached[1])
-    return out
-
-
 _REUSING: dict[str, Callable[[World, dict[str, Any]], list[dict[str, Any]]]] = {
     "patients": _patients_reusing_rows,
     "hospitals": _hospitals_reusing_rows,
-    "ambulances": _ambulances_reusing_rows,
 }
 
 
