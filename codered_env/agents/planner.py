@@ -62,6 +62,7 @@ DEFAULT_CONFIRM_FORKS = 3
 DEFAULT_MAX_CANDIDATES = 6
 DEFAULT_MIN_GAIN = 0.003
 DEFAULT_Z = 1.0
+_NORMAL = statistics.NormalDist()
 _DISPATCH = ("dispatch_als", "dispatch_bls", "dispatch_ambulance")
 
 
@@ -80,6 +81,15 @@ def observation_digest(obs: dict[str, Any]) -> tuple:
         [(p.get("patient_id"), p.get("status"), p.get("node")) for p in obs.get("patients", [])],
         [(a.get("ambulance_id"), a.get("status"), a.get("node")) for a in obs.get("ambulances", [])],
     )
+
+
+def _corrected_z(z: float, challengers: int) -> float:
+    """The one-sided threshold that keeps the false-acceptance rate of ``z`` when the best of
+    ``challengers`` is tested (Bonferroni: the tail probability divided by their number)."""
+    if challengers <= 1 or z <= 0.0:
+        return z
+    tail = 1.0 - _NORMAL.cdf(z)
+    return _NORMAL.inv_cdf(1.0 - tail / challengers)
 
 
 def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
@@ -117,6 +127,8 @@ class PlannerAgent:
         confirm_forks: int = DEFAULT_CONFIRM_FORKS,
         reorder: bool = True,
         wait: bool = True,
+        max_loss: float | None = None,
+        pooled: bool = True,
     ) -> None:
         if forks < 1 or max_candidates < 1 or confirm_forks < 0:
             raise ValueError(
@@ -131,6 +143,8 @@ class PlannerAgent:
         self.z = z
         self.reorder = reorder  # also try a different decision first (the later rules' choices)
         self.wait = wait  # also try waiting instead of a proposed dispatch
+        self.max_loss = max_loss
+        self.pooled = pooled
         self.rollouts = 0  # rollouts played this episode (budget accounting)
         self.decisions = 0
         self.decision_seconds: list[float] = []  # wall time of every decision this episode
@@ -148,7 +162,8 @@ class PlannerAgent:
                                 "codered_env.agents.triage_rule")
         return {**code, "forks": self.forks, "max_candidates": self.max_candidates,
                 "min_gain": self.min_gain, "z": self.z, "confirm_forks": self.confirm_forks,
-                "reorder": self.reorder, "wait": self.wait}
+                "reorder": self.reorder, "wait": self.wait,
+                "max_loss": self.max_loss, "pooled": self.pooled}
 
     def reset(self, task_id: str, seed: int) -> None:
         self._sim = CodeRedSim(task_id, seed)
@@ -210,8 +225,17 @@ class PlannerAgent:
             fresh = (self._values(sim, candidates[best], more), self._values(sim, candidates[0], more))
             if _paired(*fresh)[0] <= 0.0:
                 return candidates[0]
-        gain, spread = _paired(values[best] + fresh[0], values[0] + fresh[1])
-        return candidates[best] if gain > max(self.min_gain, self.z * spread) else candidates[0]
+        ours, theirs = values[best] + fresh[0], values[0] + fresh[1]
+        worst = min(a - b for a, b in zip(ours, theirs, strict=True))
+        if self.max_loss is not None and worst < -self.max_loss:
+            return candidates[0]
+        if self.pooled:
+            gain, spread = _paired(ours, theirs)
+            z = _corrected_z(self.z, len(candidates) - 1)
+        else:
+            gain, spread = _paired(*fresh) if self.confirm_forks else _paired(ours, theirs)
+            z = self.z
+        return candidates[best] if gain > max(self.min_gain, z * spread) else candidates[0]
 
     def _values(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> list[float]:
         values = []
@@ -226,7 +250,7 @@ class PlannerAgent:
         policy = self.base_policy(twin)
         policy._refused = set(self._base._refused)
         while not twin.done:
-            twin.step(policy.act(twin.observation()))
+            twin.step(policy.act(twin.observation_view()))
         grade = twin.grade()
         return float(grade.get("raw_score", grade["score"]))
 
