@@ -150,16 +150,16 @@ def test_the_best_of_many_challengers_needs_a_larger_margin_when_pooled() -> Non
     # the same paired gains (+0.02 ± 0.014 over six forks) pass for one challenger, not for five
     gains = [0.05, -0.01, 0.04, 0.0, 0.06, -0.02]
     one = {"proposal": [0.5] * 6, "best": [0.5 + g for g in gains]}
-    assert _decide(one, forks=3, confirm_forks=3, z=1.2) == "best"
+    assert _decide(one, forks=3, confirm_forks=3, z=1.2, pooled=True) == "best"
     many = one | {f"worse{k}": [0.45] * 6 for k in range(4)}
-    assert _decide(many, forks=3, confirm_forks=3, z=1.2) == "proposal"
+    assert _decide(many, forks=3, confirm_forks=3, z=1.2, pooled=True) == "proposal"
 
 
 def test_on_the_fresh_forks_alone_the_race_winner_is_tested_as_the_only_challenger() -> None:
     noisy_then_steady = {"proposal": [0.5] * 6, "best": [0.6, 0.4, 0.62, 0.53, 0.52, 0.54]}
     table = noisy_then_steady | {f"worse{k}": [0.45] * 6 for k in range(4)}
-    assert _decide(table, forks=3, confirm_forks=3, z=1.2) == "proposal"
-    assert _decide(table, forks=3, confirm_forks=3, z=1.2, pooled=False) == "best"
+    assert _decide(table, forks=3, confirm_forks=3, z=1.2, pooled=True) == "proposal"
+    assert _decide(table, forks=3, confirm_forks=3, z=1.2) == "best"  # the default: fresh forks only
     agent = _ScriptedValues(table, forks=3, confirm_forks=3)
     agent.reset("task2", 0)
     assert agent._sim is not None
@@ -169,6 +169,6 @@ def test_on_the_fresh_forks_alone_the_race_winner_is_tested_as_the_only_challeng
 
 
 def test_a_single_catastrophic_fork_vetoes_a_challenger_when_losses_are_capped() -> None:
-    risky = {"proposal": [0.5] * 8, "risky": [0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.3]}
-    assert _decide(risky, forks=4, confirm_forks=4) == "risky"
-    assert _decide(risky, forks=4, confirm_forks=4, max_loss=0.1) == "proposal"
+    risky = {"proposal": [0.5] * 12, "risky": [0.6] * 11 + [0.3]}
+    assert _decide(risky, forks=4, confirm_forks=8) == "risky"
+    assert _decide(risky, forks=4, confirm_forks=8, max_loss=0.1) == "proposal"

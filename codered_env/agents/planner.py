@@ -22,14 +22,23 @@ Algorithm (one decision):
    rollout plays the candidate, then lets the base policy finish the episode; its value is the
    final raw grade. Stage 1 plays every candidate on ``forks`` forks; stage 2 plays the
    proposal and the best challenger on ``confirm_forks`` more (fresh seeds).
-4. The challenger is played when its mean paired gain over the proposal, over all its forks,
-   exceeds both ``min_gain`` and ``z`` standard errors of the paired differences, and its gain
-   on the fresh stage-2 forks alone is positive (so the winner of a many-way race is not
-   believed on the forks that made it the winner alone); else the proposal.
+4. The challenger is played when it won stage 1 (positive mean paired gain) and, on the fresh
+   stage-2 forks alone, its mean paired gain over the proposal exceeds both ``min_gain`` and
+   ``z`` standard errors of those paired differences. Testing on forks that did not pick the
+   winner removes the winner's curse of a many-way race (the best of five noisy challengers looks
+   better than it is on the forks that made it the best). ``pooled=True`` instead tests over all
+   forks with ``z`` Bonferroni-corrected for the number of challengers (``_corrected_z``);
+   ``max_loss`` vetoes a challenger that loses more than that on any single fork.
+   Why so many fresh forks: task3's outcomes are heavy-tailed. A choice can gain +0.002 on most
+   futures and lose 0.15-0.25 on one in five to twenty (a secondary casualty left waiting for a
+   surgeon busy elsewhere: secondary harm 0.9 -> 0), so with three fresh forks such a choice was
+   taken on luck, and lost in the real episode (seeds 905, 907; docs/PERFORMANCE.md).
 
 Budget per decision: at most ``max_candidates x forks + 2 x confirm_forks`` rollouts (default
-6 x 3 + 2 x 3 = 24); decisions with a single candidate (waiting, nothing else to do) cost none.
-Rollouts are seeded from the agent seed, the episode and the step, so an evaluation is
+6 x 4 + 2 x 8 = 40; a decision whose race nobody wins stops after stage 1); decisions with a
+single candidate (waiting, nothing else to do) cost none. Rollouts act on
+``CodeRedSim.observation_view`` (the same actions as on the full observation, about half the
+cost). Rollouts are seeded from the agent seed, the episode and the step, so an evaluation is
 reproducible. ``decision_seconds`` and ``decision_cpu_seconds`` record the wall and CPU time of
 every decision (on a shared machine the CPU time is the cost; the wall time includes waiting).
 
@@ -57,8 +66,8 @@ from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN, code_fingerprint
 from .heuristic import HeuristicAgent, road_view
 
-DEFAULT_FORKS = 3
-DEFAULT_CONFIRM_FORKS = 3
+DEFAULT_FORKS = 4
+DEFAULT_CONFIRM_FORKS = 8
 DEFAULT_MAX_CANDIDATES = 6
 DEFAULT_MIN_GAIN = 0.003
 DEFAULT_Z = 1.0
@@ -128,7 +137,7 @@ class PlannerAgent:
         reorder: bool = True,
         wait: bool = True,
         max_loss: float | None = None,
-        pooled: bool = True,
+        pooled: bool = False,
     ) -> None:
         if forks < 1 or max_candidates < 1 or confirm_forks < 0:
             raise ValueError(
