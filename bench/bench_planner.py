@@ -1,7 +1,7 @@
 """Heuristic vs planner (and the oracle ceiling) on seeds: paired gains, standard errors, time.
 
     nice -n 10 uv run python bench/bench_planner.py --tasks task2,task3 --seeds 20000-20009 \\
-        [--agents planner,oracle] [--forks 3 --confirm-forks 3 --max-candidates 6] [--per-seed] \\
+        [--agents planner,oracle] [--forks 4 --confirm-forks 8 --max-candidates 6 --pooled] [--per-seed] \\
         [--db ladder.db]   # then: codered report --db ladder.db (random, heuristic, agents)
 
 Prints one line per task and agent: the heuristic's and the agent's mean ± standard error, the
