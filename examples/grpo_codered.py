@@ -33,6 +33,14 @@ from typing import Any
 from codered_env.sim import TASKS
 
 SMOKE = {"max_steps": 2, "generations": 2, "completion_length": 96, "tool_iterations": 2}
+# One worked call in the exact format TRL's Qwen2.5 template parses, placed after the opening state (a small
+# model imitates what it read last; the template's own instruction sits far above, after the schemas).
+CALL_EXAMPLE = (
+    "Answer with one tool call per turn and nothing else, in exactly this form:\n"
+    "<tool_call>\n"
+    '{"name": "dispatch_ambulance", "arguments": {"ambulance_id": "ALS1", "patient_id": "P1"}}\n'
+    "</tool_call>\n"
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,6 +61,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="max tool-calling turns per rollout; a whole episode needs the task's step "
                              f"budget ({', '.join(f'{k} {v}' for k, v in budgets.items())}; largest: "
                              f"{largest})")
+    parser.add_argument("--tools", default="all",
+                        help="comma-separated tools to offer (fewer schemas, a shorter prompt), or all")
+    parser.add_argument("--call-example", action="store_true",
+                        help="show one worked <tool_call> in the prompt, after the opening state")
     parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--base-url", default=None, help="play the tools on a CodeRedEnv server instead")
@@ -98,14 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     from trl import GRPOConfig, GRPOTrainer
 
     from codered_env.trl import CodeRedToolEnv, episode_dataset
+    from codered_env.trl.tools import with_only_tools
 
     torch.set_num_threads(args.threads)
     model, tokenizer = load_model(args.model, args.seed)
     rows = episode_dataset(args.tasks.split(","), seed_range(args.seeds))
+    base = CodeRedToolEnv if args.tools == "all" else with_only_tools(CodeRedToolEnv, args.tools.split(","))
     episodes: list[dict[str, Any]] = []
 
-    class RecordingToolEnv(CodeRedToolEnv):
+    class RecordingToolEnv(base):  # type: ignore[misc,valid-type]
         """Records each finished rollout (calls, refusals, grade) for the per-step log line."""
+
+        def reset(self, **row: Any) -> str:
+            state = super().reset(**row)
+            return state + "\n\n" + CALL_EXAMPLE if args.call_example else state
 
         def get_reward(self) -> float:
             reward = super().get_reward()
