@@ -65,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="comma-separated tools to offer (fewer schemas, a shorter prompt), or all")
     parser.add_argument("--call-example", action="store_true",
                         help="show one worked <tool_call> in the prompt, after the opening state")
+    parser.add_argument("--worked-turn", action="store_true",
+                        help="open with one worked decision as chat turns (made-up state, call, reply)")
     parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--base-url", default=None, help="play the tools on a CodeRedEnv server instead")
@@ -82,6 +84,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def seed_range(text: str) -> range:
     lo, _, hi = text.partition("-")
     return range(int(lo), int(hi or lo) + 1)
+
+
+def with_worked_turn(row: dict[str, Any]) -> dict[str, Any]:
+    """The row's prompt with one worked decision before the real episode, as chat turns (a short example
+    state, the assistant's tool call, the tool's reply): a few-shot turn that a small model copies more
+    readily than an instruction. The example state is made up; no real seed's state is shown."""
+    system, user = row["prompt"]
+    call = {"name": "dispatch_ambulance", "arguments": {"ambulance_id": "ALS1", "patient_id": "P1"}}
+    worked = [
+        {"role": "user", "content": "Example state:\n P1 STEMI P1 | awaiting_unit @N3\n"
+                                    "UNITS: ALS1(ALS) available @N0; BLS1(BLS) available @N2"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call}]},
+        {"role": "tool", "name": "dispatch_ambulance",
+         "content": "t=1/150 step 1/30 score 0.000 (+0.000)\nEVENTS: t0 ALS1 dispatched to P1 at N3"},
+    ]
+    return {**row, "prompt": [system, *worked, user]}
 
 
 def load_model(name: str, seed: int) -> tuple[Any, Any]:
@@ -115,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     model, tokenizer = load_model(args.model, args.seed)
     rows = episode_dataset(args.tasks.split(","), seed_range(args.seeds))
+    if args.worked_turn:
+        rows = [with_worked_turn(row) for row in rows]
     base = CodeRedToolEnv if args.tools == "all" else with_only_tools(CodeRedToolEnv, args.tools.split(","))
     episodes: list[dict[str, Any]] = []
 
@@ -164,12 +184,17 @@ def main(argv: list[str] | None = None) -> int:
                 "step": state.global_step,
                 "reward": round(logs["reward"], 4),
                 "reward_std": round(logs.get("reward_std", 0.0), 4),
+                "rollout_rewards": [round(e["reward"], 4) for e in done],
                 "tool_calls_per_rollout": round(sum(e["calls"] for e in done) / max(len(done), 1), 2),
                 "refused_calls": sum(e["refused"] for e in done),
+                "trl_tool_call_frequency": round(logs.get("tools/call_frequency", 0.0), 4),
                 "tool_failure_frequency": round(logs.get("tools/failure_frequency", 0.0), 4),
                 "completion_tokens_mean": round(logs.get("completions/mean_length", 0.0), 1),
+                "clipped_ratio": round(logs.get("completions/clipped_ratio", 0.0), 3),
                 "loss": round(logs.get("loss", 0.0), 6),
+                "grad_norm": round(logs.get("grad_norm", 0.0), 6),
                 "wall_s": round(time.monotonic() - self.start, 1),
+                "cpu_s": round(time.process_time(), 1),  # the whole process's CPU time, loading included
             }
             text = json.dumps(line)
             print(text, flush=True)
