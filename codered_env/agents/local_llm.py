@@ -21,6 +21,7 @@ the environment variables this command prints.
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import json
 import os
@@ -114,7 +115,7 @@ def wait_ready(options: ServeOptions, proc: subprocess.Popen[bytes], timeout: fl
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LocalLLMError(f"llama.cpp server exited with code {proc.returncode}")
+            raise LocalLLMError(describe_exit(proc.returncode))
         try:
             if _get(options.base_url + "/models", timeout=2.0) == 200:
                 return
@@ -145,6 +146,33 @@ def client_env_lines(options: ServeOptions) -> list[str]:
     ]
 
 
+REBUILD_PORTABLE = (
+    "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF' "
+    "pip install --no-cache-dir --force-reinstall --no-deps 'llama-cpp-python[server]'"
+)
+
+
+def describe_exit(returncode: int) -> str:
+    """Why the server process ended, in words a user can act on."""
+    if returncode == -signal.SIGILL:
+        # A native build can enable instructions (AVX-512, AMX) that a virtual machine's CPU
+        # advertises but refuses to run: seen on this project's build machine.
+        return ("llama.cpp server died of an illegal CPU instruction: this llama-cpp-python was "
+                f"built for instructions this machine refuses. Rebuild it portable: {REBUILD_PORTABLE}")
+    return f"llama.cpp server exited with code {returncode}"
+
+
+def _checked_warm_up(options: ServeOptions, proc: subprocess.Popen[bytes]) -> float:
+    try:
+        return warm_up(options)
+    except (OSError, http.client.HTTPException) as exc:  # URLError is an OSError
+        try:
+            returncode = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            raise LocalLLMError(f"the warm-up call failed: {exc}") from exc
+        raise LocalLLMError(describe_exit(returncode)) from exc
+
+
 def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -161,7 +189,7 @@ def serve(options: ServeOptions, say: Callable[[str], None],
     previous = signal.signal(signal.SIGTERM, _stop)  # SIGTERM stops the server too
     try:
         wait_ready(options, proc)
-        say(f"warm-up call took {warm_up(options):.1f} s; ready. In another shell:")
+        say(f"warm-up call took {_checked_warm_up(options, proc):.1f} s; ready. In another shell:")
         for line in client_env_lines(options):
             say("  " + line)
         say("  codered eval --agents llm --tasks all --seeds 3000-3001 --db /tmp/llm.db")

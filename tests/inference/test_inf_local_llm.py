@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from runlog_check import parse_run_log
 
+from codered_env.agents import local_llm
 from codered_env.agents.local_llm import (
     LocalLLMError,
     ServeOptions,
@@ -43,6 +44,22 @@ def test_server_command_is_cpu_friendly_and_loopback() -> None:
 def test_missing_model_package_is_a_clear_error() -> None:
     with pytest.raises(LocalLLMError, match="local-llm"):
         packaged_model_path("codered_no_such_model_package")
+
+
+def test_a_server_killed_by_an_illegal_instruction_says_how_to_rebuild(monkeypatch) -> None:
+    """A native llama.cpp build on a VM that advertises AVX-512/AMX but refuses them dies of
+    SIGILL on the first completion: the warm-up's dropped connection becomes an actionable error."""
+    dying = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"])
+    dying.wait(timeout=30)
+
+    def refused(options: ServeOptions, timeout: float = 300.0) -> float:
+        raise ConnectionResetError("Remote end closed connection without response")
+
+    monkeypatch.setattr(local_llm, "warm_up", refused)
+    options = ServeOptions(model=Path("/m/model.gguf"), port=_free_port())
+    with pytest.raises(LocalLLMError, match=r"illegal CPU instruction.*GGML_NATIVE=OFF"):
+        local_llm._checked_warm_up(options, dying)
+    assert "code 3" in local_llm.describe_exit(3)
 
 
 def _free_port() -> int:
