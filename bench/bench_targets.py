@@ -23,6 +23,7 @@ Usage::
     uv run python bench/bench_targets.py --rounds 15 --wall # wall time instead of CPU time
     uv run python bench/bench_targets.py --json             # raw medians (used by --compare)
     uv run python bench/bench_targets.py --compare /work/main   # also another checkout, alternating runs
+    uv run python bench/bench_targets.py --compare /work/main --runs 8 --rounds 16  # a busy machine
 """
 
 from __future__ import annotations
@@ -186,6 +187,8 @@ def main() -> None:
     parser.add_argument("--wall", action="store_true", help="wall time instead of process CPU time")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--compare", type=Path, default=None, help="another checkout, runs alternating")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="subprocess runs per checkout with --compare (rounds are split over them)")
     args = parser.parse_args()
     clock = time.perf_counter if args.wall else time.process_time
     if args.json:
@@ -197,10 +200,11 @@ def main() -> None:
     if args.compare:
         checkouts.append(("other", args.compare.resolve()))
     # each checkout in its own subprocess, alternating, a few rounds at a time
-    for _ in range(3 if args.compare else 1):
-        for name, root in checkouts:
+    runs_each = max(1, args.runs) if args.compare else 1
+    for i in range(runs_each):
+        for name, root in checkouts if i % 2 == 0 else checkouts[::-1]:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--json", "--task", args.task,
-                   "--rounds", str(max(1, args.rounds // (3 if args.compare else 1))),
+                   "--rounds", str(max(1, args.rounds // runs_each)),
                    "--seeds", str(args.seeds)] + (["--wall"] if args.wall else [])
             env = {**os.environ, "PYTHONPATH": str(root)}
             out = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, check=True)
@@ -214,6 +218,17 @@ def main() -> None:
         res = _merge(runs[name])
         label = "this" if name == "this" else args.compare.name
         print("\n".join(_table(label, res)))
+    if args.compare:
+        # on a loaded machine a neighbour only ever adds time: the fastest run of each
+        # measurement is the least disturbed estimate of its own cost
+        print("\nLeast disturbed (the fastest run of each measurement, ratio to the fastest CartPole run):\n")
+        print("| checkout | " + " | ".join(TARGETS) + " | fork (core steps) |")
+        print("|---|" + "---|" * (len(TARGETS) + 1))
+        for name, _ in checkouts:
+            fastest = {k: min(r["us"][k] for r in runs[name]) for k in runs[name][0]["us"]}
+            ratios = " | ".join(f"{fastest[k] / fastest['cartpole']:.1f}x" for k in TARGETS)
+            fork = min(r["fork_steps"] for r in runs[name])
+            print(f"| {'this' if name == 'this' else args.compare.name} | {ratios} | {fork:.1f} |")
 
 
 def _merge(results: list[dict[str, Any]]) -> dict[str, Any]:

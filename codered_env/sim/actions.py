@@ -121,6 +121,10 @@ def _format_errors(action_type: str, exc: ValidationError) -> str:
 
 def parse_action(raw: object) -> tuple[Any | None, str | None]:
     """Validate a wire action. Returns (model, None) or (None, error message)."""
+    if type(raw) is dict:
+        key = _plain_key(raw)
+        if key is not None:
+            return _validate_memo(raw["action_type"], key)
     if isinstance(raw, BaseModel) and type(raw) in ACTION_MODELS:
         return raw, None
     if isinstance(raw, BaseModel):
@@ -138,6 +142,32 @@ def parse_action(raw: object) -> tuple[Any | None, str | None]:
     if len(data) > _MEMO_MAX_FIELDS or not all(_memoisable(k) and _memoisable(v) for k, v in data.items()):
         return _validate(action_type, data)  # lists, dicts, long texts: not worth keeping
     return _validate_memo(action_type, tuple([(k, type(v), v) for k, v in data.items()]))
+
+
+_PLAIN_VALUES = frozenset({int, float, bool, type(None)})
+
+
+def _plain_key(raw: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+    """The memo key ``parse_action`` would build for a plain dict of a known action type with
+    short strings, numbers and None only (what agents send); None for anything else, which
+    takes the general path."""
+    action_type = raw.get("action_type")
+    if len(raw) > _MEMO_MAX_FIELDS or "metadata" in raw or type(action_type) is not str:
+        return None
+    if action_type not in MODEL_BY_TYPE:
+        return None
+    key = []
+    for k, v in raw.items():
+        kind = type(v)
+        if type(k) is not str or len(k) > MEMO_MAX_TEXT:
+            return None
+        if kind is str:
+            if len(v) > MEMO_MAX_TEXT:
+                return None
+        elif kind not in _PLAIN_VALUES:
+            return None
+        key.append((k, kind, v))
+    return tuple(key)
 
 
 _MEMO_MAX_FIELDS = len(max(MODEL_BY_TYPE.values(), key=lambda m: len(m.model_fields)).model_fields)

@@ -41,7 +41,7 @@ from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
-from .rubric import grade, preview_score
+from .rubric import PreviewMemo, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
@@ -55,6 +55,8 @@ class StepResult:
 
 def _as_logged(action: object) -> Any:
     """The action as received, in a JSON-friendly form for the trajectory log."""
+    if type(action) is dict:
+        return dict(action)
     if isinstance(action, BaseModel):
         return action.model_dump(exclude_none=True)
     if isinstance(action, Mapping):
@@ -102,10 +104,11 @@ class CodeRedSim:
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
         self._preview_version, self._preview_value = -1, 0.0
         self._view_memo: dict[str, Any] = {}  # observation_view's reusable parts
+        self._shares = PreviewMemo()  # what the running grade reuses (rubric.PreviewMemo)
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (``private_copy``) starts with no reusable observation parts."""
-        return self.__dict__ | {"_view_memo": {}}
+        """A copy (``private_copy``) starts with no reusable observation parts or shares."""
+        return self.__dict__ | {"_view_memo": {}, "_shares": PreviewMemo()}
 
     @property
     def clock(self) -> int:
@@ -141,7 +144,7 @@ class CodeRedSim:
         time (``World.score_version``; tests/sim/test_incremental_core.py checks every step)."""
         world = self.world
         if world.score_version != self._preview_version:
-            self._preview_value = preview_score(world)
+            self._preview_value = preview_score(world, self._shares)
             self._preview_version = world.score_version
         return self._preview_value
 

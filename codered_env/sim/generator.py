@@ -48,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, caller_report, parse_report, weighted_draw
+from .triage import AGE_BANDS, drawn_report, weighted_draw
 from .types import (
     Ambulance,
     Call,
@@ -119,8 +119,12 @@ def _hospital(rng: Random, spec: HospitalSpec, cath_prep: int) -> Hospital:
 
 
 def _patient(
-    rng: Random, pid: str, condition: str, node: str, at: int, secondary: bool = False, visible: bool = True
+    rng: Random, pid: str, condition: str, node: str, at: int, secondary: bool = False, visible: bool = True,
+    reported: bool = False,
 ) -> Patient:
+    """A patient drawn from ``rng``. ``reported``: a caller will describe them (``_call`` gives
+    them the reported sex and age), so their own demographics draw, on a stream of its own, is
+    skipped."""
     spec = CONDITIONS[condition]
     lo, hi = spec.initial_reserve
     patient = Patient(
@@ -136,7 +140,8 @@ def _patient(
         secondary=secondary,
         visible=visible,
     )
-    patient.sex, patient.age = _demographics(patient)
+    if not reported:
+        patient.sex, patient.age = _demographics(patient)
     return patient
 
 
@@ -152,9 +157,8 @@ def _demographics(p: Patient) -> tuple[str, int]:
 
 def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
     """A call whose id is given on arrival (dynamics.spawns.add_spawn), so ids follow arrival order."""
-    report = caller_report(patient.condition, NODE_NAMES[patient.node], rng)
-    facts = parse_report(report)
-    patient.sex, patient.age = facts.sex, facts.age  # the patient the caller described
+    report, sex, age = drawn_report(patient.condition, NODE_NAMES[patient.node], rng)
+    patient.sex, patient.age = sex, age  # the patient the caller described
     return Call(
         "",
         patient.appeared_at,
@@ -352,7 +356,7 @@ def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
     mci: set[str] = set()
     for at, _, cond, node, reason in order:
         secondary = reason.startswith("secondary")
-        p = _patient(rng, ids.patient(), cond, node, at, secondary=secondary, visible=False)
+        p = _patient(rng, ids.patient(), cond, node, at, secondary=secondary, visible=False, reported=True)
         if reason != "call":
             mci.add(p.patient_id)
         spawns.append(PendingSpawn(at, p, _call(rng, p, secondary=secondary), reason))
@@ -384,7 +388,8 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
     for _ in range(rng.randint(*NEWS_CYCLE_SURGE_CALLS)):
         at = start + rng.randint(1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False
+            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False,
+            reported=True,
         )
         spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))
     spawns.sort(key=lambda s: s.at)
@@ -393,6 +398,6 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
 
 def escalation_casualty(rng: Random, pid: str, node: str, at: int, phase: int) -> PendingSpawn:
     """One more casualty at an incident nobody has reached in time (a call in phase 2)."""
-    p = _patient(rng, pid, "trauma_major", node, at, secondary=True, visible=phase == 1)
+    p = _patient(rng, pid, "trauma_major", node, at, secondary=True, visible=phase == 1, reported=phase == 2)
     call = _call(rng, p, secondary=True) if phase == 2 else None
     return PendingSpawn(at, p, call, "incident escalated: bystander injured")

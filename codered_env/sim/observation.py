@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from .conditions import CONDITIONS
@@ -90,21 +91,26 @@ def _reserved(world: World, p: Patient) -> dict[str, int]:
     return out
 
 
-def _patient(world: World, p: Patient) -> dict[str, Any]:
+def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -> dict[str, Any]:
+    """A visible patient's row; ``reserved``: their reservations when already gathered
+    (``_reserved_by_patient``), else looked up."""
     cond = CONDITIONS[p.condition]
-    amb = world.ambulances.get(p.ambulance_id or "")
+    clock = world.clock
     eta = None
-    if amb is not None and amb.trip is not None and p.status in ("unit_en_route", "transporting"):
-        eta = amb.trip.eta_minutes(world.clock)
-    elif p.status == "transferring" and p.transfer_arrives_at is not None:
-        eta = max(0, p.transfer_arrives_at - world.clock)
+    status = p.status
+    if status in ("unit_en_route", "transporting"):
+        amb = world.ambulances.get(p.ambulance_id or "")
+        if amb is not None and amb.trip is not None:
+            eta = amb.trip.eta_minutes(clock)
+    elif status == "transferring" and p.transfer_arrives_at is not None:
+        eta = max(0, p.transfer_arrives_at - clock)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
         "label": cond.label,
         "priority": cond.true_priority,
         "secondary": p.secondary,
-        "status": p.status,
+        "status": status,
         "node": p.node,
         "call_id": p.call_id,
         "sex": p.sex,
@@ -116,9 +122,9 @@ def _patient(world: World, p: Patient) -> dict[str, Any]:
         "hospital": p.hospital,
         "eta_min": eta,
         "waiting_for": waiting_for(world, p),
-        "blood_reserved": _reserved(world, p),
-        "minutes_since_call": world.clock - p.appeared_at,
-        "minutes_since_onset": world.clock - p.appeared_at + p.onset_min,
+        "blood_reserved": _reserved(world, p) if reserved is None else reserved,
+        "minutes_since_call": clock - p.appeared_at,
+        "minutes_since_onset": clock - p.appeared_at + p.onset_min,
         "treatment_start_min": p.treatment_start,
     }
 
@@ -298,22 +304,25 @@ def build_observation(
     return {key: part(world, ctx) for key, part in _PARTS.items()}
 
 
-def _patients_reusing_rows(world: World, rows: dict[str, tuple[tuple, dict]]) -> list[dict[str, Any]]:
-    """The visible patients' dicts, reusing (shallow-copied, read only) the dict of a patient in a
-    final state from an earlier step: once treated, released or dead, only the minutes since
-    the call move (and the blood type, when a lab result comes in)."""
+def _patients_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The visible patients' dicts (equal to ``_patient``'s), the reservations gathered in one
+    pass over the allocations; the dict of a patient in a final state is reused (shallow-copied,
+    read only) from an earlier step: once treated, released or dead, only the minutes since the
+    call move (and the blood type, when a lab result comes in)."""
+    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("rows", {})
+    reserved = _reserved_by_patient(world) if world.allocations else {}
     out = []
     clock = world.clock
     for p in world.patients.values():
         if not p.visible:
             continue
         if p.status not in FINAL_PATIENT_STATES:
-            out.append(_patient(world, p))
+            out.append(_patient(world, p, reserved.get(p.patient_id) or {}))
             continue
         key = (p.status, p.blood_type_known)
         cached = rows.get(p.patient_id)
         if cached is None or cached[0] != key:
-            row = _patient(world, p)
+            row = _patient(world, p, reserved.get(p.patient_id) or {})
             rows[p.patient_id] = (key, row)
         else:
             row = dict(cached[1])
@@ -321,6 +330,48 @@ def _patients_reusing_rows(world: World, rows: dict[str, tuple[tuple, dict]]) ->
             row["minutes_since_call"], row["minutes_since_onset"] = since, since + p.onset_min
         out.append(row)
     return out
+
+
+def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
+    """``_reserved`` of every patient with a reservation, in one pass over the allocations."""
+    out: dict[str, dict[str, int]] = {}
+    for a in world.allocations:
+        if a.by_agent and not a.used:
+            mine = out.setdefault(a.patient_id, {})
+            mine[a.hospital_id] = mine.get(a.hospital_id, 0) + a.units
+    return out
+
+
+#: What a hospital's row shows, field by field (``_hospital``).
+_HOSPITAL_STATE = attrgetter("occupancy", "capacity", "diverted_until", "icu_beds", "icu_used")
+_ROOM_ROW = attrgetter("or_id", "procedures", "state", "procedure", "patient_id", "elective")
+_SPECIALIST_ROW = attrgetter("specialty", "state", "until")
+
+
+def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hospitals' dicts, each reused (read only) while every field it shows is unchanged."""
+    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    out = []
+    for h in world.hospitals.values():
+        key = (
+            h,
+            _HOSPITAL_STATE(h),
+            world.diverted(h.hospital_id),
+            tuple(map(_ROOM_ROW, h.ors)),
+            tuple(map(_SPECIALIST_ROW, h.specialists.values())),
+            tuple(h.blood.items()),
+        )
+        cached = rows.get(h.hospital_id)
+        if cached is None or cached[0] != key:
+            cached = rows[h.hospital_id] = (key, _hospital(world, h))
+        out.append(cached[1])
+    return out
+
+
+_REUSING: dict[str, Callable[[World, dict[str, Any]], list[dict[str, Any]]]] = {
+    "patients": _patients_reusing_rows,
+    "hospitals": _hospitals_reusing_rows,
+}
 
 
 class ObservationView(Mapping[str, Any]):
@@ -343,8 +394,8 @@ class ObservationView(Mapping[str, Any]):
         built = self._built
         if key in built:
             return built[key]
-        if key == "patients":
-            value = built[key] = _patients_reusing_rows(self._world, self._memo.setdefault("rows", {}))
+        if key in _REUSING:
+            value = built[key] = _REUSING[key](self._world, self._memo)
         elif key == "legal_actions":
             value = built[key] = {} if self._ctx.done else legal_actions(self._world, self._memo)
         else:

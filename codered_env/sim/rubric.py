@@ -55,6 +55,8 @@ rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_death, expected_outcome
@@ -74,7 +76,7 @@ from .params import (
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
 )
-from .triage import triage_cost
+from .triage import PRIORITIES, triage_cost
 from .types import Patient
 from .world import World
 
@@ -164,11 +166,10 @@ def _patient_record(p: Patient) -> dict[str, Any]:
 def _scored(world: World, final: bool) -> list[Patient]:
     """Patients with a real need. The running preview counts only those the agent can see, so it
     never reveals what a caller really has; the final grade counts every caller."""
-    return [
-        p
-        for p in world.patients.values()
-        if CONDITIONS[p.condition].true_priority != "P4" and (final or p.visible)
-    ]
+    return [p for p in world.patients.values() if p.condition not in _NOT_SCORED and (final or p.visible)]
+
+
+_NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 
 
 def _penalties(world: World, final: bool) -> dict[str, int]:
@@ -250,18 +251,136 @@ def _triage_accuracy(given: str | None, truth: str) -> float:
     return 1.0 - triage_cost(given, truth)
 
 
-def _cascade(world: World, scored: list[Patient], final: bool) -> float:
-    secondary = [p for p in scored if p.secondary]
-    subs = [_mean([_secondary_response(p) for p in secondary])]
-    delivered = sum(1 for p in scored if p.first_hospital_arrival is not None)
+# every (given, truth) pair's accuracy, computed once by the function above
+_ACCURACY = {
+    (given, truth): _triage_accuracy(given, truth) for given in (None, *PRIORITIES) for truth in PRIORITIES
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Share:
+    """One scored patient's inputs to the grade's sums (``_summary`` adds them up in order)."""
+
+    weight: float
+    weighted_time: float | None  # weight x time score, None if never treated
+    vitals: float
+    prep: float | None
+    covered: bool  # a crew reached them
+    delivered: bool  # reached a hospital
+    secondary_gain: float | None  # secondary casualties only
+    secondary_response: float | None
+
+
+def _share(p: Patient) -> _Share:
+    w = PRIORITY_WEIGHT[CONDITIONS[p.condition].true_priority]
+    treated = p.treatment_start is not None
+    return _Share(
+        w,
+        w * _time_score(p) if treated else None,
+        (p.reserve_at_treatment or 0.0) if treated else 0.0,
+        _prep(p),
+        p.first_unit_at is not None,
+        p.first_hospital_arrival is not None,
+        _secondary_gain(p) if p.secondary else None,
+        _secondary_response(p) if p.secondary else None,
+    )
+
+
+#: Every patient field a share reads; a patient whose fields are unchanged keeps its share.
+_SHARE_INPUTS = attrgetter(
+    "condition", "secondary", "appeared_at", "onset_min", "treatment_start", "treatment_quality", "therapy",
+    "transferred", "relaxed_target", "cpr_from", "first_unit_at", "first_hospital_arrival", "arrival_prep",
+    "reserve_at_treatment",
+)
+
+
+@dataclass
+class PreviewMemo:
+    """What the running grade keeps between steps (one per episode, ``CodeRedSim``): each
+    scored patient's share with the fields it was computed from, and the sums over the last
+    list of shares. A share is recomputed only when a field it reads changed, the sums only
+    when a share did (tests/sim/test_incremental_core.py checks every step)."""
+
+    shares: dict[str, tuple[tuple[Any, ...], _Share]] = field(default_factory=dict)
+    sums: _Sums | None = None
+
+
+def _shares(scored: list[Patient], memo: PreviewMemo | None) -> tuple[_Share, ...]:
+    if memo is None:
+        return tuple([_share(p) for p in scored])
+    known = memo.shares
+    out = []
+    for p in scored:
+        inputs = _SHARE_INPUTS(p)
+        cached = known.get(p.patient_id)
+        if cached is None or cached[0] != inputs:
+            cached = known[p.patient_id] = (inputs, _share(p))
+        out.append(cached[1])
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """The shares added up, in patient order."""
+
+    shares: tuple[_Share, ...]
+    total_weight: float
+    weighted_time: float
+    vitals: float
+    covered: float
+    delivered: int
+    preps: list[float]
+    secondary_gains: list[float]
+    secondary_responses: list[float]
+
+
+def _add_up(shares: tuple[_Share, ...]) -> _Sums:
+    total_w = time_sum = vitals_sum = covered = 0.0
+    delivered = 0
+    preps: list[float] = []
+    gains: list[float] = []
+    responses: list[float] = []
+    for s in shares:
+        total_w += s.weight
+        if s.weighted_time is not None:
+            time_sum += s.weighted_time
+            vitals_sum += s.vitals
+        if s.prep is not None:
+            preps.append(s.prep)
+        if s.covered:
+            covered += 1
+        if s.delivered:
+            delivered += 1
+        if s.secondary_gain is not None:
+            gains.append(s.secondary_gain)
+        if s.secondary_response is not None:
+            responses.append(s.secondary_response)
+    return _Sums(shares, total_w, time_sum, vitals_sum, covered, delivered, preps, gains, responses)
+
+
+def _sums(scored: list[Patient], memo: PreviewMemo | None) -> _Sums:
+    shares = _shares(scored, memo)
+    if memo is None:
+        return _add_up(shares)
+    if memo.sums is None or memo.sums.shares != shares:
+        memo.sums = _add_up(shares)
+    return memo.sums
+
+
+def _cascade(world: World, sums: _Sums, final: bool) -> float:
+    subs = [_mean(sums.secondary_responses)]
     events = sum(h.overcrowding_events for h in world.hospitals.values())
-    share = delivered / len(scored) if scored else 0.0
+    n = len(sums.shares)
+    share = sums.delivered / n if n else 0.0
     subs.append(share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
-        received = [c for c in world.calls.values() if c.callback_of is None]
-        if not final:  # the preview judges only triage the crews have already checked
-            received = [c for c in received if world.patients[c.patient_id].visible]
-        accuracy = _mean([_triage_accuracy(c.priority, c.true_priority) for c in received])
+        patients = world.patients
+        accuracy = _mean([
+            _ACCURACY[c.priority, c.true_priority]
+            for c in world.calls.values()
+            # the preview judges only triage the crews have already checked
+            if c.callback_of is None and (final or patients[c.patient_id].visible)
+        ])
         subs.append(accuracy * (NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0))
     return _mean(subs)
 
@@ -276,39 +395,38 @@ def _mutual_aid_penalty(world: World, final: bool) -> float | int:
     return min(MUTUAL_AID_PENALTY_CAP, total)
 
 
-def _summary(world: World, final: bool) -> dict[str, Any]:
+_CASCADE_COMPONENTS = ("secondary_harm", "cascade_score")
+
+
+@functools.cache
+def _effective_weights(cascades: bool) -> dict[str, float]:
+    """The rubric's weights with those of components that do not apply (the cascade ones in
+    tasks without cascades) shared out over the others in proportion. Read only."""
+    applies = {k: cascades or k not in _CASCADE_COMPONENTS for k in RUBRIC_WEIGHTS}
+    norm = sum(w for k, w in RUBRIC_WEIGHTS.items() if applies[k])
+    return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
+
+
+def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score (no per-patient records)."""
     scored = _scored(world, final)
-    total_w = time_sum = vitals_sum = covered = 0.0
-    preps: list[float] = []
-    for p in scored:
-        w = PRIORITY_WEIGHT[CONDITIONS[p.condition].true_priority]
-        total_w += w
-        if p.treatment_start is not None:
-            time_sum += w * _time_score(p)
-            vitals_sum += p.reserve_at_treatment or 0.0
-        prep = _prep(p)
-        if prep is not None:
-            preps.append(prep)
-        if p.first_unit_at is not None:
-            covered += 1
+    sums = _sums(scored, memo)
     n = len(scored)
-    coverage = covered / n if n else 0.0
+    coverage = sums.covered / n if n else 0.0
     counts = _penalties(world, final)
     penalty = sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
     components: dict[str, float | None] = {
-        "time_score": time_sum / total_w if total_w else 0.0,
+        "time_score": sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
         "efficiency": coverage * max(0.0, 1.0 - penalty),
         "secondary_harm": None,
-        "prep_ready": _mean(preps),
-        "vitals_score_avg": vitals_sum / n if n else 0.0,
+        "prep_ready": _mean(sums.preps),
+        "vitals_score_avg": sums.vitals / n if n else 0.0,
         "cascade_score": None,
     }
     if world.task.cascades:
-        components["secondary_harm"] = _mean([_secondary_gain(p) for p in scored if p.secondary])
-        components["cascade_score"] = _cascade(world, scored, final)
-    norm = sum(w for k, w in RUBRIC_WEIGHTS.items() if components[k] is not None)
-    effective = {k: (w / norm if components[k] is not None else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
+        components["secondary_harm"] = _mean(sums.secondary_gains)
+        components["cascade_score"] = _cascade(world, sums, final)
+    effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
     return {
@@ -346,9 +464,10 @@ def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
 
-def preview_score(world: World) -> float:
-    """The running score now (the same number ``grade(world, False)["score"]`` reports)."""
-    return _clamp(_summary(world, final=False)["raw"], final=False)
+def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
+    """The running score now (the same number ``grade(world, False)["score"]`` reports); with
+    ``memo`` (kept by the episode) unchanged patients' shares are reused."""
+    return _clamp(_summary(world, final=False, memo=memo)["raw"], final=False)
 
 
 def grade(world: World, final: bool) -> dict[str, Any]:

@@ -150,22 +150,37 @@ def _false_mention(feature: str) -> float:
     return 0.0 if feature in REPORT_NEVER_MISTAKEN else REPORT_FALSE_MENTION
 
 
+@functools.cache
+def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...]], ...]:
+    """Per feature, in ``FEATURES`` order: P(present) for ``condition``, P(mentioned though
+    absent), and its phrases (what ``caller_report`` reads for every feature of every call)."""
+    return tuple(
+        (REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), FEATURE_PHRASES[f]) for f in FEATURES
+    )
+
+
 def caller_report(condition: str, place: str, rng: Random) -> str:
     """One caller report for ``condition``: caller, age, sex, place and mentioned symptoms."""
+    return drawn_report(condition, place, rng)[0]
+
+
+def drawn_report(condition: str, place: str, rng: Random) -> tuple[str, str, int]:
+    """``caller_report`` with the sex and age it drew (what ``parse_report`` would read back)."""
     caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
     lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
     age = rng.randint(lo, hi)
     sex = "M" if rng.random() < REPORT_SHARE_MALE[condition] else "F"
     reliability = REPORT_CALLER_RELIABILITY[caller]
     mentioned = []
-    for feature in FEATURES:
-        present = rng.random() < REPORT_FEATURES[condition].get(feature, 0.0)
-        said = rng.random() < (reliability if present else _false_mention(feature))
+    draw = rng.random
+    for present_p, false_p, phrases in _feature_table(condition):
+        present = draw() < present_p
+        said = draw() < (reliability if present else false_p)
         if said:
-            mentioned.append(rng.choice(FEATURE_PHRASES[feature]))
+            mentioned.append(rng.choice(phrases))
     rng.shuffle(mentioned)
     symptoms = "; ".join(mentioned) if mentioned else NO_SYMPTOM_TEXT
-    return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}"
+    return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}", sex, age
 
 
 def callback_report(original: str, original_id: str) -> str:

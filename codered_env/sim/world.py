@@ -10,6 +10,7 @@ trips happen) and ``narrative`` (mutual-aid delays, news-cycle draws, surge call
 
 from __future__ import annotations
 
+import math
 from random import Random
 
 from .city import RoadNetwork
@@ -107,6 +108,7 @@ class World:
         # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), a
         # triage, the ledger, mutual aid, overcrowding and the news cycle; and a fork
         self.score_version = 0
+        self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
@@ -126,7 +128,8 @@ class World:
         t = self.clock
         disruptions.start_and_end(self, t)
         spawns.release_due(self, t)
-        mutual_aid.arrivals(self, t)
+        if self.mutual_aid:
+            mutual_aid.arrivals(self, t)
         blood.results_and_transfers(self, t)
         rooms.timers(self, t)
         ambulances.move(self, t)

@@ -7,12 +7,21 @@ and rollouts, through a wrapper around ``step``):
 - the running score preview, recomputed only when ``World.score_version`` moved, equals
   ``rubric.preview_score`` computed from scratch;
 - the travel-time tables, shared per road state, equal a fresh Floyd-Warshall over the roads;
-- the lazy observation view, read whole, equals ``observation()``; and the heuristic given the
-  view plays exactly the actions it plays given the dict.
+- the lazy observation view, read whole, equals ``observation()`` (its patient, hospital and
+  unit rows are reused from earlier steps while what they show is unchanged), and a view handed
+  out at one step still reads the same after later steps (reused rows are never changed in
+  place); the heuristic given the view plays exactly the actions it plays given the dict;
+- the running grade's per-patient shares and their sums (``rubric.PreviewMemo``) equal a fresh
+  computation, and the minute of the next blood-type result (``World.next_lab_at``) equals a
+  scan of the patients, with no result overdue.
 """
 
 from __future__ import annotations
 
+import copy
+import math
+import random
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,14 +30,31 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim, rubric
 from codered_env.sim.city import NODE_IDS, RoadNetwork, _shortest_paths
+from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.triage import caller_report, drawn_report, parse_report
 
 PLANNER_STEPS = 12  # the planner's rollouts run whole episodes; its own play is capped
+
+
+# per simulation: the last view checked and a deep copy of what it read then
+_LAST_VIEW: weakref.WeakKeyDictionary[CodeRedSim, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
 def _check(sim: CodeRedSim) -> None:
     world = sim.world
     if not sim.done:
         assert sim.score_preview == rubric.preview_score(world), "cached preview is stale"
+        memo = sim._shares
+        if memo.sums is not None:  # the kept sums are those of the kept shares, added afresh
+            assert memo.sums == rubric._add_up(memo.sums.shares)
+        for pid, (inputs, share) in memo.shares.items():
+            p = world.patients.get(pid)
+            if p is not None and rubric._SHARE_INPUTS(p) == inputs:
+                assert share == rubric._share(p), pid
+    pending = [p.blood_type_ready_at for p in world.patients.values()
+               if p.blood_type_ready_at is not None and not p.blood_type_known]
+    assert world.next_lab_at == min(pending, default=math.inf)
+    assert all(at > world.clock for at in pending), "a blood-type result is overdue"
     net = world.net
     fresh = RoadNetwork(world.peak_hour)
     fresh.closed, fresh.congestion = set(net.closed), dict(net.congestion)
@@ -38,7 +64,12 @@ def _check(sim: CodeRedSim) -> None:
             assert net.minutes(a, b) == dist[i][j], (a, b)
     net.path(NODE_IDS[0], NODE_IDS[-1])
     assert net._next == nxt
-    assert dict(sim.observation_view()) == sim.observation()
+    view = sim.observation_view()
+    assert dict(view) == sim.observation()
+    last = _LAST_VIEW.get(sim)
+    if last is not None:
+        assert dict(last[0]) == last[1], "a view handed out earlier changed"
+    _LAST_VIEW[sim] = (view, copy.deepcopy(dict(view)))
 
 
 @pytest.fixture()
@@ -150,3 +181,27 @@ def test_gym_legal_parts_equal_a_rebuild(task_id: str) -> None:
         done = terminated or truncated
         if not env.sim.done:
             assert legal_actions(env.sim.world, env._legal_parts) == legal_actions(env.sim.world)
+
+
+@pytest.mark.parametrize("condition", sorted(CONDITIONS))
+def test_the_drawn_sex_and_age_are_what_the_report_says(condition: str) -> None:
+    """The generator gives a caller's patient the sex and age ``drawn_report`` returns instead of
+    parsing them back out of the report; both ways agree, and ``caller_report`` draws the same."""
+    a, b = random.Random(condition), random.Random(condition)
+    for _ in range(200):
+        report, sex, age = drawn_report(condition, "Koramangala", a)
+        facts = parse_report(report)
+        assert facts is not None and (facts.sex, facts.age) == (sex, age)
+        assert caller_report(condition, "Koramangala", b) == report
+
+
+def test_a_lab_result_requested_in_a_copy_arrives_on_time() -> None:
+    """``World.next_lab_at`` travels with a fork: results due there still arrive."""
+    sim = _play("task3", 2, "heuristic", max_steps=6)
+    pid = next(p.patient_id for p in sim.world.patients.values() if p.visible and not p.blood_type_known)
+    sim.step({"action_type": "query_blood_type", "patient_id": pid})
+    due = sim.world.patients[pid].blood_type_ready_at
+    for twin in (sim.fork(3), sim.fork(4), sim):
+        while twin.world.clock < due and not twin.done:
+            twin.step({"action_type": "maintain_plan"})
+        assert twin.world.patients[pid].blood_type_known

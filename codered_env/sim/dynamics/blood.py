@@ -3,6 +3,7 @@ arrival, reservations and transfusion (docs/MODEL.md §3.4)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..params import (
@@ -38,10 +39,18 @@ def emergency_group_o(p: Patient) -> tuple[str, ...]:
 
 def results_and_transfers(world: World, t: int) -> None:
     """Tick step 4: blood-type results due now, courier transfers arriving."""
-    for p in world.patients.values():
-        if p.blood_type_ready_at is not None and p.blood_type_ready_at <= t and not p.blood_type_known:
-            p.blood_type_known = True
-            world.event(f"LAB {p.patient_id} blood type {p.blood_type}")
+    if t >= world.next_lab_at:  # else no result is due (set by request_blood_type)
+        for p in world.patients.values():
+            if p.blood_type_ready_at is not None and p.blood_type_ready_at <= t and not p.blood_type_known:
+                p.blood_type_known = True
+                world.event(f"LAB {p.patient_id} blood type {p.blood_type}")
+        world.next_lab_at = min(
+            (p.blood_type_ready_at for p in world.patients.values()
+             if p.blood_type_ready_at is not None and not p.blood_type_known),
+            default=math.inf,
+        )
+    if not world.transfers:
+        return
     arrived = [tr for tr in world.transfers if tr.arrives_at <= t]
     for tr in arrived:
         world.transfers.remove(tr)
@@ -51,6 +60,7 @@ def results_and_transfers(world: World, t: int) -> None:
 
 def request_blood_type(world: World, p: Patient) -> None:
     p.blood_type_ready_at = world.clock + BLOOD_TYPE_QUERY_MIN
+    world.next_lab_at = min(world.next_lab_at, p.blood_type_ready_at)
 
 
 def totals_by_type(world: World) -> dict[str, int]:

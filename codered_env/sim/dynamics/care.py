@@ -17,7 +17,7 @@ from ..params import (
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
 )
-from ..types import Hospital, OperatingRoom, Patient
+from ..types import PATIENT_STATES, Hospital, OperatingRoom, Patient
 from .blood import issue_awaiting_sample, issue_on_arrival, transfuse
 from .blood import readiness as blood_readiness
 from .rooms import (
@@ -34,11 +34,18 @@ if TYPE_CHECKING:
     from ..world import World
 
 
+# statuses hospital care never acts on (the three branches below are the others)
+_NOTHING_TO_DO = frozenset(PATIENT_STATES) - {"at_hospital", "transferring", "in_treatment"}
+
+
 def advance(world: World, t: int) -> None:
     """Tick step 7: patients in the ED start treatment or leave for a transfer, transfers
     arrive, treatments end."""
     for p in list(world.patients.values()):
-        if p.status == "at_hospital":
+        status = p.status
+        if status in _NOTHING_TO_DO:
+            continue
+        if status == "at_hospital":
             h = world.hospitals[p.hospital or ""]
             care = care_for(p, h)
             if care is None:
@@ -49,12 +56,12 @@ def advance(world: World, t: int) -> None:
                 if activated and care.procedure and p.or_ref is None and _lab_unavailable(world, p, h, care):
                     care = _fall_back(world, p, h)
                 _maybe_start_treatment(world, p, h, care, t)
-        elif p.status == "transferring" and p.transfer_arrives_at is not None and p.transfer_arrives_at <= t:
+        elif status == "transferring" and p.transfer_arrives_at is not None and p.transfer_arrives_at <= t:
             h = world.hospitals[p.transfer_to or ""]
             world.event(f"{p.patient_id} arrived at {h.hospital_id} by inter-facility transfer")
             admit(world, p, h)
         elif (
-            p.status == "in_treatment"
+            status == "in_treatment"
             and p.hospital is not None  # on-scene care ends when the crew leaves
             and p.treatment_end is not None
             and p.treatment_end <= t

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
 def advance(world: World, t: int) -> None:
     """Tick step 9 (only in tasks with cascades)."""
     for h in world.hospitals.values():
-        if h.occupancy >= h.capacity + 1 and not world.diverted(h.hospital_id):
+        occupancy = h.occupancy
+        if occupancy >= h.capacity + 1 and h.diverted_until <= t:
             h.diverted_until, h.diversion_reason = t + CROWDING_DIVERSION_MIN, "overcrowded"
             h.overcrowding_events += 1
             world.score_version += 1
             world.event(
-                f"ALERT {h.hospital_id} overcrowded ({h.occupancy}/{h.capacity}): "
+                f"ALERT {h.hospital_id} overcrowded ({occupancy}/{h.capacity}): "
                 f"on diversion until t{h.diverted_until}"
             )
     if world.incident_node and not world.escalated and t >= world.incident_start + INCIDENT_ESCALATION_MIN:

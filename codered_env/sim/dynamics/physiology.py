@@ -23,12 +23,15 @@ if TYPE_CHECKING:
     from ..world import World
 
 
+_RATE = {name: cond.deterioration_per_min for name, cond in CONDITIONS.items()}
+
+
 def deteriorate(world: World) -> None:
     """Tick step 8: one minute of deterioration."""
     for p in world.patients.values():
         if p.status in FINAL_PATIENT_STATES:
             continue
-        rate = CONDITIONS[p.condition].deterioration_per_min
+        rate = _RATE[p.condition]
         if rate == 0.0:
             continue
         p.reserve -= rate * care_factor(world, p)

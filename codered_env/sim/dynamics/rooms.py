@@ -19,6 +19,7 @@ from ..types import Hospital, OperatingRoom, Patient, Specialist
 if TYPE_CHECKING:
     from ..world import World
 
+_TIMED_ROOM_STATES = frozenset({"preparing", "ready", "in_use"})
 _CLAIM_RANK = {state: i for i, state in enumerate(("ready", "preparing", "idle"))}
 
 
@@ -26,16 +27,15 @@ def timers(world: World, t: int) -> None:
     """Tick step 5: OR and specialist timers."""
     for h in world.hospitals.values():
         for room in h.ors:
-            _room_timer(world, h, room, t)
+            if room.until <= t and room.state in _TIMED_ROOM_STATES:  # the only rooms a timer moves
+                _room_timer(world, h, room, t)
         for spec in h.specialists.values():
-            if spec.state == "paged" and spec.until <= t:
+            if spec.until > t:
+                continue
+            if spec.state == "paged":
                 spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
                 world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
-            elif (
-                spec.state == "present"
-                and spec.until <= t
-                and not _needs_specialist(world, h, spec.specialty)
-            ):
+            elif spec.state == "present" and not _needs_specialist(world, h, spec.specialty):
                 if spec.agent_paged and not spec.used:
                     world.count("wasted_page")
                 spec.state, spec.agent_paged, spec.used = "on_call", False, False
