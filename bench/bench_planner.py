@@ -1,7 +1,7 @@
 """Heuristic vs planner (and the oracle ceiling) on seeds: paired gains, standard errors, time.
 
     nice -n 10 uv run python bench/bench_planner.py --tasks task2,task3 --seeds 20000-20009 \\
-        [--agents planner,oracle] [--forks 3 --confirm-forks 3 --max-candidates 6] [--per-seed] \\
+        [--agents planner,oracle] [--forks 4 --confirm-forks 8 --max-candidates 6 --pooled] [--per-seed] \\
         [--db ladder.db]   # then: codered report --db ladder.db (random, heuristic, agents)
 
 Prints one line per task and agent: the heuristic's and the agent's mean ± standard error, the
@@ -70,11 +70,16 @@ def main() -> None:
     parser.add_argument("--min-gain", type=float, default=None)
     parser.add_argument("--no-reorder", action="store_true", help="planner: only the proposal's own kind")
     parser.add_argument("--no-wait", action="store_true", help="planner: never try waiting")
+    parser.add_argument("--max-loss", type=float, default=None,
+                        help="planner: refuse a challenger that loses more than this on any fork")
+    parser.add_argument("--pooled", action=argparse.BooleanOptionalAction, default=None,
+                        help="planner: test on every fork (Bonferroni z) or on the fresh forks only")
     parser.add_argument("--per-seed", action="store_true", help="also print each seed's scores")
     parser.add_argument("--db", default=None, help="also store every episode (with random's) here")
     args = parser.parse_args()
     flags = {"forks": args.forks, "confirm_forks": args.confirm_forks, "z": args.z,
-             "max_candidates": args.max_candidates, "min_gain": args.min_gain}
+             "max_candidates": args.max_candidates, "min_gain": args.min_gain,
+             "max_loss": args.max_loss, "pooled": args.pooled}
     budget = {k: v for k, v in flags.items() if v is not None}
     if args.no_reorder:
         budget["reorder"] = False
@@ -91,7 +96,7 @@ def main() -> None:
             if db is not None:
                 _store(db, run_episode(task, seed, RandomAgent(seed)))
         for name in args.agents.split(","):
-            scores, every, searched, cpu, rollouts, wall = [], [], [], [], 0, 0.0
+            scores, every, every_cpu, searched, cpu, rollouts, wall = [], [], [], [], [], 0, 0.0
             for seed in seeds:
                 agent = make_agent(name, seed, **(budget if name == "planner" else {}))
                 assert isinstance(agent, PlannerAgent)
@@ -101,6 +106,7 @@ def main() -> None:
                 scores.append(result.score)
                 _store(db, result)
                 every += agent.decision_seconds
+                every_cpu += agent.decision_cpu_seconds
                 searched += [s for s, n in zip(agent.decision_seconds, agent.decision_rollouts,
                                                strict=True) if n]
                 cpu += [s for s, n in zip(agent.decision_cpu_seconds, agent.decision_rollouts,
@@ -116,6 +122,7 @@ def main() -> None:
                 f"{name} {statistics.fmean(scores):.3f}±{_se(scores):.3f} "
                 f"diff {statistics.fmean(diff):+.4f}±{_se(diff):.4f} ({wins} wins, {losses} losses; "
                 f"{len(diff)} seeds {args.seeds}); s/decision {_times('all', every)}, "
+                f"{_times('all CPU', every_cpu)}, "
                 f"{_times('searched', searched)} ({len(searched)}/{len(every)} searched), "
                 f"{_times('searched CPU', cpu)}; "
                 f"{rollouts / max(1, len(every)):.1f} rollouts/decision, {wall / len(diff):.1f} s/episode",

@@ -106,3 +106,69 @@ def test_planner_also_tries_a_different_decision_first() -> None:
         reordered += len(kinds - {proposal["action_type"], "maintain_plan"}) > 0
         sim.step(proposal)
     assert reordered > 0
+
+
+def test_the_threshold_grows_with_the_number_of_challengers() -> None:
+    from codered_env.agents.planner import _corrected_z
+
+    assert _corrected_z(1.0, 1) == 1.0 and _corrected_z(0.0, 5) == 0.0
+    thresholds = [_corrected_z(1.0, k) for k in (1, 2, 5, 15)]
+    assert thresholds == sorted(thresholds) and thresholds[-1] > thresholds[0] + 0.8
+    assert abs(_corrected_z(1.0, 5) - 1.857) < 0.01  # tail 0.159 / 5
+
+
+class _ScriptedValues(PlannerAgent):
+    """The decision rule alone: each candidate's rollout values are given, not played."""
+
+    def __init__(self, table: dict[str, list[float]], **budget) -> None:
+        super().__init__(0, **budget)
+        self.table = table
+        self.asked: list[tuple[str, int]] = []
+
+    def _values(self, sim, action, fork_seeds):
+        start = min(fork_seeds) - self._fork_seeds(sim, 1)[0]  # 0: stage 1, forks: fresh forks
+        self.asked.append((action["name"], start))
+        return self.table[action["name"]][start:start + len(fork_seeds)]
+
+
+def _decide(table: dict[str, list[float]], **budget) -> str:
+    agent = _ScriptedValues(table, **budget)
+    agent.reset("task2", 0)
+    assert agent._sim is not None
+    return agent._choose(agent._sim, [{"name": name} for name in table])["name"]
+
+
+def test_a_challenger_must_win_on_fresh_forks_not_only_on_those_that_picked_it() -> None:
+    lucky = {"proposal": [0.5] * 6, "lucky": [0.6, 0.6, 0.6, 0.5, 0.49, 0.5]}
+    assert _decide(lucky, forks=3, confirm_forks=3) == "proposal"
+    steady = {"proposal": [0.5] * 6, "steady": [0.6, 0.58, 0.61, 0.59, 0.6, 0.62]}
+    assert _decide(steady, forks=3, confirm_forks=3) == "steady"
+    assert _decide(steady, forks=3, confirm_forks=3, min_gain=0.2) == "proposal"
+
+
+def test_the_best_of_many_challengers_needs_a_larger_margin_when_pooled() -> None:
+    # the same paired gains (+0.02 ± 0.014 over six forks) pass for one challenger, not for five
+    gains = [0.05, -0.01, 0.04, 0.0, 0.06, -0.02]
+    one = {"proposal": [0.5] * 6, "best": [0.5 + g for g in gains]}
+    assert _decide(one, forks=3, confirm_forks=3, z=1.2, pooled=True) == "best"
+    many = one | {f"worse{k}": [0.45] * 6 for k in range(4)}
+    assert _decide(many, forks=3, confirm_forks=3, z=1.2, pooled=True) == "proposal"
+
+
+def test_on_the_fresh_forks_alone_the_race_winner_is_tested_as_the_only_challenger() -> None:
+    noisy_then_steady = {"proposal": [0.5] * 6, "best": [0.6, 0.4, 0.62, 0.53, 0.52, 0.54]}
+    table = noisy_then_steady | {f"worse{k}": [0.45] * 6 for k in range(4)}
+    assert _decide(table, forks=3, confirm_forks=3, z=1.2, pooled=True) == "proposal"
+    assert _decide(table, forks=3, confirm_forks=3, z=1.2) == "best"  # the default: fresh forks only
+    agent = _ScriptedValues(table, forks=3, confirm_forks=3)
+    agent.reset("task2", 0)
+    assert agent._sim is not None
+    agent._choose(agent._sim, [{"name": name} for name in table])
+    assert ("best", 3) in agent.asked and ("proposal", 3) in agent.asked  # fresh forks: these two
+    assert not any(start == 3 for name, start in agent.asked if name.startswith("worse"))
+
+
+def test_a_single_catastrophic_fork_vetoes_a_challenger_when_losses_are_capped() -> None:
+    risky = {"proposal": [0.5] * 12, "risky": [0.6] * 11 + [0.3]}
+    assert _decide(risky, forks=4, confirm_forks=8) == "risky"
+    assert _decide(risky, forks=4, confirm_forks=8, max_loss=0.1) == "proposal"

@@ -98,7 +98,8 @@ def test_tasks_lists_five_tasks_and_every_action_schema(http: httpx.Client) -> N
     body = http.get("/tasks").json()
     tasks = {t["task_id"]: t for t in body["tasks"]}
     assert list(tasks) == ["task1", "task2", "task3", "task4", "task5"]
-    assert [tasks[t]["max_steps"] for t in tasks] == [TASKS[t].max_steps for t in TASK_IDS] == [30, 45, 90, 90, 150]
+    served = [tasks[t]["max_steps"] for t in tasks]
+    assert served == [TASKS[t].max_steps for t in TASK_IDS] == [30, 45, 90, 90, 150]
     for task in tasks.values():
         assert task["name"] and task["description"] and task["difficulty"]
         assert "maintain_plan" in task["action_types"]
