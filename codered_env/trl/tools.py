@@ -89,3 +89,17 @@ def add_action_tools(cls: type) -> type:
     for spec in ACTIONS:
         setattr(cls, spec.name, make_tool(spec))
     return cls
+
+
+def with_only_tools(env_cls: type, names: list[str]) -> type:
+    """A subclass of a tool environment offering only the tools ``names`` (a shorter prompt for a small
+    model: every schema costs prompt tokens). TRL offers every public *function* of the class as a
+    tool, so each other tool is shadowed by a non-function attribute; the actions stay valid in the
+    simulation, the model is just not shown them. Raises ``ValueError`` naming the valid tools."""
+    offered = [n for n, _ in inspect.getmembers(env_cls, predicate=inspect.isfunction)
+               if not n.startswith("_") and n not in ("reset", "get_reward")]
+    unknown = [n for n in names if n not in offered]
+    if unknown or not names:
+        raise ValueError(f"unknown tool(s) {unknown or names!r}; valid: {', '.join(offered)}")
+    hidden = {n: None for n in offered if n not in names}
+    return type(env_cls.__name__, (env_cls,), {"__doc__": env_cls.__doc__, **hidden})

@@ -164,3 +164,22 @@ def test_a_generated_tool_call_is_parsed_by_trl_and_reaches_the_simulation(token
     assert env.sim.action_log == [{"action_type": "dispatch_ambulance", "ambulance_id": "ALS1",
                                    "patient_id": "P2"}]
     assert "ALS1 dispatched to P2" in reply
+
+
+def test_a_tool_subset_hides_the_other_schemas_but_not_the_actions() -> None:
+    from codered_env.trl.tools import with_only_tools
+
+    offered = ["maintain_plan", "dispatch_ambulance", "assign_hospital"]
+    restricted = with_only_tools(CodeRedToolEnv, offered)
+    env = restricted()
+    assert sorted(t.__name__ for t in trl_tools(env)) == sorted(offered)
+    assert len(trl_tools(CodeRedToolEnv())) == len(ACTION_TOOLS) + 1  # the base class is untouched
+    env.reset(task_id="task1", seed=0)
+    full = CodeRedToolEnv()
+    full.reset(task_id="task1", seed=0)
+    assert env.dispatch_ambulance("ALS1", "P1") == full.dispatch_ambulance("ALS1", "P1")
+    assert env.get_reward() == full.get_reward() > 0.01
+    with pytest.raises(ValueError, match=r"unknown tool.*'dispatch'.*valid: .*dispatch_ambulance"):
+        with_only_tools(CodeRedToolEnv, ["dispatch"])
+    with pytest.raises(ValueError, match="valid:"):
+        with_only_tools(CodeRedToolEnv, [])
