@@ -19,6 +19,7 @@ _.ws_sessions  # unused attribute (codered_env/server/app.py:87)
 _.http_sessions  # unused attribute (codered_env/server/app.py:96)
 SUPPORTS_CONCURRENT_SESSIONS  # unused variable (codered_env/server/environment.py:93)
 _._on_step  # unused method (codered_env/train.py:204)
+_._on_rollout_start  # unused method (codered_env/train.py:224)
 
 # pydantic: model_config and fields that exist to be validated and serialised.
 model_config  # unused variable (codered_env/models.py:84)
