@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..sim.conditions import CONDITIONS
-from ..sim.dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
+from ..sim.dynamics.blood import COMPATIBLE_DONORS, agent_blood, emergency_group_o
 from ..sim.params import BLOOD_UNITS_PER_CASE
 from ..sim.types import FINAL_PATIENT_STATES, Patient
 from ..sim.world import World
@@ -90,9 +90,8 @@ def _blood_needs(world: World) -> dict[str, Patient]:
     }
 
 
-def _reserved(world: World, patient_id: str, hospital_id: str) -> int:
-    return sum(a.units for a in world.allocations
-               if a.patient_id == patient_id and a.hospital_id == hospital_id and a.by_agent and not a.used)
+def _reserved(world: World, p: Patient, hospital_id: str) -> int:
+    return sum(a.units for a in agent_blood(world, p, world.hospitals[hospital_id]))
 
 
 def _allocate(world: World, options: list[dict[str, list[Any]]],
@@ -102,7 +101,7 @@ def _allocate(world: World, options: list[dict[str, list[Any]]],
         hospital_id = option["hospital_id"][0]
         ids = [pid for pid in option["patient_id"] if pid in needy
                and needy[pid].destination in (None, hospital_id)
-               and _reserved(world, pid, hospital_id) < BLOOD_UNITS_PER_CASE]
+               and _reserved(world, needy[pid], hospital_id) < BLOOD_UNITS_PER_CASE]
         kept.append({**option, "patient_id": ids})
     return kept
 
@@ -117,7 +116,7 @@ def _transfer(world: World, options: list[dict[str, list[Any]]],
     wanted: dict[str, set[str]] = {}  # destination -> types some patient there could use
     for p in needy.values():
         dest = p.destination
-        if dest is not None and _reserved(world, p.patient_id, dest) == 0:
+        if dest is not None and _reserved(world, p, dest) == 0:
             stock = world.hospitals[dest].blood
             wanted.setdefault(dest, set()).update(
                 t for t in _acceptable(p) if stock.get(t, 0) < BLOOD_UNITS_PER_CASE)
