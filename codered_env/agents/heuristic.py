@@ -23,6 +23,7 @@ Actions refused once are not repeated.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..sim.city import RoadNetwork
@@ -130,7 +131,7 @@ class HeuristicAgent:
                 }
 
     def _dispatch(self, obs, legal, net):
-        free = [a for a in obs["ambulances"] if a["status"] in ("available", "returning")]
+        free = _rows(obs, "ambulances")
         if not free:
             return
         for job in self._jobs(obs):
@@ -149,7 +150,7 @@ class HeuristicAgent:
 
     def _jobs(self, obs) -> list[dict[str, Any]]:
         jobs = []
-        for p in obs["patients"]:
+        for p in _rows(obs, "patients"):
             if p["status"] == "awaiting_unit":
                 jobs.append(
                     {
@@ -197,11 +198,11 @@ class HeuristicAgent:
     def _mutual_aid(self, obs, legal, net):
         if "request_mutual_aid" not in legal:
             return
-        waiting = [p["patient_id"] for p in obs["patients"] if p["status"] == "awaiting_unit"]
+        waiting = [p["patient_id"] for p in _rows(obs, "patients") if p["status"] == "awaiting_unit"]
         waiting += [
             c["call_id"] for c in obs["calls"] if c["status"] == "pending" and c["priority"] in ("P1", "P2")
         ]
-        free = [a for a in obs["ambulances"] if a["status"] in ("available", "returning")]
+        free = _rows(obs, "ambulances")
         coming = len(obs["mutual_aid"]["pending"])
         if len(waiting) > len(free) + coming:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
@@ -213,7 +214,7 @@ class HeuristicAgent:
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
         ranked = []
-        for p in obs["patients"]:
+        for p in _rows(obs, "patients"):
             if (
                 p["destination"] is None
                 and p["status"] in BEFORE_ARRIVAL
@@ -231,7 +232,7 @@ class HeuristicAgent:
     @staticmethod
     def _inbound(obs) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for p in obs["patients"]:
+        for p in _rows(obs, "patients"):
             if p["destination"] and p["status"] in BEFORE_ARRIVAL:
                 counts[p["destination"]] = counts.get(p["destination"], 0) + 1
         return counts
@@ -240,7 +241,7 @@ class HeuristicAgent:
     def _lab_load(obs, hospitals) -> dict[str, list[str]]:
         """Procedures already claimed per hospital: untreated patients bound there."""
         load: dict[str, list[str]] = {}
-        for p in obs["patients"]:
+        for p in _rows(obs, "patients"):
             hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
             if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
                 continue
@@ -315,7 +316,7 @@ class HeuristicAgent:
     def _prepare(self, obs, legal, net):
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         need_rooms: dict[tuple[str, str], int] = {}
-        for p in obs["patients"]:
+        for p in _rows(obs, "patients"):
             if p["destination"] is None or p["status"] not in BEFORE_ARRIVAL:
                 continue
             h = hospitals[p["destination"]]
@@ -359,10 +360,8 @@ class HeuristicAgent:
         chosen (O-pos for men and older women, sparing O-neg for women of child-bearing age), so
         it is issued before arrival; type-specific only when no suitable group O is in stock."""
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
-        queryable = set()
-        for opt in legal.get("query_blood_type", []):
-            queryable.update(opt.get("patient_id", []))
-        for p in obs["patients"]:
+        queryable: set[str] | None = None  # read from the legal actions only when needed
+        for p in _rows(obs, "patients"):
             if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
                 continue
             dest = p["destination"]
@@ -384,8 +383,30 @@ class HeuristicAgent:
                     "blood_type": choice,
                     "units": BLOOD_UNITS,
                 }
-            elif p["patient_id"] in queryable:
-                yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
+            else:
+                if queryable is None:
+                    options = legal.get("query_blood_type", [])
+                    queryable = {pid for opt in options for pid in opt.get("patient_id", [])}
+                if p["patient_id"] in queryable:
+                    yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
+
+
+#: The rows the rules read (every rule skips the others): free units, and patients before
+#: arrival or waiting in an emergency department.
+BRIEF_STATUSES: dict[str, frozenset[str]] = {
+    "ambulances": frozenset(("available", "returning")),
+    "patients": frozenset((*BEFORE_ARRIVAL, "at_hospital")),
+}
+
+
+def _rows(obs: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+    """The rows of ``obs[key]`` in ``BRIEF_STATUSES[key]``: from the observation view, its brief
+    rows (only the fields the rules read; ``ObservationView.brief``), else the full rows."""
+    statuses = BRIEF_STATUSES[key]
+    brief = getattr(obs, "brief", None)
+    if brief is not None:
+        return brief(key, statuses)
+    return [row for row in obs[key] if row["status"] in statuses]
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

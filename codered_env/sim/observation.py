@@ -7,6 +7,7 @@ lab result, per-OR timers (``query_or_status`` reveals them), and future calls.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -96,14 +97,7 @@ def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -
     (``_reserved_by_patient``), else looked up."""
     cond = CONDITIONS[p.condition]
     clock = world.clock
-    eta = None
     status = p.status
-    if status in ("unit_en_route", "transporting"):
-        amb = world.ambulances.get(p.ambulance_id or "")
-        if amb is not None and amb.trip is not None:
-            eta = amb.trip.eta_minutes(clock)
-    elif status == "transferring" and p.transfer_arrives_at is not None:
-        eta = max(0, p.transfer_arrives_at - clock)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -120,13 +114,25 @@ def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -
         "ambulance_id": p.ambulance_id,
         "destination": p.destination,
         "hospital": p.hospital,
-        "eta_min": eta,
+        "eta_min": _patient_eta(world, p),
         "waiting_for": waiting_for(world, p),
         "blood_reserved": _reserved(world, p) if reserved is None else reserved,
         "minutes_since_call": clock - p.appeared_at,
         "minutes_since_onset": clock - p.appeared_at + p.onset_min,
         "treatment_start_min": p.treatment_start,
     }
+
+
+def _patient_eta(world: World, p: Patient) -> int | None:
+    """Minutes until the unit reaches the patient or the hospital, or the transfer arrives."""
+    status = p.status
+    if status in ("unit_en_route", "transporting"):
+        amb = world.ambulances.get(p.ambulance_id or "")
+        if amb is not None and amb.trip is not None:
+            return amb.trip.eta_minutes(world.clock)
+    elif status == "transferring" and p.transfer_arrives_at is not None:
+        return max(0, p.transfer_arrives_at - world.clock)
+    return None
 
 
 def _known(world: World, patient_id: str | None) -> bool:
@@ -374,6 +380,69 @@ _REUSING: dict[str, Callable[[World, dict[str, Any]], list[dict[str, Any]]]] = {
 }
 
 
+#: The fields of the brief rows (``ObservationView.brief``): what a rule-based agent reads of a
+#: patient or a unit (the heuristic and the planner's rollouts), in this order; a brief
+#: patient's vitals hold only their score.
+BRIEF_FIELDS: dict[str, tuple[str, ...]] = {
+    "patients": ("patient_id", "condition", "priority", "status", "node", "sex", "age", "vitals",
+                 "blood_type", "destination", "hospital", "eta_min", "blood_reserved",
+                 "minutes_since_call", "minutes_since_onset"),
+    "ambulances": ("ambulance_id", "kind", "status", "node", "next_node"),
+}
+
+
+def _patients_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]:
+    """The brief rows of the visible patients in ``statuses`` (``BRIEF_FIELDS``)."""
+    reserved = _reserved_by_patient(world) if world.allocations else {}
+    clock = world.clock
+    out = []
+    for p in world.patients.values():
+        status = p.status
+        if not p.visible or status not in statuses:
+            continue
+        since = clock - p.appeared_at
+        out.append({
+            "patient_id": p.patient_id,
+            "condition": p.condition,
+            "priority": CONDITIONS[p.condition].true_priority,
+            "status": status,
+            "node": p.node,
+            "sex": p.sex,
+            "age": p.age,
+            "vitals": {"score": 0.0 if status == "deceased" else round(shown_reserve(p), 2)},
+            "blood_type": p.blood_type if p.blood_type_known else None,
+            "destination": p.destination,
+            "hospital": p.hospital,
+            "eta_min": _patient_eta(world, p),
+            "blood_reserved": reserved.get(p.patient_id) or {},
+            "minutes_since_call": since,
+            "minutes_since_onset": since + p.onset_min,
+        })
+    return out
+
+
+def _ambulances_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]:
+    """The brief rows of the units in ``statuses`` (``BRIEF_FIELDS``)."""
+    clock = world.clock
+    return [
+        {
+            "ambulance_id": a.ambulance_id,
+            "kind": a.kind,
+            "status": a.status,
+            "node": a.node,
+            "next_node": a.trip.position(clock)[1] if a.trip else None,
+        }
+        for a in world.ambulances.values()
+        if a.status in statuses
+    ]
+
+
+_BRIEF: dict[str, Callable[[World, frozenset[str]], list[dict[str, Any]]]] = {
+    "patients": _patients_brief,
+    "ambulances": _ambulances_brief,
+}
+
+
 class ObservationView(Mapping[str, Any]):
     """The observation, each top-level part built on first access (``CodeRedSim.observation_view``).
 
@@ -384,11 +453,22 @@ class ObservationView(Mapping[str, Any]):
     state behind them is the same. A view describes the world when it was made: read it
     before the next step, and never change what it returns."""
 
-    __slots__ = ("_built", "_ctx", "_memo", "_world")
+    __slots__ = ("_briefs", "_built", "_ctx", "_memo", "_world")
 
     def __init__(self, world: World, ctx: StepContext, memo: dict[str, Any]) -> None:
         self._world, self._ctx, self._memo = world, ctx, memo
         self._built: dict[str, Any] = {}
+        self._briefs: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = {}
+
+    def brief(self, key: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
+        """The rows of ``self[key]`` ("patients" or "ambulances") whose status is in ``statuses``,
+        in order, each restricted to ``BRIEF_FIELDS[key]`` (a patient's vitals to their score):
+        what a rule-based agent reads, at a fraction of the full rows' cost (no vitals, waiting
+        list or rows of patients in other states are built). Built once per view."""
+        rows = self._briefs.get((key, statuses))
+        if rows is None:
+            rows = self._briefs[key, statuses] = _BRIEF[key](self._world, statuses)
+        return rows
 
     def __getitem__(self, key: str) -> Any:
         built = self._built
@@ -397,7 +477,7 @@ class ObservationView(Mapping[str, Any]):
         if key in _REUSING:
             value = built[key] = _REUSING[key](self._world, self._memo)
         elif key == "legal_actions":
-            value = built[key] = {} if self._ctx.done else legal_actions(self._world, self._memo)
+            value = built[key] = {} if self._ctx.done else LegalActionsView(self._world, self._memo)
         else:
             value = built[key] = _PARTS[key](self._world, self._ctx)
         return value
@@ -413,14 +493,24 @@ class ObservationView(Mapping[str, Any]):
 
 
 # ------------------------------------------------------------------------------ legal actions
-def legal_actions(world: World, memo: dict[str, Any] | None = None) -> dict[str, list[dict[str, list[Any]]]]:
+Legal = dict[str, list[dict[str, list[Any]]]]
+Memo = dict[str, Any]  # what an episode's views reuse (``ObservationView``)
+
+
+def legal_actions(world: World, memo: dict[str, Any] | None = None) -> Legal:
     """Legal actions now: action_type -> list of options; each option maps every parameter to
     its allowed values, and every combination inside one option is legal. With ``memo`` (the
     observation view's), the blood options are reused, not copied, while their inputs are
     unchanged."""
-    legal: dict[str, list[dict[str, list[Any]]]] = {}
-    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    legal: Legal = {}
     visible = [p for p in world.patients.values() if p.visible]
+    for section in _LEGAL_SECTIONS:
+        section(world, legal, visible, memo)
+    return legal
+
+
+def _dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
     if world.task.phase == 1:
         waiting = [p.patient_id for p in visible if p.status == "awaiting_unit"]
         units = [a.ambulance_id for a in free]
@@ -428,24 +518,9 @@ def legal_actions(world: World, memo: dict[str, Any] | None = None) -> dict[str,
             legal["dispatch_ambulance"] = [{"ambulance_id": units, "patient_id": waiting}]
     else:
         _phase2_legal(world, legal, free)
-    _hospital_legal(world, legal, visible)
-    if memo is None:
-        _blood_legal(world, legal, visible)
-    else:
-        _blood_legal_reused(world, legal, visible, memo)
-    if world.task.mutual_aid_limit > len(world.mutual_aid):
-        options: list[dict[str, list[Any]]] = [{}]
-        targets = [p.patient_id for p in visible if p.status == "awaiting_unit"]
-        targets += [c.call_id for c in world.calls.values() if c.status == "pending"]
-        if targets:
-            options.append({"target_id": targets})
-        legal["request_mutual_aid"] = options
-    legal["query_or_status"] = [{"hospital_id": list(world.hospitals)}]
-    legal["maintain_plan"] = [{}]
-    return legal
 
 
-def _phase2_legal(world: World, legal: dict, free: list) -> None:
+def _phase2_legal(world: World, legal: Legal, free: list) -> None:
     pending = [c.call_id for c in world.calls.values() if c.status == "pending"]
     dispatched = [c.call_id for c in world.calls.values() if c.status == "dispatched"]
     for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
@@ -461,11 +536,14 @@ def _phase2_legal(world: World, legal: dict, free: list) -> None:
         legal["triage_call"] = options
 
 
-def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
+def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
     assignable = [p.patient_id for p in visible if p.status in BEFORE_ARRIVAL]
     open_ids = [h for h in world.hospitals if not world.diverted(h)]
     if assignable and open_ids:
         legal["assign_hospital"] = [{"patient_id": assignable, "hospital_id": open_ids}]
+
+
+def _rooms_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
     prep, page, preempt = [], [], []
     for h in world.hospitals.values():
         procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})
@@ -482,7 +560,113 @@ def _hospital_legal(world: World, legal: dict, visible: list[Patient]) -> None:
             legal[name] = options
 
 
-def _blood_legal_reused(world: World, legal: dict, visible: list[Patient], memo: dict[str, Any]) -> None:
+def _blood_section(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    if memo is None:
+        _blood_legal(world, legal, visible)
+    else:
+        _blood_legal_reused(world, legal, visible, memo)
+
+
+def _mutual_aid_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    if world.task.mutual_aid_limit > len(world.mutual_aid):
+        options: list[dict[str, list[Any]]] = [{}]
+        targets = [p.patient_id for p in visible if p.status == "awaiting_unit"]
+        targets += [c.call_id for c in world.calls.values() if c.status == "pending"]
+        if targets:
+            options.append({"target_id": targets})
+        legal["request_mutual_aid"] = options
+
+
+def _always_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    legal["query_or_status"] = [{"hospital_id": list(world.hospitals)}]
+    legal["maintain_plan"] = [{}]
+
+
+#: ``legal_actions`` in independent sections, in the order of its keys; each action type is
+#: decided by one section only (``_SECTION_OF``), so ``LegalActionsView`` builds just the
+#: sections of the types it is asked about.
+_LEGAL_SECTIONS: tuple[Callable[[World, Legal, list[Patient], dict[str, Any] | None], None], ...] = (
+    _dispatch_legal, _assign_legal, _rooms_legal, _blood_section, _mutual_aid_legal, _always_legal,
+)
+_SECTION_OF: dict[str, int] = {
+    "dispatch_ambulance": 0, "dispatch_als": 0, "dispatch_bls": 0, "triage_call": 0,
+    "assign_hospital": 1,
+    "prepare_or": 2, "page_specialist": 2, "preempt_or": 2,
+    "allocate_blood": 3, "query_blood_type": 3, "transfer_blood": 3,
+    "request_mutual_aid": 4,
+    "query_or_status": 5, "maintain_plan": 5,
+}
+
+
+class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
+    """``legal_actions(world, memo)`` of a running episode as a read-only mapping that builds
+    only the sections (``_LEGAL_SECTIONS``) of the action types it is asked about: ``in``,
+    ``[]`` and ``get`` of one type cost one section; iterating, ``len`` or comparing builds the
+    whole dict once, in ``legal_actions``'s key order (tests/sim/test_incremental_view.py). A copy
+    or a pickle is that plain dict. Never empty (``maintain_plan`` is always legal while the
+    episode runs). Like the view, it describes the world when it was made."""
+
+    __slots__ = ("_memo", "_sections", "_visible", "_whole", "_world")
+
+    def __init__(self, world: World, memo: dict[str, Any]) -> None:
+        self._world, self._memo = world, memo
+        self._visible: list[Patient] | None = None
+        self._sections: list[Legal | None] = [None] * len(_LEGAL_SECTIONS)
+        self._whole: Legal | None = None
+
+    def _section(self, index: int) -> Legal:
+        part = self._sections[index]
+        if part is None:
+            visible = self._visible
+            if visible is None:
+                visible = self._visible = [p for p in self._world.patients.values() if p.visible]
+            part = self._sections[index] = {}
+            _LEGAL_SECTIONS[index](self._world, part, visible, self._memo)
+        return part
+
+    def whole(self) -> Legal:
+        """The plain dict (``legal_actions(world, memo)``), built once."""
+        if self._whole is None:
+            whole: Legal = {}
+            for index in range(len(_LEGAL_SECTIONS)):
+                whole.update(self._section(index))
+            self._whole = whole
+        return self._whole
+
+    def __contains__(self, key: object) -> bool:
+        index = _SECTION_OF.get(key) if isinstance(key, str) else None
+        return index is not None and key in self._section(index)
+
+    def __getitem__(self, key: str) -> list[dict[str, list[Any]]]:
+        index = _SECTION_OF.get(key) if isinstance(key, str) else None
+        if index is None:
+            raise KeyError(key)
+        return self._section(index)[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        index = _SECTION_OF.get(key) if isinstance(key, str) else None
+        return default if index is None else self._section(index).get(key, default)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.whole())
+
+    def __len__(self) -> int:
+        return len(self.whole())
+
+    def __repr__(self) -> str:
+        return repr(self.whole())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Legal:
+        return copy.deepcopy(self.whole(), memo)
+
+    def __reduce__(self) -> tuple[type[dict], tuple[Legal]]:
+        return dict, (self.whole(),)
+
+
+def _blood_legal_reused(world: World, legal: Legal, visible: list[Patient], memo: Memo) -> None:
     """``_blood_legal`` keyed by everything it reads: each patient's donor types and whether a
     typing can be asked for, every hospital's stock, and which roads are closed."""
     patients = tuple(
@@ -501,7 +685,7 @@ def _blood_legal_reused(world: World, legal: dict, visible: list[Patient], memo:
     legal.update(cached[1])
 
 
-def _blood_legal(world: World, legal: dict, visible: list[Patient]) -> None:
+def _blood_legal(world: World, legal: Legal, visible: list[Patient]) -> None:
     by_donors: dict[tuple[str, ...], list[str]] = {}
     query = []
     for p in visible:

@@ -1,0 +1,170 @@
+"""The lazy observation view's incremental parts equal a rebuild from scratch at every step
+(issue 23), for random, heuristic and planner play on every task, the planner's forks and
+rollouts included (every ``CodeRedSim.step`` of every simulation alive is checked):
+
+- ``LegalActionsView``: each action type asked alone (``in``, ``[]``, ``get``), in a random
+  order on a fresh view, answers what ``legal_actions`` built from scratch holds, and the
+  whole mapping equals it key by key, in its order;
+- the view's brief rows (``ObservationView.brief``) are the full rows of ``observation()`` in
+  the asked statuses, restricted to the brief fields, in the same order.
+
+tests/sim/test_incremental_core.py checks the rest of the view (read whole, it equals
+``observation()``; a view handed out earlier never changes).
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from codered_env.agents import make_agent
+from codered_env.agents.heuristic import BRIEF_STATUSES
+from codered_env.sim import TASK_IDS, CodeRedSim
+from codered_env.sim.observation import _SECTION_OF, LegalActionsView, legal_actions
+from codered_env.sim.types import AMBULANCE_STATES, PATIENT_STATES
+
+PLANNER_STEPS = 10
+_ASKED = [*_SECTION_OF, "no_such_action", "maintain_plan"]
+_RNG = random.Random(23)
+
+
+def _check_legal(sim: CodeRedSim) -> None:
+    truth = legal_actions(sim.world)
+    if sim.done:
+        assert sim.observation_view()["legal_actions"] == {}
+        return
+    lazy = sim.observation_view()["legal_actions"]
+    assert isinstance(lazy, LegalActionsView) and lazy
+    for key in _RNG.sample(_ASKED, len(_ASKED)):
+        how = _RNG.choice(("in", "get", "item"))
+        if how == "in":
+            assert (key in lazy) == (key in truth), key
+        elif how == "get":
+            assert lazy.get(key) == truth.get(key), key
+        elif key in truth:
+            assert lazy[key] == truth[key], key
+        else:
+            with pytest.raises(KeyError):
+                lazy[key]
+    assert list(lazy) == list(truth)
+    assert lazy.whole() == truth and lazy == truth and len(lazy) == len(truth)
+    fresh = sim.observation_view()["legal_actions"]
+    assert dict(fresh.items()) == truth  # built whole first, then read by key
+    assert all(fresh[k] == truth[k] for k in truth)
+
+
+def _restricted(row: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    out = {k: row[k] for k in fields}
+    if "vitals" in out:
+        out["vitals"] = {"score": row["vitals"]["score"]}
+    return out
+
+
+def _check_brief(sim: CodeRedSim) -> None:
+    from codered_env.sim.observation import BRIEF_FIELDS
+
+    full = sim.observation()
+    view = sim.observation_view()
+    for key, states in (("patients", PATIENT_STATES), ("ambulances", AMBULANCE_STATES)):
+        statuses = frozenset(_RNG.sample(states, _RNG.randint(1, len(states))))
+        for asked in (statuses, BRIEF_STATUSES[key]):
+            expected = [_restricted(r, BRIEF_FIELDS[key]) for r in full[key] if r["status"] in asked]
+            assert view.brief(key, asked) == expected, (key, sorted(asked))
+            assert [list(r) for r in view.brief(key, asked)] == [list(r) for r in expected]
+
+
+def _check(sim: CodeRedSim) -> None:
+    _check_legal(sim)
+    _check_brief(sim)
+
+
+@pytest.fixture()
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Wrap ``CodeRedSim.step`` so every step of every simulation is checked; yields a counter."""
+    calls = [0]
+    original = CodeRedSim.step
+
+    def step(self: CodeRedSim, action: object) -> Any:
+        out = original(self, action)
+        _check(self)
+        calls[0] += 1
+        return out
+
+    monkeypatch.setattr(CodeRedSim, "step", step)
+    yield calls
+
+
+def _play(task_id: str, seed: int, agent_name: str, on_view: bool, max_steps: int | None = None,
+          **kwargs: Any) -> CodeRedSim:
+    sim = CodeRedSim(task_id, seed)
+    agent = make_agent(agent_name, seed, **kwargs)
+    agent.reset(task_id, seed)
+    _check(sim)
+    while not sim.done and (max_steps is None or sim.step_count < max_steps):
+        sim.step(agent.act(sim.observation_view() if on_view else sim.observation()))
+    return sim
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("agent_name", ["random", "heuristic"])
+def test_view_parts_equal_a_rebuild(task_id: str, agent_name: str, checked: list[int]) -> None:
+    for seed, on_view in ((3, True), (8, False)):
+        assert _play(task_id, seed, agent_name, on_view).done
+    assert checked[0] > 0
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_view_parts_equal_a_rebuild_in_planner_play(task_id: str, checked: list[int]) -> None:
+    """The planner's rollouts act on views of forks; each step of each is checked."""
+    _play(task_id, 5, "planner", False, max_steps=PLANNER_STEPS, forks=2, max_candidates=2)
+    assert checked[0] > PLANNER_STEPS
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_heuristic_acts_the_same_on_the_view_and_the_dict(task_id: str) -> None:
+    for seed in (1, 6):
+        sim = CodeRedSim(task_id, seed)
+        on_dict, on_view = make_agent("heuristic", seed), make_agent("heuristic", seed)
+        on_dict.reset(task_id, seed)
+        on_view.reset(task_id, seed)
+        while not sim.done:
+            action = on_dict.act(sim.observation())
+            assert on_view.act(sim.observation_view()) == action
+            assert on_view.last_rule == on_dict.last_rule
+            sim.step(action)
+
+
+def test_legal_view_copies_and_pickles_as_the_plain_dict() -> None:
+    sim = CodeRedSim("task5", 2)
+    agent = make_agent("heuristic", 2)
+    agent.reset("task5", 2)
+    for _ in range(15):
+        sim.step(agent.act(sim.observation()))
+    lazy = sim.observation_view()["legal_actions"]
+    truth = legal_actions(sim.world)
+    for copied in (copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy)), copy.copy(lazy)):
+        assert type(copied) is dict and copied == truth
+    assert repr(lazy) == repr(truth)
+    assert lazy.get("no_such_action", "x") == "x" and 5 not in lazy  # type: ignore[comparison-overlap]
+
+
+def test_a_read_view_keeps_its_answers_after_later_steps() -> None:
+    """Sections and brief rows read before a step are not changed by it (reused read only)."""
+    sim = CodeRedSim("task5", 3)
+    agent = make_agent("heuristic", 3)
+    agent.reset("task5", 3)
+    kept: list[tuple[Any, Any, Any]] = []
+    while not sim.done:
+        view = sim.observation_view()
+        legal = view["legal_actions"]
+        snapshot = (copy.deepcopy(legal), copy.deepcopy(view.brief("patients", BRIEF_STATUSES["patients"])))
+        kept.append((legal, view, snapshot))
+        sim.step(agent.act(view))
+    for legal, view, (legal_then, rows_then) in kept[-40:]:
+        assert legal == legal_then
+        assert view.brief("patients", BRIEF_STATUSES["patients"]) == rows_then
