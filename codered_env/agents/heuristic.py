@@ -89,6 +89,8 @@ class HeuristicAgent:
         self._last: str | None = None
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
+        self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
+        self._net = RoadNetwork(False)
         self.last_rule = len(RULES)  # the number of the rule behind the last action (see RULES)
 
     def reset(self, task_id: str, seed: int) -> None:
@@ -103,16 +105,29 @@ class HeuristicAgent:
         if obs.get("last_action_error") and self._last:
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
-        net = road_view(obs)
+        net = self._road_view(obs)
         rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare, self._blood)
         for number, rule in enumerate(rules, 1):
             for action in rule(obs, legal, net):
-                key = json.dumps(action, sort_keys=True)
-                if key not in self._refused and action["action_type"] in legal:
-                    self._last, self.last_rule = key, number
-                    return action
+                if action["action_type"] in legal:
+                    key = action_key(action)
+                    if key not in self._refused:
+                        self._last, self.last_rule = key, number
+                        return action
         self._last, self.last_rule = None, len(RULES)
         return dict(MAINTAIN)
+
+    def _road_view(self, obs: Mapping[str, Any]) -> RoadNetwork:
+        """``road_view(obs)``, reused while the roads shown are the same (they rarely change)."""
+        roads = obs["roads"]
+        state = (
+            roads["peak_hour"],
+            tuple(tuple(r["edge"]) for r in roads["closed"]),
+            tuple((*r["edge"], r["factor"]) for r in roads["congested"]),
+        )
+        if state != self._roads_seen:
+            self._roads_seen, self._net = state, road_view(obs)
+        return self._net
 
     # ------------------------------------------------------------------ rules
     def triage_priority(self, call: dict[str, Any]) -> str:
@@ -209,23 +224,23 @@ class HeuristicAgent:
 
     def _assign(self, obs, legal, net):
         """Assign first the patient who loses most if their best hospital is not free (regret)."""
+        unassigned = [
+            p for p in _rows(obs, "patients")
+            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL
+            and CONDITIONS[p["condition"]].transport
+        ]
+        if not unassigned:
+            return
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         inbound = self._inbound(obs)
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
         ranked = []
-        for p in _rows(obs, "patients"):
-            if (
-                p["destination"] is None
-                and p["status"] in BEFORE_ARRIVAL
-                and CONDITIONS[p["condition"]].transport
-            ):
-                scores = sorted(
-                    self._hospital_scores(p, hospitals, inbound, net).items(), key=lambda kv: -kv[1]
-                )
-                if scores:
-                    regret = scores[0][1] - (scores[1][1] if len(scores) > 1 else 0.0)
-                    ranked.append((-regret, p["patient_id"], scores[0][0]))
+        for p in unassigned:
+            scores = sorted(self._hospital_scores(p, hospitals, inbound, net).items(), key=lambda kv: -kv[1])
+            if scores:
+                regret = scores[0][1] - (scores[1][1] if len(scores) > 1 else 0.0)
+                ranked.append((-regret, p["patient_id"], scores[0][0]))
         for _, pid, best in sorted(ranked):
             yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
 
@@ -314,11 +329,13 @@ class HeuristicAgent:
         return start
 
     def _prepare(self, obs, legal, net):
-        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
+        hospitals: dict[str, dict[str, Any]] | None = None  # read only when a patient is inbound
         need_rooms: dict[tuple[str, str], int] = {}
         for p in _rows(obs, "patients"):
             if p["destination"] is None or p["status"] not in BEFORE_ARRIVAL:
                 continue
+            if hospitals is None:
+                hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
             h = hospitals[p["destination"]]
             care = CONDITIONS[p["condition"]].care_at(h["tier"])
             if care is None:
@@ -359,14 +376,16 @@ class HeuristicAgent:
         """Bleeding patients: reserve uncross-matched group O at the destination as soon as it is
         chosen (O-pos for men and older women, sparing O-neg for women of child-bearing age), so
         it is issued before arrival; type-specific only when no suitable group O is in stock."""
-        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
-        queryable: set[str] | None = None  # read from the legal actions only when needed
+        hospitals: dict[str, dict[str, Any]] | None = None  # both read only when needed
+        queryable: set[str] | None = None
         for p in _rows(obs, "patients"):
             if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
                 continue
             dest = p["destination"]
             if dest is None or p["blood_reserved"].get(dest):
                 continue
+            if hospitals is None:
+                hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
             stock = hospitals[dest]["blood"]
             options = list(_emergency_o(p))
             if p["blood_type"]:
@@ -407,6 +426,26 @@ def _rows(obs: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     if brief is not None:
         return brief(key, statuses)
     return [row for row in obs[key] if row["status"] in statuses]
+
+
+_KEYS: dict[tuple[tuple, tuple], str] = {}
+_KEYS_MAX = 4096
+
+
+def action_key(action: dict[str, Any]) -> str:
+    """``json.dumps(action, sort_keys=True)`` (how refused actions are remembered; the planner
+    shares the format), memoised per action content: the rules build the same few actions
+    step after step."""
+    try:  # the types too: 2 and 2.0 are equal but print differently
+        items = (tuple(action.items()), tuple(map(type, action.values())))
+        key = _KEYS.get(items)
+    except TypeError:  # an unhashable parameter value
+        return json.dumps(action, sort_keys=True)
+    if key is None:
+        if len(_KEYS) >= _KEYS_MAX:
+            _KEYS.clear()
+        key = _KEYS[items] = json.dumps(action, sort_keys=True)
+    return key
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

@@ -521,8 +521,12 @@ def _dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Me
 
 
 def _phase2_legal(world: World, legal: Legal, free: list) -> None:
-    pending = [c.call_id for c in world.calls.values() if c.status == "pending"]
-    dispatched = [c.call_id for c in world.calls.values() if c.status == "dispatched"]
+    pending, dispatched = [], []
+    for c in world.calls.values():
+        if c.status == "pending":
+            pending.append(c.call_id)
+        elif c.status == "dispatched":
+            dispatched.append(c.call_id)
     for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
         units = [a.ambulance_id for a in free if a.kind == kind]
         if units and pending:
