@@ -137,12 +137,12 @@ class HeuristicAgent:
     def _triage(self, obs, legal, net):
         if not self.triage:
             return
-        for call in obs["calls"]:
+        for call in _rows(obs, "calls"):
             if call["priority"] is None and call["status"] == "pending":
                 yield {
                     "action_type": "triage_call",
                     "call_id": call["call_id"],
-                    "priority": self.triage_priority(call),
+                    "priority": self.triage_priority(_full_call(obs, call)),
                 }
 
     def _dispatch(self, obs, legal, net):
@@ -175,7 +175,7 @@ class HeuristicAgent:
                         "vitals": p["vitals"]["score"],
                     }
                 )
-        for c in obs["calls"]:
+        for c in _rows(obs, "calls"):
             level = c["priority"] or UNTRIAGED_RESPONSE  # an uncoded call: the protocol default
             if c["status"] == "pending" and level in ("P1", "P2", "P3"):
                 jobs.append(
@@ -215,7 +215,8 @@ class HeuristicAgent:
             return
         waiting = [p["patient_id"] for p in _rows(obs, "patients") if p["status"] == "awaiting_unit"]
         waiting += [
-            c["call_id"] for c in obs["calls"] if c["status"] == "pending" and c["priority"] in ("P1", "P2")
+            c["call_id"] for c in _rows(obs, "calls")
+            if c["status"] == "pending" and c["priority"] in ("P1", "P2")
         ]
         free = _rows(obs, "ambulances")
         coming = len(obs["mutual_aid"]["pending"])
@@ -410,10 +411,11 @@ class HeuristicAgent:
                     yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
 
 
-#: The rows the rules read (every rule skips the others): free units, and patients before
-#: arrival or waiting in an emergency department.
+#: The rows the rules read (every rule skips the others): free units, pending calls, and
+#: patients before arrival or waiting in an emergency department.
 BRIEF_STATUSES: dict[str, frozenset[str]] = {
     "ambulances": frozenset(("available", "returning")),
+    "calls": frozenset(("pending",)),
     "patients": frozenset((*BEFORE_ARRIVAL, "at_hospital")),
 }
 
@@ -446,6 +448,14 @@ def action_key(action: dict[str, Any]) -> str:
             _KEYS.clear()
         key = _KEYS[items] = json.dumps(action, sort_keys=True)
     return key
+
+
+def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+    """The call's full row (``triage_priority`` may read any field of it), read from the view's
+    calls only when a call is to be triaged."""
+    if getattr(obs, "brief", None) is None:
+        return call
+    return next(c for c in obs["calls"] if c["call_id"] == call["call_id"])
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

@@ -255,8 +255,12 @@ def _mutual_aid(world: World) -> dict[str, Any]:
     }
 
 
+#: The calls the observation shows (the others are closed or have a crew on scene).
+OPEN_CALL_STATES = ("pending", "dispatched")
+
+
 def visible_calls(world: World) -> list:
-    return [c for c in world.calls.values() if c.status in ("pending", "dispatched")]
+    return [c for c in world.calls.values() if c.status in OPEN_CALL_STATES]
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +392,7 @@ BRIEF_FIELDS: dict[str, tuple[str, ...]] = {
                  "blood_type", "destination", "hospital", "eta_min", "blood_reserved",
                  "minutes_since_call", "minutes_since_onset"),
     "ambulances": ("ambulance_id", "kind", "status", "node", "next_node"),
+    "calls": ("call_id", "node", "report", "priority", "status", "waiting_min"),
 }
 
 
@@ -437,9 +442,27 @@ def _ambulances_brief(world: World, statuses: frozenset[str]) -> list[dict[str, 
     ]
 
 
+def _calls_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]:
+    """The brief rows of the open calls in ``statuses`` (``BRIEF_FIELDS``)."""
+    clock = world.clock
+    return [
+        {
+            "call_id": c.call_id,
+            "node": c.node,
+            "report": c.report,
+            "priority": c.priority,
+            "status": c.status,
+            "waiting_min": clock - c.received_at,
+        }
+        for c in world.calls.values()
+        if c.status in statuses and c.status in OPEN_CALL_STATES
+    ]
+
+
 _BRIEF: dict[str, Callable[[World, frozenset[str]], list[dict[str, Any]]]] = {
     "patients": _patients_brief,
     "ambulances": _ambulances_brief,
+    "calls": _calls_brief,
 }
 
 
@@ -461,7 +484,7 @@ class ObservationView(Mapping[str, Any]):
         self._briefs: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = {}
 
     def brief(self, key: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
-        """The rows of ``self[key]`` ("patients" or "ambulances") whose status is in ``statuses``,
+        """The rows of ``self[key]`` ("patients", "ambulances" or "calls") whose status is in ``statuses``,
         in order, each restricted to ``BRIEF_FIELDS[key]`` (a patient's vitals to their score):
         what a rule-based agent reads, at a fraction of the full rows' cost (no vitals, waiting
         list or rows of patients in other states are built). Built once per view."""
@@ -481,6 +504,9 @@ class ObservationView(Mapping[str, Any]):
         else:
             value = built[key] = _PARTS[key](self._world, self._ctx)
         return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in _PARTS else default
 
     def __contains__(self, key: object) -> bool:
         return key in _PARTS

@@ -26,7 +26,7 @@ from codered_env.agents import make_agent
 from codered_env.agents.heuristic import BRIEF_STATUSES
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.observation import _SECTION_OF, LegalActionsView, legal_actions
-from codered_env.sim.types import AMBULANCE_STATES, PATIENT_STATES
+from codered_env.sim.types import AMBULANCE_STATES, CALL_STATES, PATIENT_STATES
 
 PLANNER_STEPS = 10
 _ASKED = [*_SECTION_OF, "no_such_action", "maintain_plan"]
@@ -70,7 +70,8 @@ def _check_brief(sim: CodeRedSim) -> None:
 
     full = sim.observation()
     view = sim.observation_view()
-    for key, states in (("patients", PATIENT_STATES), ("ambulances", AMBULANCE_STATES)):
+    every_state = {"patients": PATIENT_STATES, "ambulances": AMBULANCE_STATES, "calls": CALL_STATES}
+    for key, states in every_state.items():
         statuses = frozenset(_RNG.sample(states, _RNG.randint(1, len(states))))
         for asked in (statuses, BRIEF_STATUSES[key]):
             expected = [_restricted(r, BRIEF_FIELDS[key]) for r in full[key] if r["status"] in asked]
@@ -162,7 +163,8 @@ def test_a_read_view_keeps_its_answers_after_later_steps() -> None:
     while not sim.done:
         view = sim.observation_view()
         legal = view["legal_actions"]
-        snapshot = (copy.deepcopy(legal), copy.deepcopy(view.brief("patients", BRIEF_STATUSES["patients"])))
+        rows = view.brief("patients", BRIEF_STATUSES["patients"])
+        snapshot = (copy.deepcopy(legal), copy.deepcopy(rows))
         kept.append((legal, view, snapshot))
         sim.step(agent.act(view))
     for legal, view, (legal_then, rows_then) in kept[-40:]:
