@@ -24,17 +24,22 @@ if TYPE_CHECKING:
 
 
 _RATE = {name: cond.deterioration_per_min for name, cond in CONDITIONS.items()}
+_UNREACHED = frozenset({"awaiting_unit", "unit_en_route"})
 
 
 def deteriorate(world: World) -> None:
     """Tick step 8: one minute of deterioration."""
     for p in world.patients.values():
-        if p.status in FINAL_PATIENT_STATES:
+        status = p.status
+        if status in FINAL_PATIENT_STATES:
             continue
         rate = _RATE[p.condition]
         if rate == 0.0:
             continue
-        p.reserve -= rate * care_factor(world, p)
+        if status in _UNREACHED and p.cpr_from is None:
+            p.reserve -= rate  # care_factor is 1.0 here (the same float as rate * 1.0)
+        else:
+            p.reserve -= rate * care_factor(world, p)
         if p.reserve <= 0.0:
             _death(world, p)
         elif p.band < len(VITALS_BANDS) and p.reserve < VITALS_BANDS[p.band]:
