@@ -295,6 +295,7 @@ class PreviewMemo:
 
     shares: dict[str, _Share] = field(default_factory=dict)
     sums: _Sums | None = None
+    terms: _Terms | None = None  # what the components take from ``sums``
 
 
 class _Sums(NamedTuple):
@@ -359,12 +360,10 @@ def _memo_sums(world: World, memo: PreviewMemo) -> _Sums:
     return kept
 
 
-def _cascade(world: World, sums: _Sums, final: bool) -> float:
-    subs = [_mean(sums.secondary_responses)]
+def _cascade(world: World, terms: _Terms, final: bool) -> float:
+    subs = [terms.secondary_response]
     events = sum(h.overcrowding_events for h in world.hospitals.values())
-    n = len(sums.shares)
-    share = sums.delivered / n if n else 0.0
-    subs.append(share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
+    subs.append(terms.delivered_share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
         patients = world.patients
         accuracy = _mean([
@@ -402,22 +401,9 @@ def _effective_weights(cascades: bool) -> dict[str, float]:
 def _summary(world: World, final: bool) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score (no per-patient records)."""
     scored = _scored(world, final)
-    sums = _add_up(tuple([_share(p) for p in scored]))
-    n = len(scored)
-    coverage = sums.covered / n if n else 0.0
+    terms = _terms(_add_up(tuple([_share(p) for p in scored])))
     counts = _penalties(world, final)
-    penalty = sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
-    components: dict[str, float | None] = {
-        "time_score": sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
-        "efficiency": coverage * max(0.0, 1.0 - penalty),
-        "secondary_harm": None,
-        "prep_ready": _mean(sums.preps),
-        "vitals_score_avg": sums.vitals / n if n else 0.0,
-        "cascade_score": None,
-    }
-    if world.task.cascades:
-        components["secondary_harm"] = _mean(sums.secondary_gains)
-        components["cascade_score"] = _cascade(world, sums, final)
+    components = _components(world, terms, _penalty(counts), final)
     effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
@@ -426,9 +412,52 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
         "components": components,
         "effective": effective,
         "counts": counts,
-        "coverage": coverage,
+        "coverage": terms.coverage,
         "ma_penalty": ma_penalty,
         "raw": raw,
+    }
+
+
+class _Terms(NamedTuple):
+    """What the components take from the patients' shares (``_terms``)."""
+
+    sums: _Sums
+    coverage: float
+    time_score: float
+    prep: float
+    vitals: float
+    secondary_gain: float
+    secondary_response: float
+    delivered_share: float
+
+
+def _terms(sums: _Sums) -> _Terms:
+    n = len(sums.shares)
+    return _Terms(
+        sums,
+        sums.covered / n if n else 0.0,
+        sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
+        _mean(sums.preps),
+        sums.vitals / n if n else 0.0,
+        _mean(sums.secondary_gains),
+        _mean(sums.secondary_responses),
+        sums.delivered / n if n else 0.0,
+    )
+
+
+def _penalty(counts: dict[str, int]) -> float:
+    return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
+
+
+def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dict[str, float | None]:
+    cascades = world.task.cascades
+    return {
+        "time_score": terms.time_score,
+        "efficiency": terms.coverage * max(0.0, 1.0 - penalty),
+        "secondary_harm": terms.secondary_gain if cascades else None,
+        "prep_ready": terms.prep,
+        "vitals_score_avg": terms.vitals,
+        "cascade_score": _cascade(world, terms, final) if cascades else None,
     }
 
 
@@ -465,25 +494,14 @@ def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
 
 
 def _preview_raw(world: World, memo: PreviewMemo) -> float:
-    """``_summary(world, False, memo)["raw"]`` without the breakdown it also returns: the same
-    terms added in the same order (tests/sim/test_incremental_core.py compares every step)."""
+    """``_summary(world, False)["raw"]`` without the breakdown it also returns: the same terms
+    added in the same order (tests/sim/test_incremental_core.py compares every step)."""
     sums = _memo_sums(world, memo)
-    n = len(sums.shares)
-    coverage = sums.covered / n if n else 0.0
-    penalty = sum(PENALTY[k] * c for k, c in world.ledger.items() if k in PENALTY)
-    time_score = sums.weighted_time / sums.total_weight if sums.total_weight else 0.0
-    efficiency = coverage * max(0.0, 1.0 - penalty)
-    vitals = sums.vitals / n if n else 0.0
-    cascades = world.task.cascades
-    components = {
-        "time_score": time_score,
-        "efficiency": efficiency,
-        "secondary_harm": _mean(sums.secondary_gains) if cascades else None,
-        "prep_ready": _mean(sums.preps),
-        "vitals_score_avg": vitals,
-        "cascade_score": _cascade(world, sums, False) if cascades else None,
-    }
-    raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(cascades)])
+    terms = memo.terms
+    if terms is None or terms.sums is not sums:
+        terms = memo.terms = _terms(sums)
+    components = _components(world, terms, _penalty(world.ledger), False)
+    raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(world.task.cascades)])
     return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
 
 

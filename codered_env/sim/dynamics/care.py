@@ -41,7 +41,7 @@ _NOTHING_TO_DO = frozenset(PATIENT_STATES) - {"at_hospital", "transferring", "in
 def advance(world: World, t: int) -> None:
     """Tick step 7: patients in the ED start treatment or leave for a transfer, transfers
     arrive, treatments end."""
-    for p in list(world.patients.values()):
+    for p in world.patients.values():  # nothing below adds a patient
         status = p.status
         if status in _NOTHING_TO_DO:
             continue
