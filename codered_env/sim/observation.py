@@ -10,9 +10,8 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from .conditions import CONDITIONS
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
@@ -54,8 +53,23 @@ def vitals_values(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[int, int
         round(_BASE_SPO2 + spo2 * loss),
         round(_BASE_RR + rr * loss),
         max(GCS_MIN, _BASE_GCS + round(gcs * loss)),
-        round(r, 2),
+        round2(r),
     )
+
+
+def round2(x: float) -> float:
+    """``round(x, 2)``, the same float, about twice as fast (the vitals score of every
+    patient row, every step). ``round`` with digits formats the number in decimal; away from a
+    tie the nearest hundredth is ``floor(100 x)`` or one more, and ``n / 100`` is the float
+    nearest to it, which is what ``round`` returns. Near a tie (where 100 x carries a rounding
+    error), at zero (keeping its sign) and for huge or negative values ``round`` decides."""
+    y = x * 100.0
+    if 0.0 < y < 1e9:
+        n = math.floor(y)
+        frac = y - n
+        if abs(frac - 0.5) > 1e-6:
+            return (n + 1 if frac > 0.5 else n) / 100.0
+    return round(x, 2)
 
 
 _VITALS = ("hr", "sbp", "spo2", "rr", "gcs")
@@ -263,9 +277,9 @@ def visible_calls(world: World) -> list:
     return [c for c in world.calls.values() if c.status in OPEN_CALL_STATES]
 
 
-@dataclass(frozen=True, slots=True)
-class StepContext:
-    """What the observation shows beside the world: the episode's own bookkeeping."""
+class StepContext(NamedTuple):
+    """What the observation shows beside the world: the episode's own bookkeeping (a named tuple:
+    made at every step, and a frozen dataclass is several times slower to make)."""
 
     step: int
     max_steps: int
@@ -352,24 +366,27 @@ def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
     return out
 
 
-#: What a hospital's row shows, field by field (``_hospital``).
-_HOSPITAL_STATE = attrgetter("occupancy", "capacity", "diverted_until", "icu_beds", "icu_used")
-_ROOM_ROW = attrgetter("or_id", "procedures", "state", "procedure", "patient_id", "elective")
-_SPECIALIST_ROW = attrgetter("specialty", "state", "until")
+#: What can change in a hospital's row (``_hospital``); a hospital's name, tier, node, capacity
+#: and ICU beds, a room's id and procedures, a specialist's specialty and the blood types held
+#: never change.
+_HOSPITAL_STATE = attrgetter("occupancy", "diverted_until", "icu_used")
+_ROOM_STATE = attrgetter("state", "procedure", "patient_id", "elective")
+_SPECIALIST_STATE = attrgetter("state", "until")
 
 
 def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
     """The hospitals' dicts, each reused (read only) while every field it shows is unchanged."""
     rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    clock = world.clock
     out = []
     for h in world.hospitals.values():
         key = (
             h,
             _HOSPITAL_STATE(h),
-            world.diverted(h.hospital_id),
-            tuple(map(_ROOM_ROW, h.ors)),
-            tuple(map(_SPECIALIST_ROW, h.specialists.values())),
-            tuple(h.blood.items()),
+            h.diverted_until > clock,  # World.diverted now
+            tuple(map(_ROOM_STATE, h.ors)),
+            tuple(map(_SPECIALIST_STATE, h.specialists.values())),
+            tuple(h.blood.values()),
         )
         cached = rows.get(h.hospital_id)
         if cached is None or cached[0] != key:
@@ -414,7 +431,7 @@ def _patients_brief(world: World, statuses: frozenset[str]) -> list[dict[str, An
             "node": p.node,
             "sex": p.sex,
             "age": p.age,
-            "vitals": {"score": 0.0 if status == "deceased" else round(shown_reserve(p), 2)},
+            "vitals": {"score": 0.0 if status == "deceased" else round2(shown_reserve(p))},
             "blood_type": p.blood_type if p.blood_type_known else None,
             "destination": p.destination,
             "hospital": p.hospital,

@@ -6,7 +6,8 @@ rollouts included (every ``CodeRedSim.step`` of every simulation alive is checke
   order on a fresh view, answers what ``legal_actions`` built from scratch holds, and the
   whole mapping equals it key by key, in its order;
 - the view's brief rows (``ObservationView.brief``) are the full rows of ``observation()`` in
-  the asked statuses, restricted to the brief fields, in the same order.
+  the asked statuses, restricted to the brief fields, in the same order;
+- the heuristic acts the same on the view (brief rows, lazy legal actions) as on the dict.
 
 tests/sim/test_incremental_core.py checks the rest of the view (read whole, it equals
 ``observation()``; a view handed out earlier never changes).
@@ -15,8 +16,10 @@ tests/sim/test_incremental_core.py checks the rest of the view (read whole, it e
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 import random
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +28,7 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.agents.heuristic import BRIEF_STATUSES
 from codered_env.sim import TASK_IDS, CodeRedSim
-from codered_env.sim.observation import _SECTION_OF, LegalActionsView, legal_actions
+from codered_env.sim.observation import _SECTION_OF, LegalActionsView, legal_actions, round2
 from codered_env.sim.types import AMBULANCE_STATES, CALL_STATES, PATIENT_STATES
 
 PLANNER_STEPS = 10
@@ -170,3 +173,16 @@ def test_a_read_view_keeps_its_answers_after_later_steps() -> None:
     for legal, view, (legal_then, rows_then) in kept[-40:]:
         assert legal == legal_then
         assert view.brief("patients", BRIEF_STATUSES["patients"]) == rows_then
+
+
+def test_round2_is_round_to_hundredths_bit_for_bit() -> None:
+    """Every tie k/200, its neighbours either side, random values in and out of range, signed
+    zeros and infinities: the same float (sign included) as ``round(x, 2)``."""
+    rng = random.Random(5)
+    ties = [k / 200 for k in range(-400, 40_001)]
+    xs = ties + [math.nextafter(t, math.inf) for t in ties] + [math.nextafter(t, -math.inf) for t in ties]
+    xs += [rng.random() for _ in range(50_000)] + [rng.uniform(-3.0, 1e10) for _ in range(20_000)]
+    xs += [0.0, -0.0, 5e-324, -5e-324, 0.005, 2.675, 1.005, 1e9, math.inf, -math.inf]
+    for x in xs:
+        assert struct.pack("d", round2(x)) == struct.pack("d", round(x, 2)), x
+    assert math.isnan(round2(math.nan))
