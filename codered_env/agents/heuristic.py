@@ -28,6 +28,7 @@ from typing import Any
 
 from ..sim.city import RoadNetwork
 from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.observation import ObservationView
 from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
     CATH_LAB_PREP_RANGE,
@@ -120,10 +121,11 @@ class HeuristicAgent:
     def _road_view(self, obs: Mapping[str, Any]) -> RoadNetwork:
         """``road_view(obs)``, reused while the roads shown are the same (they rarely change)."""
         roads = obs["roads"]
+        closed, congested = roads["closed"], roads["congested"]
         state = (
             roads["peak_hour"],
-            tuple(tuple(r["edge"]) for r in roads["closed"]),
-            tuple((*r["edge"], r["factor"]) for r in roads["congested"]),
+            tuple(tuple(r["edge"]) for r in closed) if closed else (),
+            tuple((*r["edge"], r["factor"]) for r in congested) if congested else (),
         )
         if state != self._roads_seen:
             self._roads_seen, self._net = state, road_view(obs)
@@ -137,7 +139,7 @@ class HeuristicAgent:
     def _triage(self, obs, legal, net):
         if not self.triage:
             return
-        for call in _rows(obs, "calls"):
+        for call in _rows(obs, "calls", PENDING):
             if call["priority"] is None and call["status"] == "pending":
                 yield {
                     "action_type": "triage_call",
@@ -146,7 +148,7 @@ class HeuristicAgent:
                 }
 
     def _dispatch(self, obs, legal, net):
-        free = _rows(obs, "ambulances")
+        free = _rows(obs, "ambulances", FREE_UNITS)
         if not free:
             return
         for job in self._jobs(obs):
@@ -165,7 +167,7 @@ class HeuristicAgent:
 
     def _jobs(self, obs) -> list[dict[str, Any]]:
         jobs = []
-        for p in _rows(obs, "patients"):
+        for p in _rows(obs, "patients", EN_ROUTE):
             if p["status"] == "awaiting_unit":
                 jobs.append(
                     {
@@ -175,7 +177,7 @@ class HeuristicAgent:
                         "vitals": p["vitals"]["score"],
                     }
                 )
-        for c in _rows(obs, "calls"):
+        for c in _rows(obs, "calls", PENDING):
             level = c["priority"] or UNTRIAGED_RESPONSE  # an uncoded call: the protocol default
             if c["status"] == "pending" and level in ("P1", "P2", "P3"):
                 jobs.append(
@@ -211,14 +213,15 @@ class HeuristicAgent:
         return bls
 
     def _mutual_aid(self, obs, legal, net):
-        if "request_mutual_aid" not in legal:
-            return
-        waiting = [p["patient_id"] for p in _rows(obs, "patients") if p["status"] == "awaiting_unit"]
+        patients = _rows(obs, "patients", EN_ROUTE)
+        waiting = [p["patient_id"] for p in patients if p["status"] == "awaiting_unit"]
         waiting += [
-            c["call_id"] for c in _rows(obs, "calls")
+            c["call_id"] for c in _rows(obs, "calls", PENDING)
             if c["status"] == "pending" and c["priority"] in ("P1", "P2")
         ]
-        free = _rows(obs, "ambulances")
+        free = _rows(obs, "ambulances", FREE_UNITS)
+        if len(waiting) <= len(free) or "request_mutual_aid" not in legal:  # the cheap test first
+            return
         coming = len(obs["mutual_aid"]["pending"])
         if len(waiting) > len(free) + coming:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
@@ -226,7 +229,7 @@ class HeuristicAgent:
     def _assign(self, obs, legal, net):
         """Assign first the patient who loses most if their best hospital is not free (regret)."""
         unassigned = [
-            p for p in _rows(obs, "patients")
+            p for p in _rows(obs, "patients", EN_ROUTE)
             if p["destination"] is None and p["status"] in BEFORE_ARRIVAL
             and CONDITIONS[p["condition"]].transport
         ]
@@ -248,7 +251,7 @@ class HeuristicAgent:
     @staticmethod
     def _inbound(obs) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for p in _rows(obs, "patients"):
+        for p in _rows(obs, "patients", EN_ROUTE):
             if p["destination"] and p["status"] in BEFORE_ARRIVAL:
                 counts[p["destination"]] = counts.get(p["destination"], 0) + 1
         return counts
@@ -257,7 +260,7 @@ class HeuristicAgent:
     def _lab_load(obs, hospitals) -> dict[str, list[str]]:
         """Procedures already claimed per hospital: untreated patients bound there."""
         load: dict[str, list[str]] = {}
-        for p in _rows(obs, "patients"):
+        for p in (*_rows(obs, "patients", EN_ROUTE), *_rows(obs, "patients", IN_ED)):
             hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
             if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
                 continue
@@ -332,7 +335,7 @@ class HeuristicAgent:
     def _prepare(self, obs, legal, net):
         hospitals: dict[str, dict[str, Any]] | None = None  # read only when a patient is inbound
         need_rooms: dict[tuple[str, str], int] = {}
-        for p in _rows(obs, "patients"):
+        for p in _rows(obs, "patients", EN_ROUTE):
             if p["destination"] is None or p["status"] not in BEFORE_ARRIVAL:
                 continue
             if hospitals is None:
@@ -379,7 +382,7 @@ class HeuristicAgent:
         it is issued before arrival; type-specific only when no suitable group O is in stock."""
         hospitals: dict[str, dict[str, Any]] | None = None  # both read only when needed
         queryable: set[str] | None = None
-        for p in _rows(obs, "patients"):
+        for p in _rows(obs, "patients", EN_ROUTE):
             if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
                 continue
             dest = p["destination"]
@@ -411,23 +414,24 @@ class HeuristicAgent:
                     yield {"action_type": "query_blood_type", "patient_id": p["patient_id"]}
 
 
-#: The rows the rules read (every rule skips the others): free units, pending calls, and
-#: patients before arrival or waiting in an emergency department.
-BRIEF_STATUSES: dict[str, frozenset[str]] = {
-    "ambulances": frozenset(("available", "returning")),
-    "calls": frozenset(("pending",)),
-    "patients": frozenset((*BEFORE_ARRIVAL, "at_hospital")),
-}
+# The rows the rules read (every rule skips the others): free units, pending calls, patients
+# before arrival, and (for the rooms they claim) patients waiting in an emergency department.
+FREE_UNITS = frozenset(("available", "returning"))
+PENDING = frozenset(("pending",))
+EN_ROUTE = frozenset(BEFORE_ARRIVAL)
+IN_ED = frozenset(("at_hospital",))
+#: Every (part, statuses) the rules read through ``_rows``.
+BRIEF_READS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("ambulances", FREE_UNITS), ("calls", PENDING), ("patients", EN_ROUTE), ("patients", IN_ED),
+)
 
 
-def _rows(obs: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-    """The rows of ``obs[key]`` in ``BRIEF_STATUSES[key]``: from the observation view, its brief
-    rows (only the fields the rules read; ``ObservationView.brief``), else the full rows."""
-    statuses = BRIEF_STATUSES[key]
-    brief = getattr(obs, "brief", None)
-    if brief is not None:
-        return brief(key, statuses)
-    return [row for row in obs[key] if row["status"] in statuses]
+def _rows(obs: Mapping[str, Any], part: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
+    """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows (only
+    the fields the rules read; ``ObservationView.brief``), else the full rows."""
+    if isinstance(obs, ObservationView):
+        return obs.brief(part, statuses)
+    return [row for row in obs[part] if row["status"] in statuses]
 
 
 _KEYS: dict[tuple[tuple, tuple], str] = {}
@@ -453,7 +457,7 @@ def action_key(action: dict[str, Any]) -> str:
 def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     """The call's full row (``triage_priority`` may read any field of it), read from the view's
     calls only when a call is to be triaged."""
-    if getattr(obs, "brief", None) is None:
+    if not isinstance(obs, ObservationView):
         return call
     return next(c for c in obs["calls"] if c["call_id"] == call["call_id"])
 

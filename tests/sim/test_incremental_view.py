@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from codered_env.agents import make_agent
-from codered_env.agents.heuristic import BRIEF_STATUSES
+from codered_env.agents.heuristic import BRIEF_READS, EN_ROUTE
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.observation import _SECTION_OF, LegalActionsView, legal_actions, round2
 from codered_env.sim.types import AMBULANCE_STATES, CALL_STATES, PATIENT_STATES
@@ -76,7 +76,7 @@ def _check_brief(sim: CodeRedSim) -> None:
     every_state = {"patients": PATIENT_STATES, "ambulances": AMBULANCE_STATES, "calls": CALL_STATES}
     for key, states in every_state.items():
         statuses = frozenset(_RNG.sample(states, _RNG.randint(1, len(states))))
-        for asked in (statuses, BRIEF_STATUSES[key]):
+        for asked in (statuses, *(mine for part, mine in BRIEF_READS if part == key)):
             expected = [_restricted(r, BRIEF_FIELDS[key]) for r in full[key] if r["status"] in asked]
             assert view.brief(key, asked) == expected, (key, sorted(asked))
             assert [list(r) for r in view.brief(key, asked)] == [list(r) for r in expected]
@@ -166,13 +166,13 @@ def test_a_read_view_keeps_its_answers_after_later_steps() -> None:
     while not sim.done:
         view = sim.observation_view()
         legal = view["legal_actions"]
-        rows = view.brief("patients", BRIEF_STATUSES["patients"])
+        rows = view.brief("patients", EN_ROUTE)
         snapshot = (copy.deepcopy(legal), copy.deepcopy(rows))
         kept.append((legal, view, snapshot))
         sim.step(agent.act(view))
     for legal, view, (legal_then, rows_then) in kept[-40:]:
         assert legal == legal_then
-        assert view.brief("patients", BRIEF_STATUSES["patients"]) == rows_then
+        assert view.brief("patients", EN_ROUTE) == rows_then
 
 
 def test_round2_is_round_to_hundredths_bit_for_bit() -> None:
