@@ -333,14 +333,11 @@ class HeuristicAgent:
         return start
 
     def _prepare(self, obs, legal, net):
-        hospitals: dict[str, dict[str, Any]] | None = None  # read only when a patient is inbound
         need_rooms: dict[tuple[str, str], int] = {}
         for p in _rows(obs, "patients", EN_ROUTE):
             if p["destination"] is None or p["status"] not in BEFORE_ARRIVAL:
                 continue
-            if hospitals is None:
-                hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
-            h = hospitals[p["destination"]]
+            h = _hospital(obs, p["destination"])
             care = CONDITIONS[p["condition"]].care_at(h["tier"])
             if care is None:
                 continue
@@ -380,17 +377,14 @@ class HeuristicAgent:
         """Bleeding patients: reserve uncross-matched group O at the destination as soon as it is
         chosen (O-pos for men and older women, sparing O-neg for women of child-bearing age), so
         it is issued before arrival; type-specific only when no suitable group O is in stock."""
-        hospitals: dict[str, dict[str, Any]] | None = None  # both read only when needed
-        queryable: set[str] | None = None
+        queryable: set[str] | None = None  # read only when needed
         for p in _rows(obs, "patients", EN_ROUTE):
             if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
                 continue
             dest = p["destination"]
             if dest is None or p["blood_reserved"].get(dest):
                 continue
-            if hospitals is None:
-                hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
-            stock = hospitals[dest]["blood"]
+            stock = _hospital(obs, dest)["blood"]
             options = list(_emergency_o(p))
             if p["blood_type"]:
                 options += sorted(
@@ -452,6 +446,13 @@ def action_key(action: dict[str, Any]) -> str:
             _KEYS.clear()
         key = _KEYS[items] = json.dumps(action, sort_keys=True)
     return key
+
+
+def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
+    """A hospital's row; from the observation view without building the other hospitals'."""
+    if isinstance(obs, ObservationView):
+        return obs.hospital(hospital_id)
+    return next(h for h in obs["hospitals"] if h["hospital_id"] == hospital_id)
 
 
 def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:

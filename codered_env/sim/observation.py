@@ -24,7 +24,7 @@ from .params import (
     VITALS_BASELINE,
 )
 from .triage import PRIORITIES
-from .types import FINAL_PATIENT_STATES, Patient
+from .types import FINAL_PATIENT_STATES, Hospital, Patient
 from .world import World
 
 MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
@@ -376,23 +376,25 @@ _SPECIALIST_STATE = attrgetter("state", "until")
 
 def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
     """The hospitals' dicts, each reused (read only) while every field it shows is unchanged."""
+    return [_hospital_reusing_row(world, h, memo) for h in world.hospitals.values()]
+
+
+def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> dict[str, Any]:
+    """``_hospital(world, h)``, reused (read only) from an earlier step while every field it shows
+    is unchanged."""
+    key = (
+        h,
+        _HOSPITAL_STATE(h),
+        h.diverted_until > world.clock,  # World.diverted now
+        tuple(map(_ROOM_STATE, h.ors)),
+        tuple(map(_SPECIALIST_STATE, h.specialists.values())),
+        tuple(h.blood.values()),
+    )
     rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
-    clock = world.clock
-    out = []
-    for h in world.hospitals.values():
-        key = (
-            h,
-            _HOSPITAL_STATE(h),
-            h.diverted_until > clock,  # World.diverted now
-            tuple(map(_ROOM_STATE, h.ors)),
-            tuple(map(_SPECIALIST_STATE, h.specialists.values())),
-            tuple(h.blood.values()),
-        )
-        cached = rows.get(h.hospital_id)
-        if cached is None or cached[0] != key:
-            cached = rows[h.hospital_id] = (key, _hospital(world, h))
-        out.append(cached[1])
-    return out
+    cached = rows.get(h.hospital_id)
+    if cached is None or cached[0] != key:
+        cached = rows[h.hospital_id] = (key, _hospital(world, h))
+    return cached[1]
 
 
 _REUSING: dict[str, Callable[[World, dict[str, Any]], list[dict[str, Any]]]] = {
@@ -493,12 +495,13 @@ class ObservationView(Mapping[str, Any]):
     state behind them is the same. A view describes the world when it was made: read it
     before the next step, and never change what it returns."""
 
-    __slots__ = ("_briefs", "_built", "_ctx", "_memo", "_world")
+    __slots__ = ("_briefs", "_built", "_ctx", "_hospitals", "_memo", "_world")
 
     def __init__(self, world: World, ctx: StepContext, memo: dict[str, Any]) -> None:
         self._world, self._ctx, self._memo = world, ctx, memo
         self._built: dict[str, Any] = {}
         self._briefs: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = {}
+        self._hospitals: dict[str, dict[str, Any]] = {}  # rows read one by one (``hospital``)
 
     def brief(self, key: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
         """The rows of ``self[key]`` ("patients", "ambulances" or "calls") whose status is in ``statuses``,
@@ -521,6 +524,18 @@ class ObservationView(Mapping[str, Any]):
         else:
             value = built[key] = _PARTS[key](self._world, self._ctx)
         return value
+
+    def hospital(self, hospital_id: str) -> dict[str, Any]:
+        """The row of ``self["hospitals"]`` of this hospital, without building the others'."""
+        row = self._hospitals.get(hospital_id)
+        if row is None:
+            rows = self._built.get("hospitals")
+            if rows is not None:
+                row = next(r for r in rows if r["hospital_id"] == hospital_id)
+            else:
+                row = _hospital_reusing_row(self._world, self._world.hospitals[hospital_id], self._memo)
+            self._hospitals[hospital_id] = row
+        return row
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in _PARTS else default

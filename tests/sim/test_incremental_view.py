@@ -6,7 +6,8 @@ rollouts included (every ``CodeRedSim.step`` of every simulation alive is checke
   order on a fresh view, answers what ``legal_actions`` built from scratch holds, and the
   whole mapping equals it key by key, in its order;
 - the view's brief rows (``ObservationView.brief``) are the full rows of ``observation()`` in
-  the asked statuses, restricted to the brief fields, in the same order;
+  the asked statuses, restricted to the brief fields, in the same order, and a hospital's row
+  read alone (``ObservationView.hospital``) is its full row;
 - the heuristic acts the same on the view (brief rows, lazy legal actions) as on the dict.
 
 tests/sim/test_incremental_core.py checks the rest of the view (read whole, it equals
@@ -82,9 +83,23 @@ def _check_brief(sim: CodeRedSim) -> None:
             assert [list(r) for r in view.brief(key, asked)] == [list(r) for r in expected]
 
 
+def _check_hospital_rows(sim: CodeRedSim) -> None:
+    """``ObservationView.hospital`` is the row of ``observation()``'s hospitals, read one by one
+    in a random order on a fresh view, and again after the whole part was read."""
+    full = {h["hospital_id"]: h for h in sim.observation()["hospitals"]}
+    view = sim.observation_view()
+    ids = _RNG.sample(list(full), len(full))
+    for hid in ids[: _RNG.randint(1, len(ids))]:
+        assert view.hospital(hid) == full[hid], hid
+    assert view["hospitals"] == list(full.values())
+    for hid in ids:
+        assert view.hospital(hid) == full[hid], hid
+
+
 def _check(sim: CodeRedSim) -> None:
     _check_legal(sim)
     _check_brief(sim)
+    _check_hospital_rows(sim)
 
 
 @pytest.fixture()
