@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -24,10 +25,12 @@ from .params import (
     VITALS_BASELINE,
 )
 from .triage import PRIORITIES
-from .types import FINAL_PATIENT_STATES, Hospital, Patient
+from .types import FINAL_PATIENT_STATES, Call, Hospital, Patient
 from .world import World
 
 MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
+Legal = dict[str, list[dict[str, list[Any]]]]
+Memo = dict[str, Any]  # what an episode's views reuse (``ObservationView``)
 
 
 def displayed_vitals(p: Patient) -> dict[str, float | int]:
@@ -277,6 +280,23 @@ def visible_calls(world: World) -> list:
     return [c for c in world.calls.values() if c.status in OPEN_CALL_STATES]
 
 
+def open_calls(world: World, memo: Memo | None = None) -> list[Call]:
+    """``visible_calls(world)``; with ``memo`` (an episode's view memo) without looking at the
+    closed calls again: a call that has a crew on scene or was closed never reopens, and new
+    calls are added at the end of ``world.calls`` (tests/sim/test_incremental_view.py)."""
+    if memo is None:
+        return visible_calls(world)
+    calls = world.calls
+    known_world, seen, still_open = memo.get("open_calls", (None, 0, []))
+    if known_world is not world:
+        seen, still_open = 0, []
+    if len(calls) != seen:
+        still_open = still_open + list(islice(calls.values(), seen, None))
+    still_open = [c for c in still_open if c.status in OPEN_CALL_STATES]
+    memo["open_calls"] = (world, len(calls), still_open)
+    return still_open
+
+
 class StepContext(NamedTuple):
     """What the observation shows beside the world: the episode's own bookkeeping (a named tuple:
     made at every step, and a frozen dataclass is several times slower to make)."""
@@ -400,6 +420,7 @@ def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> di
 _REUSING: dict[str, Callable[[World, dict[str, Any]], list[dict[str, Any]]]] = {
     "patients": _patients_reusing_rows,
     "hospitals": _hospitals_reusing_rows,
+    "calls": lambda world, memo: [_call(world, c) for c in open_calls(world, memo)],
 }
 
 
@@ -415,7 +436,7 @@ BRIEF_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _patients_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]:
+def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
     """The brief rows of the visible patients in ``statuses`` (``BRIEF_FIELDS``)."""
     reserved = _reserved_by_patient(world) if world.allocations else {}
     clock = world.clock
@@ -445,7 +466,7 @@ def _patients_brief(world: World, statuses: frozenset[str]) -> list[dict[str, An
     return out
 
 
-def _ambulances_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]:
+def _ambulances_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
     """The brief rows of the units in ``statuses`` (``BRIEF_FIELDS``)."""
     clock = world.clock
     return [
@@ -461,7 +482,7 @@ def _ambulances_brief(world: World, statuses: frozenset[str]) -> list[dict[str, 
     ]
 
 
-def _calls_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]:
+def _calls_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
     """The brief rows of the open calls in ``statuses`` (``BRIEF_FIELDS``)."""
     clock = world.clock
     return [
@@ -473,12 +494,12 @@ def _calls_brief(world: World, statuses: frozenset[str]) -> list[dict[str, Any]]
             "status": c.status,
             "waiting_min": clock - c.received_at,
         }
-        for c in world.calls.values()
-        if c.status in statuses and c.status in OPEN_CALL_STATES
+        for c in open_calls(world, memo)
+        if c.status in statuses
     ]
 
 
-_BRIEF: dict[str, Callable[[World, frozenset[str]], list[dict[str, Any]]]] = {
+_BRIEF: dict[str, Callable[[World, frozenset[str], Memo], list[dict[str, Any]]]] = {
     "patients": _patients_brief,
     "ambulances": _ambulances_brief,
     "calls": _calls_brief,
@@ -510,7 +531,7 @@ class ObservationView(Mapping[str, Any]):
         list or rows of patients in other states are built). Built once per view."""
         rows = self._briefs.get((key, statuses))
         if rows is None:
-            rows = self._briefs[key, statuses] = _BRIEF[key](self._world, statuses)
+            rows = self._briefs[key, statuses] = _BRIEF[key](self._world, statuses, self._memo)
         return rows
 
     def __getitem__(self, key: str) -> Any:
@@ -551,8 +572,6 @@ class ObservationView(Mapping[str, Any]):
 
 
 # ------------------------------------------------------------------------------ legal actions
-Legal = dict[str, list[dict[str, list[Any]]]]
-Memo = dict[str, Any]  # what an episode's views reuse (``ObservationView``)
 
 
 def legal_actions(world: World, memo: dict[str, Any] | None = None) -> Legal:
@@ -575,12 +594,12 @@ def _dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Me
         if waiting and units:
             legal["dispatch_ambulance"] = [{"ambulance_id": units, "patient_id": waiting}]
     else:
-        _phase2_legal(world, legal, free)
+        _phase2_legal(world, legal, free, open_calls(world, memo))
 
 
-def _phase2_legal(world: World, legal: Legal, free: list) -> None:
+def _phase2_legal(world: World, legal: Legal, free: list, calls: list[Call]) -> None:
     pending, dispatched = [], []
-    for c in world.calls.values():
+    for c in calls:
         if c.status == "pending":
             pending.append(c.call_id)
         elif c.status == "dispatched":
@@ -633,7 +652,7 @@ def _mutual_aid_legal(world: World, legal: Legal, visible: list[Patient], memo: 
     if world.task.mutual_aid_limit > len(world.mutual_aid):
         options: list[dict[str, list[Any]]] = [{}]
         targets = [p.patient_id for p in visible if p.status == "awaiting_unit"]
-        targets += [c.call_id for c in world.calls.values() if c.status == "pending"]
+        targets += [c.call_id for c in open_calls(world, memo) if c.status == "pending"]
         if targets:
             options.append({"target_id": targets})
         legal["request_mutual_aid"] = options

@@ -7,7 +7,8 @@ rollouts included (every ``CodeRedSim.step`` of every simulation alive is checke
   whole mapping equals it key by key, in its order;
 - the view's brief rows (``ObservationView.brief``) are the full rows of ``observation()`` in
   the asked statuses, restricted to the brief fields, in the same order, and a hospital's row
-  read alone (``ObservationView.hospital``) is its full row;
+  read alone (``ObservationView.hospital``) is its full row, and the open calls the view keeps
+  from step to step (``open_calls``) are those a scan of every call finds;
 - the heuristic acts the same on the view (brief rows, lazy legal actions) as on the dict.
 
 tests/sim/test_incremental_core.py checks the rest of the view (read whole, it equals
@@ -29,7 +30,14 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.agents.heuristic import BRIEF_READS, EN_ROUTE
 from codered_env.sim import TASK_IDS, CodeRedSim
-from codered_env.sim.observation import _SECTION_OF, LegalActionsView, legal_actions, round2
+from codered_env.sim.observation import (
+    _SECTION_OF,
+    LegalActionsView,
+    legal_actions,
+    open_calls,
+    round2,
+    visible_calls,
+)
 from codered_env.sim.types import AMBULANCE_STATES, CALL_STATES, PATIENT_STATES
 
 PLANNER_STEPS = 10
@@ -97,6 +105,8 @@ def _check_hospital_rows(sim: CodeRedSim) -> None:
 
 
 def _check(sim: CodeRedSim) -> None:
+    # the open calls kept from step to step are those a scan of every call finds, in its order
+    assert open_calls(sim.world, sim._view_memo) == visible_calls(sim.world)
     _check_legal(sim)
     _check_brief(sim)
     _check_hospital_rows(sim)
