@@ -24,6 +24,7 @@ from .params import (
     VITALS_AT_ZERO_RESERVE_STROKE,
     VITALS_BASELINE,
 )
+from .rounding import round2
 from .triage import PRIORITIES
 from .types import FINAL_PATIENT_STATES, Call, Hospital, Patient
 from .world import World
@@ -58,21 +59,6 @@ def vitals_values(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[int, int
         max(GCS_MIN, _BASE_GCS + round(gcs * loss)),
         round2(r),
     )
-
-
-def round2(x: float) -> float:
-    """``round(x, 2)``, the same float, about twice as fast (the vitals score of every
-    patient row, every step). ``round`` with digits formats the number in decimal; away from a
-    tie the nearest hundredth is ``floor(100 x)`` or one more, and ``n / 100`` is the float
-    nearest to it, which is what ``round`` returns. Near a tie (where 100 x carries a rounding
-    error), at zero (keeping its sign) and for huge or negative values ``round`` decides."""
-    y = x * 100.0
-    if 0.0 < y < 1e9:
-        n = math.floor(y)
-        frac = y - n
-        if abs(frac - 0.5) > 1e-6:
-            return (n + 1 if frac > 0.5 else n) / 100.0
-    return round(x, 2)
 
 
 _VITALS = ("hr", "sbp", "spo2", "rr", "gcs")
@@ -511,10 +497,13 @@ class ObservationView(Mapping[str, Any]):
 
     Reading every key gives exactly ``build_observation``'s dict (tests/sim/test_incremental_core.py);
     an agent that reads only what it needs (the heuristic skips alerts, events, the query result)
-    pays only for that. Parts that rarely change are reused from earlier views (``memo``, kept
-    by the episode): the dicts of patients in a final state, the blood options while the blood
-    state behind them is the same. A view describes the world when it was made: read it
-    before the next step, and never change what it returns."""
+    pays only for that: ``legal_actions`` is a ``LegalActionsView`` (only the sections asked
+    about are built), ``brief`` gives the rows in some states restricted to the fields a
+    rule-based agent reads, ``hospital`` one hospital's row (tests/sim/test_incremental_view.py).
+    Parts that rarely change are reused from earlier views (``memo``, kept by the episode): the
+    dicts of patients in a final state and of unchanged hospitals, the open calls, the blood
+    options while the blood state behind them is the same. A view describes the world when it
+    was made: read it before the next step, and never change what it returns."""
 
     __slots__ = ("_briefs", "_built", "_ctx", "_hospitals", "_memo", "_world")
 
@@ -581,7 +570,7 @@ def legal_actions(world: World, memo: dict[str, Any] | None = None) -> Legal:
     unchanged."""
     legal: Legal = {}
     visible = [p for p in world.patients.values() if p.visible]
-    for section in _LEGAL_SECTIONS:
+    for section, _ in _LEGAL_SECTIONS:
         section(world, legal, visible, memo)
     return legal
 
@@ -663,20 +652,19 @@ def _always_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo
     legal["maintain_plan"] = [{}]
 
 
-#: ``legal_actions`` in independent sections, in the order of its keys; each action type is
-#: decided by one section only (``_SECTION_OF``), so ``LegalActionsView`` builds just the
-#: sections of the types it is asked about.
-_LEGAL_SECTIONS: tuple[Callable[[World, Legal, list[Patient], dict[str, Any] | None], None], ...] = (
-    _dispatch_legal, _assign_legal, _rooms_legal, _blood_section, _mutual_aid_legal, _always_legal,
+#: ``legal_actions`` in independent sections, in the order of its keys, each with the action
+#: types it decides (one section per type), so ``LegalActionsView`` builds just the sections of
+#: the types it is asked about.
+_Section = Callable[[World, Legal, list[Patient], Memo | None], None]
+_LEGAL_SECTIONS: tuple[tuple[_Section, tuple[str, ...]], ...] = (
+    (_dispatch_legal, ("dispatch_ambulance", "dispatch_als", "dispatch_bls", "triage_call")),
+    (_assign_legal, ("assign_hospital",)),
+    (_rooms_legal, ("prepare_or", "page_specialist", "preempt_or")),
+    (_blood_section, ("allocate_blood", "query_blood_type", "transfer_blood")),
+    (_mutual_aid_legal, ("request_mutual_aid",)),
+    (_always_legal, ("query_or_status", "maintain_plan")),
 )
-_SECTION_OF: dict[str, int] = {
-    "dispatch_ambulance": 0, "dispatch_als": 0, "dispatch_bls": 0, "triage_call": 0,
-    "assign_hospital": 1,
-    "prepare_or": 2, "page_specialist": 2, "preempt_or": 2,
-    "allocate_blood": 3, "query_blood_type": 3, "transfer_blood": 3,
-    "request_mutual_aid": 4,
-    "query_or_status": 5, "maintain_plan": 5,
-}
+_SECTION_OF: dict[str, int] = {name: i for i, (_, names) in enumerate(_LEGAL_SECTIONS) for name in names}
 
 
 class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
@@ -702,7 +690,7 @@ class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
             if visible is None:
                 visible = self._visible = [p for p in self._world.patients.values() if p.visible]
             part = self._sections[index] = {}
-            _LEGAL_SECTIONS[index](self._world, part, visible, self._memo)
+            _LEGAL_SECTIONS[index][0](self._world, part, visible, self._memo)
         return part
 
     def whole(self) -> Legal:

@@ -35,9 +35,9 @@ from codered_env.sim.observation import (
     LegalActionsView,
     legal_actions,
     open_calls,
-    round2,
     visible_calls,
 )
+from codered_env.sim.rounding import round2
 from codered_env.sim.types import AMBULANCE_STATES, CALL_STATES, PATIENT_STATES
 
 PLANNER_STEPS = 10
