@@ -51,9 +51,6 @@ from .schema import (
     ROAD_FEATURES,
 )
 
-Span = tuple[slice, slice]  # (columns of a row, the matching slice of a row's per-build values)
-
-
 _ROW = slice(None)
 
 
@@ -82,18 +79,21 @@ class _Rows:
         for keys in self.keys:
             keys[start:stop] = [None] * (stop - start)
 
-    def finish(self, n: int, spans: tuple[Span, ...], values: list[float]) -> np.ndarray:
-        """``n`` rows present; ``values`` holds their per-build columns, row after row, laid out
-        by ``spans``. Returns a fresh copy of the rows."""
+    def finish(self, n: int, columns: np.ndarray, values: list[float]) -> np.ndarray:
+        """``n`` rows present; ``values`` holds their per-build ``columns``, row after row.
+        Returns a fresh copy of the rows."""
         rows = self.rows
         if n < self.n:
             self.clear(n, self.n)
         self.n = n
         if n:  # float64 then cast on assignment: the float32 values of writing each one directly
-            block = np.array(values, np.float64).reshape(n, -1)
-            for columns, part in spans:
-                rows[:n, columns] = block[:, part]
+            rows[:n, columns] = np.array(values, np.float64).reshape(n, len(columns))
         return rows.copy()
+
+
+def _dynamic_columns(*spans: slice) -> np.ndarray:
+    """The column indices of a group's per-build values, in the order they are produced."""
+    return np.array([c for span in spans for c in range(span.start, span.stop)], np.intp)
 
 
 def _frozen_row(row: Sequence[float]) -> np.ndarray:
@@ -141,7 +141,7 @@ def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -
 _A_ETA, _A_BUSY = _A["eta"], _A["busy"]
 
 
-_A_DYNAMIC = ((slice(_A_ETA, _A_BUSY + 1), slice(0, 2)),)
+_A_DYNAMIC = _dynamic_columns(slice(_A_ETA, _A_BUSY + 1))
 
 
 assert _A_BUSY == _A_ETA + 1
@@ -249,8 +249,7 @@ assert (_P_MINUTES, _P_ETA) == (_P_VITALS + 6, _P_VITALS + 7)
 
 
 # the per-build columns: ``_patient_dynamic`` returns these 8 + 6 values
-_P_DYNAMIC = ((slice(_P_VITALS, _P_VITALS + 8), slice(0, 8)),
-              (slice(_P_WAITING, _P_WAITING + 6), slice(8, 14)))
+_P_DYNAMIC = _dynamic_columns(slice(_P_VITALS, _P_VITALS + 8), slice(_P_WAITING, _P_WAITING + 6))
 
 
 _NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
@@ -371,7 +370,7 @@ def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str],
 _C_WAITING = _C["waiting"]
 
 
-_C_DYNAMIC = ((slice(_C_WAITING, _C_WAITING + 1), slice(0, 1)),)
+_C_DYNAMIC = _dynamic_columns(slice(_C_WAITING, _C_WAITING + 1))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
@@ -445,7 +444,7 @@ _H_DIVERSION_LEFT, _H_ICU = _H["diversion_left"], _H["icu_free"]
 assert (_H_LOAD, _H_CROWDED, _H_DIVERTED, _H_DIVERSION_LEFT) == (0, 1, 2, 3)
 
 
-_H_DYNAMIC = ((slice(0, 4), slice(0, 4)), (slice(_H_ICU, _H_ICU + 1), slice(4, 5)))
+_H_DYNAMIC = _dynamic_columns(slice(0, 4), slice(_H_ICU, _H_ICU + 1))
 
 
 _NO_HOSPITAL = (0.0, 0.0, 0.0, 0.0, 0.0)
