@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,6 @@ from .schema import (
     AMBULANCE_FEATURES,
     BYSTANDER_CUE,
     CALL_FEATURES,
-    EDGE_KEYS,
     HOSPITAL_FEATURES,
     HOSPITAL_IDS,
     MAX_AMBULANCES,
@@ -48,23 +48,28 @@ from .schema import (
     MAX_PATIENTS,
     PATIENT_FEATURES,
     REPORT_CUES,
-    ROAD_FEATURES,
 )
 
 _ROW = slice(None)
 
 
 class _Rows:
-    """One entity group's rows, kept between builds. A row is made of parts (the whole row by
-    default): ``keys[part][i]`` is the key whose memoised columns slot ``i`` holds for that part
-    (``None``: zeros); ``n`` rows are present."""
+    """One entity group's rows (a view into the builder's buffer), kept between builds. A row is
+    made of parts (the whole row by default): ``keys[part][i]`` is the key whose memoised columns
+    slot ``i`` holds for that part (``None``: zeros); ``n`` rows are present. The per-build
+    columns are not written here: each group appends their values to the build's list, in the
+    order of its ``dynamic`` flat indices (``FeatureBuilder`` writes them all at once)."""
 
-    __slots__ = ("keys", "n", "rows")
+    __slots__ = ("dynamic", "keys", "n", "per_row", "rows")
 
-    def __init__(self, n_rows: int, width: int, parts: int = 1) -> None:
-        self.rows = np.zeros((n_rows, width), np.float32)
+    def __init__(self, rows: np.ndarray, offset: int, columns: np.ndarray, parts: int = 1) -> None:
+        self.rows = rows
+        n_rows, width = rows.shape
         self.keys: list[list[Any]] = [[None] * n_rows for _ in range(parts)]
         self.n = 0
+        self.per_row = len(columns)
+        # flat buffer index of every per-build value, row after row (the first n rows' are used)
+        self.dynamic = (offset + np.arange(n_rows)[:, None] * width + columns[None, :]).ravel()
 
     def put(self, i: int, key: Any, columns_of: Callable[[Any], np.ndarray], part: int = 0,
             columns: slice = _ROW) -> None:
@@ -79,16 +84,12 @@ class _Rows:
         for keys in self.keys:
             keys[start:stop] = [None] * (stop - start)
 
-    def finish(self, n: int, columns: np.ndarray, values: list[float]) -> np.ndarray:
-        """``n`` rows present; ``values`` holds their per-build ``columns``, row after row.
-        Returns a fresh copy of the rows."""
-        rows = self.rows
+    def finish(self, n: int) -> int:
+        """``n`` rows are present now (the rows after them are cleared); returns ``n``."""
         if n < self.n:
             self.clear(n, self.n)
         self.n = n
-        if n:  # float64 then cast on assignment: the float32 values of writing each one directly
-            rows[:n, columns] = np.array(values, np.float64).reshape(n, len(columns))
-        return rows.copy()
+        return n
 
 
 def _dynamic_columns(*spans: slice) -> np.ndarray:
@@ -117,25 +118,34 @@ def _c(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else x
 
 
-def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float]) -> int:
+    """Write the ambulance rows' memoised parts, append their ``_A_DYNAMIC`` values; returns how
+    many rows are present."""
     clock = world.clock
-    dynamic: list[float] = []
+    n = 0
     dispatchable = (
         slots.get(("dispatch_ambulance", "ambulance_id"), set())
         | slots.get(("dispatch_als", "ambulance_id"), set())
         | slots.get(("dispatch_bls", "ambulance_id"), set())
     )
     patients = world.patients
+    keys, rows = group.keys[0], group.rows
     for i, amb in enumerate(list(world.ambulances.values())[:MAX_AMBULANCES]):
         trip, status = amb.trip, amb.status
         known = amb.patient_id is not None and patients[amb.patient_id].visible
-        group.put(i, (amb.kind == "ALS", amb.mutual_aid, status, amb.node,
-                      None if trip is None else trip.target, known or amb.call_id is not None,
-                      amb.held, amb.ambulance_id in dispatchable), _ambulance_row)
+        key = (amb.kind == "ALS", amb.mutual_aid, status, amb.node, None if trip is None else trip.target,
+               known or amb.call_id is not None, amb.held, amb.ambulance_id in dispatchable)
+        if keys[i] != key:
+            keys[i] = key
+            rows[i] = _ambulance_row(key)
         eta = 0.0 if trip is None else _c(trip.eta_minutes(clock) / 30)
-        busy = _c(max(0, amb.busy_until - clock) / 30) if status in ("on_scene", "at_hospital") else 0.0
+        busy = _c(max(0, amb.busy_until - clock) / 30) if status in _BUSY_STATES else 0.0
         dynamic += (eta, busy)
-    return group.finish(len(dynamic) // 2, _A_DYNAMIC, dynamic)
+        n += 1
+    return group.finish(n)
+
+
+_BUSY_STATES = frozenset({"on_scene", "at_hospital"})
 
 
 _A_ETA, _A_BUSY = _A["eta"], _A["busy"]
@@ -192,18 +202,21 @@ _PATIENT_FLAGS = tuple(
 )
 
 
-def _patients(group: _Rows, world: World, patients: list[Patient],
-              slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _patients(group: _Rows, world: World, patients: list[Patient], slots: dict[tuple[str, str], set],
+              dynamic: list[float]) -> int:
+    """Write the patient rows' memoised parts, append their ``_P_DYNAMIC`` values."""
     f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
     reserved = _reserved_units(world) if world.allocations else None
-    dynamic: list[float] = []
+    keys, rows = group.keys[0], group.rows
     for i, p in enumerate(patients):
         pid = p.patient_id
-        group.put(i, (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
-                      p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4),
-                  _patient_row)
+        key = (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
+               p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4)
+        if keys[i] != key:  # ``_Rows.put`` inlined: the hottest loop of a build
+            keys[i] = key
+            rows[i] = _patient_row(key)
         dynamic += _patient_dynamic(world, p, reserved)
-    return group.finish(len(patients), _P_DYNAMIC, dynamic)
+    return group.finish(len(patients))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
@@ -258,7 +271,8 @@ _NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
 def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) -> tuple[float, ...]:
     """A patient's vitals, minutes since the call, ETA, what they wait for, whether the blood type
     is known and the units reserved (the ``_P_DYNAMIC`` columns)."""
-    if p.status == "deceased":
+    status = p.status
+    if status == "deceased":
         vitals = _DEAD_VITALS
     else:
         key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
@@ -267,7 +281,7 @@ def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) 
             last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
         vitals = last[1]
     waiting_cols = _NOT_WAITING
-    if p.status == "at_hospital":
+    if status == "at_hospital":
         waiting = waiting_for(world, p)
         if waiting:
             waiting_cols = (
@@ -276,9 +290,14 @@ def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) 
                 float("blood" in waiting),
                 float(any(w.startswith("transfer") for w in waiting)),
             )
+    eta = 0.0 if status not in _MOVING else _c(_patient_eta(world, p) / 30)
     blood = 0.0 if reserved is None else _c(reserved.get(p.patient_id, 0) / 6)
-    return (*vitals, _c((world.clock - p.appeared_at) / 180), _c(_patient_eta(world, p) / 30),
-            *waiting_cols, float(p.blood_type_known), blood)
+    minutes = (world.clock - p.appeared_at) / 180
+    return (*vitals, 0.0 if minutes < 0 else 1.0 if minutes > 1 else minutes, eta,
+            *waiting_cols, 1.0 if p.blood_type_known else 0.0, blood)
+
+
+_MOVING = frozenset({"unit_en_route", "transporting", "transferring"})  # the statuses with an ETA
 
 
 @functools.lru_cache(maxsize=4096)
@@ -355,16 +374,22 @@ _CALL_FLAGS = tuple(
 )
 
 
-def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set],
+           dynamic: list[float]) -> int:
+    """Write the rows of the first ``MAX_CALLS`` calls' memoised parts, append their waiting times."""
     clock = world.clock
-    dynamic: list[float] = []
     f0, f1, f2, f3 = (slots.get(key, ()) for _, key in _CALL_FLAGS)
+    keys, rows = group.keys[0], group.rows
     for i, call in enumerate(calls[:MAX_CALLS]):
         cid = call.call_id
-        group.put(i, (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
-                      cid in f0, cid in f1, cid in f2, cid in f3), _call_row)
-        dynamic.append(_c((clock - call.received_at) / 60))
-    return group.finish(len(dynamic), _C_DYNAMIC, dynamic)
+        key = (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
+               cid in f0, cid in f1, cid in f2, cid in f3)
+        if keys[i] != key:
+            keys[i] = key
+            rows[i] = _call_row(key)
+        waiting = (clock - call.received_at) / 60
+        dynamic.append(0.0 if waiting < 0 else 1.0 if waiting > 1 else waiting)
+    return group.finish(min(len(calls), MAX_CALLS))
 
 
 _C_WAITING = _C["waiting"]
@@ -411,28 +436,48 @@ _HOSPITAL_FLAGS = tuple(
 )
 
 
-def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float]) -> int:
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
-    rewritten only when its own key changed, and the per-build load, diversion and ICU columns."""
+    rewritten only when its own key changed; appends the per-build load, diversion and ICU values."""
     clock = world.clock
-    dynamic: list[float] = []
     flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
+    rooms_keys, specialist_keys, blood_keys, flag_keys = group.keys
+    rows = group.rows
+    hospitals = world.hospitals
     for i, hospital_id in enumerate(HOSPITAL_IDS):
-        h = world.hospitals.get(hospital_id)
+        h = hospitals.get(hospital_id)
         if h is None:  # every scenario has all three; a zero row otherwise
             group.clear(i, i + 1)
             dynamic += _NO_HOSPITAL
             continue
-        group.put(i, tuple([(room.state, room.procedure) for room in h.ors]), _rooms_columns, 0, _H_ROOMS)
-        group.put(i, tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]), _specialist_columns,
-                  1, _H_SPECIALISTS)
-        group.put(i, tuple(h.blood.items()), _blood_columns, 2, _H_BLOOD_STOCK)
-        group.put(i, tuple([hospital_id in ids for ids in flag_sets]), _hospital_flag_columns, 3, _H_FLAGS)
-        diverted = h.diverted_until > clock  # ``world.diverted``
-        left = _c((h.diverted_until - clock) / 60) if diverted else 0.0
-        dynamic += (_c(h.occupancy / (2 * h.capacity)), float(h.crowded), float(diverted), left,
+        key: tuple = tuple(map(_ROOM_KEY, h.ors))
+        if rooms_keys[i] != key:
+            rooms_keys[i] = key
+            rows[i, _H_ROOMS] = _rooms_columns(key)
+        key = tuple(map(_SPECIALIST_KEY, h.specialists.values()))
+        if specialist_keys[i] != key:
+            specialist_keys[i] = key
+            rows[i, _H_SPECIALISTS] = _specialist_columns(key)
+        key = tuple(h.blood.items())
+        if blood_keys[i] != key:
+            blood_keys[i] = key
+            rows[i, _H_BLOOD_STOCK] = _blood_columns(key)
+        key = tuple([hospital_id in ids for ids in flag_sets])
+        if flag_keys[i] != key:
+            flag_keys[i] = key
+            rows[i, _H_FLAGS] = _hospital_flag_columns(key)
+        until = h.diverted_until
+        diverted = until > clock  # ``world.diverted``
+        dynamic += (_c(h.occupancy / (2 * h.capacity)), 1.0 if h.crowded else 0.0,
+                    1.0 if diverted else 0.0, _c((until - clock) / 60) if diverted else 0.0,
                     _c(max(0, h.icu_beds - h.icu_used) / 4))
-    return group.finish(len(HOSPITAL_IDS), _H_DYNAMIC, dynamic)
+    return group.finish(len(HOSPITAL_IDS))
+
+
+_ROOM_KEY = attrgetter("state", "procedure")
+
+
+_SPECIALIST_KEY = attrgetter("specialty", "state")
 
 
 _H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
@@ -521,11 +566,14 @@ def _hospital_flag_columns(flags: tuple[bool, ...]) -> np.ndarray:
     return _frozen_row([float(on) for on in flags])
 
 
-def _roads(world: World) -> np.ndarray:
-    out = np.zeros((len(EDGE_KEYS), len(ROAD_FEATURES)), np.float32)
+def _roads(out: np.ndarray, world: World) -> bool:
+    """Write the road rows of the active closures and congestion into ``out`` (zeros); returns
+    whether any was written."""
+    written = False
     for d in world.disruptions:
         if not d.active or d.kind not in ("road_closure", "accident_congestion"):
             continue
+        written = True
         for a, b in d.edges:
             row = out[_EDGE_INDEX[edge_key(a, b)]]
             if d.kind == "road_closure":
@@ -534,7 +582,7 @@ def _roads(world: World) -> np.ndarray:
                 row[1] = 1
                 row[2] = _c((world.net.congestion.get((a, b), 1.0) - 1.0) / 2)
             row[3] = _c((d.end - world.clock) / 60)
-    return out
+    return written
 
 
 #: The memoised rows kept between builds (the row caches of ``_Rows`` slots hold their outputs).
