@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 from gymnasium import spaces
 
@@ -70,6 +72,9 @@ _SPAN = {name: (start, stop) for name, start, stop, _ in _LAYOUT}
 _BUFFER_SIZE = _LAYOUT[-1][2]
 
 
+_VIEWS = tuple((name, slice(start, stop), shape) for name, start, stop, shape in _LAYOUT)
+
+
 class FeatureBuilder:
     """Numeric features straight from the ``World``, mirroring ``sim.observation`` field by field.
 
@@ -98,6 +103,7 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
+        self._packers: dict[int, struct.Struct] = {}
 
     def build(self, sim: CodeRedSim, index: LegalIndex, n_legal: int) -> dict[str, np.ndarray]:
         """The observation of ``sim`` given its legal actions (``index_legal``) and their count."""
@@ -117,15 +123,23 @@ class FeatureBuilder:
         indices = self._indices.get(counts)
         if indices is None:
             indices = self._indices[counts] = self._dynamic_index(counts)
+        packer = self._packers.get(len(values))
+        if packer is None:
+            packer = self._packers[len(values)] = struct.Struct(f"{len(values)}d")
         buffer = self._buffer
-        # float64 then cast on assignment: the float32 values of writing each one directly
-        buffer[indices] = np.array(values, np.float64)
+        # float64 (packed by struct: exact, and cheaper than numpy's conversion of a list) then
+        # cast on assignment: the float32 values of writing each one directly
+        buffer[indices] = np.frombuffer(packer.pack(*values), np.float64)
         if self._roads_written or world.disruptions:
             if self._roads_written:
                 self._roads.fill(0.0)
             self._roads_written = _roads(self._roads, world)
         out = buffer.copy()
-        return {name: out[start:stop].reshape(shape) for name, start, stop, shape in _LAYOUT}
+        arrays = {}
+        for name, span, shape in _VIEWS:
+            array = arrays[name] = out[span]
+            array.shape = shape  # a view of ``out`` (cheaper than ``reshape``)
+        return arrays
 
     def _dynamic_index(self, counts: tuple[int, int, int]) -> np.ndarray:
         """Flat buffer indices of a build's values given how many ambulances, patients and calls

@@ -321,6 +321,9 @@ def _patient_static(condition: str, status: str, destination: str | None, hospit
     return tuple(row)
 
 
+# memoised on the displayed vitals (ints and a score rounded to 0.01: few distinct rows); equal
+# keys give equal bytes because the shown reserve is never negative, so the score is never -0.0
+@functools.lru_cache(maxsize=4096)
 def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
                    score: float) -> tuple[float, ...]:
     return (_c(hr / 200), _c(sbp / 200), _c(spo2 / 100), _c(rr / 40), _c(gcs / 15), _c(score))
@@ -591,4 +594,4 @@ ROW_MEMOS = (_patient_row, _call_row, _ambulance_row, _rooms_columns, _specialis
 
 
 #: Every feature memo of this module (tests clear them to prove results never depend on them).
-FEATURE_MEMOS = (_patient_static, _call_static, _report_row, *ROW_MEMOS)
+FEATURE_MEMOS = (_patient_static, _call_static, _report_row, _vitals_scaled, *ROW_MEMOS)
