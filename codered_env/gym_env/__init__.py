@@ -103,7 +103,6 @@ from .rows import _dynamic_columns as _dynamic_columns
 from .rows import _frozen_row as _frozen_row
 from .rows import _hospital_flag_columns as _hospital_flag_columns
 from .rows import _hospitals as _hospitals
-from .rows import _patient_dynamic as _patient_dynamic
 from .rows import _patient_eta as _patient_eta
 from .rows import _patient_row as _patient_row
 from .rows import _patient_static as _patient_static
@@ -118,6 +117,7 @@ from .rows import _span as _span
 from .rows import _specialist_columns as _specialist_columns
 from .rows import _vitals_columns as _vitals_columns
 from .rows import _vitals_scaled as _vitals_scaled
+from .rows import _waiting_columns as _waiting_columns
 from .schema import _A as _A
 from .schema import _A_DEST as _A_DEST
 from .schema import _A_NODE as _A_NODE

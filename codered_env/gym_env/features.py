@@ -17,7 +17,6 @@ from .rows import (
     _H_DYNAMIC,
     _P_DYNAMIC,
     _ambulances,
-    _c,
     _calls,
     _hospitals,
     _patients,
@@ -171,7 +170,7 @@ class FeatureBuilder:
             task.horizon_min / LONGEST_HORIZON_MIN,
             sim.max_steps / LARGEST_STEP_BUDGET,
         )
-        return [_c(float(v)) for v in values]
+        return [0.0 if v < 0 else 1.0 if v > 1 else float(v) for v in values]  # ``_c(float(v))``
 
 
 def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:

@@ -204,18 +204,34 @@ _PATIENT_FLAGS = tuple(
 
 def _patients(group: _Rows, world: World, patients: list[Patient], slots: dict[tuple[str, str], set],
               dynamic: list[float]) -> int:
-    """Write the patient rows' memoised parts, append their ``_P_DYNAMIC`` values."""
+    """Write the patient rows' memoised parts; append each patient's ``_P_DYNAMIC`` values: vitals,
+    minutes since the call, ETA, what they wait for, whether the blood type is known, the units
+    reserved."""
     f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
     reserved = _reserved_units(world) if world.allocations else None
     keys, rows = group.keys[0], group.rows
-    for i, p in enumerate(patients):
-        pid = p.patient_id
-        key = (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
+    clock, last_vitals = world.clock, _LAST_VITALS
+    for i, p in enumerate(patients):  # the hottest loop of a build: ``_Rows.put`` inlined
+        pid, status = p.patient_id, p.status
+        key = (p.condition, status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
                p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4)
-        if keys[i] != key:  # ``_Rows.put`` inlined: the hottest loop of a build
+        if keys[i] != key:
             keys[i] = key
             rows[i] = _patient_row(key)
-        dynamic += _patient_dynamic(world, p, reserved)
+        if status == "deceased":
+            dynamic += _DEAD_VITALS
+        else:
+            inputs = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+            last = last_vitals.get(pid)
+            if last is None or last[0] != inputs:
+                last = last_vitals[pid] = (inputs, _vitals_columns(*inputs))
+            dynamic += last[1]
+        minutes = (clock - p.appeared_at) / 180
+        dynamic += (0.0 if minutes < 0 else 1.0 if minutes > 1 else minutes,
+                    _c(_patient_eta(world, p) / 30) if status in _MOVING else 0.0)
+        dynamic += _waiting_columns(world, p) if status == "at_hospital" else _NOT_WAITING
+        dynamic += (1.0 if p.blood_type_known else 0.0,
+                    0.0 if reserved is None else _c(reserved.get(pid, 0) / 6))
     return group.finish(len(patients))
 
 
@@ -261,40 +277,24 @@ assert PATIENT_FEATURES[_P_WAITING:_P_WAITING + 6] == (
 assert (_P_MINUTES, _P_ETA) == (_P_VITALS + 6, _P_VITALS + 7)
 
 
-# the per-build columns: ``_patient_dynamic`` returns these 8 + 6 values
+# the per-build columns: ``_patients`` appends these 8 + 6 values per patient
 _P_DYNAMIC = _dynamic_columns(slice(_P_VITALS, _P_VITALS + 8), slice(_P_WAITING, _P_WAITING + 6))
 
 
 _NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
 
 
-def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) -> tuple[float, ...]:
-    """A patient's vitals, minutes since the call, ETA, what they wait for, whether the blood type
-    is known and the units reserved (the ``_P_DYNAMIC`` columns)."""
-    status = p.status
-    if status == "deceased":
-        vitals = _DEAD_VITALS
-    else:
-        key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
-        last = _LAST_VITALS.get(p.patient_id)
-        if last is None or last[0] != key:
-            last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
-        vitals = last[1]
-    waiting_cols = _NOT_WAITING
-    if status == "at_hospital":
-        waiting = waiting_for(world, p)
-        if waiting:
-            waiting_cols = (
-                float("or" in waiting),
-                float(any(w in SPECIALTIES for w in waiting)),
-                float("blood" in waiting),
-                float(any(w.startswith("transfer") for w in waiting)),
-            )
-    eta = 0.0 if status not in _MOVING else _c(_patient_eta(world, p) / 30)
-    blood = 0.0 if reserved is None else _c(reserved.get(p.patient_id, 0) / 6)
-    minutes = (world.clock - p.appeared_at) / 180
-    return (*vitals, 0.0 if minutes < 0 else 1.0 if minutes > 1 else minutes, eta,
-            *waiting_cols, 1.0 if p.blood_type_known else 0.0, blood)
+def _waiting_columns(world: World, p: Patient) -> tuple[float, float, float, float]:
+    """Whether a patient in the ED waits for an OR, a specialist, blood, a transfer."""
+    waiting = waiting_for(world, p)
+    if not waiting:
+        return _NOT_WAITING
+    return (
+        float("or" in waiting),
+        float(any(w in SPECIALTIES for w in waiting)),
+        float("blood" in waiting),
+        float(any(w.startswith("transfer") for w in waiting)),
+    )
 
 
 _MOVING = frozenset({"unit_en_route", "transporting", "transferring"})  # the statuses with an ETA
