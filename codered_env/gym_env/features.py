@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -71,6 +72,10 @@ _SPAN = {name: (start, stop) for name, start, stop, _ in _LAYOUT}
 _BUFFER_SIZE = _LAYOUT[-1][2]
 
 
+# number of values -> its struct packer (a pure memo: at most one per possible count)
+_PACKERS: dict[int, struct.Struct] = {}
+
+
 _VIEWS = tuple((name, slice(start, stop), shape) for name, start, stop, shape in _LAYOUT)
 
 
@@ -102,7 +107,21 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
-        self._packers: dict[int, struct.Struct] = {}
+
+    def _groups(self) -> tuple[_Rows, ...]:
+        return (self._ambulances, self._patients, self._calls, self._hospitals)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The kept rows without their views (a copy or pickle rebuilds the views of its own buffer)."""
+        return {"max_actions": self.max_actions, "buffer": self._buffer, "roads_written": self._roads_written,
+                "groups": [(group.keys, group.n) for group in self._groups()]}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["max_actions"])  # type: ignore[misc]
+        self._buffer[:] = state["buffer"]
+        self._roads_written = state["roads_written"]
+        for group, (keys, n) in zip(self._groups(), state["groups"], strict=True):
+            group.keys, group.n = keys, n
 
     def build(self, sim: CodeRedSim, index: LegalIndex, n_legal: int) -> dict[str, np.ndarray]:
         """The observation of ``sim`` given its legal actions (``index_legal``) and their count."""
@@ -122,9 +141,9 @@ class FeatureBuilder:
         indices = self._indices.get(counts)
         if indices is None:
             indices = self._indices[counts] = self._dynamic_index(counts)
-        packer = self._packers.get(len(values))
+        packer = _PACKERS.get(len(values))
         if packer is None:
-            packer = self._packers[len(values)] = struct.Struct(f"{len(values)}d")
+            packer = _PACKERS[len(values)] = struct.Struct(f"{len(values)}d")
         buffer = self._buffer
         # float64 (packed by struct: exact, and cheaper than numpy's conversion of a list) then
         # cast on assignment: the float32 values of writing each one directly

@@ -16,6 +16,8 @@ heuristic's play through the env, on all five tasks and both action sets, this c
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -197,3 +199,22 @@ def test_a_stale_legal_memo_would_be_caught() -> None:
     obs = env._observe()
     with pytest.raises(AssertionError):
         _check(env, obs, env._info(), "stale")
+
+
+def test_a_copied_or_pickled_env_keeps_its_own_rows() -> None:
+    """Deep copies and pickles rebuild the row views over their own buffer: each copy goes on
+    incrementally, independently of the original, and matches a full rebuild."""
+    env = CodeRedGymEnv("task5")
+    rng = np.random.default_rng(6)
+    env.reset(seed=6)
+    for _ in range(25):
+        env.step(_random(env, rng))
+    twins = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    for step in range(40):
+        index = _random(env, rng)
+        results = [e.step(index) for e in (env, *twins)]
+        for twin, (obs, *_rest) in zip((env, *twins), results, strict=True):
+            _assert_equal_arrays(obs, _scratch_twin(twin), f"copy step {step}")
+            _assert_equal_arrays(obs, results[0][0], f"copy step {step}")
+        if results[0][2] or results[0][3]:
+            break
