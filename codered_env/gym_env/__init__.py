@@ -88,7 +88,6 @@ from .rows import _P_MINUTES as _P_MINUTES
 from .rows import _P_VITALS as _P_VITALS
 from .rows import _P_WAITING as _P_WAITING
 from .rows import _PATIENT_FLAGS as _PATIENT_FLAGS
-from .rows import _ROW as _ROW
 from .rows import FEATURE_MEMOS as FEATURE_MEMOS
 from .rows import ROW_MEMOS as ROW_MEMOS
 from .rows import _ambulance_row as _ambulance_row

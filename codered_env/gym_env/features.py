@@ -97,6 +97,9 @@ class FeatureBuilder:
     """
 
     def __init__(self, max_actions: int) -> None:
+        self._setup(max_actions)
+
+    def _setup(self, max_actions: int) -> None:
         self.max_actions = max_actions
         self._buffer = np.zeros(_BUFFER_SIZE, np.float32)
         views = {name: self._buffer[start:stop].reshape(shape) for name, start, stop, shape in _LAYOUT}
@@ -117,7 +120,7 @@ class FeatureBuilder:
                 "groups": [(group.keys, group.n) for group in self._groups()]}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["max_actions"])  # type: ignore[misc]
+        self._setup(state["max_actions"])
         self._buffer[:] = state["buffer"]
         self._roads_written = state["roads_written"]
         for group, (keys, n) in zip(self._groups(), state["groups"], strict=True):
@@ -205,14 +208,4 @@ def _box(*shape: int) -> spaces.Box:
 
 def observation_space() -> spaces.Dict:
     """The compact observation space (the same for every task and ``max_actions``)."""
-    return spaces.Dict(
-        {
-            "global": _box(len(GLOBAL_FEATURES)),
-            "ambulances": _box(MAX_AMBULANCES, len(AMBULANCE_FEATURES)),
-            "patients": _box(MAX_PATIENTS, len(PATIENT_FEATURES)),
-            "calls": _box(MAX_CALLS, len(CALL_FEATURES)),
-            "hospitals": _box(N_HOSPITALS, len(HOSPITAL_FEATURES)),
-            "roads": _box(len(EDGE_KEYS), len(ROAD_FEATURES)),
-            "actions": _box(len(ACTION_ORDER), len(ACTION_FEATURES)),
-        }
-    )
+    return spaces.Dict({name: _box(*shape) for name, shape in _SHAPES})

@@ -4,7 +4,7 @@ its per-minute columns are rewritten every build (``_Rows`` keeps the previous b
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -50,8 +50,6 @@ from .schema import (
     REPORT_CUES,
 )
 
-_ROW = slice(None)
-
 
 class _Rows:
     """One entity group's rows (a view into the builder's buffer), kept between builds. A row is
@@ -70,14 +68,6 @@ class _Rows:
         self.per_row = len(columns)
         # flat buffer index of every per-build value, row after row (the first n rows' are used)
         self.dynamic = (offset + np.arange(n_rows)[:, None] * width + columns[None, :]).ravel()
-
-    def put(self, i: int, key: Any, columns_of: Callable[[Any], np.ndarray], part: int = 0,
-            columns: slice = _ROW) -> None:
-        """Slot ``i`` holds ``columns_of(key)`` in ``columns`` (written only when its key changed)."""
-        keys = self.keys[part]
-        if keys[i] != key:
-            keys[i] = key
-            self.rows[i, columns] = columns_of(key)
 
     def clear(self, start: int, stop: int) -> None:
         self.rows[start:stop] = 0.0
