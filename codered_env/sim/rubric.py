@@ -84,10 +84,17 @@ def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return expected_outcome(
-            cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
+        return _treated_outcome(
+            p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
         )
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _treated_outcome(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+                     cpr: float, door: int | None) -> float:
+    """``expected_outcome`` memoised like ``_benefit`` (every grade asks it of every patient)."""
+    return expected_outcome(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
 
 
 def _door(p: Patient) -> int | None:
@@ -141,6 +148,7 @@ def _patient_record(p: Patient) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(p)
+    time_score = round(_time_score(p), 4)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -152,8 +160,8 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "target_min": cond.target_for(_relaxed(p)),
         "therapy": p.therapy if treated else None,
         "quality": round(p.treatment_quality, 3),
-        "benefit_kept": round(_time_score(p), 4),
-        "time_score": round(_time_score(p), 4),
+        "benefit_kept": time_score,
+        "time_score": time_score,
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
         "prep": None if prep is None else round(prep, 4),
         "prep_parts": dict(p.arrival_prep or {}),
