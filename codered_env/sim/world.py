@@ -110,6 +110,9 @@ class World:
         # patients a field of whose grade share may have changed since the running grade last
         # looked (rubric.PreviewMemo): marked where those fields are set, cleared by the preview
         self.score_dirty: set[str] = set()
+        # bumped where the triage the running grade judges can change: a triage, a caller seen
+        # by a crew, a new call
+        self.triage_version = 0
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
