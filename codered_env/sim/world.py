@@ -10,6 +10,7 @@ trips happen) and ``narrative`` (mutual-aid delays, news-cycle draws, surge call
 
 from __future__ import annotations
 
+import itertools
 import math
 from random import Random
 
@@ -114,6 +115,8 @@ class World:
         # bumped where the triage the running grade judges can change: a triage, a caller seen
         # by a crew, a new call
         self.triage_version = 0
+        # calls before this place in ``calls`` have left "pending", which no call re-enters
+        self.first_pending_call = 0
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
@@ -174,6 +177,15 @@ class World:
             if p.visible and p.status not in FINAL_PATIENT_STATES:
                 return False
         return True
+
+    def oldest_pending_call(self) -> Call | None:
+        """The first pending call: calls come in the order of their minute and never return to
+        "pending", so no later one has waited longer."""
+        for call in itertools.islice(self.calls.values(), self.first_pending_call, None):
+            if call.status == "pending":
+                return call
+            self.first_pending_call += 1
+        return None
 
     def care_for(self, p: Patient, h: Hospital) -> Care | None:
         return rooms.care_for(p, h)

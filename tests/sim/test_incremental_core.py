@@ -19,6 +19,7 @@ and rollouts, through a wrapper around ``step``):
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import random
 import weakref
@@ -54,6 +55,9 @@ def _check(sim: CodeRedSim) -> None:
             p = world.patients.get(pid)
             if p is not None and pid not in world.score_dirty:
                 assert share == rubric._share(p), pid
+    calls = list(world.calls.values())  # World.oldest_pending_call's premises
+    assert all(a.received_at <= b.received_at for a, b in itertools.pairwise(calls))
+    assert all(c.status != "pending" for c in calls[: world.first_pending_call])
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
     assert world.next_lab_at == min(pending, default=math.inf)
