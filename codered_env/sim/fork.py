@@ -55,7 +55,14 @@ from .conditions import CONDITIONS
 from .dynamics.spawns import callback_spawn
 from .dynamics.travel import draw_noise
 from .dynamics.vitals import band
-from .generator import DISRUPTION_POOLS, PATIENT_NODES, Scenario, draw_arrivals, draw_disruption, surge_calls
+from .generator import (
+    DISRUPTION_POOLS,
+    PATIENT_NODES,
+    ShadowArrivals,
+    draw_arrivals_after,
+    draw_disruption,
+    surge_calls,
+)
 from .params import (
     BASELINE_HR_RANGE,
     BASELINE_SBP_RANGE,
@@ -73,7 +80,6 @@ from .params import (
     SURGE_MIX,
     TELEPHONE_CPR_FACTOR,
 )
-from .tasks import TaskSpec
 from .triage import callback_plan, caller_report, condition_posterior, parse_report, weighted_draw
 from .types import Call, Patient, PendingSpawn
 from .world import World
@@ -117,16 +123,16 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
     _renoise_trips(world, rng)
-    shadow = _shadow_arrivals(world.task, rng)
+    shadow = _shadow_arrivals(world, rng)
     _replace_future(world, rng, callbacks, shadow, parent_spawns)
     _replace_disruptions(world, rng, shadow)
 
 
-def _shadow_arrivals(task: TaskSpec, rng: Random) -> Scenario:
+def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     """The patients and calls of a fresh draw of the task's generator (hospitals, fleet and
-    disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions)."""
-    patients, calls, spawns, incident, mci = draw_arrivals(task, Random(rng.getrandbits(64)))
-    return Scenario(False, {}, {}, patients, calls, spawns, [], incident, mci)
+    disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions).
+    The scheduled calls up to now are drawn but not built: a fork keeps only later ones."""
+    return draw_arrivals_after(world.task, Random(rng.getrandbits(64)), world.clock)
 
 
 # ------------------------------------------------------------------ callers
@@ -305,7 +311,7 @@ def _replace_future(
     world: World,
     rng: Random,
     callbacks: dict[str, PendingSpawn],
-    shadow: Scenario,
+    shadow: ShadowArrivals,
     parent_spawns: list[PendingSpawn],
 ) -> None:
     carried = world.spawns
@@ -328,7 +334,7 @@ def _replace_future(
 
 
 def _incident_future(
-    world: World, old: list[PendingSpawn], shadow: Scenario, incident_ids: set[str]
+    world: World, old: list[PendingSpawn], shadow: ShadowArrivals, incident_ids: set[str]
 ) -> list[PendingSpawn]:
     """The incident's casualties still to come: the shadow incident if ours has not begun, else
     only the pending secondary casualty, at the known scene."""
@@ -404,7 +410,7 @@ def _renumber(world: World, spawn: PendingSpawn) -> None:
             spawn.call.patient_id = p.patient_id
 
 
-def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
+def _replace_disruptions(world: World, rng: Random, shadow: ShadowArrivals) -> None:
     seen = [d for d in world.disruptions if d.start <= world.clock]
     missing = world.task.disruptions - len(seen)
     if missing <= 0:
@@ -416,7 +422,7 @@ def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
     net = RoadNetwork(world.peak_hour)
     origins = list(world.origins)
     if world.task.phase == 2:  # the first call is known; later callers' places are not
-        origins = origins[:1] + [s.patient.node for s in shadow.spawns[1:]]
+        origins = origins[:1] + shadow.places[1:]
     fresh = []
     for kind in kinds:
         for _ in range(_MAX_DRAWS):

@@ -48,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, drawn_report, weighted_draw
+from .triage import AGE_BANDS, drawn_report, randbelow, randint, skip_report, weighted_draw
 from .types import (
     Ambulance,
     Call,
@@ -134,15 +134,26 @@ def _patient(
         appeared_at=at,
         reserve=round(rng.uniform(lo, hi), 3),
         blood_type=weighted_draw(rng, BLOOD_TYPE_FREQUENCY),
-        hr0=rng.randint(*BASELINE_HR_RANGE),
-        sbp0=rng.randint(*BASELINE_SBP_RANGE),
-        onset_min=rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
+        hr0=randint(rng, *BASELINE_HR_RANGE),
+        sbp0=randint(rng, *BASELINE_SBP_RANGE),
+        onset_min=randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
         secondary=secondary,
         visible=visible,
     )
     if not reported:
         patient.sex, patient.age = _demographics(patient)
     return patient
+
+
+def _skip_reported_patient(rng: Random, condition: str) -> None:
+    """Advance ``rng`` exactly as ``_patient(..., reported=True)`` and its ``_call`` would."""
+    rng.random()
+    weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
+    randint(rng, *BASELINE_HR_RANGE)
+    randint(rng, *BASELINE_SBP_RANGE)
+    if condition == "stroke":
+        randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE)
+    skip_report(condition, rng)
 
 
 def _demographics(p: Patient) -> tuple[str, int]:
@@ -292,9 +303,34 @@ def generate(task: TaskSpec, seed: int) -> Scenario:
 def draw_arrivals(task: TaskSpec, rng: Random):
     """The task's patients, calls and future arrivals, drawn from ``rng`` (ids from P1 on):
     ``(patients, calls, spawns, incident node, incident patient ids)``. Reset uses it, and a
-    fork draws a fresh future with it (fork.py)."""
+    fork draws a fresh future with ``draw_arrivals_after``."""
     builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
     return builder(rng, _Ids(), task)
+
+
+@dataclass
+class ShadowArrivals:
+    """``draw_arrivals`` as a fork needs it: the spawns in arrival order except the task's
+    scheduled calls up to the fork's minute (their draws are made but nothing is built), the
+    place of every spawn in arrival order (the dropped ones too), the incident node and the
+    incident patients' ids (the ids count the dropped calls, as in the full draw)."""
+
+    patients: dict[str, Patient]
+    spawns: list[PendingSpawn]
+    places: list[str]
+    incident_node: str | None
+    mci_patients: set[str]
+
+
+def draw_arrivals_after(task: TaskSpec, rng: Random, minute: int) -> ShadowArrivals:
+    """``draw_arrivals(task, rng)`` with the same draws, leaving out the scheduled calls
+    received at or before ``minute`` (tests/sim/test_fork_speed_equivalence.py)."""
+    if task.task_id in _PHASE1_BUILDERS:
+        patients, _, spawns, incident, mci = _PHASE1_BUILDERS[task.task_id](rng, _Ids(), task)
+        return ShadowArrivals(patients, spawns, [s.patient.node for s in spawns], incident, mci)
+    order, incident = _phase2_plan(rng, task)
+    spawns, mci = _phase2_spawns(rng, _Ids(), order, minute)
+    return ShadowArrivals({}, spawns, [node for _, _, _, node, _ in order], incident, mci)
 
 
 def _task1(rng: Random, ids: _Ids, task: TaskSpec):
@@ -331,36 +367,69 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
     return patients, {}, spawns, incident, mci
 
 
+_Planned = tuple[int, float, str, str, str]  # (minute, tie-break, condition, node, reason)
+
+
 def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
     """The call schedule. Calls are drawn first as (minute, condition, node, kind), then put in
     arrival order with a random tie-break before patients and reports are made, so neither ids
     nor draw order tell an incident call from any other."""
+    order, incident = _phase2_plan(rng, task)
+    spawns, mci = _phase2_spawns(rng, ids, order)
+    return {}, {}, spawns, incident, mci
+
+
+def _phase2_plan(rng: Random, task: TaskSpec) -> tuple[list[_Planned], str | None]:
     n_calls, last_call = PHASE2_CALLS[task.task_id]
-    times = sorted([0] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
-    conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
+    times = sorted([0] + [randint(rng, 1, last_call) for _ in range(n_calls - 1)])
+    conditions = ["stemi", _choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
     conditions += [weighted_draw(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
-    rng.shuffle(conditions)
+    _shuffle(rng, conditions)
     planned = [
-        (at, cond, rng.choice(PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
+        (at, cond, _choice(rng, PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
     ]
     incident = None
     if task.cascades:
-        incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
-        at = rng.randint(*INCIDENT_CALL_RANGE)
+        incident = _choice(rng, ("N0", "N2", "N4", "N5", "N8"))
+        at = randint(rng, *INCIDENT_CALL_RANGE)
         planned += [(at, cond, incident, "incident call") for cond in ("trauma_haemorrhage", "trauma_major")]
-        later = at + rng.randint(*INCIDENT_SECONDARY_DELAY_RANGE)
-        cond = rng.choice(("trauma_haemorrhage", "trauma_major"))
+        later = at + randint(rng, *INCIDENT_SECONDARY_DELAY_RANGE)
+        cond = _choice(rng, ("trauma_haemorrhage", "trauma_major"))
         planned.append((later, cond, incident, "secondary casualty at the incident"))
-    order = sorted((at, rng.random(), cond, node, reason) for at, cond, node, reason in planned)
+    draw = rng.random
+    return sorted([(at, draw(), cond, node, reason) for at, cond, node, reason in planned]), incident
+
+
+def _phase2_spawns(
+    rng: Random, ids: _Ids, order: list[_Planned], drop_calls_until: int = -1
+) -> tuple[list[PendingSpawn], set[str]]:
+    """Patients and reports in arrival order; scheduled calls received at or before
+    ``drop_calls_until`` are drawn but not built (``draw_arrivals_after``)."""
     spawns: list[PendingSpawn] = []
     mci: set[str] = set()
     for at, _, cond, node, reason in order:
+        if reason == "call" and at <= drop_calls_until:
+            ids.patients += 1
+            _skip_reported_patient(rng, cond)
+            continue
         secondary = reason.startswith("secondary")
         p = _patient(rng, ids.patient(), cond, node, at, secondary=secondary, visible=False, reported=True)
         if reason != "call":
             mci.add(p.patient_id)
         spawns.append(PendingSpawn(at, p, _call(rng, p, secondary=secondary), reason))
-    return {}, {}, spawns, incident, mci
+    return spawns, mci
+
+
+def _choice(rng: Random, options: tuple[str, ...]) -> str:
+    """``rng.choice(options)``, the same draws (``triage.randbelow``)."""
+    return options[randbelow(rng, len(options))]
+
+
+def _shuffle(rng: Random, items: list[str]) -> None:
+    """``rng.shuffle(items)``, the same draws (``triage.randbelow``)."""
+    for i in range(len(items) - 1, 0, -1):
+        j = randbelow(rng, i + 1)
+        items[i], items[j] = items[j], items[i]
 
 
 _PHASE1_BUILDERS = {"task1": _task1, "task2": _task2, "task3": _task3}

@@ -151,12 +151,66 @@ def _false_mention(feature: str) -> float:
 
 
 @functools.cache
-def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...]], ...]:
+def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...], int, int], ...]:
     """Per feature, in ``FEATURES`` order: P(present) for ``condition``, P(mentioned though
-    absent), and its phrases (what ``caller_report`` reads for every feature of every call)."""
-    return tuple(
-        (REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), FEATURE_PHRASES[f]) for f in FEATURES
-    )
+    absent), its phrases, their number and that number's bit length (what ``caller_report``
+    reads for every feature of every call; the last two draw a phrase as ``rng.choice`` does)."""
+    rows = []
+    for f in FEATURES:
+        phrases = FEATURE_PHRASES[f]
+        rows.append((REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), phrases, len(phrases),
+                     len(phrases).bit_length()))
+    return tuple(rows)
+
+
+def randbelow(rng: Random, n: int) -> int:
+    """``rng._randbelow(n)`` of CPython's ``random.Random`` (what ``randint``, ``choice`` and
+    ``shuffle`` draw through): the same draws from the stream, without their Python call layers.
+    tests/sim/test_fork_speed_equivalence.py checks it against ``random.Random``."""
+    bits = rng.getrandbits
+    k = n.bit_length()
+    r = bits(k)
+    while r >= n:
+        r = bits(k)
+    return r
+
+
+def randint(rng: Random, lo: int, hi: int) -> int:
+    """``rng.randint(lo, hi)`` for ``lo <= hi``, the same draws (see ``randbelow``)."""
+    n = hi - lo + 1
+    bits = rng.getrandbits
+    k = n.bit_length()
+    r = bits(k)
+    while r >= n:
+        r = bits(k)
+    return lo + r
+
+
+#: Bit lengths of ``i + 1`` for the swaps of ``rng.shuffle`` (a report mentions at most every feature).
+_SHUFFLE_BITS = tuple((i + 1).bit_length() for i in range(len(FEATURE_PHRASES) + 1))
+
+
+def _mentions(condition: str, caller: str, rng: Random) -> list[str]:
+    """The phrases a ``caller`` uses for ``condition``'s features, in the shuffled order of
+    ``drawn_report``: per feature the draws of ``random() < P(present)``, ``random() < P(said)``
+    and, when said, ``rng.choice(phrases)``; then ``rng.shuffle`` (same draws, inlined)."""
+    reliability = REPORT_CALLER_RELIABILITY[caller]
+    draw, bits = rng.random, rng.getrandbits
+    mentioned = []
+    for present_p, false_p, phrases, n, k in _feature_table(condition):
+        said_p = reliability if draw() < present_p else false_p
+        if draw() < said_p:
+            j = bits(k)
+            while j >= n:
+                j = bits(k)
+            mentioned.append(phrases[j])
+    for i in range(len(mentioned) - 1, 0, -1):
+        k = _SHUFFLE_BITS[i]
+        j = bits(k)
+        while j > i:
+            j = bits(k)
+        mentioned[i], mentioned[j] = mentioned[j], mentioned[i]
+    return mentioned
 
 
 def caller_report(condition: str, place: str, rng: Random) -> str:
@@ -168,19 +222,21 @@ def drawn_report(condition: str, place: str, rng: Random) -> tuple[str, str, int
     """``caller_report`` with the sex and age it drew (what ``parse_report`` would read back)."""
     caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
     lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
-    age = rng.randint(lo, hi)
+    age = randint(rng, lo, hi)
     sex = "M" if rng.random() < REPORT_SHARE_MALE[condition] else "F"
-    reliability = REPORT_CALLER_RELIABILITY[caller]
-    mentioned = []
-    draw = rng.random
-    for present_p, false_p, phrases in _feature_table(condition):
-        present = draw() < present_p
-        said = draw() < (reliability if present else false_p)
-        if said:
-            mentioned.append(rng.choice(phrases))
-    rng.shuffle(mentioned)
+    mentioned = _mentions(condition, caller, rng)
     symptoms = "; ".join(mentioned) if mentioned else NO_SYMPTOM_TEXT
     return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}", sex, age
+
+
+def skip_report(condition: str, rng: Random) -> None:
+    """Advance ``rng`` exactly as ``drawn_report(condition, ...)`` would, building no text (a
+    fork's shadow schedule discards the calls it has already passed)."""
+    caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
+    randint(rng, lo, hi)
+    rng.random()
+    _mentions(condition, caller, rng)
 
 
 def callback_report(original: str, original_id: str) -> str:
