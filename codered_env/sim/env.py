@@ -197,9 +197,25 @@ class CodeRedSim:
         """A deep copy of this episode without the parts a fork redraws anyway (random streams,
         calls still to come): pickling copies every field, including fields added later, and
         keeps shared objects shared; several times faster than ``copy.deepcopy``
-        (bench/bench_fork.py). This episode is unchanged afterwards."""
-        with hidden_future_detached(self.world):
-            return pickle.loads(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+        (bench/bench_fork.py). This episode is unchanged afterwards.
+
+        Shared with this episode instead of copied: the task (a frozen record) and the entries
+        of the action log (what was sent; nothing changes them once logged): the copy gets a list
+        of its own."""
+        world = self.world
+        state = self.__dict__ | {"action_log": None, "task": None, "_view_memo": None, "_shares": None}
+        with hidden_future_detached(world):
+            world.task = None  # type: ignore[assignment]
+            try:
+                blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            finally:
+                world.task = self.task
+        twin = type(self).__new__(type(self))
+        twin.__dict__ = pickle.loads(blob)
+        twin.task = twin.world.task = self.task
+        twin.action_log = list(self.action_log)
+        twin._view_memo, twin._shares = {}, PreviewMemo()
+        return twin
 
     # ------------------------------------------------------------------ views
     def grade(self) -> dict[str, Any]:
