@@ -45,6 +45,7 @@ id counters reveal nothing.
 
 from __future__ import annotations
 
+import _random
 import functools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -80,12 +81,21 @@ from .params import (
     SURGE_MIX,
     TELEPHONE_CPR_FACTOR,
 )
-from .triage import callback_plan, caller_report, condition_posterior, parse_report, weighted_draw
+from .triage import callback_plan, caller_report, condition_posterior, parse_report, randint, weighted_draw
 from .types import Call, Patient, PendingSpawn
 from .world import World
 
 _MAX_DRAWS = 20
 _ESCALATION = "incident escalated"
+
+
+def seeded(seed: int) -> Random:
+    """``Random(seed)`` for an int ``seed``, seeded once: ``Random(seed)`` seeds in ``__new__``
+    and again in ``__init__`` (tests/sim/test_fork_speed_equivalence.py checks the state)."""
+    rng = Random.__new__(Random)
+    _random.Random.seed(rng, seed)
+    rng.gauss_next = None
+    return rng
 
 
 def fork_rng(task_id: str, seed: int, step: int, fork_seed: int) -> Random:
@@ -116,8 +126,8 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place; ``parent_spawns``
     (read only) tells whether the incident's secondary casualty is still to come."""
     world.score_version += 1  # the preview counts only what the agent sees; re-derived anyway
-    world.travel_rng = Random(rng.getrandbits(64))
-    world.narrative_rng = Random(rng.getrandbits(64))
+    world.travel_rng = seeded(rng.getrandbits(64))
+    world.narrative_rng = seeded(rng.getrandbits(64))
     _resample_callers(world, rng)
     callbacks = _redraw_callbacks(world, rng)
     _resample_blood_types(world, rng)
@@ -132,7 +142,7 @@ def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     """The patients and calls of a fresh draw of the task's generator (hospitals, fleet and
     disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions).
     The scheduled calls up to now are drawn but not built: a fork keeps only later ones."""
-    return draw_arrivals_after(world.task, Random(rng.getrandbits(64)), world.clock)
+    return draw_arrivals_after(world.task, seeded(rng.getrandbits(64)), world.clock)
 
 
 # ------------------------------------------------------------------ callers
@@ -141,12 +151,13 @@ def _resample_callers(world: World, rng: Random) -> None:
     chains: dict[str, list[Call]] = {}
     for call in world.calls.values():  # in the order they came in
         chains.setdefault(call.patient_id, []).append(call)
+    known_incident = _known_incident(world)
     for patient_id, chain in chains.items():
         p = world.patients[patient_id]
         if p.visible:
             continue
-        prior = _call_prior(world, chain[0])
-        condition = weighted_draw(rng, _posterior(chain[0].report, tuple(prior.items())))
+        sources = _prior_sources(world, chain[0], known_incident)
+        condition = weighted_draw(rng, _posterior(chain[0].report, sources))
         priority = CONDITIONS[condition].true_priority
         for call in chain:
             call.true_priority = priority
@@ -154,36 +165,49 @@ def _resample_callers(world: World, rng: Random) -> None:
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _posterior(report: str, prior: tuple[tuple[str, float], ...]) -> dict[str, float]:
-    """``triage.condition_posterior`` memoised (read only): a planner forks the same episode,
-    with the same callers waiting, again and again."""
-    return condition_posterior({"report": report}, dict(prior))
+def _posterior(report: str, sources: tuple[str, int, bool, int | None]) -> dict[str, float]:
+    """``triage.condition_posterior`` under ``_call_prior``, memoised (read only): a planner
+    forks the same episode, with the same callers waiting, again and again."""
+    return condition_posterior({"report": report}, _prior(*sources))
 
 
 def _call_prior(world: World, call: Call) -> dict[str, float]:
     """P(condition) for a call at this minute and place before its report is read: each source
     of calls (the task's schedule, a running news-cycle surge, a known incident) weighted by the
     calls it is expected to bring to one place in that minute, times its condition mix."""
-    task, t = world.task, call.received_at
-    if task.task_id not in PHASE2_CALLS:
+    return _prior(*_prior_sources(world, call, _known_incident(world)))
+
+
+def _prior_sources(world: World, call: Call, known_incident: bool) -> tuple[str, int, bool, int | None]:
+    """What ``_call_prior`` depends on: the task, the call's minute, whether a news-cycle surge
+    runs then, and the minutes since a known incident began if the call is at its place."""
+    t = call.received_at
+    surge = world.news_cycle_at
+    in_surge = surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN
+    at_incident = known_incident and call.node == world.incident_node
+    return world.task.task_id, t, in_surge, t - world.incident_start if at_incident else None
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _prior(task_id: str, t: int, in_surge: bool, since_incident: int | None) -> dict[str, float]:
+    if task_id not in PHASE2_CALLS:
         return CALL_MIX
-    n_calls, last_call = PHASE2_CALLS[task.task_id]
+    n_calls, last_call = PHASE2_CALLS[task_id]
     sources: list[tuple[float, dict[str, float]]] = []
     places = len(PATIENT_NODES)
     if t == 0:
         sources.append((1.0 / places, _schedule_mix(n_calls)))
     elif t <= last_call:
         sources.append(((n_calls - 1) / last_call / places, _schedule_mix(n_calls)))
-    surge = world.news_cycle_at
-    if surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN:
+    if in_surge:
         expected = sum(NEWS_CYCLE_SURGE_CALLS) / 2 / NEWS_CYCLE_SURGE_SPREAD_MIN
         sources.append((expected / places, SURGE_MIX))
-    if _known_incident(world) and call.node == world.incident_node:
+    if since_incident is not None:
         injuries = {"trauma_haemorrhage": 0.5, "trauma_major": 0.5}
-        if t == world.incident_start:
+        if since_incident == 0:
             sources.append((2.0, injuries))  # the incident's first two calls
         lo, hi = INCIDENT_SECONDARY_DELAY_RANGE
-        if world.incident_start + lo <= t <= world.incident_start + hi:
+        if lo <= since_incident <= hi:
             sources.append((1.0 / (hi - lo + 1), injuries))
     prior: dict[str, float] = {}
     for weight, mix in sources:
@@ -216,9 +240,9 @@ def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str,
     spec = CONDITIONS[condition]
     p.condition = condition
     p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
-    p.hr0 = rng.randint(*BASELINE_HR_RANGE)
-    p.sbp0 = rng.randint(*BASELINE_SBP_RANGE)
-    p.onset_min = rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
+    p.hr0 = randint(rng, *BASELINE_HR_RANGE)
+    p.sbp0 = randint(rng, *BASELINE_SBP_RANGE)
+    p.onset_min = randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
     coded = [c.coded_p1_at for c in chain if c.coded_p1_at is not None]
     p.cpr_from = min(coded) if coded and spec.key == "cardiac_arrest" else None
     p.reserve = round(rng.uniform(*spec.initial_reserve), 3)
@@ -274,18 +298,18 @@ def _resample_blood_types(world: World, rng: Random) -> None:
 
 
 def _resample_hospital_timers(world: World, rng: Random) -> None:
-    cath_prep = rng.randint(*CATH_LAB_PREP_RANGE)
+    cath_prep = randint(rng, *CATH_LAB_PREP_RANGE)
     lo_e, hi_e = ELECTIVE_REMAINING_RANGE
     for h in world.hospitals.values():
         lo, hi = SPECIALIST_PAGE_DELAY_BY_TIER[h.tier]
         for spec in h.specialists.values():
             if spec.state in ("on_call", "unavailable"):
-                spec.page_delay = rng.randint(lo, hi)
+                spec.page_delay = randint(rng, lo, hi)
         for room in h.ors:
             if "cath_lab" in room.procedures and room.state == "idle" and not room.agent_prepared:
                 room.prep_total = cath_prep
             if room.state == "in_use" and room.elective and room.until > world.clock:
-                room.until = rng.randint(max(lo_e, world.clock + 1), max(hi_e, world.clock + 1))
+                room.until = randint(rng, max(lo_e, world.clock + 1), max(hi_e, world.clock + 1))
 
 
 def _renoise_trips(world: World, rng: Random) -> None:
@@ -386,7 +410,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
     p = spawn.patient
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
     p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
-    p.hr0, p.sbp0 = rng.randint(*BASELINE_HR_RANGE), rng.randint(*BASELINE_SBP_RANGE)
+    p.hr0, p.sbp0 = randint(rng, *BASELINE_HR_RANGE), randint(rng, *BASELINE_SBP_RANGE)
     p.band = band(p.reserve)
     if spawn.call is not None:
         spawn.call.report = caller_report(p.condition, NODE_NAMES[p.node], rng)

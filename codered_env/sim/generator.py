@@ -185,28 +185,67 @@ def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = 
 def _route_edges(net: RoadNetwork, origins: list[str], target: str) -> list[tuple[str, str]]:
     """Edges on current shortest routes from origins to target (candidates for disruptions)."""
     found: list[tuple[str, str]] = []
+    state = _road_state(net)
     for origin in origins:
-        route = net.path(origin, target) or []
-        for a, b in itertools.pairwise(route):
-            key = edge_key(a, b)
+        for key in _route_edge_keys(net, state, origin, target):
             if key not in found:
                 found.append(key)
     return found
 
 
+def _road_state(net: RoadNetwork) -> tuple[float, frozenset, frozenset]:
+    return net.time_factor, frozenset(net.closed), frozenset(net.congestion.items())
+
+
+#: Per road state (time factor, closed roads, congestion): the edges of each shortest route
+#: and whether the roads stay connected without one more edge. Every reset and every fork
+#: draws its disruptions on a fresh network, so the same few states recur; the values are
+#: functions of the state alone.
+_ROUTE_EDGES: dict[tuple, tuple[tuple[str, str], ...]] = {}
+_CONNECTED_WITHOUT: dict[tuple, bool] = {}
+_ROAD_MEMO_MAX = 8192
+
+
+def _route_edge_keys(net: RoadNetwork, state: tuple, origin: str, target: str) -> tuple[tuple[str, str], ...]:
+    key = (state, origin, target)
+    edges = _ROUTE_EDGES.get(key)
+    if edges is None:
+        route = net.path(origin, target) or []
+        edges = tuple(edge_key(a, b) for a, b in itertools.pairwise(route))
+        if len(_ROUTE_EDGES) >= _ROAD_MEMO_MAX:
+            _ROUTE_EDGES.clear()
+        _ROUTE_EDGES[key] = edges
+    return edges
+
+
+def _connected_without(net: RoadNetwork, state: tuple, edge: tuple[str, str]) -> bool:
+    """``net.is_connected_without([edge])``, memoised per road state."""
+    key = (state[1], edge)
+    connected = _CONNECTED_WITHOUT.get(key)
+    if connected is None:
+        connected = net.is_connected_without([edge])
+        if len(_CONNECTED_WITHOUT) >= _ROAD_MEMO_MAX:
+            _CONNECTED_WITHOUT.clear()
+        _CONNECTED_WITHOUT[key] = connected
+    return connected
+
+
 def _road_disruption(
     rng: Random, net: RoadNetwork, kind: str, origins: list[str], start: int, end: int
 ) -> Disruption:
+    state = _road_state(net)
     candidates = _route_edges(net, origins, "H1") + _route_edges(net, ["N0", "N6", "N2"], origins[0])
-    candidates = [e for e in candidates if net.is_connected_without([e])]
+    candidates = [e for e in candidates if _connected_without(net, state, e)]
     if kind == "road_closure":
         if not candidates or rng.random() < RIVERSIDE_CLOSURE_PROBABILITY:
-            candidates = [edge_key(a, b) for a, b in RIVERSIDE_EDGES if net.is_connected_without([(a, b)])]
-        edge = rng.choice(candidates)
+            riverside = [edge_key(a, b) for a, b in RIVERSIDE_EDGES]
+            candidates = [e for e in riverside if _connected_without(net, state, e)]
+        edge = candidates[randbelow(rng, len(candidates))]
         label = EDGE_LABEL[edge]
         text = f"Waterlogging closes {label} ({edge[0]}-{edge[1]})"
         return Disruption(kind, start, end, edges=(edge,), text=text)
-    edge = rng.choice(candidates or sorted(EDGE_BASE))
+    options = candidates or sorted(EDGE_BASE)
+    edge = options[randbelow(rng, len(options))]
     factor = f"x{ACCIDENT_CONGESTION_FACTOR:g} travel time"
     text = f"Accident blocks lanes on {EDGE_LABEL[edge]} ({edge[0]}-{edge[1]}), {factor}"
     return Disruption(kind, start, end, edges=(edge,), text=text)
@@ -216,17 +255,17 @@ def draw_disruption(
     rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec
 ) -> Disruption:
     if kind in ("road_closure", "accident_congestion"):
-        start = rng.randint(*ROAD_DISRUPTION_WINDOW[0])
+        start = randint(rng, *ROAD_DISRUPTION_WINDOW[0])
         return _road_disruption(
-            rng, net, kind, origins, start, start + rng.randint(*ROAD_DISRUPTION_WINDOW[1])
+            rng, net, kind, origins, start, start + randint(rng, *ROAD_DISRUPTION_WINDOW[1])
         )
     if kind == "hospital_diversion":
         hid = "H1" if rng.random() < 0.5 else "H2"
-        start = rng.randint(*DIVERSION_WINDOW[0])
+        start = randint(rng, *DIVERSION_WINDOW[0])
         return Disruption(
             kind,
             start,
-            start + rng.randint(*DIVERSION_WINDOW[1]),
+            start + randint(rng, *DIVERSION_WINDOW[1]),
             hospital_id=hid,
             text=f"{hid} on diversion: ED beds full",
         )
@@ -234,24 +273,24 @@ def draw_disruption(
         hid, or_id = ("H1", "OR1") if task.task_id in ("task2", "task4", "task5") else ("H1", "OR2")
         if task.task_id == "task5" and rng.random() < 0.5:
             or_id = "OR2"
-        start = rng.randint(*OR_FAILURE_WINDOW[0])
+        start = randint(rng, *OR_FAILURE_WINDOW[0])
         label = "cath lab" if or_id == "OR1" else "trauma theatre"
         return Disruption(
             kind,
             start,
-            start + rng.randint(*OR_FAILURE_WINDOW[1]),
+            start + randint(rng, *OR_FAILURE_WINDOW[1]),
             hospital_id=hid,
             or_id=or_id,
             text=f"{hid} {or_id} ({label}) equipment failure",
         )
-    specialty = {"task2": rng.choice(("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
-        task.task_id, rng.choice(("cardiology", "neurology", "trauma_surgery"))
+    specialty = {"task2": _choice(rng, ("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
+        task.task_id, _choice(rng, ("cardiology", "neurology", "trauma_surgery"))
     )
-    start = rng.randint(*SPECIALIST_OUT_WINDOW[0])
+    start = randint(rng, *SPECIALIST_OUT_WINDOW[0])
     return Disruption(
         "specialist_unavailable",
         start,
-        start + rng.randint(*SPECIALIST_OUT_WINDOW[1]),
+        start + randint(rng, *SPECIALIST_OUT_WINDOW[1]),
         hospital_id="H1",
         specialty=specialty,
         text=f"H1 {specialty} on-call team tied up in another case",
@@ -454,10 +493,10 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
     ids = _Ids()
     ids.patients = patients_start
     spawns = []
-    for _ in range(rng.randint(*NEWS_CYCLE_SURGE_CALLS)):
-        at = start + rng.randint(1, NEWS_CYCLE_SURGE_SPREAD_MIN)
+    for _ in range(randint(rng, *NEWS_CYCLE_SURGE_CALLS)):
+        at = start + randint(rng, 1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False,
+            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), _choice(rng, PATIENT_NODES), at, visible=False,
             reported=True,
         )
         spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))

@@ -167,6 +167,8 @@ def randbelow(rng: Random, n: int) -> int:
     """``rng._randbelow(n)`` of CPython's ``random.Random`` (what ``randint``, ``choice`` and
     ``shuffle`` draw through): the same draws from the stream, without their Python call layers.
     tests/sim/test_fork_speed_equivalence.py checks it against ``random.Random``."""
+    if n <= 0:
+        raise ValueError(f"randbelow needs n > 0, got {n}")
     bits = rng.getrandbits
     k = n.bit_length()
     r = bits(k)
@@ -178,6 +180,8 @@ def randbelow(rng: Random, n: int) -> int:
 def randint(rng: Random, lo: int, hi: int) -> int:
     """``rng.randint(lo, hi)`` for ``lo <= hi``, the same draws (see ``randbelow``)."""
     n = hi - lo + 1
+    if n <= 0:
+        raise ValueError(f"empty range for randint({lo}, {hi})")
     bits = rng.getrandbits
     k = n.bit_length()
     r = bits(k)
@@ -327,12 +331,18 @@ def callback_plan(report: str, rng: Random) -> int | None:
 
     A condition is drawn from the posterior given the report, then whether and when that
     caller would ring back; the caller's true condition plays no part."""
-    posterior = condition_posterior({"report": report})
-    imagined = weighted_draw(rng, posterior)
+    imagined = weighted_draw(rng, _report_posterior(report))
     priority = CONDITIONS[imagined].true_priority
     if rng.random() >= CALLBACK_PROBABILITY_BY_PRIORITY[priority]:
         return None
     return rng.randint(*CALLBACK_DELAY_RANGE_BY_PRIORITY[priority])
+
+
+@functools.lru_cache(maxsize=8192)
+def _report_posterior(report: str) -> dict[str, float]:
+    """``condition_posterior`` of a report under the call mix, memoised (read only): every
+    fork redraws the callbacks of the same advised callers."""
+    return condition_posterior({"report": report})
 
 
 def triage_cost(given: str, truth: str) -> float:

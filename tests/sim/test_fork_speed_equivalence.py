@@ -15,6 +15,7 @@ import pytest
 
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.fork import seeded
 from codered_env.sim.generator import draw_arrivals, draw_arrivals_after
 from codered_env.sim.tasks import TASKS
 from codered_env.sim.triage import drawn_report, randbelow, randint, skip_report
@@ -111,3 +112,17 @@ def test_a_copy_shares_nothing_it_may_change(task_id: str) -> None:
     assert all(twin.world.patients[k] is not p for k, p in sim.world.patients.items())
     twin.step({"action_type": "maintain_plan"})
     assert len(sim.action_log) == 12 and len(twin.action_log) == 13
+
+
+def test_seeded_is_random_of_the_same_int() -> None:
+    for seed in [0, 1, 2**31, 2**64 - 1, *range(3, 3000, 37)]:
+        ours, theirs = seeded(seed), Random(seed)
+        assert ours.getstate() == theirs.getstate()
+        assert [ours.random() for _ in range(5)] == [theirs.random() for _ in range(5)]
+
+
+def test_draw_helpers_reject_an_empty_range() -> None:
+    with pytest.raises(ValueError, match="empty range"):
+        randint(Random(0), 3, 2)
+    with pytest.raises(ValueError, match="n > 0"):
+        randbelow(Random(0), 0)
