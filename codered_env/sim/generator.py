@@ -48,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, drawn_report, randbelow, randint, skip_report, weighted_draw
+from .triage import AGE_BANDS, draw_constant, drawn_report, randbelow, randint, skip_report, weighted_draw
 from .types import (
     Ambulance,
     Call,
@@ -133,7 +133,7 @@ def _patient(
         node=node,
         appeared_at=at,
         reserve=round(rng.uniform(lo, hi), 3),
-        blood_type=weighted_draw(rng, BLOOD_TYPE_FREQUENCY),
+        blood_type=draw_constant(rng, BLOOD_TYPE_FREQUENCY),
         hr0=randint(rng, *BASELINE_HR_RANGE),
         sbp0=randint(rng, *BASELINE_SBP_RANGE),
         onset_min=randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
@@ -148,7 +148,7 @@ def _patient(
 def _skip_reported_patient(rng: Random, condition: str) -> None:
     """Advance ``rng`` exactly as ``_patient(..., reported=True)`` and its ``_call`` would."""
     rng.random()
-    weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
+    draw_constant(rng, BLOOD_TYPE_FREQUENCY)
     randint(rng, *BASELINE_HR_RANGE)
     randint(rng, *BASELINE_SBP_RANGE)
     if condition == "stroke":
@@ -422,7 +422,7 @@ def _phase2_plan(rng: Random, task: TaskSpec) -> tuple[list[_Planned], str | Non
     n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [randint(rng, 1, last_call) for _ in range(n_calls - 1)])
     conditions = ["stemi", _choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
-    conditions += [weighted_draw(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
+    conditions += [draw_constant(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
     _shuffle(rng, conditions)
     planned = [
         (at, cond, _choice(rng, PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
@@ -496,7 +496,7 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
     for _ in range(randint(rng, *NEWS_CYCLE_SURGE_CALLS)):
         at = start + randint(rng, 1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), _choice(rng, PATIENT_NODES), at, visible=False,
+            rng, ids.patient(), draw_constant(rng, SURGE_MIX), _choice(rng, PATIENT_NODES), at, visible=False,
             reported=True,
         )
         spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))

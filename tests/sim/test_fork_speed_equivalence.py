@@ -8,6 +8,7 @@ calls; a fork's copy must not share anything the twin or its parent may change.
 
 from __future__ import annotations
 
+import math
 import pickle
 from random import Random
 
@@ -18,7 +19,7 @@ from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.fork import seeded
 from codered_env.sim.generator import draw_arrivals, draw_arrivals_after
 from codered_env.sim.tasks import TASKS
-from codered_env.sim.triage import drawn_report, randbelow, randint, skip_report
+from codered_env.sim.triage import draw_constant, drawn_report, randbelow, randint, skip_report, weighted_draw
 
 SEEDS = range(300)
 
@@ -126,3 +127,42 @@ def test_draw_helpers_reject_an_empty_range() -> None:
         randint(Random(0), 3, 2)
     with pytest.raises(ValueError, match="n > 0"):
         randbelow(Random(0), 0)
+
+
+def _constant_tables() -> list[dict[str, float]]:
+    from codered_env.sim import params
+
+    tables = [params.BLOOD_TYPE_FREQUENCY, params.CALL_MIX, params.SURGE_MIX]
+    tables += list(params.REPORT_CALLER_MIX.values()) + list(params.REPORT_AGE_BANDS.values())
+    return [*tables, {"a": 0.0, "b": 0.1, "c": 0.0, "d": 0.2}, {"only": 3.0}, {"x": 1e-300, "y": 1.0}]
+
+
+@pytest.mark.parametrize("table", _constant_tables(), ids=lambda t: ",".join(t)[:40])
+def test_draw_constant_is_weighted_draw(table: dict[str, float]) -> None:
+    for seed in range(2000):
+        ours, theirs = _paired(seed)
+        assert draw_constant(ours, table) == weighted_draw(theirs, table)
+    # at and next to every key's limit, where rounding decides
+    from codered_env.sim.triage import _LIMITS
+
+    draw_constant(Random(0), table)
+    _, total, limits, _ = _LIMITS[id(table)]
+    for limit in limits:
+        value = limit / total
+        for _ in range(4):
+            value = math.nextafter(value, -math.inf)
+        for _ in range(9):
+            if 0.0 <= value < 1.0:
+                assert draw_constant(_Fixed(value), table) == weighted_draw(_Fixed(value), table)
+            value = math.nextafter(value, math.inf)
+
+
+class _Fixed(Random):
+    """A stream whose ``random()`` always returns ``value``."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(0)
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
