@@ -327,23 +327,42 @@ def report_facts(report: str) -> ReportFacts | None:
 
 def log_likelihood(condition: str, facts: ReportFacts) -> float:
     """log P(report facts | condition) under the generative model above."""
-    caller_p = REPORT_CALLER_MIX[condition].get(facts.caller, 0.0)
-    band_p = REPORT_AGE_BANDS[condition].get(facts.age_band, 0.0)
+    return _log_likelihood(condition, facts.caller, facts.age_band, facts.sex, facts.features)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _log_likelihood(condition: str, caller: str, band: str, sex: str, features: frozenset[str]) -> float:
+    """``log_likelihood`` of the facts it reads (memoised: every fork weighs the same waiting
+    callers again). The per-feature logs come from ``_log_chances``, added in the same order."""
+    caller_p = REPORT_CALLER_MIX[condition].get(caller, 0.0)
+    band_p = REPORT_AGE_BANDS[condition].get(band, 0.0)
     male = REPORT_SHARE_MALE[condition]
-    sex_p = male if facts.sex == "M" else 1.0 - male
+    sex_p = male if sex == "M" else 1.0 - male
     if caller_p <= 0 or band_p <= 0 or sex_p <= 0:
         return -math.inf
-    r = REPORT_CALLER_RELIABILITY[facts.caller]
     total = math.log(caller_p) + math.log(band_p) + math.log(sex_p)
+    for feature, said_log, unsaid_log in _log_chances(condition, caller):
+        chance_log = said_log if feature in features else unsaid_log
+        if chance_log is None:
+            return -math.inf
+        total += chance_log
+    return total
+
+
+@functools.cache
+def _log_chances(condition: str, caller: str) -> tuple[tuple[str, float | None, float | None], ...]:
+    """Per feature, in ``FEATURES`` order: log P(mentioned) and log P(not mentioned) for this
+    condition and caller (None where the chance is 0: the report is then impossible)."""
+    r = REPORT_CALLER_RELIABILITY[caller]
     table = REPORT_FEATURES[condition]
+    rows = []
     for feature in FEATURES:
         p = table.get(feature, 0.0)
         said = p * r + (1.0 - p) * _false_mention(feature)
-        chance = said if feature in facts.features else 1.0 - said
-        if chance <= 0.0:
-            return -math.inf
-        total += math.log(chance)
-    return total
+        unsaid = 1.0 - said
+        said_log = math.log(said) if said > 0.0 else None
+        rows.append((feature, said_log, math.log(unsaid) if unsaid > 0.0 else None))
+    return tuple(rows)
 
 
 def posterior_from_facts(facts: ReportFacts, prior: dict[str, float] | None = None) -> dict[str, float]:

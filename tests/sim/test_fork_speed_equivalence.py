@@ -19,7 +19,17 @@ from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.fork import seeded
 from codered_env.sim.generator import draw_arrivals, draw_arrivals_after
 from codered_env.sim.tasks import TASKS
-from codered_env.sim.triage import draw_constant, drawn_report, randbelow, randint, skip_report, weighted_draw
+from codered_env.sim.triage import (
+    ReportFacts,
+    draw_constant,
+    drawn_report,
+    log_likelihood,
+    parse_report,
+    randbelow,
+    randint,
+    skip_report,
+    weighted_draw,
+)
 
 SEEDS = range(300)
 
@@ -166,3 +176,41 @@ class _Fixed(Random):
 
     def random(self) -> float:
         return self.value
+
+
+def _reference_log_likelihood(condition: str, facts: ReportFacts) -> float:
+    """``triage.log_likelihood`` computed feature by feature (the plain version)."""
+    from codered_env.sim import triage as t
+
+    caller_p = t.REPORT_CALLER_MIX[condition].get(facts.caller, 0.0)
+    band_p = t.REPORT_AGE_BANDS[condition].get(facts.age_band, 0.0)
+    male = t.REPORT_SHARE_MALE[condition]
+    sex_p = male if facts.sex == "M" else 1.0 - male
+    if caller_p <= 0 or band_p <= 0 or sex_p <= 0:
+        return -math.inf
+    r = t.REPORT_CALLER_RELIABILITY[facts.caller]
+    total = math.log(caller_p) + math.log(band_p) + math.log(sex_p)
+    for feature in t.FEATURES:
+        p = t.REPORT_FEATURES[condition].get(feature, 0.0)
+        said = p * r + (1.0 - p) * t._false_mention(feature)
+        chance = said if feature in facts.features else 1.0 - said
+        if chance <= 0.0:
+            return -math.inf
+        total += math.log(chance)
+    return total
+
+
+def test_log_likelihood_tables_equal_the_feature_by_feature_sum() -> None:
+    """Bit for bit, on reports of every condition and on impossible ones (-inf)."""
+    rng = Random(11)
+    facts = [parse_report(drawn_report(c, "Indiranagar", rng)[0]) for c in CONDITIONS for _ in range(60)]
+    facts += [ReportFacts("patient", 30, "M", frozenset({"pregnant"}))]
+    facts += [ReportFacts("family", 5, "F", frozenset())]
+    checked = 0
+    for fact in facts:
+        assert fact is not None
+        for condition in CONDITIONS:
+            ours, theirs = log_likelihood(condition, fact), _reference_log_likelihood(condition, fact)
+            assert ours == theirs or (math.isinf(ours) and math.isinf(theirs) and ours < 0 and theirs < 0)
+            checked += math.isinf(theirs)
+    assert checked > 0  # the -inf paths were exercised
