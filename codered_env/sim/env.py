@@ -203,7 +203,10 @@ class CodeRedSim:
         of the action log (what was sent; nothing changes them once logged): the copy gets a list
         of its own."""
         world = self.world
-        state = self.__dict__ | {"action_log": None, "task": None, "_view_memo": None, "_shares": None}
+        state = self.__getstate__()
+        # what __getstate__ made afresh (reusable parts a copy starts without) goes in as it is
+        fresh = {k: v for k, v in state.items() if v is not self.__dict__.get(k)}
+        state |= dict.fromkeys(fresh) | {"action_log": None, "task": None}
         with hidden_future_detached(world):
             world.task = None  # type: ignore[assignment]
             try:
@@ -212,9 +215,9 @@ class CodeRedSim:
                 world.task = self.task
         twin = type(self).__new__(type(self))
         twin.__dict__ = pickle.loads(blob)
+        twin.__dict__.update(fresh)
         twin.task = twin.world.task = self.task
         twin.action_log = list(self.action_log)
-        twin._view_memo, twin._shares = {}, PreviewMemo()
         return twin
 
     # ------------------------------------------------------------------ views
