@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import _random
 import functools
+import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from random import Random
@@ -107,7 +108,10 @@ def seeded(seed: int) -> Random:
 
 
 def fork_rng(task_id: str, seed: int, step: int, fork_seed: int) -> Random:
-    return Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")
+    """``Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")``, seeded once (a string
+    seeds as the int of its bytes followed by their SHA-512, ``random.Random.seed`` version 2)."""
+    text = f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}".encode()
+    return seeded(int.from_bytes(text + hashlib.sha512(text).digest(), "big"))
 
 
 @contextmanager

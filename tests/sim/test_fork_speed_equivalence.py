@@ -16,7 +16,7 @@ import pytest
 
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
-from codered_env.sim.fork import seeded
+from codered_env.sim.fork import fork_rng, seeded
 from codered_env.sim.generator import draw_arrivals, draw_arrivals_after
 from codered_env.sim.tasks import TASKS
 from codered_env.sim.triage import (
@@ -214,3 +214,10 @@ def test_log_likelihood_tables_equal_the_feature_by_feature_sum() -> None:
             assert ours == theirs or (math.isinf(ours) and math.isinf(theirs) and ours < 0 and theirs < 0)
             checked += math.isinf(theirs)
     assert checked > 0  # the -inf paths were exercised
+
+
+def test_fork_rng_is_random_of_its_string() -> None:
+    for task_id in TASK_IDS:
+        for seed, step, fork_seed in [(0, 0, 0), (3, 17, 5), (2**40, 89, 123456)]:
+            expected = Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")
+            assert fork_rng(task_id, seed, step, fork_seed).getstate() == expected.getstate()
