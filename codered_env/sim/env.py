@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -46,8 +45,9 @@ from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
 
-@dataclass(frozen=True)
-class StepResult:
+class StepResult(NamedTuple):
+    """What ``CodeRedSim.step`` returns (a named tuple: built at C speed, read by name)."""
+
     reward: float
     done: bool
     error: str | None

@@ -26,7 +26,6 @@ from .types import (
     Ambulance,
     BloodAllocation,
     BloodTransfer,
-    Call,
     Hospital,
     MutualAidRequest,
     Patient,
@@ -87,8 +86,8 @@ def _hospital(world: World, hid: str) -> tuple[Hospital | None, str | None]:
     return h, None
 
 
-def _route_error(world: World, amb: Ambulance, p: Patient, call: Call | None) -> str | None:
-    if world.scene_trip(amb, p, call) is None:
+def _route_error(world: World, amb: Ambulance, p: Patient) -> str | None:
+    if not world.can_reach(amb, p):
         return f"no open road from {amb.ambulance_id}'s position to {p.node} right now"
     return None
 
@@ -104,7 +103,7 @@ def dispatch_ambulance(world: World, a: Any) -> str | None:
     if p.status != "awaiting_unit":
         waiting = [q.patient_id for q in world.patients.values() if q.visible and q.status == "awaiting_unit"]
         return f"{p.patient_id} is {p.status} and needs no unit; patients waiting: {_ids(waiting)}"
-    err = _route_error(world, amb, p, None)
+    err = _route_error(world, amb, p)
     if err:
         return err
     world.send_unit(amb, p, None)
@@ -116,13 +115,12 @@ def _dispatch_call(world: World, a: Any, kind: str) -> str | None:
     if amb is None:
         return err
     call = world.calls.get(a.call_id)
-    pending = [c.call_id for c in world.calls.values() if c.status == "pending"]
-    if call is None:
-        return f"no call {a.call_id!r}; pending calls: {_ids(pending)}"
-    if call.status != "pending":
-        return f"call {call.call_id} is {call.status}; pending calls: {_ids(pending)}"
+    if call is None or call.status != "pending":
+        pending = [c.call_id for c in world.calls.values() if c.status == "pending"]
+        state = f"no call {a.call_id!r}" if call is None else f"call {call.call_id} is {call.status}"
+        return f"{state}; pending calls: {_ids(pending)}"
     p = world.patients[call.patient_id]
-    err = _route_error(world, amb, p, call)
+    err = _route_error(world, amb, p)
     if err:
         return err
     world.send_unit(amb, p, call)
@@ -139,21 +137,22 @@ def dispatch_bls(world: World, a: Any) -> str | None:
 
 def triage_call(world: World, a: Any) -> str | None:
     call = world.calls.get(a.call_id)
-    open_calls = [c.call_id for c in world.calls.values() if c.status in ("pending", "dispatched")]
-    if call is None:
-        return f"no call {a.call_id!r}; calls open for triage: {_ids(open_calls)}"
-    if call.status not in ("pending", "dispatched"):
-        return f"call {call.call_id} is {call.status}; calls open for triage: {_ids(open_calls)}"
+    if call is None or call.status not in ("pending", "dispatched"):
+        open_calls = [c.call_id for c in world.calls.values() if c.status in ("pending", "dispatched")]
+        state = f"no call {a.call_id!r}" if call is None else f"call {call.call_id} is {call.status}"
+        return f"{state}; calls open for triage: {_ids(open_calls)}"
     if a.priority == "P4" and call.status == "dispatched":
         return (
             f"call {call.call_id} already has {call.ambulance_id} on the way; "
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
-    world.score_version += 1
+    p = world.patients[call.patient_id]
+    world.score_dirty.add(p.patient_id)  # cpr_from may change below
+    if p.visible:  # the running grade judges the triage of callers a crew has seen
+        world.score_version += 1
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
-    p = world.patients[call.patient_id]
     if a.priority == "P1" and p.cpr_from is None and CONDITIONS[p.condition].key == "cardiac_arrest":
         p.cpr_from = world.clock  # a coded Echo call gets telephone CPR instructions
     if a.priority == "P4":

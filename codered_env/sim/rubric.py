@@ -56,8 +56,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_death, expected_outcome
 from .params import (
@@ -85,10 +84,17 @@ def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return expected_outcome(
-            cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
+        return _treated_outcome(
+            p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
         )
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _treated_outcome(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+                     cpr: float, door: int | None) -> float:
+    """``expected_outcome`` memoised like ``_benefit`` (every grade asks it of every patient)."""
+    return expected_outcome(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
 
 
 def _door(p: Patient) -> int | None:
@@ -142,6 +148,7 @@ def _patient_record(p: Patient) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(p)
+    time_score = round(_time_score(p), 4)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -153,8 +160,8 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "target_min": cond.target_for(_relaxed(p)),
         "therapy": p.therapy if treated else None,
         "quality": round(p.treatment_quality, 3),
-        "benefit_kept": round(_time_score(p), 4),
-        "time_score": round(_time_score(p), 4),
+        "benefit_kept": time_score,
+        "time_score": time_score,
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
         "prep": None if prep is None else round(prep, 4),
         "prep_parts": dict(p.arrival_prep or {}),
@@ -257,9 +264,9 @@ _ACCURACY = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Share:
-    """One scored patient's inputs to the grade's sums (``_summary`` adds them up in order)."""
+class _Share(NamedTuple):
+    """One scored patient's inputs to the grade's sums (``_summary`` adds them up in order;
+    a named tuple: built at C speed, equal when every field is)."""
 
     weight: float
     weighted_time: float | None  # weight x time score, None if never treated
@@ -286,41 +293,20 @@ def _share(p: Patient) -> _Share:
     )
 
 
-#: Every patient field a share reads; a patient whose fields are unchanged keeps its share.
-_SHARE_INPUTS = attrgetter(
-    "condition", "secondary", "appeared_at", "onset_min", "treatment_start", "treatment_quality", "therapy",
-    "transferred", "relaxed_target", "cpr_from", "first_unit_at", "first_hospital_arrival", "arrival_prep",
-    "reserve_at_treatment",
-)
-
-
 @dataclass
 class PreviewMemo:
     """What the running grade keeps between steps (one per episode, ``CodeRedSim``): each
-    scored patient's share with the fields it was computed from, and the sums over the last
-    list of shares. A share is recomputed only when a field it reads changed, the sums only
-    when a share did (tests/sim/test_incremental_core.py checks every step)."""
+    scored patient's share, and the sums over the last list of shares. A share is recomputed
+    only for a patient marked in ``World.score_dirty`` (the places that change a field a share
+    reads mark it), the sums only when a share did (tests/sim/test_incremental_core.py checks
+    every step)."""
 
-    shares: dict[str, tuple[tuple[Any, ...], _Share]] = field(default_factory=dict)
+    shares: dict[str, _Share] = field(default_factory=dict)
     sums: _Sums | None = None
+    terms: _Terms | None = None  # what the components take from ``sums``
 
 
-def _shares(scored: list[Patient], memo: PreviewMemo | None) -> tuple[_Share, ...]:
-    if memo is None:
-        return tuple([_share(p) for p in scored])
-    known = memo.shares
-    out = []
-    for p in scored:
-        inputs = _SHARE_INPUTS(p)
-        cached = known.get(p.patient_id)
-        if cached is None or cached[0] != inputs:
-            cached = known[p.patient_id] = (inputs, _share(p))
-        out.append(cached[1])
-    return tuple(out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Sums:
+class _Sums(NamedTuple):
     """The shares added up, in patient order."""
 
     shares: tuple[_Share, ...]
@@ -358,21 +344,34 @@ def _add_up(shares: tuple[_Share, ...]) -> _Sums:
     return _Sums(shares, total_w, time_sum, vitals_sum, covered, delivered, preps, gains, responses)
 
 
-def _sums(scored: list[Patient], memo: PreviewMemo | None) -> _Sums:
-    shares = _shares(scored, memo)
-    if memo is None:
-        return _add_up(shares)
-    if memo.sums is None or memo.sums.shares != shares:
-        memo.sums = _add_up(shares)
-    return memo.sums
+def _memo_sums(world: World, memo: PreviewMemo) -> _Sums:
+    """The sums of the scored patients' shares, reusing every share whose patient is not marked
+    dirty, and the sums themselves when no share changed."""
+    dirty = world.score_dirty
+    kept = memo.sums
+    if kept is not None and not dirty:
+        return kept
+    known = memo.shares
+    shares = []
+    for p in world.patients.values():
+        if not p.visible or p.condition in _NOT_SCORED:
+            continue
+        pid = p.patient_id
+        share = known.get(pid)
+        if share is None or kept is None or pid in dirty:
+            share = known[pid] = _share(p)
+        shares.append(share)
+    dirty.clear()
+    ordered = tuple(shares)
+    if kept is None or kept.shares != ordered:
+        kept = memo.sums = _add_up(ordered)
+    return kept
 
 
-def _cascade(world: World, sums: _Sums, final: bool) -> float:
-    subs = [_mean(sums.secondary_responses)]
+def _cascade(world: World, terms: _Terms, final: bool) -> float:
+    subs = [terms.secondary_response]
     events = sum(h.overcrowding_events for h in world.hospitals.values())
-    n = len(sums.shares)
-    share = sums.delivered / n if n else 0.0
-    subs.append(share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
+    subs.append(terms.delivered_share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
         patients = world.patients
         accuracy = _mean([
@@ -407,25 +406,12 @@ def _effective_weights(cascades: bool) -> dict[str, float]:
     return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
 
 
-def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict[str, Any]:
+def _summary(world: World, final: bool) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score (no per-patient records)."""
     scored = _scored(world, final)
-    sums = _sums(scored, memo)
-    n = len(scored)
-    coverage = sums.covered / n if n else 0.0
+    terms = _terms(_add_up(tuple([_share(p) for p in scored])))
     counts = _penalties(world, final)
-    penalty = sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
-    components: dict[str, float | None] = {
-        "time_score": sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
-        "efficiency": coverage * max(0.0, 1.0 - penalty),
-        "secondary_harm": None,
-        "prep_ready": _mean(sums.preps),
-        "vitals_score_avg": sums.vitals / n if n else 0.0,
-        "cascade_score": None,
-    }
-    if world.task.cascades:
-        components["secondary_harm"] = _mean(sums.secondary_gains)
-        components["cascade_score"] = _cascade(world, sums, final)
+    components = _components(world, terms, _penalty(counts), final)
     effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
@@ -434,9 +420,52 @@ def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict
         "components": components,
         "effective": effective,
         "counts": counts,
-        "coverage": coverage,
+        "coverage": terms.coverage,
         "ma_penalty": ma_penalty,
         "raw": raw,
+    }
+
+
+class _Terms(NamedTuple):
+    """What the components take from the patients' shares (``_terms``)."""
+
+    sums: _Sums
+    coverage: float
+    time_score: float
+    prep: float
+    vitals: float
+    secondary_gain: float
+    secondary_response: float
+    delivered_share: float
+
+
+def _terms(sums: _Sums) -> _Terms:
+    n = len(sums.shares)
+    return _Terms(
+        sums,
+        sums.covered / n if n else 0.0,
+        sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
+        _mean(sums.preps),
+        sums.vitals / n if n else 0.0,
+        _mean(sums.secondary_gains),
+        _mean(sums.secondary_responses),
+        sums.delivered / n if n else 0.0,
+    )
+
+
+def _penalty(counts: dict[str, int]) -> float:
+    return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
+
+
+def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dict[str, float | None]:
+    cascades = world.task.cascades
+    return {
+        "time_score": terms.time_score,
+        "efficiency": terms.coverage * max(0.0, 1.0 - penalty),
+        "secondary_harm": terms.secondary_gain if cascades else None,
+        "prep_ready": terms.prep,
+        "vitals_score_avg": terms.vitals,
+        "cascade_score": _cascade(world, terms, final) if cascades else None,
     }
 
 
@@ -467,7 +496,28 @@ def _clamp(raw: float, final: bool) -> float:
 def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
     """The running score now (the same number ``grade(world, False)["score"]`` reports); with
     ``memo`` (kept by the episode) unchanged patients' shares are reused."""
-    return _clamp(_summary(world, final=False, memo=memo)["raw"], final=False)
+    if memo is None:
+        return _clamp(_summary(world, final=False)["raw"], final=False)
+    return _clamp(_preview_raw(world, memo), final=False)
+
+
+def _preview_raw(world: World, memo: PreviewMemo) -> float:
+    """``_summary(world, False)["raw"]`` without the breakdown it also returns: the same terms
+    added in the same order (tests/sim/test_incremental_core.py compares every step)."""
+    sums = _memo_sums(world, memo)
+    terms = memo.terms
+    if terms is None or terms.sums is not sums:
+        terms = memo.terms = _terms(sums)
+    components = _components(world, terms, _penalty(world.ledger), False)
+    raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(world.task.cascades)])
+    return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
+
+
+@functools.cache
+def _weights_in_order(cascades: bool) -> tuple[tuple[str, float], ...]:
+    """(component, effective weight) in the rubric's order, the order ``_summary`` adds them."""
+    effective = _effective_weights(cascades)
+    return tuple((k, effective[k]) for k in RUBRIC_WEIGHTS)
 
 
 def grade(world: World, final: bool) -> dict[str, Any]:

@@ -44,7 +44,6 @@ from .types import (
     MutualAidRequest,
     Patient,
     PendingSpawn,
-    Trip,
 )
 
 __all__ = ["COMPATIBLE_DONORS", "FINAL_PATIENT_STATES", "World", "callback_spawn", "emergency_group_o"]
@@ -108,6 +107,9 @@ class World:
         # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), a
         # triage, the ledger, mutual aid, overcrowding and the news cycle; and a fork
         self.score_version = 0
+        # patients a field of whose grade share may have changed since the running grade last
+        # looked (rubric.PreviewMemo): marked where those fields are set, cleared by the preview
+        self.score_dirty: set[str] = set()
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
@@ -143,6 +145,11 @@ class World:
         self.events.append(f"t{self.clock} {text}")
         self.notable = True
 
+    def score_changed(self, p: Patient) -> None:
+        """An input of the running grade changed for ``p`` (see ``score_version``)."""
+        self.score_version += 1
+        self.score_dirty.add(p.patient_id)
+
     def count(self, key: str, n: int = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n
         self.score_version += 1
@@ -154,9 +161,15 @@ class World:
     def resolved(self) -> bool:
         """Nothing left to happen: no future calls, no open call, and every patient the dispatcher
         knows of in a final state (a hidden caller's fate never ends an episode early)."""
-        if self.spawns or any(c.status in ("pending", "dispatched") for c in self.calls.values()):
+        if self.spawns:
             return False
-        return all(p.status in FINAL_PATIENT_STATES for p in self.patients.values() if p.visible)
+        for c in self.calls.values():  # asked after every step: loops, not generators
+            if c.status == "pending" or c.status == "dispatched":
+                return False
+        for p in self.patients.values():  # noqa: SIM110 (a generator in all() costs more here)
+            if p.visible and p.status not in FINAL_PATIENT_STATES:
+                return False
+        return True
 
     def care_for(self, p: Patient, h: Hospital) -> Care | None:
         return rooms.care_for(p, h)
@@ -169,8 +182,8 @@ class World:
     def send_unit(self, amb: Ambulance, p: Patient, call: Call | None) -> bool:
         return dispatch.send_unit(self, amb, p, call)
 
-    def scene_trip(self, amb: Ambulance, p: Patient, call: Call | None) -> Trip | None:
-        return dispatch.scene_trip(self, amb, p, call)
+    def can_reach(self, amb: Ambulance, p: Patient) -> bool:
+        return dispatch.can_reach(self, amb, p)
 
     def reroute(self, amb: Ambulance) -> None:
         travel.reroute(self, amb)

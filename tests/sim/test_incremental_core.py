@@ -11,9 +11,9 @@ and rollouts, through a wrapper around ``step``):
   unit rows are reused from earlier steps while what they show is unchanged), and a view handed
   out at one step still reads the same after later steps (reused rows are never changed in
   place); the heuristic given the view plays exactly the actions it plays given the dict;
-- the running grade's per-patient shares and their sums (``rubric.PreviewMemo``) equal a fresh
-  computation, and the minute of the next blood-type result (``World.next_lab_at``) equals a
-  scan of the patients, with no result overdue.
+- the running grade's per-patient shares (of every patient not marked in ``World.score_dirty``)
+  and their sums (``rubric.PreviewMemo``) equal a fresh computation, and the minute of the next
+  blood-type result (``World.next_lab_at``) equals a scan of the patients, with no result overdue.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ def _check(sim: CodeRedSim) -> None:
         memo = sim._shares
         if memo.sums is not None:  # the kept sums are those of the kept shares, added afresh
             assert memo.sums == rubric._add_up(memo.sums.shares)
-        for pid, (inputs, share) in memo.shares.items():
+        for pid, share in memo.shares.items():  # a patient not marked dirty keeps a true share
             p = world.patients.get(pid)
-            if p is not None and rubric._SHARE_INPUTS(p) == inputs:
+            if p is not None and pid not in world.score_dirty:
                 assert share == rubric._share(p), pid
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
@@ -205,3 +205,11 @@ def test_a_lab_result_requested_in_a_copy_arrives_on_time() -> None:
         while twin.world.clock < due and not twin.done:
             twin.step({"action_type": "maintain_plan"})
         assert twin.world.patients[pid].blood_type_known
+
+
+def test_the_shortcuts_premises_hold() -> None:
+    """``care._maybe_start_treatment`` skips the crowding check while the uncrowded door time
+    has not passed, which is exact only if crowding never shortens it."""
+    from codered_env.sim.params import CROWDED_DOOR_FACTOR
+
+    assert CROWDED_DOOR_FACTOR >= 1.0

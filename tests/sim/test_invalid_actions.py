@@ -630,11 +630,10 @@ def _with_dispatched_call(sim: CodeRedSim) -> str:
     w = sim.world
     patient = w.patients[w.calls[call].patient_id]
 
-    def eta(unit: str) -> int:
-        trip = w.scene_trip(w.ambulances[unit], patient, w.calls[call])
-        return trip.arrival if trip else -1
+    def minutes(unit: str) -> float:
+        return w.net.minutes(w.ambulances[unit].node, patient.node)
 
-    unit = max(free_units(sim, "ALS"), key=eta)
+    unit = max(free_units(sim, "ALS"), key=minutes)
     play(sim, [act("dispatch_als", ambulance_id=unit, call_id=call)])
     assert w.calls[call].status == "dispatched"
     return call

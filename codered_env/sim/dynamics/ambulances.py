@@ -24,7 +24,7 @@ def move(world: World, t: int) -> None:
             continue
         if status in MOVING:
             trip = amb.trip
-            if trip is None or t < trip.arrival:
+            if trip is None or t < trip.times[-1]:  # trip.arrival, without a property call per unit
                 continue
             amb.node = trip.nodes[-1]
             if trip.nodes[-1] != trip.target:

@@ -41,7 +41,7 @@ _NOTHING_TO_DO = frozenset(PATIENT_STATES) - {"at_hospital", "transferring", "in
 def advance(world: World, t: int) -> None:
     """Tick step 7: patients in the ED start treatment or leave for a transfer, transfers
     arrive, treatments end."""
-    for p in list(world.patients.values()):
+    for p in world.patients.values():  # nothing below adds a patient
         status = p.status
         if status in _NOTHING_TO_DO:
             continue
@@ -77,6 +77,7 @@ def note_destination(world: World, p: Patient, hospital_id: str) -> None:
     partial = best is not None and (care is None or care.quality < best.quality)
     p.destination = hospital_id
     p.relaxed_target = partial and not best_care_available(world, p)
+    world.score_dirty.add(p.patient_id)  # read by the grade once treated (a bump comes then)
 
 
 def admit(world: World, p: Patient, h: Hospital) -> None:
@@ -86,7 +87,7 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     h.ed_patients.append(p.patient_id)
     care = care_for(p, h)
     if p.first_hospital_arrival is None:
-        world.score_version += 1
+        world.score_changed(p)
         p.first_hospital_arrival = world.clock
         p.arrival_prep = measure_prep(world, p, h, care)
     issue_awaiting_sample(world, p, h)
@@ -179,6 +180,7 @@ def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
     transfuse(world, p, h)  # blood given to stabilise before the transfer counts as used
     h.ed_patients.remove(p.patient_id)
     p.status, p.hospital, p.transferred = "transferring", None, True
+    world.score_dirty.add(p.patient_id)  # read by the grade once treated (a bump comes then)
     p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
     eta = p.transfer_arrives_at
     world.event(f"{p.patient_id} leaves {h.hospital_id} for {target.hospital_id}, ETA t{eta}")
@@ -187,9 +189,10 @@ def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
 def _maybe_start_treatment(world: World, p: Patient, h: Hospital, care: Care | None, t: int) -> None:
     if care is None:
         return
-    door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0)
     waited = t - (p.wait_started or t)
-    if waited < door:
+    if waited < care.door_min:  # crowding only lengthens the door time (CROWDED_DOOR_FACTOR > 1)
+        return
+    if h.crowded and waited < care.door_min * CROWDED_DOOR_FACTOR:
         return
     room = None
     if care.procedure:
@@ -212,7 +215,7 @@ def _start_treatment(
     world: World, p: Patient, h: Hospital, care: Care, room: OperatingRoom | None, quality: float
 ) -> None:
     cond = CONDITIONS[p.condition]
-    world.score_version += 1
+    world.score_changed(p)
     p.status, p.treatment_start = "in_treatment", world.clock
     p.treatment_quality, p.therapy = quality, care.therapy
     p.reserve_at_treatment = round(max(0.0, p.reserve), 3)

@@ -12,7 +12,7 @@ from ..params import (
     NON_URGENT_TURNOUT_MIN,
     UNTRIAGED_RESPONSE,
 )
-from ..types import Ambulance, Call, Patient, Trip
+from ..types import Ambulance, Call, Patient
 from .travel import departure_point, draw_noise, plan_trip
 
 if TYPE_CHECKING:
@@ -36,10 +36,11 @@ def speed_for_call(call: Call | None) -> float:
     return LIGHTS_AND_SIRENS_FACTOR if hot_response(call) else NON_URGENT_FACTOR
 
 
-def scene_trip(world: World, amb: Ambulance, p: Patient, call: Call | None) -> Trip | None:
-    """The route a unit would take to a patient now (None when every route is closed)."""
-    node, depart = departure_point(world, amb)
-    return plan_trip(world, node, p.node, depart, "scene", speed_for_call(call), 1.0)
+def can_reach(world: World, amb: Ambulance, p: Patient) -> bool:
+    """Some open road leads from where the unit can turn to the patient now (``send_unit``
+    plans a trip exactly when one does)."""
+    node, _ = departure_point(world, amb)
+    return world.net.path(node, p.node) is not None
 
 
 def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bool:

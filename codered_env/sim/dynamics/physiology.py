@@ -3,6 +3,7 @@ the care they are getting, and death at zero reserve (docs/MODEL.md §3.6-§3.7)
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..conditions import CONDITIONS
@@ -24,23 +25,30 @@ if TYPE_CHECKING:
 
 
 _RATE = {name: cond.deterioration_per_min for name, cond in CONDITIONS.items()}
+_UNREACHED = frozenset({"awaiting_unit", "unit_en_route"})
+_NEXT_BAND_AT = (*VITALS_BANDS, -math.inf)  # the reserve below which band b becomes b + 1
 
 
 def deteriorate(world: World) -> None:
     """Tick step 8: one minute of deterioration."""
     for p in world.patients.values():
-        if p.status in FINAL_PATIENT_STATES:
+        status = p.status
+        if status in FINAL_PATIENT_STATES:
             continue
         rate = _RATE[p.condition]
         if rate == 0.0:
             continue
-        p.reserve -= rate * care_factor(world, p)
-        if p.reserve <= 0.0:
+        if status in _UNREACHED and p.cpr_from is None:
+            reserve = p.reserve - rate  # care_factor is 1.0 here (the same float as rate * 1.0)
+        else:
+            reserve = p.reserve - rate * care_factor(world, p)
+        p.reserve = reserve
+        if reserve <= 0.0:
             _death(world, p)
-        elif p.band < len(VITALS_BANDS) and p.reserve < VITALS_BANDS[p.band]:
-            p.band = band(p.reserve)
+        elif reserve < _NEXT_BAND_AT[p.band]:
+            p.band = band(reserve)
             if p.visible:
-                world.event(f"VITALS {p.patient_id} worsening (vitals score {p.reserve:.2f})")
+                world.event(f"VITALS {p.patient_id} worsening (vitals score {reserve:.2f})")
 
 
 def care_factor(world: World, p: Patient) -> float:

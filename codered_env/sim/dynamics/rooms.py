@@ -27,15 +27,16 @@ def timers(world: World, t: int) -> None:
     """Tick step 5: OR and specialist timers."""
     for h in world.hospitals.values():
         for room in h.ors:
-            if room.until <= t and room.state in _TIMED_ROOM_STATES:  # the only rooms a timer moves
+            if room.state in _TIMED_ROOM_STATES and room.until <= t:  # the only rooms a timer moves
                 _room_timer(world, h, room, t)
         for spec in h.specialists.values():
-            if spec.until > t:
+            state = spec.state
+            if (state != "paged" and state != "present") or spec.until > t:
                 continue
-            if spec.state == "paged":
+            if state == "paged":
                 spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
                 world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
-            elif spec.state == "present" and not _needs_specialist(world, h, spec.specialty):
+            elif not _needs_specialist(world, h, spec.specialty):
                 if spec.agent_paged and not spec.used:
                     world.count("wasted_page")
                 spec.state, spec.agent_paged, spec.used = "on_call", False, False

@@ -30,7 +30,7 @@ def arrive(world: World, amb: Ambulance) -> None:
     p = world.patients[amb.patient_id or ""]
     cond = CONDITIONS[p.condition]
     amb.status = "on_scene"
-    world.score_version += 1
+    world.score_changed(p)
     p.first_unit_at = world.clock if p.first_unit_at is None else p.first_unit_at
     if p.call_id and p.call_id in world.calls:
         world.calls[p.call_id].status = "on_scene"

@@ -38,8 +38,10 @@ def release_due(world: World, t: int) -> None:
 
 
 def add_spawn(world: World, spawn: PendingSpawn) -> None:
-    world.score_version += 1
     p = spawn.patient
+    world.score_dirty.add(p.patient_id)
+    if p.visible:  # a hidden caller enters the running grade when a crew reaches them
+        world.score_version += 1
     if p.patient_id not in world.patients:
         p.band = band(p.reserve)
         world.patients[p.patient_id] = p
