@@ -153,8 +153,11 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
 def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     """The patients and calls of a fresh draw of the task's generator (hospitals, fleet and
     disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions).
-    The scheduled calls up to now are drawn but not built: a fork keeps only later ones."""
-    return draw_arrivals_after(world.task, seeded(rng.getrandbits(64)), world.clock)
+    The draws of the calls a fork discards are made but nothing is built: the scheduled calls up
+    to now, and the incident's first calls once ours has begun (``_incident_future``)."""
+    begun = any(pid in world.patients for pid in world.mci)
+    shadow_rng = seeded(rng.getrandbits(64))
+    return draw_arrivals_after(world.task, shadow_rng, world.clock, drop_incident_calls=begun)
 
 
 # ------------------------------------------------------------------ callers
@@ -378,8 +381,9 @@ def _incident_future(
     if not mci:
         return []
     begun = any(pid in world.patients for pid in world.mci)
-    at_start = [p.appeared_at for p in shadow.patients.values() if p.patient_id in shadow.mci_patients]
-    shadow_start = min([s.at for s in mci] + at_start)
+    shadow_start = shadow.incident_start
+    if shadow_start is None:  # not reached: incident patients imply an incident start
+        return []
     if not begun:
         shift = max(0, world.clock + 1 - shadow_start)
         for s in mci:

@@ -350,26 +350,35 @@ def draw_arrivals(task: TaskSpec, rng: Random):
 @dataclass
 class ShadowArrivals:
     """``draw_arrivals`` as a fork needs it: the spawns in arrival order except the task's
-    scheduled calls up to the fork's minute (their draws are made but nothing is built), the
-    place of every spawn in arrival order (the dropped ones too), the incident node and the
-    incident patients' ids (the ids count the dropped calls, as in the full draw)."""
+    scheduled calls up to the fork's minute (and, on request, the incident's first calls) --
+    their draws are made but nothing is built --, the place of every spawn in arrival order (the
+    dropped ones too), the incident node, the incident patients' ids (the ids count the dropped
+    calls, as in the full draw) and the minute of the incident's first arrival."""
 
     patients: dict[str, Patient]
     spawns: list[PendingSpawn]
     places: list[str]
     incident_node: str | None
     mci_patients: set[str]
+    incident_start: int | None
 
 
-def draw_arrivals_after(task: TaskSpec, rng: Random, minute: int) -> ShadowArrivals:
+def draw_arrivals_after(
+    task: TaskSpec, rng: Random, minute: int, drop_incident_calls: bool = False
+) -> ShadowArrivals:
     """``draw_arrivals(task, rng)`` with the same draws, leaving out the scheduled calls
-    received at or before ``minute`` (tests/sim/test_fork_speed_equivalence.py)."""
+    received at or before ``minute`` and, if ``drop_incident_calls``, the incident's first calls
+    (tests/sim/test_fork_speed_equivalence.py)."""
     if task.task_id in _PHASE1_BUILDERS:
         patients, _, spawns, incident, mci = _PHASE1_BUILDERS[task.task_id](rng, _Ids(), task)
-        return ShadowArrivals(patients, spawns, [s.patient.node for s in spawns], incident, mci)
+        times = [s.at for s in spawns if s.patient.patient_id in mci]
+        times += [p.appeared_at for p in patients.values() if p.patient_id in mci]
+        places = [s.patient.node for s in spawns]
+        return ShadowArrivals(patients, spawns, places, incident, mci, min(times, default=None))
     order, incident = _phase2_plan(rng, task)
-    spawns, mci = _phase2_spawns(rng, _Ids(), order, minute)
-    return ShadowArrivals({}, spawns, [node for _, _, _, node, _ in order], incident, mci)
+    start = min((at for at, _, _, _, reason in order if reason != "call"), default=None)
+    spawns, mci = _phase2_spawns(rng, _Ids(), order, minute, drop_incident_calls)
+    return ShadowArrivals({}, spawns, [node for _, _, _, node, _ in order], incident, mci, start)
 
 
 def _task1(rng: Random, ids: _Ids, task: TaskSpec):
@@ -440,21 +449,27 @@ def _phase2_plan(rng: Random, task: TaskSpec) -> tuple[list[_Planned], str | Non
 
 
 def _phase2_spawns(
-    rng: Random, ids: _Ids, order: list[_Planned], drop_calls_until: int = -1
+    rng: Random,
+    ids: _Ids,
+    order: list[_Planned],
+    drop_calls_until: int = -1,
+    drop_incident_calls: bool = False,
 ) -> tuple[list[PendingSpawn], set[str]]:
     """Patients and reports in arrival order; scheduled calls received at or before
-    ``drop_calls_until`` are drawn but not built (``draw_arrivals_after``)."""
+    ``drop_calls_until`` (and the incident's first calls if ``drop_incident_calls``) are drawn
+    but not built (``draw_arrivals_after``)."""
     spawns: list[PendingSpawn] = []
     mci: set[str] = set()
     for at, _, cond, node, reason in order:
-        if reason == "call" and at <= drop_calls_until:
-            ids.patients += 1
+        pid = ids.patient()
+        if reason != "call":
+            mci.add(pid)
+        passed = at <= drop_calls_until and reason == "call"
+        if passed or (drop_incident_calls and reason == "incident call"):
             _skip_reported_patient(rng, cond)
             continue
         secondary = reason.startswith("secondary")
-        p = _patient(rng, ids.patient(), cond, node, at, secondary=secondary, visible=False, reported=True)
-        if reason != "call":
-            mci.add(p.patient_id)
+        p = _patient(rng, pid, cond, node, at, secondary=secondary, visible=False, reported=True)
         spawns.append(PendingSpawn(at, p, _call(rng, p, secondary=secondary), reason))
     return spawns, mci
 

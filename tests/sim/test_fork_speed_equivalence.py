@@ -88,20 +88,29 @@ def _spawn_key(spawn: object) -> str:
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_shadow_draw_without_the_past_equals_the_full_draw(task_id: str) -> None:
+@pytest.mark.parametrize("drop_incident_calls", [False, True])
+def test_shadow_draw_without_the_past_equals_the_full_draw(task_id: str, drop_incident_calls: bool) -> None:
     """Over many seeds and minutes: the same stream afterwards, the same later calls (ids
-    included), the same incident, and every spawn's place in arrival order."""
+    included), the same incident and its start, and every spawn's place in arrival order."""
     task = TASKS[task_id]
     for seed in range(120):
         for minute in (-1, 0, 1, 7, 15, 22, 30, 44, 50, 90):
             full_rng, short_rng = Random(seed), Random(seed)
-            _, _, spawns, incident, mci = draw_arrivals(task, full_rng)
-            shadow = draw_arrivals_after(task, short_rng, minute)
+            patients, _, spawns, incident, mci = draw_arrivals(task, full_rng)
+            shadow = draw_arrivals_after(task, short_rng, minute, drop_incident_calls)
             assert full_rng.getstate() == short_rng.getstate()
-            kept = [s for s in spawns if s.call is None or s.reason != "call" or s.at > minute]
+            kept = [
+                s
+                for s in spawns
+                if (s.call is None or s.reason != "call" or s.at > minute)
+                and not (drop_incident_calls and s.reason == "incident call")
+            ]
             assert [_spawn_key(s) for s in shadow.spawns] == [_spawn_key(s) for s in kept]
             assert shadow.places == [s.patient.node for s in spawns]
             assert (shadow.incident_node, shadow.mci_patients) == (incident, mci)
+            starts = [s.at for s in spawns if s.patient.patient_id in mci]
+            starts += [p.appeared_at for p in patients.values() if p.patient_id in mci]
+            assert shadow.incident_start == min(starts, default=None)
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
