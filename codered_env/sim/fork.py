@@ -45,9 +45,7 @@ id counters reveal nothing.
 
 from __future__ import annotations
 
-import _random
 import functools
-import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from random import Random
@@ -98,20 +96,8 @@ _MAX_DRAWS = 20
 _ESCALATION = "incident escalated"
 
 
-def seeded(seed: int) -> Random:
-    """``Random(seed)`` for an int ``seed``, seeded once: ``Random(seed)`` seeds in ``__new__``
-    and again in ``__init__`` (tests/sim/test_fork_speed_equivalence.py checks the state)."""
-    rng = Random.__new__(Random)
-    _random.Random.seed(rng, seed)
-    rng.gauss_next = None
-    return rng
-
-
 def fork_rng(task_id: str, seed: int, step: int, fork_seed: int) -> Random:
-    """``Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")``, seeded once (a string
-    seeds as the int of its bytes followed by their SHA-512, ``random.Random.seed`` version 2)."""
-    text = f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}".encode()
-    return seeded(int.from_bytes(text + hashlib.sha512(text).digest(), "big"))
+    return Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")
 
 
 @contextmanager
@@ -138,8 +124,8 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place; ``parent_spawns``
     (read only) tells whether the incident's secondary casualty is still to come."""
     world.score_version += 1  # the preview counts only what the agent sees; re-derived anyway
-    world.travel_rng = seeded(rng.getrandbits(64))
-    world.narrative_rng = seeded(rng.getrandbits(64))
+    world.travel_rng = Random(rng.getrandbits(64))
+    world.narrative_rng = Random(rng.getrandbits(64))
     _resample_callers(world, rng)
     callbacks = _redraw_callbacks(world, rng)
     _resample_blood_types(world, rng)
@@ -156,7 +142,7 @@ def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     The draws of the calls a fork discards are made but nothing is built: the scheduled calls up
     to now, and the incident's first calls once ours has begun (``_incident_future``)."""
     begun = any(pid in world.patients for pid in world.mci)
-    shadow_rng = seeded(rng.getrandbits(64))
+    shadow_rng = Random(rng.getrandbits(64))
     return draw_arrivals_after(world.task, shadow_rng, world.clock, drop_incident_calls=begun)
 
 

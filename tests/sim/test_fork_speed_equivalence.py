@@ -16,7 +16,6 @@ import pytest
 
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
-from codered_env.sim.fork import fork_rng, seeded
 from codered_env.sim.generator import draw_arrivals, draw_arrivals_after
 from codered_env.sim.tasks import TASKS
 from codered_env.sim.triage import (
@@ -134,13 +133,6 @@ def test_a_copy_shares_nothing_it_may_change(task_id: str) -> None:
     assert len(sim.action_log) == 12 and len(twin.action_log) == 13
 
 
-def test_seeded_is_random_of_the_same_int() -> None:
-    for seed in [0, 1, 2**31, 2**64 - 1, *range(3, 3000, 37)]:
-        ours, theirs = seeded(seed), Random(seed)
-        assert ours.getstate() == theirs.getstate()
-        assert [ours.random() for _ in range(5)] == [theirs.random() for _ in range(5)]
-
-
 def test_draw_helpers_reject_an_empty_range() -> None:
     with pytest.raises(ValueError, match="empty range"):
         randint(Random(0), 3, 2)
@@ -223,10 +215,3 @@ def test_log_likelihood_tables_equal_the_feature_by_feature_sum() -> None:
             assert ours == theirs or (math.isinf(ours) and math.isinf(theirs) and ours < 0 and theirs < 0)
             checked += math.isinf(theirs)
     assert checked > 0  # the -inf paths were exercised
-
-
-def test_fork_rng_is_random_of_its_string() -> None:
-    for task_id in TASK_IDS:
-        for seed, step, fork_seed in [(0, 0, 0), (3, 17, 5), (2**40, 89, 123456)]:
-            expected = Random(f"codered:{task_id}:{seed}:fork:{step}:{fork_seed}")
-            assert fork_rng(task_id, seed, step, fork_seed).getstate() == expected.getstate()
