@@ -229,15 +229,9 @@ def randbelow(rng: Random, n: int) -> int:
 
 def randint(rng: Random, lo: int, hi: int) -> int:
     """``rng.randint(lo, hi)`` for ``lo <= hi``, the same draws (see ``randbelow``)."""
-    n = hi - lo + 1
-    if n <= 0:
+    if hi < lo:
         raise ValueError(f"empty range for randint({lo}, {hi})")
-    bits = rng.getrandbits
-    k = n.bit_length()
-    r = bits(k)
-    while r >= n:
-        r = bits(k)
-    return lo + r
+    return lo + randbelow(rng, hi - lo + 1)
 
 
 #: Bit lengths of ``i + 1`` for the swaps of ``rng.shuffle`` (a report mentions at most every feature).
