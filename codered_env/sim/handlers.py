@@ -147,6 +147,7 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    world.triage_version += 1
     p = world.patients[call.patient_id]
     world.score_dirty.add(p.patient_id)  # cpr_from may change below
     if p.visible:  # the running grade judges the triage of callers a crew has seen

@@ -102,14 +102,18 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
-        # bumped wherever an input of the running grade (rubric.preview_score) changes: a patient
-        # or call arriving, a crew reaching a patient, a first hospital arrival, a treatment
-        # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), a
-        # triage, the ledger, mutual aid, overcrowding and the news cycle; and a fork
+        # bumped wherever an input of the running grade (rubric.preview_score) changes: a visible
+        # patient arriving, a crew reaching a patient, a first hospital arrival, a treatment
+        # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), the
+        # triage of a visible caller, the ledger, mutual aid, overcrowding and the news cycle; and
+        # a fork (the grade counts only the callers a crew has seen, so hidden ones bump nothing)
         self.score_version = 0
         # patients a field of whose grade share may have changed since the running grade last
         # looked (rubric.PreviewMemo): marked where those fields are set, cleared by the preview
         self.score_dirty: set[str] = set()
+        # bumped where the triage the running grade judges can change: a triage, a caller seen
+        # by a crew, a new call
+        self.triage_version = 0
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()

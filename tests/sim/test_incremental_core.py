@@ -47,6 +47,9 @@ def _check(sim: CodeRedSim) -> None:
         memo = sim._shares
         if memo.sums is not None:  # the kept sums are those of the kept shares, added afresh
             assert memo.sums == rubric._add_up(memo.sums.shares)
+            assert all(memo.sums.shares[i] == memo.shares[pid] for pid, i in memo.index.items())
+        if memo.accuracy is not None and memo.accuracy[0] == world.triage_version:
+            assert memo.accuracy[1] == rubric._triage_accuracy_mean(world, False)
         for pid, share in memo.shares.items():  # a patient not marked dirty keeps a true share
             p = world.patients.get(pid)
             if p is not None and pid not in world.score_dirty:
