@@ -112,8 +112,8 @@ class World:
         # patients a field of whose grade share may have changed since the running grade last
         # looked (rubric.PreviewMemo): marked where those fields are set, cleared by the preview
         self.score_dirty: set[str] = set()
-        # bumped where the triage the running grade judges can change: a triage, a caller seen
-        # by a crew, a new call
+        # bumped where the triage the running grade judges can change: a visible caller's
+        # triage or new call, a caller seen by a crew
         self.triage_version = 0
         # calls before this place in ``calls`` have left "pending", which no call re-enters
         self.first_pending_call = 0

@@ -65,12 +65,15 @@ def _check(sim: CodeRedSim) -> None:
     net = world.net
     fresh = RoadNetwork(world.peak_hour)
     fresh.closed, fresh.congestion = set(net.closed), dict(net.congestion)
-    dist, nxt = _shortest_paths(fresh)
+    dist, nxt, edges = _shortest_paths(fresh)
     for i, a in enumerate(NODE_IDS):
         for j, b in enumerate(NODE_IDS):
             assert net.minutes(a, b) == dist[i][j], (a, b)
     net.path(NODE_IDS[0], NODE_IDS[-1])
     assert net._next == nxt
+    for a in NODE_IDS:  # the per-state edge table equals the costs computed afresh
+        for b in NODE_IDS:
+            assert net.edge_minutes(a, b) == fresh._edge_cost(a, b) == edges.get((a, b), math.inf)
     view = sim.observation_view()
     assert dict(view) == sim.observation()
     last = _LAST_VIEW.get(sim)
