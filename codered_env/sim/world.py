@@ -135,11 +135,15 @@ class World:
     def tick(self) -> None:
         self.clock += 1
         t = self.clock
-        disruptions.start_and_end(self, t)
-        spawns.release_due(self, t)
+        # the guards skip a call when the step has nothing to do this minute
+        if self.disruptions:
+            disruptions.start_and_end(self, t)
+        if self.spawns and self.spawns[0].at <= t:
+            spawns.release_due(self, t)
         if self.mutual_aid:
             mutual_aid.arrivals(self, t)
-        blood.results_and_transfers(self, t)
+        if self.transfers or t >= self.next_lab_at:
+            blood.results_and_transfers(self, t)
         rooms.timers(self, t)
         ambulances.move(self, t)
         care.advance(self, t)
