@@ -42,8 +42,9 @@ from .actions import CANONICAL_UNITS as CANONICAL_UNITS
 from .actions import MAINTAIN as MAINTAIN
 from .actions import LegalIndex as LegalIndex
 from .actions import LegalMemo as LegalMemo
-from .actions import OptionParts as OptionParts
+from .actions import OptionPart as OptionPart
 from .actions import Segment as Segment
+from .actions import TypeParts as TypeParts
 from .actions import _canonical_units as _canonical_units
 from .actions import _expand as _expand
 from .actions import _option_parts as _option_parts
@@ -87,10 +88,8 @@ from .rows import _P_MINUTES as _P_MINUTES
 from .rows import _P_VITALS as _P_VITALS
 from .rows import _P_WAITING as _P_WAITING
 from .rows import _PATIENT_FLAGS as _PATIENT_FLAGS
-from .rows import _ROW as _ROW
 from .rows import FEATURE_MEMOS as FEATURE_MEMOS
 from .rows import ROW_MEMOS as ROW_MEMOS
-from .rows import Span as Span
 from .rows import _ambulance_row as _ambulance_row
 from .rows import _ambulance_static as _ambulance_static
 from .rows import _ambulances as _ambulances
@@ -99,10 +98,10 @@ from .rows import _c as _c
 from .rows import _call_row as _call_row
 from .rows import _call_static as _call_static
 from .rows import _calls as _calls
+from .rows import _dynamic_columns as _dynamic_columns
 from .rows import _frozen_row as _frozen_row
 from .rows import _hospital_flag_columns as _hospital_flag_columns
 from .rows import _hospitals as _hospitals
-from .rows import _patient_dynamic as _patient_dynamic
 from .rows import _patient_eta as _patient_eta
 from .rows import _patient_row as _patient_row
 from .rows import _patient_static as _patient_static
@@ -117,6 +116,7 @@ from .rows import _span as _span
 from .rows import _specialist_columns as _specialist_columns
 from .rows import _vitals_columns as _vitals_columns
 from .rows import _vitals_scaled as _vitals_scaled
+from .rows import _waiting_columns as _waiting_columns
 from .schema import _A as _A
 from .schema import _A_DEST as _A_DEST
 from .schema import _A_NODE as _A_NODE

@@ -53,64 +53,68 @@ def enumerate_actions(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]
 _SEGMENT_TYPES = ACTION_ORDER[1:]  # maintain_plan is always index 0
 
 
-Segment = tuple[str, tuple[str, ...], tuple[Sequence[Any], ...], int, int]  # type, names, values, start, n
+OptionPart = tuple[tuple[str, ...], tuple[Sequence[Any], ...], int]  # names, values, actions
+
+
+Segment = tuple[str, int, int, tuple[OptionPart, ...]]  # type, first index, actions, its options' parts
 
 
 class LegalIndex(NamedTuple):
     """What the adapter needs from the legal-action dict, read in one pass (``index_legal``)."""
 
-    segments: list[Segment]  # one per option with at least one action, in enumeration order
+    segments: list[Segment]  # one per action type with at least one action, in enumeration order
     total: int  # the number of concrete actions, ``maintain_plan`` included
     slots: dict[tuple[str, str], set]  # (action type, parameter) -> every id it accepts now
     table: list[int]  # (count, first index) per type of ``ACTION_ORDER``, flat
 
 
-# per action type: (its options as last seen, their (names, values, size) and slot id sets)
-OptionParts = tuple[list[tuple[tuple[str, ...], tuple[Any, ...], int]], dict[tuple[str, str], set]]
+# per action type: (its options as last seen, their parts, slot id sets, number of actions)
+TypeParts = tuple[Any, tuple[OptionPart, ...], dict[tuple[str, str], set], int]
 
 
-LegalMemo = dict[str, tuple[Any, OptionParts]]
+LegalMemo = dict[str, TypeParts]
 
 
 def index_legal(legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]],
                 memo: LegalMemo | None = None) -> LegalIndex:
     """The segments of the enumeration, the per-slot id sets and the per-type table of ``legal``.
 
-    With ``memo`` (one per environment), an action type whose options equal the ones it had at
-    the previous call reuses their parsed parts; only the first indices are recomputed. The id
-    sets handed out are shared with later calls and must not be changed."""
+    With ``memo`` (one per environment), an action type whose options are (or equal) the ones it
+    had at the previous call reuses their parsed parts; only the first indices are recomputed.
+    The parts and id sets handed out are shared with later calls and must not be changed, and
+    the option lists of ``legal`` must not be changed after the call (the memo keeps them)."""
     segments: list[Segment] = []
     slots: dict[tuple[str, str], set] = {}
     table = [0] * (2 * len(ACTION_ORDER))
     table[0] = 1
     start = 1
+    get = legal.get
     for action_type, slot_keys, blood, column in _SEGMENT_PLAN:
-        options = legal.get(action_type)
+        options = get(action_type)
         if not options:
             continue
         last = None if memo is None else memo.get(action_type)
-        if last is not None and last[0] == options:
-            parts, type_slots = last[1]
-        else:
-            parts, type_slots = _option_parts(options, slot_keys, blood)
+        if last is None or (last[0] is not options and last[0] != options):
+            last = (options, *_option_parts(options, slot_keys, blood))
             if memo is not None:
-                memo[action_type] = (options, (parts, type_slots))
-        slots.update(type_slots)  # keys are (type, parameter): no two types share one
-        first = start
-        for names, values, size in parts:
-            segments.append((action_type, names, values, start, size))
+                memo[action_type] = last
+        _, parts, type_slots, size = last
+        if type_slots:
+            slots.update(type_slots)  # keys are (type, parameter): no two types share one
+        if size:
+            segments.append((action_type, start, size, parts))
+            table[column], table[column + 1] = size, start
             start += size
-        if start > first:
-            table[column], table[column + 1] = start - first, first
     return LegalIndex(segments, start, slots, table)
 
 
 def _option_parts(options: Sequence[Mapping[str, Sequence[Any]]], slot_keys: dict[str, tuple[str, str]],
-                  blood: bool) -> OptionParts:
-    """(names, values, size) of each option of one type with at least one action, and the ids
-    each slot parameter accepts."""
+                  blood: bool) -> tuple[tuple[OptionPart, ...], dict[tuple[str, str], set], int]:
+    """(names, values, size) of each option of one type with at least one action, the ids each
+    slot parameter accepts, and the type's number of actions."""
     parts = []
     slots: dict[tuple[str, str], set] = {}
+    total = 0
     for option in options:
         for name, values in option.items():
             key = slot_keys.get(name)
@@ -129,7 +133,8 @@ def _option_parts(options: Sequence[Mapping[str, Sequence[Any]]], slot_keys: dic
             size *= len(vals)
         if size:
             parts.append((tuple(option), values, size))
-    return parts, slots
+            total += size
+    return tuple(parts), slots, total
 
 
 def _canonical_units(values: Sequence[Any]) -> list[Any]:
@@ -140,14 +145,24 @@ def decode_action(segments: Sequence[Segment], index: int) -> dict[str, Any]:
     """The wire action at ``index`` of the enumeration described by ``segments``."""
     if index == 0:
         return dict(MAINTAIN)
-    for action_type, names, values, start, size in segments:
+    for action_type, start, size, parts in segments:
         if index < start + size:
-            local, picked = index - start, [None] * len(names)
-            for k in range(len(names) - 1, -1, -1):
-                local, r = divmod(local, len(values[k]))
-                picked[k] = values[k][r]
-            return {"action_type": action_type, **dict(zip(names, picked, strict=True))}
+            local = index - start
+            for names, values, n in parts:
+                if local < n:
+                    return _decode_option(action_type, names, values, local)
+                local -= n
     raise IndexError(f"action index {index} is not legal now")
+
+
+def _decode_option(action_type: str, names: tuple[str, ...], values: tuple[Sequence[Any], ...],
+                   local: int) -> dict[str, Any]:
+    """Action ``local`` of one option's cross product (the last parameter varies fastest)."""
+    picked: list[Any] = [None] * len(names)
+    for k in range(len(names) - 1, -1, -1):
+        local, r = divmod(local, len(values[k]))
+        picked[k] = values[k][r]
+    return {"action_type": action_type, **dict(zip(names, picked, strict=True))}
 
 
 _NO_SLOT_FLAGS = frozenset({"maintain_plan", "query_or_status"})

@@ -76,6 +76,7 @@ class CodeRedGymEnv(gymnasium.Env):
         self._legal_memo: LegalMemo = {}
         self._legal_parts: dict[str, Any] = {}  # legal_actions reuses unchanged parts (read only)
         self._n_legal = 1
+        self._masks: dict[int, np.ndarray] = {}  # n -> the mask of 0..n-1 (at most max_actions + 1)
         self._end_reason: str | None = None
 
     # -------------------------------------------------------------- gymnasium API
@@ -110,8 +111,15 @@ class CodeRedGymEnv(gymnasium.Env):
 
     def action_masks(self) -> np.ndarray:
         """Legal indices now (the sb3-contrib MaskablePPO convention), as a boolean array."""
-        mask = np.zeros(self.max_actions, dtype=bool)
-        mask[: self._n_legal] = True
+        return self._prefix_mask(self._n_legal).copy()
+
+    def _prefix_mask(self, n: int) -> np.ndarray:
+        """The read-only boolean mask of the indices ``0..n-1`` (kept per ``n``; callers copy it)."""
+        mask = self._masks.get(n)
+        if mask is None:
+            mask = self._masks[n] = np.zeros(self.max_actions, dtype=bool)
+            mask[:n] = True
+            mask.flags.writeable = False
         return mask
 
     def wire_action(self, index: int) -> dict[str, Any]:
@@ -144,10 +152,8 @@ class CodeRedGymEnv(gymnasium.Env):
         return self._features.build(sim, index, self._n_legal)
 
     def _info(self) -> dict[str, Any]:
-        mask = np.zeros(self.max_actions, dtype=np.int8)
-        mask[: self._n_legal] = 1
         info: dict[str, Any] = {
-            "action_mask": mask,
+            "action_mask": self._prefix_mask(self._n_legal).astype(np.int8),
             "score_preview": self.sim.score_preview,
             "last_action_error": self.sim.last_error,
             "step": self.sim.step_count,

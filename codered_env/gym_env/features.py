@@ -3,13 +3,28 @@
 
 from __future__ import annotations
 
+import struct
+from typing import Any
+
 import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
 from ..sim.observation import alert_count, legal_actions, visible_calls
 from .actions import ACTION_ORDER, LegalIndex, index_legal
-from .rows import _ambulances, _c, _calls, _hospitals, _patients, _roads, _Rows, _slot_patients
+from .rows import (
+    _A_DYNAMIC,
+    _C_DYNAMIC,
+    _H_DYNAMIC,
+    _P_DYNAMIC,
+    _ambulances,
+    _calls,
+    _hospitals,
+    _patients,
+    _roads,
+    _Rows,
+    _slot_patients,
+)
 from .schema import (
     ACTION_FEATURES,
     AMBULANCE_FEATURES,
@@ -27,6 +42,42 @@ from .schema import (
     ROAD_FEATURES,
 )
 
+# the observation's arrays in one float32 buffer: (name, first value, last value + 1, shape)
+_SHAPES: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("global", (len(GLOBAL_FEATURES),)),
+    ("ambulances", (MAX_AMBULANCES, len(AMBULANCE_FEATURES))),
+    ("patients", (MAX_PATIENTS, len(PATIENT_FEATURES))),
+    ("calls", (MAX_CALLS, len(CALL_FEATURES))),
+    ("hospitals", (N_HOSPITALS, len(HOSPITAL_FEATURES))),
+    ("roads", (len(EDGE_KEYS), len(ROAD_FEATURES))),
+    ("actions", (len(ACTION_ORDER), len(ACTION_FEATURES))),
+)
+
+
+def _layout() -> tuple[tuple[str, int, int, tuple[int, ...]], ...]:
+    out, start = [], 0
+    for name, shape in _SHAPES:
+        size = int(np.prod(shape))
+        out.append((name, start, start + size, shape))
+        start += size
+    return tuple(out)
+
+
+_LAYOUT = _layout()
+
+
+_SPAN = {name: (start, stop) for name, start, stop, _ in _LAYOUT}
+
+
+_BUFFER_SIZE = _LAYOUT[-1][2]
+
+
+# number of values -> its struct packer (a pure memo: at most one per possible count)
+_PACKERS: dict[int, struct.Struct] = {}
+
+
+_VIEWS = tuple((name, slice(start, stop), shape) for name, start, stop, shape in _LAYOUT)
+
 
 class FeatureBuilder:
     """Numeric features straight from the ``World``, mirroring ``sim.observation`` field by field.
@@ -36,36 +87,91 @@ class FeatureBuilder:
     states, blood stock, active disruptions. Future calls, hidden conditions, reserves, unknown
     blood types and OR timers are never touched (tests perturb them and compare).
 
-    Incremental: the builder keeps the rows of the previous build. A row's discrete part (one-hots
-    and action flags, a pure function of a small key) is copied in from a memo only when the key
-    at that slot changed; the per-minute columns (vitals, minutes, ETAs, waiting, load ...) of
-    every present row are rewritten each build in one block per group. Each build returns fresh
-    arrays, and a new builder produces the same bytes (tests compare them over many episodes).
+    Incremental: the builder keeps every array of the previous build in one float32 buffer. A
+    row's discrete part (one-hots and action flags, a pure function of a small key) is copied in
+    from a memo only when the key at that slot changed; the per-minute values (vitals, minutes,
+    ETAs, waiting, load ..., the global features and the per-type action table) of the build are
+    gathered in one list and written with one indexed assignment. Each build returns views of
+    one fresh copy of the buffer, and a new builder produces the same bytes (tests compare them
+    over many episodes).
     """
 
     def __init__(self, max_actions: int) -> None:
+        self._setup(max_actions)
+
+    def _setup(self, max_actions: int) -> None:
         self.max_actions = max_actions
-        self._ambulances = _Rows(MAX_AMBULANCES, len(AMBULANCE_FEATURES))
-        self._patients = _Rows(MAX_PATIENTS, len(PATIENT_FEATURES))
-        self._calls = _Rows(MAX_CALLS, len(CALL_FEATURES))
-        self._hospitals = _Rows(N_HOSPITALS, len(HOSPITAL_FEATURES), parts=4)
+        self._buffer = np.zeros(_BUFFER_SIZE, np.float32)
+        views = {name: self._buffer[start:stop].reshape(shape) for name, start, stop, shape in _LAYOUT}
+        self._ambulances = _Rows(views["ambulances"], _SPAN["ambulances"][0], _A_DYNAMIC)
+        self._patients = _Rows(views["patients"], _SPAN["patients"][0], _P_DYNAMIC)
+        self._calls = _Rows(views["calls"], _SPAN["calls"][0], _C_DYNAMIC)
+        self._hospitals = _Rows(views["hospitals"], _SPAN["hospitals"][0], _H_DYNAMIC, parts=4)
+        self._roads = views["roads"]
+        self._roads_written = False
+        self._indices: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def _groups(self) -> tuple[_Rows, ...]:
+        return (self._ambulances, self._patients, self._calls, self._hospitals)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The kept rows without their views (a copy or pickle rebuilds the views of its own buffer)."""
+        return {"max_actions": self.max_actions, "buffer": self._buffer, "roads_written": self._roads_written,
+                "groups": [(group.keys, group.n) for group in self._groups()]}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state["max_actions"])
+        self._buffer[:] = state["buffer"]
+        self._roads_written = state["roads_written"]
+        for group, (keys, n) in zip(self._groups(), state["groups"], strict=True):
+            group.keys, group.n = keys, n
 
     def build(self, sim: CodeRedSim, index: LegalIndex, n_legal: int) -> dict[str, np.ndarray]:
         """The observation of ``sim`` given its legal actions (``index_legal``) and their count."""
         world, slots = sim.world, index.slots
         patients = _slot_patients([p for p in world.patients.values() if p.visible])
         calls = visible_calls(world)
-        return {
-            "global": self._global(sim, len(patients), len(calls), n_legal),
-            "ambulances": _ambulances(self._ambulances, world, slots),
-            "patients": _patients(self._patients, world, patients, slots),
-            "calls": _calls(self._calls, world, calls, slots),
-            "hospitals": _hospitals(self._hospitals, world, slots),
-            "roads": _roads(world),
-            "actions": self._actions(index.table),
-        }
+        values: list[float] = []  # in the order of ``_dynamic_index``
+        counts = (
+            _ambulances(self._ambulances, world, slots, values),
+            _patients(self._patients, world, patients, slots, values),
+            _calls(self._calls, world, calls, slots, values),
+        )
+        _hospitals(self._hospitals, world, slots, values)
+        values += self._global(sim, len(patients), len(calls), n_legal)
+        m = self.max_actions  # counts and starts are never negative: ``_c(v / m)`` is ``v / m`` capped at 1
+        values += [v / m if v < m else 1.0 for v in index.table]
+        indices = self._indices.get(counts)
+        if indices is None:
+            indices = self._indices[counts] = self._dynamic_index(counts)
+        packer = _PACKERS.get(len(values))
+        if packer is None:
+            packer = _PACKERS[len(values)] = struct.Struct(f"{len(values)}d")
+        buffer = self._buffer
+        # float64 (packed by struct: exact, and cheaper than numpy's conversion of a list) then
+        # cast on assignment: the float32 values of writing each one directly
+        buffer[indices] = np.frombuffer(packer.pack(*values), np.float64)
+        if self._roads_written or world.disruptions:
+            if self._roads_written:
+                self._roads.fill(0.0)
+            self._roads_written = _roads(self._roads, world)
+        out = buffer.copy()
+        arrays = {}
+        for name, span, shape in _VIEWS:
+            array = arrays[name] = out[span]
+            array.shape = shape  # a view of ``out`` (cheaper than ``reshape``)
+        return arrays
 
-    def _global(self, sim: CodeRedSim, n_patients: int, n_calls: int, n_legal: int) -> np.ndarray:
+    def _dynamic_index(self, counts: tuple[int, int, int]) -> np.ndarray:
+        """Flat buffer indices of a build's values given how many ambulances, patients and calls
+        are present: their per-build columns, the hospitals', the global features, the table."""
+        groups = (self._ambulances, self._patients, self._calls)
+        parts = [group.dynamic[:n * group.per_row] for group, n in zip(groups, counts, strict=True)]
+        parts.append(self._hospitals.dynamic)
+        parts += [np.arange(_SPAN[name][0], _SPAN[name][1]) for name in ("global", "actions")]
+        return np.concatenate(parts).astype(np.intp)
+
+    def _global(self, sim: CodeRedSim, n_patients: int, n_calls: int, n_legal: int) -> list[float]:
         world, task = sim.world, sim.world.task
         pending = sum(1 for r in world.mutual_aid if not r.arrived)
         values = (
@@ -86,13 +192,7 @@ class FeatureBuilder:
             task.horizon_min / LONGEST_HORIZON_MIN,
             sim.max_steps / LARGEST_STEP_BUDGET,
         )
-        return np.array([_c(float(v)) for v in values], np.float32)
-
-    def _actions(self, table: list[int]) -> np.ndarray:
-        """Per action type: how many legal indices it has and where they start (/max_actions)."""
-        # the counts and starts are never negative: ``_c(v / max_actions)`` is this float64 minimum
-        scaled = np.minimum(np.array(table, np.float64) / self.max_actions, 1.0)
-        return scaled.astype(np.float32).reshape(len(ACTION_ORDER), 2)
+        return [0.0 if v < 0 else 1.0 if v > 1 else float(v) for v in values]  # ``_c(float(v))``
 
 
 def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:
@@ -108,14 +208,4 @@ def _box(*shape: int) -> spaces.Box:
 
 def observation_space() -> spaces.Dict:
     """The compact observation space (the same for every task and ``max_actions``)."""
-    return spaces.Dict(
-        {
-            "global": _box(len(GLOBAL_FEATURES)),
-            "ambulances": _box(MAX_AMBULANCES, len(AMBULANCE_FEATURES)),
-            "patients": _box(MAX_PATIENTS, len(PATIENT_FEATURES)),
-            "calls": _box(MAX_CALLS, len(CALL_FEATURES)),
-            "hospitals": _box(N_HOSPITALS, len(HOSPITAL_FEATURES)),
-            "roads": _box(len(EDGE_KEYS), len(ROAD_FEATURES)),
-            "actions": _box(len(ACTION_ORDER), len(ACTION_FEATURES)),
-        }
-    )
+    return spaces.Dict({name: _box(*shape) for name, shape in _SHAPES})

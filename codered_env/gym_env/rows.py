@@ -4,7 +4,8 @@ its per-minute columns are rewritten every build (``_Rows`` keeps the previous b
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,6 @@ from .schema import (
     AMBULANCE_FEATURES,
     BYSTANDER_CUE,
     CALL_FEATURES,
-    EDGE_KEYS,
     HOSPITAL_FEATURES,
     HOSPITAL_IDS,
     MAX_AMBULANCES,
@@ -48,52 +48,43 @@ from .schema import (
     MAX_PATIENTS,
     PATIENT_FEATURES,
     REPORT_CUES,
-    ROAD_FEATURES,
 )
-
-Span = tuple[slice, slice]  # (columns of a row, the matching slice of a row's per-build values)
-
-
-_ROW = slice(None)
 
 
 class _Rows:
-    """One entity group's rows, kept between builds. A row is made of parts (the whole row by
-    default): ``keys[part][i]`` is the key whose memoised columns slot ``i`` holds for that part
-    (``None``: zeros); ``n`` rows are present."""
+    """One entity group's rows (a view into the builder's buffer), kept between builds. A row is
+    made of parts (the whole row by default): ``keys[part][i]`` is the key whose memoised columns
+    slot ``i`` holds for that part (``None``: zeros); ``n`` rows are present. The per-build
+    columns are not written here: each group appends their values to the build's list, in the
+    order of its ``dynamic`` flat indices (``FeatureBuilder`` writes them all at once)."""
 
-    __slots__ = ("keys", "n", "rows")
+    __slots__ = ("dynamic", "keys", "n", "per_row", "rows")
 
-    def __init__(self, n_rows: int, width: int, parts: int = 1) -> None:
-        self.rows = np.zeros((n_rows, width), np.float32)
+    def __init__(self, rows: np.ndarray, offset: int, columns: np.ndarray, parts: int = 1) -> None:
+        self.rows = rows
+        n_rows, width = rows.shape
         self.keys: list[list[Any]] = [[None] * n_rows for _ in range(parts)]
         self.n = 0
-
-    def put(self, i: int, key: Any, columns_of: Callable[[Any], np.ndarray], part: int = 0,
-            columns: slice = _ROW) -> None:
-        """Slot ``i`` holds ``columns_of(key)`` in ``columns`` (written only when its key changed)."""
-        keys = self.keys[part]
-        if keys[i] != key:
-            keys[i] = key
-            self.rows[i, columns] = columns_of(key)
+        self.per_row = len(columns)
+        # flat buffer index of every per-build value, row after row (the first n rows' are used)
+        self.dynamic = (offset + np.arange(n_rows)[:, None] * width + columns[None, :]).ravel()
 
     def clear(self, start: int, stop: int) -> None:
         self.rows[start:stop] = 0.0
         for keys in self.keys:
             keys[start:stop] = [None] * (stop - start)
 
-    def finish(self, n: int, spans: tuple[Span, ...], values: list[float]) -> np.ndarray:
-        """``n`` rows present; ``values`` holds their per-build columns, row after row, laid out
-        by ``spans``. Returns a fresh copy of the rows."""
-        rows = self.rows
+    def finish(self, n: int) -> int:
+        """``n`` rows are present now (the rows after them are cleared); returns ``n``."""
         if n < self.n:
             self.clear(n, self.n)
         self.n = n
-        if n:  # float64 then cast on assignment: the float32 values of writing each one directly
-            block = np.array(values, np.float64).reshape(n, -1)
-            for columns, part in spans:
-                rows[:n, columns] = block[:, part]
-        return rows.copy()
+        return n
+
+
+def _dynamic_columns(*spans: slice) -> np.ndarray:
+    """The column indices of a group's per-build values, in the order they are produced."""
+    return np.array([c for span in spans for c in range(span.start, span.stop)], np.intp)
 
 
 def _frozen_row(row: Sequence[float]) -> np.ndarray:
@@ -117,31 +108,40 @@ def _c(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else x
 
 
-def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _ambulances(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float]) -> int:
+    """Write the ambulance rows' memoised parts, append their ``_A_DYNAMIC`` values; returns how
+    many rows are present."""
     clock = world.clock
-    dynamic: list[float] = []
+    n = 0
     dispatchable = (
         slots.get(("dispatch_ambulance", "ambulance_id"), set())
         | slots.get(("dispatch_als", "ambulance_id"), set())
         | slots.get(("dispatch_bls", "ambulance_id"), set())
     )
     patients = world.patients
+    keys, rows = group.keys[0], group.rows
     for i, amb in enumerate(list(world.ambulances.values())[:MAX_AMBULANCES]):
         trip, status = amb.trip, amb.status
         known = amb.patient_id is not None and patients[amb.patient_id].visible
-        group.put(i, (amb.kind == "ALS", amb.mutual_aid, status, amb.node,
-                      None if trip is None else trip.target, known or amb.call_id is not None,
-                      amb.held, amb.ambulance_id in dispatchable), _ambulance_row)
+        key = (amb.kind == "ALS", amb.mutual_aid, status, amb.node, None if trip is None else trip.target,
+               known or amb.call_id is not None, amb.held, amb.ambulance_id in dispatchable)
+        if keys[i] != key:
+            keys[i] = key
+            rows[i] = _ambulance_row(key)
         eta = 0.0 if trip is None else _c(trip.eta_minutes(clock) / 30)
-        busy = _c(max(0, amb.busy_until - clock) / 30) if status in ("on_scene", "at_hospital") else 0.0
+        busy = _c(max(0, amb.busy_until - clock) / 30) if status in _BUSY_STATES else 0.0
         dynamic += (eta, busy)
-    return group.finish(len(dynamic) // 2, _A_DYNAMIC, dynamic)
+        n += 1
+    return group.finish(n)
+
+
+_BUSY_STATES = frozenset({"on_scene", "at_hospital"})
 
 
 _A_ETA, _A_BUSY = _A["eta"], _A["busy"]
 
 
-_A_DYNAMIC = ((slice(_A_ETA, _A_BUSY + 1), slice(0, 2)),)
+_A_DYNAMIC = _dynamic_columns(slice(_A_ETA, _A_BUSY + 1))
 
 
 assert _A_BUSY == _A_ETA + 1
@@ -192,18 +192,37 @@ _PATIENT_FLAGS = tuple(
 )
 
 
-def _patients(group: _Rows, world: World, patients: list[Patient],
-              slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _patients(group: _Rows, world: World, patients: list[Patient], slots: dict[tuple[str, str], set],
+              dynamic: list[float]) -> int:
+    """Write the patient rows' memoised parts; append each patient's ``_P_DYNAMIC`` values: vitals,
+    minutes since the call, ETA, what they wait for, whether the blood type is known, the units
+    reserved."""
     f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
     reserved = _reserved_units(world) if world.allocations else None
-    dynamic: list[float] = []
-    for i, p in enumerate(patients):
-        pid = p.patient_id
-        group.put(i, (p.condition, p.status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
-                      p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4),
-                  _patient_row)
-        dynamic += _patient_dynamic(world, p, reserved)
-    return group.finish(len(patients), _P_DYNAMIC, dynamic)
+    keys, rows = group.keys[0], group.rows
+    clock, last_vitals = world.clock, _LAST_VITALS
+    for i, p in enumerate(patients):  # the hottest loop of a build: ``_Rows.put`` inlined
+        pid, status = p.patient_id, p.status
+        key = (p.condition, status, p.destination, p.hospital, p.node, p.ambulance_id is not None,
+               p.blood_type_known, p.secondary, pid in f0, pid in f1, pid in f2, pid in f3, pid in f4)
+        if keys[i] != key:
+            keys[i] = key
+            rows[i] = _patient_row(key)
+        if status == "deceased":
+            dynamic += _DEAD_VITALS
+        else:
+            inputs = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
+            last = last_vitals.get(pid)
+            if last is None or last[0] != inputs:
+                last = last_vitals[pid] = (inputs, _vitals_columns(*inputs))
+            dynamic += last[1]
+        minutes = (clock - p.appeared_at) / 180
+        dynamic += (0.0 if minutes < 0 else 1.0 if minutes > 1 else minutes,
+                    _c(_patient_eta(world, p) / 30) if status in _MOVING else 0.0)
+        dynamic += _waiting_columns(world, p) if status == "at_hospital" else _NOT_WAITING
+        dynamic += (1.0 if p.blood_type_known else 0.0,
+                    0.0 if reserved is None else _c(reserved.get(pid, 0) / 6))
+    return group.finish(len(patients))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
@@ -248,38 +267,27 @@ assert PATIENT_FEATURES[_P_WAITING:_P_WAITING + 6] == (
 assert (_P_MINUTES, _P_ETA) == (_P_VITALS + 6, _P_VITALS + 7)
 
 
-# the per-build columns: ``_patient_dynamic`` returns these 8 + 6 values
-_P_DYNAMIC = ((slice(_P_VITALS, _P_VITALS + 8), slice(0, 8)),
-              (slice(_P_WAITING, _P_WAITING + 6), slice(8, 14)))
+# the per-build columns: ``_patients`` appends these 8 + 6 values per patient
+_P_DYNAMIC = _dynamic_columns(slice(_P_VITALS, _P_VITALS + 8), slice(_P_WAITING, _P_WAITING + 6))
 
 
 _NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
 
 
-def _patient_dynamic(world: World, p: Patient, reserved: dict[str, int] | None) -> tuple[float, ...]:
-    """A patient's vitals, minutes since the call, ETA, what they wait for, whether the blood type
-    is known and the units reserved (the ``_P_DYNAMIC`` columns)."""
-    if p.status == "deceased":
-        vitals = _DEAD_VITALS
-    else:
-        key = (shown_reserve(p), p.hr0, p.sbp0, p.condition == "stroke")
-        last = _LAST_VITALS.get(p.patient_id)
-        if last is None or last[0] != key:
-            last = _LAST_VITALS[p.patient_id] = (key, _vitals_columns(*key))
-        vitals = last[1]
-    waiting_cols = _NOT_WAITING
-    if p.status == "at_hospital":
-        waiting = waiting_for(world, p)
-        if waiting:
-            waiting_cols = (
-                float("or" in waiting),
-                float(any(w in SPECIALTIES for w in waiting)),
-                float("blood" in waiting),
-                float(any(w.startswith("transfer") for w in waiting)),
-            )
-    blood = 0.0 if reserved is None else _c(reserved.get(p.patient_id, 0) / 6)
-    return (*vitals, _c((world.clock - p.appeared_at) / 180), _c(_patient_eta(world, p) / 30),
-            *waiting_cols, float(p.blood_type_known), blood)
+def _waiting_columns(world: World, p: Patient) -> tuple[float, float, float, float]:
+    """Whether a patient in the ED waits for an OR, a specialist, blood, a transfer."""
+    waiting = waiting_for(world, p)
+    if not waiting:
+        return _NOT_WAITING
+    return (
+        float("or" in waiting),
+        float(any(w in SPECIALTIES for w in waiting)),
+        float("blood" in waiting),
+        float(any(w.startswith("transfer") for w in waiting)),
+    )
+
+
+_MOVING = frozenset({"unit_en_route", "transporting", "transferring"})  # the statuses with an ETA
 
 
 @functools.lru_cache(maxsize=4096)
@@ -303,6 +311,9 @@ def _patient_static(condition: str, status: str, destination: str | None, hospit
     return tuple(row)
 
 
+# memoised on the displayed vitals (ints and a score rounded to 0.01: few distinct rows); equal
+# keys give equal bytes because the shown reserve is never negative, so the score is never -0.0
+@functools.lru_cache(maxsize=4096)
 def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
                    score: float) -> tuple[float, ...]:
     return (_c(hr / 200), _c(sbp / 200), _c(spo2 / 100), _c(rr / 40), _c(gcs / 15), _c(score))
@@ -356,22 +367,28 @@ _CALL_FLAGS = tuple(
 )
 
 
-def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set],
+           dynamic: list[float]) -> int:
+    """Write the rows of the first ``MAX_CALLS`` calls' memoised parts, append their waiting times."""
     clock = world.clock
-    dynamic: list[float] = []
     f0, f1, f2, f3 = (slots.get(key, ()) for _, key in _CALL_FLAGS)
+    keys, rows = group.keys[0], group.rows
     for i, call in enumerate(calls[:MAX_CALLS]):
         cid = call.call_id
-        group.put(i, (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
-                      cid in f0, cid in f1, cid in f2, cid in f3), _call_row)
-        dynamic.append(_c((clock - call.received_at) / 60))
-    return group.finish(len(dynamic), _C_DYNAMIC, dynamic)
+        key = (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
+               cid in f0, cid in f1, cid in f2, cid in f3)
+        if keys[i] != key:
+            keys[i] = key
+            rows[i] = _call_row(key)
+        waiting = (clock - call.received_at) / 60
+        dynamic.append(0.0 if waiting < 0 else 1.0 if waiting > 1 else waiting)
+    return group.finish(min(len(calls), MAX_CALLS))
 
 
 _C_WAITING = _C["waiting"]
 
 
-_C_DYNAMIC = ((slice(_C_WAITING, _C_WAITING + 1), slice(0, 1)),)
+_C_DYNAMIC = _dynamic_columns(slice(_C_WAITING, _C_WAITING + 1))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
@@ -412,28 +429,48 @@ _HOSPITAL_FLAGS = tuple(
 )
 
 
-def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set]) -> np.ndarray:
+def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float]) -> int:
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
-    rewritten only when its own key changed, and the per-build load, diversion and ICU columns."""
+    rewritten only when its own key changed; appends the per-build load, diversion and ICU values."""
     clock = world.clock
-    dynamic: list[float] = []
     flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
+    rooms_keys, specialist_keys, blood_keys, flag_keys = group.keys
+    rows = group.rows
+    hospitals = world.hospitals
     for i, hospital_id in enumerate(HOSPITAL_IDS):
-        h = world.hospitals.get(hospital_id)
+        h = hospitals.get(hospital_id)
         if h is None:  # every scenario has all three; a zero row otherwise
             group.clear(i, i + 1)
             dynamic += _NO_HOSPITAL
             continue
-        group.put(i, tuple([(room.state, room.procedure) for room in h.ors]), _rooms_columns, 0, _H_ROOMS)
-        group.put(i, tuple([(sp.specialty, sp.state) for sp in h.specialists.values()]), _specialist_columns,
-                  1, _H_SPECIALISTS)
-        group.put(i, tuple(h.blood.items()), _blood_columns, 2, _H_BLOOD_STOCK)
-        group.put(i, tuple([hospital_id in ids for ids in flag_sets]), _hospital_flag_columns, 3, _H_FLAGS)
-        diverted = h.diverted_until > clock  # ``world.diverted``
-        left = _c((h.diverted_until - clock) / 60) if diverted else 0.0
-        dynamic += (_c(h.occupancy / (2 * h.capacity)), float(h.crowded), float(diverted), left,
+        key: tuple = tuple(map(_ROOM_KEY, h.ors))
+        if rooms_keys[i] != key:
+            rooms_keys[i] = key
+            rows[i, _H_ROOMS] = _rooms_columns(key)
+        key = tuple(map(_SPECIALIST_KEY, h.specialists.values()))
+        if specialist_keys[i] != key:
+            specialist_keys[i] = key
+            rows[i, _H_SPECIALISTS] = _specialist_columns(key)
+        key = tuple(h.blood.items())
+        if blood_keys[i] != key:
+            blood_keys[i] = key
+            rows[i, _H_BLOOD_STOCK] = _blood_columns(key)
+        key = tuple([hospital_id in ids for ids in flag_sets])
+        if flag_keys[i] != key:
+            flag_keys[i] = key
+            rows[i, _H_FLAGS] = _hospital_flag_columns(key)
+        until = h.diverted_until
+        diverted = until > clock  # ``world.diverted``
+        dynamic += (_c(h.occupancy / (2 * h.capacity)), 1.0 if h.crowded else 0.0,
+                    1.0 if diverted else 0.0, _c((until - clock) / 60) if diverted else 0.0,
                     _c(max(0, h.icu_beds - h.icu_used) / 4))
-    return group.finish(len(HOSPITAL_IDS), _H_DYNAMIC, dynamic)
+    return group.finish(len(HOSPITAL_IDS))
+
+
+_ROOM_KEY = attrgetter("state", "procedure")
+
+
+_SPECIALIST_KEY = attrgetter("specialty", "state")
 
 
 _H_LOAD, _H_CROWDED, _H_DIVERTED = _H["load"], _H["crowded"], _H["diverted"]
@@ -445,7 +482,7 @@ _H_DIVERSION_LEFT, _H_ICU = _H["diversion_left"], _H["icu_free"]
 assert (_H_LOAD, _H_CROWDED, _H_DIVERTED, _H_DIVERSION_LEFT) == (0, 1, 2, 3)
 
 
-_H_DYNAMIC = ((slice(0, 4), slice(0, 4)), (slice(_H_ICU, _H_ICU + 1), slice(4, 5)))
+_H_DYNAMIC = _dynamic_columns(slice(0, 4), slice(_H_ICU, _H_ICU + 1))
 
 
 _NO_HOSPITAL = (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -522,11 +559,14 @@ def _hospital_flag_columns(flags: tuple[bool, ...]) -> np.ndarray:
     return _frozen_row([float(on) for on in flags])
 
 
-def _roads(world: World) -> np.ndarray:
-    out = np.zeros((len(EDGE_KEYS), len(ROAD_FEATURES)), np.float32)
+def _roads(out: np.ndarray, world: World) -> bool:
+    """Write the road rows of the active closures and congestion into ``out`` (zeros); returns
+    whether any was written."""
+    written = False
     for d in world.disruptions:
         if not d.active or d.kind not in ("road_closure", "accident_congestion"):
             continue
+        written = True
         for a, b in d.edges:
             row = out[_EDGE_INDEX[edge_key(a, b)]]
             if d.kind == "road_closure":
@@ -535,7 +575,7 @@ def _roads(world: World) -> np.ndarray:
                 row[1] = 1
                 row[2] = _c((world.net.congestion.get((a, b), 1.0) - 1.0) / 2)
             row[3] = _c((d.end - world.clock) / 60)
-    return out
+    return written
 
 
 #: The memoised rows kept between builds (the row caches of ``_Rows`` slots hold their outputs).
@@ -544,4 +584,4 @@ ROW_MEMOS = (_patient_row, _call_row, _ambulance_row, _rooms_columns, _specialis
 
 
 #: Every feature memo of this module (tests clear them to prove results never depend on them).
-FEATURE_MEMOS = (_patient_static, _call_static, _report_row, *ROW_MEMOS)
+FEATURE_MEMOS = (_patient_static, _call_static, _report_row, _vitals_scaled, *ROW_MEMOS)

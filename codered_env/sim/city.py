@@ -93,6 +93,7 @@ class RoadNetwork:
         self._index = NODE_INDEX
         self._dist: list[list[float]] = []
         self._next: list[list[int]] = []
+        self._edges: dict[tuple[str, str], float] = {}
         self._dirty = True
 
     def __getstate__(self) -> dict[str, object]:
@@ -102,7 +103,7 @@ class RoadNetwork:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._index, self._dist, self._next, self._dirty = NODE_INDEX, [], [], True
+        self._index, self._dist, self._next, self._edges, self._dirty = NODE_INDEX, [], [], {}, True
 
     # -- state changes -------------------------------------------------------------------
     def close(self, a: str, b: str) -> None:
@@ -124,6 +125,10 @@ class RoadNetwork:
     # -- queries ---------------------------------------------------------------------------
     def edge_minutes(self, a: str, b: str) -> float:
         """Expected minutes on edge a-b now (inf when closed or absent)."""
+        self._refresh()
+        return self._edges.get((a, b), _INF)
+
+    def _edge_cost(self, a: str, b: str) -> float:
         key = edge_key(a, b)
         if key in self.closed or key not in EDGE_BASE:
             return _INF
@@ -171,26 +176,31 @@ class RoadNetwork:
             if len(_TABLES) >= _TABLES_MAX:
                 _TABLES.clear()
             tables = _TABLES[key] = _shortest_paths(self)
-        self._dist, self._next = tables
+        self._dist, self._next, self._edges = tables
         self._dirty = False
 
 
 # All-pairs tables per road state, shared by every network in the process (episodes, forks, the
 # agents' own views of the roads): a road state recurs constantly (most of the time no road is
 # closed), and the tables are never mutated, only read.
-_TABLES: dict[tuple[float, frozenset, frozenset], tuple[list[list[float]], list[list[int]]]] = {}
+_Tables = tuple[list[list[float]], list[list[int]], dict[tuple[str, str], float]]
+_TABLES: dict[tuple[float, frozenset, frozenset], _Tables] = {}
 _TABLES_MAX = 4096
 
 
-def _shortest_paths(net: RoadNetwork) -> tuple[list[list[float]], list[list[int]]]:
-    """Floyd-Warshall over the current edge costs: (minutes, next hop) for every pair."""
+def _shortest_paths(net: RoadNetwork) -> _Tables:
+    """Floyd-Warshall over the current edge costs: (minutes, next hop) for every pair, and the
+    minutes of every open edge in both directions."""
     n = len(NODE_IDS)
     index = net._index
     dist = [[0.0 if i == j else _INF for j in range(n)] for i in range(n)]
     nxt = [[j for j in range(n)] for _ in range(n)]
+    edges = {}
     for a, b, _, _ in EDGES:
         i, j = index[a], index[b]
-        cost = net.edge_minutes(a, b)
+        cost = net._edge_cost(a, b)
+        if cost < _INF:
+            edges[a, b] = edges[b, a] = cost
         if cost < dist[i][j]:
             dist[i][j] = dist[j][i] = cost
     for k in range(n):
@@ -206,4 +216,4 @@ def _shortest_paths(net: RoadNetwork) -> tuple[list[list[float]], list[list[int]
                 if cand < di[j] - 1e-12:
                     di[j] = cand
                     ni[j] = nik
-    return dist, nxt
+    return dist, nxt, edges

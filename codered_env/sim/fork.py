@@ -55,7 +55,14 @@ from .conditions import CONDITIONS
 from .dynamics.spawns import callback_spawn
 from .dynamics.travel import draw_noise
 from .dynamics.vitals import band
-from .generator import DISRUPTION_POOLS, PATIENT_NODES, Scenario, draw_arrivals, draw_disruption, surge_calls
+from .generator import (
+    DISRUPTION_POOLS,
+    PATIENT_NODES,
+    ShadowArrivals,
+    draw_arrivals_after,
+    draw_disruption,
+    surge_calls,
+)
 from .params import (
     BASELINE_HR_RANGE,
     BASELINE_SBP_RANGE,
@@ -73,8 +80,15 @@ from .params import (
     SURGE_MIX,
     TELEPHONE_CPR_FACTOR,
 )
-from .tasks import TaskSpec
-from .triage import callback_plan, caller_report, condition_posterior, parse_report, weighted_draw
+from .triage import (
+    callback_plan,
+    caller_report,
+    condition_posterior,
+    draw_constant,
+    parse_report,
+    randint,
+    weighted_draw,
+)
 from .types import Call, Patient, PendingSpawn
 from .world import World
 
@@ -117,16 +131,19 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
     _renoise_trips(world, rng)
-    shadow = _shadow_arrivals(world.task, rng)
+    shadow = _shadow_arrivals(world, rng)
     _replace_future(world, rng, callbacks, shadow, parent_spawns)
     _replace_disruptions(world, rng, shadow)
 
 
-def _shadow_arrivals(task: TaskSpec, rng: Random) -> Scenario:
+def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     """The patients and calls of a fresh draw of the task's generator (hospitals, fleet and
-    disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions)."""
-    patients, calls, spawns, incident, mci = draw_arrivals(task, Random(rng.getrandbits(64)))
-    return Scenario(False, {}, {}, patients, calls, spawns, [], incident, mci)
+    disruptions are not drawn: a fork keeps the first two and redraws only missing disruptions).
+    The draws of the calls a fork discards are made but nothing is built: the scheduled calls up
+    to now, and the incident's first calls once ours has begun (``_incident_future``)."""
+    begun = any(pid in world.patients for pid in world.mci)
+    shadow_rng = Random(rng.getrandbits(64))
+    return draw_arrivals_after(world.task, shadow_rng, world.clock, drop_incident_calls=begun)
 
 
 # ------------------------------------------------------------------ callers
@@ -135,12 +152,13 @@ def _resample_callers(world: World, rng: Random) -> None:
     chains: dict[str, list[Call]] = {}
     for call in world.calls.values():  # in the order they came in
         chains.setdefault(call.patient_id, []).append(call)
+    known_incident = _known_incident(world)
     for patient_id, chain in chains.items():
         p = world.patients[patient_id]
         if p.visible:
             continue
-        prior = _call_prior(world, chain[0])
-        condition = weighted_draw(rng, _posterior(chain[0].report, tuple(prior.items())))
+        sources = _prior_sources(world, chain[0], known_incident)
+        condition = weighted_draw(rng, _posterior(chain[0].report, sources))
         priority = CONDITIONS[condition].true_priority
         for call in chain:
             call.true_priority = priority
@@ -148,36 +166,49 @@ def _resample_callers(world: World, rng: Random) -> None:
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _posterior(report: str, prior: tuple[tuple[str, float], ...]) -> dict[str, float]:
-    """``triage.condition_posterior`` memoised (read only): a planner forks the same episode,
-    with the same callers waiting, again and again."""
-    return condition_posterior({"report": report}, dict(prior))
+def _posterior(report: str, sources: tuple[str, int, bool, int | None]) -> dict[str, float]:
+    """``triage.condition_posterior`` under ``_call_prior``, memoised (read only): a planner
+    forks the same episode, with the same callers waiting, again and again."""
+    return condition_posterior({"report": report}, _prior(*sources))
 
 
 def _call_prior(world: World, call: Call) -> dict[str, float]:
     """P(condition) for a call at this minute and place before its report is read: each source
     of calls (the task's schedule, a running news-cycle surge, a known incident) weighted by the
     calls it is expected to bring to one place in that minute, times its condition mix."""
-    task, t = world.task, call.received_at
-    if task.task_id not in PHASE2_CALLS:
+    return _prior(*_prior_sources(world, call, _known_incident(world)))
+
+
+def _prior_sources(world: World, call: Call, known_incident: bool) -> tuple[str, int, bool, int | None]:
+    """What ``_call_prior`` depends on: the task, the call's minute, whether a news-cycle surge
+    runs then, and the minutes since a known incident began if the call is at its place."""
+    t = call.received_at
+    surge = world.news_cycle_at
+    in_surge = surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN
+    at_incident = known_incident and call.node == world.incident_node
+    return world.task.task_id, t, in_surge, t - world.incident_start if at_incident else None
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _prior(task_id: str, t: int, in_surge: bool, since_incident: int | None) -> dict[str, float]:
+    if task_id not in PHASE2_CALLS:
         return CALL_MIX
-    n_calls, last_call = PHASE2_CALLS[task.task_id]
+    n_calls, last_call = PHASE2_CALLS[task_id]
     sources: list[tuple[float, dict[str, float]]] = []
     places = len(PATIENT_NODES)
     if t == 0:
         sources.append((1.0 / places, _schedule_mix(n_calls)))
     elif t <= last_call:
         sources.append(((n_calls - 1) / last_call / places, _schedule_mix(n_calls)))
-    surge = world.news_cycle_at
-    if surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN:
+    if in_surge:
         expected = sum(NEWS_CYCLE_SURGE_CALLS) / 2 / NEWS_CYCLE_SURGE_SPREAD_MIN
         sources.append((expected / places, SURGE_MIX))
-    if _known_incident(world) and call.node == world.incident_node:
+    if since_incident is not None:
         injuries = {"trauma_haemorrhage": 0.5, "trauma_major": 0.5}
-        if t == world.incident_start:
+        if since_incident == 0:
             sources.append((2.0, injuries))  # the incident's first two calls
         lo, hi = INCIDENT_SECONDARY_DELAY_RANGE
-        if world.incident_start + lo <= t <= world.incident_start + hi:
+        if lo <= since_incident <= hi:
             sources.append((1.0 / (hi - lo + 1), injuries))
     prior: dict[str, float] = {}
     for weight, mix in sources:
@@ -209,10 +240,10 @@ def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str,
     replayed (deterioration, telephone CPR, death, release after P4 advice)."""
     spec = CONDITIONS[condition]
     p.condition = condition
-    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
-    p.hr0 = rng.randint(*BASELINE_HR_RANGE)
-    p.sbp0 = rng.randint(*BASELINE_SBP_RANGE)
-    p.onset_min = rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
+    p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    p.hr0 = randint(rng, *BASELINE_HR_RANGE)
+    p.sbp0 = randint(rng, *BASELINE_SBP_RANGE)
+    p.onset_min = randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
     coded = [c.coded_p1_at for c in chain if c.coded_p1_at is not None]
     p.cpr_from = min(coded) if coded and spec.key == "cardiac_arrest" else None
     p.reserve = round(rng.uniform(*spec.initial_reserve), 3)
@@ -264,22 +295,22 @@ def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
 def _resample_blood_types(world: World, rng: Random) -> None:
     for p in world.patients.values():
         if p.visible and not p.blood_type_known:
-            p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
+            p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
 
 
 def _resample_hospital_timers(world: World, rng: Random) -> None:
-    cath_prep = rng.randint(*CATH_LAB_PREP_RANGE)
+    cath_prep = randint(rng, *CATH_LAB_PREP_RANGE)
     lo_e, hi_e = ELECTIVE_REMAINING_RANGE
     for h in world.hospitals.values():
         lo, hi = SPECIALIST_PAGE_DELAY_BY_TIER[h.tier]
         for spec in h.specialists.values():
             if spec.state in ("on_call", "unavailable"):
-                spec.page_delay = rng.randint(lo, hi)
+                spec.page_delay = randint(rng, lo, hi)
         for room in h.ors:
             if "cath_lab" in room.procedures and room.state == "idle" and not room.agent_prepared:
                 room.prep_total = cath_prep
             if room.state == "in_use" and room.elective and room.until > world.clock:
-                room.until = rng.randint(max(lo_e, world.clock + 1), max(hi_e, world.clock + 1))
+                room.until = randint(rng, max(lo_e, world.clock + 1), max(hi_e, world.clock + 1))
 
 
 def _renoise_trips(world: World, rng: Random) -> None:
@@ -305,7 +336,7 @@ def _replace_future(
     world: World,
     rng: Random,
     callbacks: dict[str, PendingSpawn],
-    shadow: Scenario,
+    shadow: ShadowArrivals,
     parent_spawns: list[PendingSpawn],
 ) -> None:
     carried = world.spawns
@@ -328,7 +359,7 @@ def _replace_future(
 
 
 def _incident_future(
-    world: World, old: list[PendingSpawn], shadow: Scenario, incident_ids: set[str]
+    world: World, old: list[PendingSpawn], shadow: ShadowArrivals, incident_ids: set[str]
 ) -> list[PendingSpawn]:
     """The incident's casualties still to come: the shadow incident if ours has not begun, else
     only the pending secondary casualty, at the known scene."""
@@ -336,8 +367,9 @@ def _incident_future(
     if not mci:
         return []
     begun = any(pid in world.patients for pid in world.mci)
-    at_start = [p.appeared_at for p in shadow.patients.values() if p.patient_id in shadow.mci_patients]
-    shadow_start = min([s.at for s in mci] + at_start)
+    shadow_start = shadow.incident_start
+    if shadow_start is None:  # not reached: incident patients imply an incident start
+        return []
     if not begun:
         shift = max(0, world.clock + 1 - shadow_start)
         for s in mci:
@@ -379,8 +411,8 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
     caller's report (phase 2) are not."""
     p = spawn.patient
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
-    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
-    p.hr0, p.sbp0 = rng.randint(*BASELINE_HR_RANGE), rng.randint(*BASELINE_SBP_RANGE)
+    p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    p.hr0, p.sbp0 = randint(rng, *BASELINE_HR_RANGE), randint(rng, *BASELINE_SBP_RANGE)
     p.band = band(p.reserve)
     if spawn.call is not None:
         spawn.call.report = caller_report(p.condition, NODE_NAMES[p.node], rng)
@@ -404,7 +436,7 @@ def _renumber(world: World, spawn: PendingSpawn) -> None:
             spawn.call.patient_id = p.patient_id
 
 
-def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
+def _replace_disruptions(world: World, rng: Random, shadow: ShadowArrivals) -> None:
     seen = [d for d in world.disruptions if d.start <= world.clock]
     missing = world.task.disruptions - len(seen)
     if missing <= 0:
@@ -416,7 +448,7 @@ def _replace_disruptions(world: World, rng: Random, shadow: Scenario) -> None:
     net = RoadNetwork(world.peak_hour)
     origins = list(world.origins)
     if world.task.phase == 2:  # the first call is known; later callers' places are not
-        origins = origins[:1] + [s.patient.node for s in shadow.spawns[1:]]
+        origins = origins[:1] + shadow.places[1:]
     fresh = []
     for kind in kinds:
         for _ in range(_MAX_DRAWS):

@@ -48,7 +48,7 @@ from .params import (
     HospitalSpec,
 )
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, drawn_report, weighted_draw
+from .triage import AGE_BANDS, draw_constant, drawn_report, randbelow, randint, skip_report, weighted_draw
 from .types import (
     Ambulance,
     Call,
@@ -133,16 +133,27 @@ def _patient(
         node=node,
         appeared_at=at,
         reserve=round(rng.uniform(lo, hi), 3),
-        blood_type=weighted_draw(rng, BLOOD_TYPE_FREQUENCY),
-        hr0=rng.randint(*BASELINE_HR_RANGE),
-        sbp0=rng.randint(*BASELINE_SBP_RANGE),
-        onset_min=rng.randint(*STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
+        blood_type=draw_constant(rng, BLOOD_TYPE_FREQUENCY),
+        hr0=randint(rng, *BASELINE_HR_RANGE),
+        sbp0=randint(rng, *BASELINE_SBP_RANGE),
+        onset_min=randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
         secondary=secondary,
         visible=visible,
     )
     if not reported:
         patient.sex, patient.age = _demographics(patient)
     return patient
+
+
+def _skip_reported_patient(rng: Random, condition: str) -> None:
+    """Advance ``rng`` exactly as ``_patient(..., reported=True)`` and its ``_call`` would."""
+    rng.random()
+    draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    randint(rng, *BASELINE_HR_RANGE)
+    randint(rng, *BASELINE_SBP_RANGE)
+    if condition == "stroke":
+        randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE)
+    skip_report(condition, rng)
 
 
 def _demographics(p: Patient) -> tuple[str, int]:
@@ -174,28 +185,67 @@ def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = 
 def _route_edges(net: RoadNetwork, origins: list[str], target: str) -> list[tuple[str, str]]:
     """Edges on current shortest routes from origins to target (candidates for disruptions)."""
     found: list[tuple[str, str]] = []
+    state = _road_state(net)
     for origin in origins:
-        route = net.path(origin, target) or []
-        for a, b in itertools.pairwise(route):
-            key = edge_key(a, b)
+        for key in _route_edge_keys(net, state, origin, target):
             if key not in found:
                 found.append(key)
     return found
 
 
+def _road_state(net: RoadNetwork) -> tuple[float, frozenset, frozenset]:
+    return net.time_factor, frozenset(net.closed), frozenset(net.congestion.items())
+
+
+#: Per road state (time factor, closed roads, congestion): the edges of each shortest route
+#: and whether the roads stay connected without one more edge. Every reset and every fork
+#: draws its disruptions on a fresh network, so the same few states recur; the values are
+#: functions of the state alone.
+_ROUTE_EDGES: dict[tuple, tuple[tuple[str, str], ...]] = {}
+_CONNECTED_WITHOUT: dict[tuple, bool] = {}
+_ROAD_MEMO_MAX = 8192
+
+
+def _route_edge_keys(net: RoadNetwork, state: tuple, origin: str, target: str) -> tuple[tuple[str, str], ...]:
+    key = (state, origin, target)
+    edges = _ROUTE_EDGES.get(key)
+    if edges is None:
+        route = net.path(origin, target) or []
+        edges = tuple(edge_key(a, b) for a, b in itertools.pairwise(route))
+        if len(_ROUTE_EDGES) >= _ROAD_MEMO_MAX:
+            _ROUTE_EDGES.clear()
+        _ROUTE_EDGES[key] = edges
+    return edges
+
+
+def _connected_without(net: RoadNetwork, state: tuple, edge: tuple[str, str]) -> bool:
+    """``net.is_connected_without([edge])``, memoised per road state."""
+    key = (state[1], edge)
+    connected = _CONNECTED_WITHOUT.get(key)
+    if connected is None:
+        connected = net.is_connected_without([edge])
+        if len(_CONNECTED_WITHOUT) >= _ROAD_MEMO_MAX:
+            _CONNECTED_WITHOUT.clear()
+        _CONNECTED_WITHOUT[key] = connected
+    return connected
+
+
 def _road_disruption(
     rng: Random, net: RoadNetwork, kind: str, origins: list[str], start: int, end: int
 ) -> Disruption:
+    state = _road_state(net)
     candidates = _route_edges(net, origins, "H1") + _route_edges(net, ["N0", "N6", "N2"], origins[0])
-    candidates = [e for e in candidates if net.is_connected_without([e])]
+    candidates = [e for e in candidates if _connected_without(net, state, e)]
     if kind == "road_closure":
         if not candidates or rng.random() < RIVERSIDE_CLOSURE_PROBABILITY:
-            candidates = [edge_key(a, b) for a, b in RIVERSIDE_EDGES if net.is_connected_without([(a, b)])]
-        edge = rng.choice(candidates)
+            riverside = [edge_key(a, b) for a, b in RIVERSIDE_EDGES]
+            candidates = [e for e in riverside if _connected_without(net, state, e)]
+        edge = candidates[randbelow(rng, len(candidates))]
         label = EDGE_LABEL[edge]
         text = f"Waterlogging closes {label} ({edge[0]}-{edge[1]})"
         return Disruption(kind, start, end, edges=(edge,), text=text)
-    edge = rng.choice(candidates or sorted(EDGE_BASE))
+    options = candidates or sorted(EDGE_BASE)
+    edge = options[randbelow(rng, len(options))]
     factor = f"x{ACCIDENT_CONGESTION_FACTOR:g} travel time"
     text = f"Accident blocks lanes on {EDGE_LABEL[edge]} ({edge[0]}-{edge[1]}), {factor}"
     return Disruption(kind, start, end, edges=(edge,), text=text)
@@ -205,17 +255,17 @@ def draw_disruption(
     rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec
 ) -> Disruption:
     if kind in ("road_closure", "accident_congestion"):
-        start = rng.randint(*ROAD_DISRUPTION_WINDOW[0])
+        start = randint(rng, *ROAD_DISRUPTION_WINDOW[0])
         return _road_disruption(
-            rng, net, kind, origins, start, start + rng.randint(*ROAD_DISRUPTION_WINDOW[1])
+            rng, net, kind, origins, start, start + randint(rng, *ROAD_DISRUPTION_WINDOW[1])
         )
     if kind == "hospital_diversion":
         hid = "H1" if rng.random() < 0.5 else "H2"
-        start = rng.randint(*DIVERSION_WINDOW[0])
+        start = randint(rng, *DIVERSION_WINDOW[0])
         return Disruption(
             kind,
             start,
-            start + rng.randint(*DIVERSION_WINDOW[1]),
+            start + randint(rng, *DIVERSION_WINDOW[1]),
             hospital_id=hid,
             text=f"{hid} on diversion: ED beds full",
         )
@@ -223,24 +273,24 @@ def draw_disruption(
         hid, or_id = ("H1", "OR1") if task.task_id in ("task2", "task4", "task5") else ("H1", "OR2")
         if task.task_id == "task5" and rng.random() < 0.5:
             or_id = "OR2"
-        start = rng.randint(*OR_FAILURE_WINDOW[0])
+        start = randint(rng, *OR_FAILURE_WINDOW[0])
         label = "cath lab" if or_id == "OR1" else "trauma theatre"
         return Disruption(
             kind,
             start,
-            start + rng.randint(*OR_FAILURE_WINDOW[1]),
+            start + randint(rng, *OR_FAILURE_WINDOW[1]),
             hospital_id=hid,
             or_id=or_id,
             text=f"{hid} {or_id} ({label}) equipment failure",
         )
-    specialty = {"task2": rng.choice(("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
-        task.task_id, rng.choice(("cardiology", "neurology", "trauma_surgery"))
+    specialty = {"task2": _choice(rng, ("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
+        task.task_id, _choice(rng, ("cardiology", "neurology", "trauma_surgery"))
     )
-    start = rng.randint(*SPECIALIST_OUT_WINDOW[0])
+    start = randint(rng, *SPECIALIST_OUT_WINDOW[0])
     return Disruption(
         "specialist_unavailable",
         start,
-        start + rng.randint(*SPECIALIST_OUT_WINDOW[1]),
+        start + randint(rng, *SPECIALIST_OUT_WINDOW[1]),
         hospital_id="H1",
         specialty=specialty,
         text=f"H1 {specialty} on-call team tied up in another case",
@@ -292,9 +342,43 @@ def generate(task: TaskSpec, seed: int) -> Scenario:
 def draw_arrivals(task: TaskSpec, rng: Random):
     """The task's patients, calls and future arrivals, drawn from ``rng`` (ids from P1 on):
     ``(patients, calls, spawns, incident node, incident patient ids)``. Reset uses it, and a
-    fork draws a fresh future with it (fork.py)."""
+    fork draws a fresh future with ``draw_arrivals_after``."""
     builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
     return builder(rng, _Ids(), task)
+
+
+@dataclass
+class ShadowArrivals:
+    """``draw_arrivals`` as a fork needs it: the spawns in arrival order except the task's
+    scheduled calls up to the fork's minute (and, on request, the incident's first calls) --
+    their draws are made but nothing is built --, the place of every spawn in arrival order (the
+    dropped ones too), the incident node, the incident patients' ids (the ids count the dropped
+    calls, as in the full draw) and the minute of the incident's first arrival."""
+
+    patients: dict[str, Patient]
+    spawns: list[PendingSpawn]
+    places: list[str]
+    incident_node: str | None
+    mci_patients: set[str]
+    incident_start: int | None
+
+
+def draw_arrivals_after(
+    task: TaskSpec, rng: Random, minute: int, drop_incident_calls: bool = False
+) -> ShadowArrivals:
+    """``draw_arrivals(task, rng)`` with the same draws, leaving out the scheduled calls
+    received at or before ``minute`` and, if ``drop_incident_calls``, the incident's first calls
+    (tests/sim/test_fork_speed_equivalence.py)."""
+    if task.task_id in _PHASE1_BUILDERS:
+        patients, _, spawns, incident, mci = _PHASE1_BUILDERS[task.task_id](rng, _Ids(), task)
+        times = [s.at for s in spawns if s.patient.patient_id in mci]
+        times += [p.appeared_at for p in patients.values() if p.patient_id in mci]
+        places = [s.patient.node for s in spawns]
+        return ShadowArrivals(patients, spawns, places, incident, mci, min(times, default=None))
+    order, incident = _phase2_plan(rng, task)
+    start = min((at for at, _, _, _, reason in order if reason != "call"), default=None)
+    spawns, mci = _phase2_spawns(rng, _Ids(), order, minute, drop_incident_calls)
+    return ShadowArrivals({}, spawns, [node for _, _, _, node, _ in order], incident, mci, start)
 
 
 def _task1(rng: Random, ids: _Ids, task: TaskSpec):
@@ -331,36 +415,75 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
     return patients, {}, spawns, incident, mci
 
 
+_Planned = tuple[int, float, str, str, str]  # (minute, tie-break, condition, node, reason)
+
+
 def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
     """The call schedule. Calls are drawn first as (minute, condition, node, kind), then put in
     arrival order with a random tie-break before patients and reports are made, so neither ids
     nor draw order tell an incident call from any other."""
+    order, incident = _phase2_plan(rng, task)
+    spawns, mci = _phase2_spawns(rng, ids, order)
+    return {}, {}, spawns, incident, mci
+
+
+def _phase2_plan(rng: Random, task: TaskSpec) -> tuple[list[_Planned], str | None]:
     n_calls, last_call = PHASE2_CALLS[task.task_id]
-    times = sorted([0] + [rng.randint(1, last_call) for _ in range(n_calls - 1)])
-    conditions = ["stemi", rng.choice(("stroke", "trauma_haemorrhage")), "labour"]
-    conditions += [weighted_draw(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
-    rng.shuffle(conditions)
+    times = sorted([0] + [randint(rng, 1, last_call) for _ in range(n_calls - 1)])
+    conditions = ["stemi", _choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
+    conditions += [draw_constant(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
+    _shuffle(rng, conditions)
     planned = [
-        (at, cond, rng.choice(PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
+        (at, cond, _choice(rng, PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
     ]
     incident = None
     if task.cascades:
-        incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
-        at = rng.randint(*INCIDENT_CALL_RANGE)
+        incident = _choice(rng, ("N0", "N2", "N4", "N5", "N8"))
+        at = randint(rng, *INCIDENT_CALL_RANGE)
         planned += [(at, cond, incident, "incident call") for cond in ("trauma_haemorrhage", "trauma_major")]
-        later = at + rng.randint(*INCIDENT_SECONDARY_DELAY_RANGE)
-        cond = rng.choice(("trauma_haemorrhage", "trauma_major"))
+        later = at + randint(rng, *INCIDENT_SECONDARY_DELAY_RANGE)
+        cond = _choice(rng, ("trauma_haemorrhage", "trauma_major"))
         planned.append((later, cond, incident, "secondary casualty at the incident"))
-    order = sorted((at, rng.random(), cond, node, reason) for at, cond, node, reason in planned)
+    draw = rng.random
+    return sorted([(at, draw(), cond, node, reason) for at, cond, node, reason in planned]), incident
+
+
+def _phase2_spawns(
+    rng: Random,
+    ids: _Ids,
+    order: list[_Planned],
+    drop_calls_until: int = -1,
+    drop_incident_calls: bool = False,
+) -> tuple[list[PendingSpawn], set[str]]:
+    """Patients and reports in arrival order; scheduled calls received at or before
+    ``drop_calls_until`` (and the incident's first calls if ``drop_incident_calls``) are drawn
+    but not built (``draw_arrivals_after``)."""
     spawns: list[PendingSpawn] = []
     mci: set[str] = set()
     for at, _, cond, node, reason in order:
-        secondary = reason.startswith("secondary")
-        p = _patient(rng, ids.patient(), cond, node, at, secondary=secondary, visible=False, reported=True)
+        pid = ids.patient()
         if reason != "call":
-            mci.add(p.patient_id)
+            mci.add(pid)
+        passed = at <= drop_calls_until and reason == "call"
+        if passed or (drop_incident_calls and reason == "incident call"):
+            _skip_reported_patient(rng, cond)
+            continue
+        secondary = reason.startswith("secondary")
+        p = _patient(rng, pid, cond, node, at, secondary=secondary, visible=False, reported=True)
         spawns.append(PendingSpawn(at, p, _call(rng, p, secondary=secondary), reason))
-    return {}, {}, spawns, incident, mci
+    return spawns, mci
+
+
+def _choice(rng: Random, options: tuple[str, ...]) -> str:
+    """``rng.choice(options)``, the same draws (``triage.randbelow``)."""
+    return options[randbelow(rng, len(options))]
+
+
+def _shuffle(rng: Random, items: list[str]) -> None:
+    """``rng.shuffle(items)``, the same draws (``triage.randbelow``)."""
+    for i in range(len(items) - 1, 0, -1):
+        j = randbelow(rng, i + 1)
+        items[i], items[j] = items[j], items[i]
 
 
 _PHASE1_BUILDERS = {"task1": _task1, "task2": _task2, "task3": _task3}
@@ -385,10 +508,10 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
     ids = _Ids()
     ids.patients = patients_start
     spawns = []
-    for _ in range(rng.randint(*NEWS_CYCLE_SURGE_CALLS)):
-        at = start + rng.randint(1, NEWS_CYCLE_SURGE_SPREAD_MIN)
+    for _ in range(randint(rng, *NEWS_CYCLE_SURGE_CALLS)):
+        at = start + randint(rng, 1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), rng.choice(PATIENT_NODES), at, visible=False,
+            rng, ids.patient(), draw_constant(rng, SURGE_MIX), _choice(rng, PATIENT_NODES), at, visible=False,
             reported=True,
         )
         spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))

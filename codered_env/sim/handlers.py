@@ -151,6 +151,7 @@ def triage_call(world: World, a: Any) -> str | None:
     world.score_dirty.add(p.patient_id)  # cpr_from may change below
     if p.visible:  # the running grade judges the triage of callers a crew has seen
         world.score_version += 1
+        world.triage_version += 1
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
     if a.priority == "P1" and p.cpr_from is None and CONDITIONS[p.condition].key == "cardiac_arrest":

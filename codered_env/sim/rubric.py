@@ -84,10 +84,17 @@ def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return expected_outcome(
-            cond, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
+        return _treated_outcome(
+            p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
         )
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _treated_outcome(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+                     cpr: float, door: int | None) -> float:
+    """``expected_outcome`` memoised like ``_benefit`` (every grade asks it of every patient)."""
+    return expected_outcome(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
 
 
 def _door(p: Patient) -> int | None:
@@ -141,6 +148,7 @@ def _patient_record(p: Patient) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(p)
+    time_score = round(_time_score(p), 4)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -152,8 +160,8 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "target_min": cond.target_for(_relaxed(p)),
         "therapy": p.therapy if treated else None,
         "quality": round(p.treatment_quality, 3),
-        "benefit_kept": round(_time_score(p), 4),
-        "time_score": round(_time_score(p), 4),
+        "benefit_kept": time_score,
+        "time_score": time_score,
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
         "prep": None if prep is None else round(prep, 4),
         "prep_parts": dict(p.arrival_prep or {}),
@@ -296,6 +304,8 @@ class PreviewMemo:
     shares: dict[str, _Share] = field(default_factory=dict)
     sums: _Sums | None = None
     terms: _Terms | None = None  # what the components take from ``sums``
+    accuracy: tuple[int, float] | None = None  # (World.triage_version, the triage accuracy)
+    index: dict[str, int] = field(default_factory=dict)  # patient id -> place in sums.shares
 
 
 class _Sums(NamedTuple):
@@ -343,7 +353,12 @@ def _memo_sums(world: World, memo: PreviewMemo) -> _Sums:
     kept = memo.sums
     if kept is not None and not dirty:
         return kept
-    known = memo.shares
+    if kept is not None:
+        replaced = _replace_dirty(world, memo, kept)
+        if replaced is not None:
+            dirty.clear()
+            return replaced
+    known, index = memo.shares, {}
     shares = []
     for p in world.patients.values():
         if not p.visible or p.condition in _NOT_SCORED:
@@ -352,28 +367,62 @@ def _memo_sums(world: World, memo: PreviewMemo) -> _Sums:
         share = known.get(pid)
         if share is None or kept is None or pid in dirty:
             share = known[pid] = _share(p)
+        index[pid] = len(shares)
         shares.append(share)
     dirty.clear()
+    memo.index = index
     ordered = tuple(shares)
     if kept is None or kept.shares != ordered:
         kept = memo.sums = _add_up(ordered)
     return kept
 
 
-def _cascade(world: World, terms: _Terms, final: bool) -> float:
+def _replace_dirty(world: World, memo: PreviewMemo, kept: _Sums) -> _Sums | None:
+    """The sums with the dirty patients' shares replaced in place, or None when a patient joined
+    the scored ones (the caller rebuilds the order)."""
+    patients, index = world.patients, memo.index
+    shares: list[_Share] | None = None
+    for pid in world.score_dirty:
+        p = patients.get(pid)
+        if p is None or not p.visible or p.condition in _NOT_SCORED:
+            continue
+        i = index.get(pid)
+        if i is None:
+            return None
+        share = _share(p)
+        if share != kept.shares[i]:
+            if shares is None:
+                shares = list(kept.shares)
+            shares[i] = memo.shares[pid] = share
+    if shares is None:
+        return kept
+    memo.sums = _add_up(tuple(shares))
+    return memo.sums
+
+
+def _cascade(world: World, terms: _Terms, final: bool, memo: PreviewMemo | None = None) -> float:
     subs = [terms.secondary_response]
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     subs.append(terms.delivered_share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
-        patients = world.patients
-        accuracy = _mean([
-            _ACCURACY[c.priority, c.true_priority]
-            for c in world.calls.values()
-            # the preview judges only triage the crews have already checked
-            if c.callback_of is None and (final or patients[c.patient_id].visible)
-        ])
+        if memo is not None and memo.accuracy is not None and memo.accuracy[0] == world.triage_version:
+            accuracy = memo.accuracy[1]
+        else:
+            accuracy = _triage_accuracy_mean(world, final)
+            if memo is not None:
+                memo.accuracy = (world.triage_version, accuracy)
         subs.append(accuracy * (NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0))
     return _mean(subs)
+
+
+def _triage_accuracy_mean(world: World, final: bool) -> float:
+    patients = world.patients
+    return _mean([
+        _ACCURACY[c.priority, c.true_priority]
+        for c in world.calls.values()
+        # the preview judges only triage the crews have already checked
+        if c.callback_of is None and (final or patients[c.patient_id].visible)
+    ])
 
 
 def _mutual_aid_penalty(world: World, final: bool) -> float | int:
@@ -446,10 +495,14 @@ def _terms(sums: _Sums) -> _Terms:
 
 
 def _penalty(counts: dict[str, int]) -> float:
+    if not counts:
+        return 0  # what the sum below gives (most steps of a good episode)
     return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
 
 
-def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dict[str, float | None]:
+def _components(
+    world: World, terms: _Terms, penalty: float, final: bool, memo: PreviewMemo | None = None
+) -> dict[str, float | None]:
     cascades = world.task.cascades
     return {
         "time_score": terms.time_score,
@@ -457,7 +510,7 @@ def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dic
         "secondary_harm": terms.secondary_gain if cascades else None,
         "prep_ready": terms.prep,
         "vitals_score_avg": terms.vitals,
-        "cascade_score": _cascade(world, terms, final) if cascades else None,
+        "cascade_score": _cascade(world, terms, final, memo) if cascades else None,
     }
 
 
@@ -500,7 +553,7 @@ def _preview_raw(world: World, memo: PreviewMemo) -> float:
     terms = memo.terms
     if terms is None or terms.sums is not sums:
         terms = memo.terms = _terms(sums)
-    components = _components(world, terms, _penalty(world.ledger), False)
+    components = _components(world, terms, _penalty(world.ledger), False, memo)
     raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(world.task.cascades)])
     return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
 

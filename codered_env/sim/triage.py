@@ -44,9 +44,11 @@ Public functions
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
+import struct
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -146,17 +148,117 @@ def weighted_draw(rng: Random, table: dict[str, float]) -> str:
     return next(reversed(table))
 
 
+def draw_constant(rng: Random, table: dict[str, float]) -> str:
+    """``weighted_draw(rng, table)`` for a table that never changes (a module constant): the same
+    draw and the same key, found by bisection on each key's limit instead of walking the table."""
+    entry = _LIMITS.get(id(table))
+    if entry is None or entry[0] is not table:
+        entry = _LIMITS[id(table)] = (table, *_limits(table))
+    _, total, limits, keys = entry
+    i = bisect.bisect_left(limits, rng.random() * total)
+    return keys[i] if i < len(keys) else keys[-1]
+
+
+#: id(table) -> (table, its total, each key's limit, its keys) for ``draw_constant`` (the table
+#: itself is kept, so its id is never reused while the entry lives).
+_LIMITS: dict[int, tuple[dict[str, float], float, list[float], list[str]]] = {}
+_DOUBLE = struct.Struct("<d")
+_INT64 = struct.Struct("<q")
+
+
+def _limits(table: dict[str, float]) -> tuple[float, list[float], list[str]]:
+    """``weighted_draw`` returns the first key after whose weight ``x`` (drawn, times the total)
+    minus the weights so far is ``<= 0``. Each such difference is a non-decreasing function of
+    ``x`` in floating point (rounding is monotone, the weights are non-negative), so key ``i`` is
+    returned exactly when ``x`` is at most the largest double whose difference is ``<= 0`` (its
+    limit, found by bisection over the doubles in ``[0, total]``) and above the limits before."""
+    weights = list(table.values())
+    if any(not w >= 0.0 for w in weights):
+        raise ValueError(f"draw_constant needs non-negative weights, got {table}")
+    total = sum(weights)
+
+    def left(x: float, upto: int) -> float:
+        for w in weights[: upto + 1]:
+            x -= w
+        return x
+
+    limits = []
+    top = _INT64.unpack(_DOUBLE.pack(total))[0]
+    for i in range(len(weights)):
+        lo, hi = 0, top  # doubles >= 0 order as their bit patterns; left(0.0) <= 0 always
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if left(_DOUBLE.unpack(_INT64.pack(mid))[0], i) <= 0:
+                lo = mid
+            else:
+                hi = mid - 1
+        limits.append(_DOUBLE.unpack(_INT64.pack(lo))[0])
+    return total, limits, list(table)
+
+
 def _false_mention(feature: str) -> float:
     return 0.0 if feature in REPORT_NEVER_MISTAKEN else REPORT_FALSE_MENTION
 
 
 @functools.cache
-def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...]], ...]:
+def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...], int, int], ...]:
     """Per feature, in ``FEATURES`` order: P(present) for ``condition``, P(mentioned though
-    absent), and its phrases (what ``caller_report`` reads for every feature of every call)."""
-    return tuple(
-        (REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), FEATURE_PHRASES[f]) for f in FEATURES
-    )
+    absent), its phrases, their number and that number's bit length (what ``caller_report``
+    reads for every feature of every call; the last two draw a phrase as ``rng.choice`` does)."""
+    rows = []
+    for f in FEATURES:
+        phrases = FEATURE_PHRASES[f]
+        rows.append((REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), phrases, len(phrases),
+                     len(phrases).bit_length()))
+    return tuple(rows)
+
+
+def randbelow(rng: Random, n: int) -> int:
+    """``rng._randbelow(n)`` of CPython's ``random.Random`` (what ``randint``, ``choice`` and
+    ``shuffle`` draw through): the same draws from the stream, without their Python call layers.
+    tests/sim/test_fork_speed_equivalence.py checks it against ``random.Random``."""
+    if n <= 0:
+        raise ValueError(f"randbelow needs n > 0, got {n}")
+    bits = rng.getrandbits
+    k = n.bit_length()
+    r = bits(k)
+    while r >= n:
+        r = bits(k)
+    return r
+
+
+def randint(rng: Random, lo: int, hi: int) -> int:
+    """``rng.randint(lo, hi)`` for ``lo <= hi``, the same draws (see ``randbelow``)."""
+    if hi < lo:
+        raise ValueError(f"empty range for randint({lo}, {hi})")
+    return lo + randbelow(rng, hi - lo + 1)
+
+
+#: Bit lengths of ``i + 1`` for the swaps of ``rng.shuffle`` (a report mentions at most every feature).
+_SHUFFLE_BITS = tuple((i + 1).bit_length() for i in range(len(FEATURE_PHRASES) + 1))
+
+
+def _mentions(condition: str, caller: str, rng: Random) -> list[str]:
+    """The phrases a ``caller`` uses for ``condition``'s features, in the shuffled order of
+    ``drawn_report``: per feature the draws of ``random() < P(present)``, ``random() < P(said)``
+    and, when said, ``rng.choice(phrases)``; then ``rng.shuffle`` (same draws, inlined)."""
+    reliability = REPORT_CALLER_RELIABILITY[caller]
+    draw, bits = rng.random, rng.getrandbits
+    mentioned = []
+    for present_p, false_p, phrases, n, k in _feature_table(condition):
+        said_p = reliability if draw() < present_p else false_p
+        if draw() < said_p:
+            j = bits(k)
+            while j >= n:
+                j = bits(k)
+            mentioned.append(phrases[j])
+    for i in range(len(mentioned) - 1, 0, -1):
+        k = _SHUFFLE_BITS[i]
+        j = bits(k)
+        while j > i:
+            j = bits(k)
+        mentioned[i], mentioned[j] = mentioned[j], mentioned[i]
+    return mentioned
 
 
 def caller_report(condition: str, place: str, rng: Random) -> str:
@@ -166,21 +268,23 @@ def caller_report(condition: str, place: str, rng: Random) -> str:
 
 def drawn_report(condition: str, place: str, rng: Random) -> tuple[str, str, int]:
     """``caller_report`` with the sex and age it drew (what ``parse_report`` would read back)."""
-    caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
-    lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
-    age = rng.randint(lo, hi)
+    caller = draw_constant(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[draw_constant(rng, REPORT_AGE_BANDS[condition])]
+    age = randint(rng, lo, hi)
     sex = "M" if rng.random() < REPORT_SHARE_MALE[condition] else "F"
-    reliability = REPORT_CALLER_RELIABILITY[caller]
-    mentioned = []
-    draw = rng.random
-    for present_p, false_p, phrases in _feature_table(condition):
-        present = draw() < present_p
-        said = draw() < (reliability if present else false_p)
-        if said:
-            mentioned.append(rng.choice(phrases))
-    rng.shuffle(mentioned)
+    mentioned = _mentions(condition, caller, rng)
     symptoms = "; ".join(mentioned) if mentioned else NO_SYMPTOM_TEXT
     return f"{age}{sex} at {place}, {CALLER_PHRASES[caller]}: {symptoms}", sex, age
+
+
+def skip_report(condition: str, rng: Random) -> None:
+    """Advance ``rng`` exactly as ``drawn_report(condition, ...)`` would, building no text (a
+    fork's shadow schedule discards the calls it has already passed)."""
+    caller = draw_constant(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[draw_constant(rng, REPORT_AGE_BANDS[condition])]
+    randint(rng, lo, hi)
+    rng.random()
+    _mentions(condition, caller, rng)
 
 
 def callback_report(original: str, original_id: str) -> str:
@@ -217,23 +321,42 @@ def report_facts(report: str) -> ReportFacts | None:
 
 def log_likelihood(condition: str, facts: ReportFacts) -> float:
     """log P(report facts | condition) under the generative model above."""
-    caller_p = REPORT_CALLER_MIX[condition].get(facts.caller, 0.0)
-    band_p = REPORT_AGE_BANDS[condition].get(facts.age_band, 0.0)
+    return _log_likelihood(condition, facts.caller, facts.age_band, facts.sex, facts.features)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _log_likelihood(condition: str, caller: str, band: str, sex: str, features: frozenset[str]) -> float:
+    """``log_likelihood`` of the facts it reads (memoised: every fork weighs the same waiting
+    callers again). The per-feature logs come from ``_log_chances``, added in the same order."""
+    caller_p = REPORT_CALLER_MIX[condition].get(caller, 0.0)
+    band_p = REPORT_AGE_BANDS[condition].get(band, 0.0)
     male = REPORT_SHARE_MALE[condition]
-    sex_p = male if facts.sex == "M" else 1.0 - male
+    sex_p = male if sex == "M" else 1.0 - male
     if caller_p <= 0 or band_p <= 0 or sex_p <= 0:
         return -math.inf
-    r = REPORT_CALLER_RELIABILITY[facts.caller]
     total = math.log(caller_p) + math.log(band_p) + math.log(sex_p)
+    for feature, said_log, unsaid_log in _log_chances(condition, caller):
+        chance_log = said_log if feature in features else unsaid_log
+        if chance_log is None:
+            return -math.inf
+        total += chance_log
+    return total
+
+
+@functools.cache
+def _log_chances(condition: str, caller: str) -> tuple[tuple[str, float | None, float | None], ...]:
+    """Per feature, in ``FEATURES`` order: log P(mentioned) and log P(not mentioned) for this
+    condition and caller (None where the chance is 0: the report is then impossible)."""
+    r = REPORT_CALLER_RELIABILITY[caller]
     table = REPORT_FEATURES[condition]
+    rows = []
     for feature in FEATURES:
         p = table.get(feature, 0.0)
         said = p * r + (1.0 - p) * _false_mention(feature)
-        chance = said if feature in facts.features else 1.0 - said
-        if chance <= 0.0:
-            return -math.inf
-        total += math.log(chance)
-    return total
+        unsaid = 1.0 - said
+        said_log = math.log(said) if said > 0.0 else None
+        rows.append((feature, said_log, math.log(unsaid) if unsaid > 0.0 else None))
+    return tuple(rows)
 
 
 def posterior_from_facts(facts: ReportFacts, prior: dict[str, float] | None = None) -> dict[str, float]:
@@ -271,12 +394,18 @@ def callback_plan(report: str, rng: Random) -> int | None:
 
     A condition is drawn from the posterior given the report, then whether and when that
     caller would ring back; the caller's true condition plays no part."""
-    posterior = condition_posterior({"report": report})
-    imagined = weighted_draw(rng, posterior)
+    imagined = weighted_draw(rng, _report_posterior(report))
     priority = CONDITIONS[imagined].true_priority
     if rng.random() >= CALLBACK_PROBABILITY_BY_PRIORITY[priority]:
         return None
     return rng.randint(*CALLBACK_DELAY_RANGE_BY_PRIORITY[priority])
+
+
+@functools.lru_cache(maxsize=8192)
+def _report_posterior(report: str) -> dict[str, float]:
+    """``condition_posterior`` of a report under the call mix, memoised (read only): every
+    fork redraws the callbacks of the same advised callers."""
+    return condition_posterior({"report": report})
 
 
 def triage_cost(given: str, truth: str) -> float:

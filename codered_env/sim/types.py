@@ -201,8 +201,8 @@ class Hospital:
         return self.base_load + len(self.ed_patients) + self.boarders
 
     @property
-    def crowded(self) -> bool:
-        return self.occupancy > self.capacity
+    def crowded(self) -> bool:  # occupancy > capacity, without a second property call per minute
+        return self.base_load + len(self.ed_patients) + self.boarders > self.capacity
 
     def or_by_id(self, or_id: str) -> OperatingRoom | None:
         for room in self.ors:

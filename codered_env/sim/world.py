@@ -10,6 +10,7 @@ trips happen) and ``narrative`` (mutual-aid delays, news-cycle draws, surge call
 
 from __future__ import annotations
 
+import itertools
 import math
 from random import Random
 
@@ -102,14 +103,20 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
-        # bumped wherever an input of the running grade (rubric.preview_score) changes: a patient
-        # or call arriving, a crew reaching a patient, a first hospital arrival, a treatment
-        # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), a
-        # triage, the ledger, mutual aid, overcrowding and the news cycle; and a fork
+        # bumped wherever an input of the running grade (rubric.preview_score) changes: a visible
+        # patient arriving, a crew reaching a patient, a first hospital arrival, a treatment
+        # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), the
+        # triage of a visible caller, the ledger, mutual aid, overcrowding and the news cycle; and
+        # a fork (the grade counts only the callers a crew has seen, so hidden ones bump nothing)
         self.score_version = 0
         # patients a field of whose grade share may have changed since the running grade last
         # looked (rubric.PreviewMemo): marked where those fields are set, cleared by the preview
         self.score_dirty: set[str] = set()
+        # bumped where the triage the running grade judges can change: a visible caller's
+        # triage or new call, a caller seen by a crew
+        self.triage_version = 0
+        # calls before this place in ``calls`` have left "pending", which no call re-enters
+        self.first_pending_call = 0
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
@@ -128,11 +135,15 @@ class World:
     def tick(self) -> None:
         self.clock += 1
         t = self.clock
-        disruptions.start_and_end(self, t)
-        spawns.release_due(self, t)
+        # the guards skip a call when the step has nothing to do this minute
+        if self.disruptions:
+            disruptions.start_and_end(self, t)
+        if self.spawns and self.spawns[0].at <= t:
+            spawns.release_due(self, t)
         if self.mutual_aid:
             mutual_aid.arrivals(self, t)
-        blood.results_and_transfers(self, t)
+        if self.transfers or t >= self.next_lab_at:
+            blood.results_and_transfers(self, t)
         rooms.timers(self, t)
         ambulances.move(self, t)
         care.advance(self, t)
@@ -170,6 +181,15 @@ class World:
             if p.visible and p.status not in FINAL_PATIENT_STATES:
                 return False
         return True
+
+    def oldest_pending_call(self) -> Call | None:
+        """The first pending call: calls come in the order of their minute and never return to
+        "pending", so no later one has waited longer."""
+        for call in itertools.islice(self.calls.values(), self.first_pending_call, None):
+            if call.status == "pending":
+                return call
+            self.first_pending_call += 1
+        return None
 
     def care_for(self, p: Patient, h: Hospital) -> Care | None:
         return rooms.care_for(p, h)

@@ -19,6 +19,7 @@ and rollouts, through a wrapper around ``step``):
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import random
 import weakref
@@ -47,10 +48,16 @@ def _check(sim: CodeRedSim) -> None:
         memo = sim._shares
         if memo.sums is not None:  # the kept sums are those of the kept shares, added afresh
             assert memo.sums == rubric._add_up(memo.sums.shares)
+            assert all(memo.sums.shares[i] == memo.shares[pid] for pid, i in memo.index.items())
+        if memo.accuracy is not None and memo.accuracy[0] == world.triage_version:
+            assert memo.accuracy[1] == rubric._triage_accuracy_mean(world, False)
         for pid, share in memo.shares.items():  # a patient not marked dirty keeps a true share
             p = world.patients.get(pid)
             if p is not None and pid not in world.score_dirty:
                 assert share == rubric._share(p), pid
+    calls = list(world.calls.values())  # World.oldest_pending_call's premises
+    assert all(a.received_at <= b.received_at for a, b in itertools.pairwise(calls))
+    assert all(c.status != "pending" for c in calls[: world.first_pending_call])
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
     assert world.next_lab_at == min(pending, default=math.inf)
@@ -58,12 +65,15 @@ def _check(sim: CodeRedSim) -> None:
     net = world.net
     fresh = RoadNetwork(world.peak_hour)
     fresh.closed, fresh.congestion = set(net.closed), dict(net.congestion)
-    dist, nxt = _shortest_paths(fresh)
+    dist, nxt, edges = _shortest_paths(fresh)
     for i, a in enumerate(NODE_IDS):
         for j, b in enumerate(NODE_IDS):
             assert net.minutes(a, b) == dist[i][j], (a, b)
     net.path(NODE_IDS[0], NODE_IDS[-1])
     assert net._next == nxt
+    for a in NODE_IDS:  # the per-state edge table equals the costs computed afresh
+        for b in NODE_IDS:
+            assert net.edge_minutes(a, b) == fresh._edge_cost(a, b) == edges.get((a, b), math.inf)
     view = sim.observation_view()
     assert dict(view) == sim.observation()
     last = _LAST_VIEW.get(sim)

@@ -16,6 +16,7 @@ _MEMOS = (
     *gym_env.FEATURE_MEMOS,
     rubric._benefit,
     rubric._gain,
+    rubric._treated_outcome,
     actions_module._validate_memo,
 )
 

@@ -34,10 +34,9 @@ def advance(world: World, t: int) -> None:
     if world.incident_node and not world.escalated and t >= world.incident_start + INCIDENT_ESCALATION_MIN:
         _maybe_escalate_incident(world, t)
     if world.task.phase == 2 and world.news_cycle_at is None:
-        for call in world.calls.values():
-            if call.status == "pending" and t - call.received_at >= NEWS_CYCLE_WAIT_MIN:
-                news_cycle(world, f"caller {call.call_id} waited {t - call.received_at} min for a unit")
-                break
+        call = world.oldest_pending_call()
+        if call is not None and t - call.received_at >= NEWS_CYCLE_WAIT_MIN:
+            news_cycle(world, f"caller {call.call_id} waited {t - call.received_at} min for a unit")
 
 
 def _maybe_escalate_incident(world: World, t: int) -> None:

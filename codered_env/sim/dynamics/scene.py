@@ -31,6 +31,7 @@ def arrive(world: World, amb: Ambulance) -> None:
     cond = CONDITIONS[p.condition]
     amb.status = "on_scene"
     world.score_changed(p)
+    world.triage_version += 1  # the caller becomes visible below
     p.first_unit_at = world.clock if p.first_unit_at is None else p.first_unit_at
     if p.call_id and p.call_id in world.calls:
         world.calls[p.call_id].status = "on_scene"

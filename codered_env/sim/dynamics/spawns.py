@@ -46,6 +46,8 @@ def add_spawn(world: World, spawn: PendingSpawn) -> None:
         p.band = band(p.reserve)
         world.patients[p.patient_id] = p
     if spawn.call is not None:
+        if p.visible:
+            world.triage_version += 1
         call = spawn.call
         call.call_id = next_call_id(world)
         world.calls[call.call_id] = call
