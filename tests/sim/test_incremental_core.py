@@ -23,7 +23,7 @@ import itertools
 import math
 import random
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -83,19 +83,9 @@ def _check(sim: CodeRedSim) -> None:
 
 
 @pytest.fixture()
-def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Wrap ``CodeRedSim.step`` so every step of every simulation is checked; yields a counter."""
-    calls = [0]
-    original = CodeRedSim.step
-
-    def step(self: CodeRedSim, action: object) -> Any:
-        out = original(self, action)
-        _check(self)
-        calls[0] += 1
-        return out
-
-    monkeypatch.setattr(CodeRedSim, "step", step)
-    yield calls
+def checked(check_every_step: Callable[[Callable[[CodeRedSim], None]], list[int]]) -> list[int]:
+    """Every step of every simulation is checked (tests/sim/conftest.py); a counter of them."""
+    return check_every_step(_check)
 
 
 def _play(task_id: str, seed: int, agent_name: str, max_steps: int | None = None,
