@@ -58,6 +58,10 @@ def _check(sim: CodeRedSim) -> None:
     calls = list(world.calls.values())  # World.oldest_pending_call's premises
     assert all(a.received_at <= b.received_at for a, b in itertools.pairwise(calls))
     assert all(c.status != "pending" for c in calls[: world.first_pending_call])
+    hospitals = world.hospitals.values()
+    running = [r.until for h in hospitals for r in h.ors if r.state in ("preparing", "ready", "in_use")]
+    running += [s.until for h in hospitals for s in h.specialists.values() if s.state in ("paged", "present")]
+    assert world.next_timer_at <= min(running, default=math.inf), "a running timer would be skipped"
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
     assert world.next_lab_at == min(pending, default=math.inf)
