@@ -6,14 +6,19 @@ and rollouts, through a wrapper around ``step``):
 
 - the running score preview, recomputed only when ``World.score_version`` moved, equals
   ``rubric.preview_score`` computed from scratch;
-- the travel-time tables, shared per road state, equal a fresh Floyd-Warshall over the roads;
+- the travel-time and edge tables, shared per road state, equal a fresh Floyd-Warshall and fresh
+  edge costs over the roads;
 - the lazy observation view, read whole, equals ``observation()`` (its patient, hospital and
   unit rows are reused from earlier steps while what they show is unchanged), and a view handed
   out at one step still reads the same after later steps (reused rows are never changed in
   place); the heuristic given the view plays exactly the actions it plays given the dict;
-- the running grade's per-patient shares (of every patient not marked in ``World.score_dirty``)
-  and their sums (``rubric.PreviewMemo``) equal a fresh computation, and the minute of the next
-  blood-type result (``World.next_lab_at``) equals a scan of the patients, with no result overdue.
+- the running grade's per-patient shares (of every patient not marked in ``World.score_dirty``),
+  their sums, their places and the kept triage accuracy (``rubric.PreviewMemo``) equal a fresh
+  computation;
+- the minute of the next blood-type result (``World.next_lab_at``) equals a scan of the patients,
+  with no result overdue; no running OR or specialist timer falls due before
+  ``World.next_timer_at``; calls come in the order of their minute and none before
+  ``World.first_pending_call`` is pending.
 """
 
 from __future__ import annotations
