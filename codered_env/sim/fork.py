@@ -130,6 +130,7 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     callbacks = _redraw_callbacks(world, rng)
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
+    world.next_timer_at = 0  # timers were redrawn: rooms.timers finds the next one afresh
     _renoise_trips(world, rng)
     shadow = _shadow_arrivals(world, rng)
     _replace_future(world, rng, callbacks, shadow, parent_spawns)

@@ -207,6 +207,7 @@ def prepare_or(world: World, a: Any) -> str | None:
     if "cath_lab" not in room.procedures:
         room.prep_total = OR_PREP_MIN_BY_TIER[h.tier]
     room.state, room.procedure, room.until = "preparing", a.procedure, world.clock + room.prep_total
+    world.timer_set(room.until)
     room.agent_prepared, room.patient_id = True, None
     return None
 
@@ -224,6 +225,7 @@ def page_specialist(world: World, a: Any) -> str | None:
         ]
         return f"{h.hospital_id} {a.specialty} is already {spec.state} ({when} t{spec.until})"
     spec.state, spec.until, spec.agent_paged, spec.used = "paged", world.clock + spec.page_delay, True, False
+    world.timer_set(spec.until)
     return None
 
 

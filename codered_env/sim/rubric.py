@@ -328,21 +328,21 @@ def _add_up(shares: tuple[_Share, ...]) -> _Sums:
     preps: list[float] = []
     gains: list[float] = []
     responses: list[float] = []
-    for s in shares:
-        total_w += s.weight
-        if s.weighted_time is not None:
-            time_sum += s.weighted_time
-            vitals_sum += s.vitals
-        if s.prep is not None:
-            preps.append(s.prep)
-        if s.covered:
+    for weight, weighted_time, vitals, prep, was_covered, was_delivered, gain, response in shares:
+        total_w += weight
+        if weighted_time is not None:
+            time_sum += weighted_time
+            vitals_sum += vitals
+        if prep is not None:
+            preps.append(prep)
+        if was_covered:
             covered += 1
-        if s.delivered:
+        if was_delivered:
             delivered += 1
-        if s.secondary_gain is not None:
-            gains.append(s.secondary_gain)
-        if s.secondary_response is not None:
-            responses.append(s.secondary_response)
+        if gain is not None:
+            gains.append(gain)
+        if response is not None:
+            responses.append(response)
     return _Sums(shares, total_w, time_sum, vitals_sum, covered, delivered, preps, gains, responses)
 
 

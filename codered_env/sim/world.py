@@ -118,6 +118,9 @@ class World:
         # calls before this place in ``calls`` have left "pending", which no call re-enters
         self.first_pending_call = 0
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
+        # no OR or specialist timer falls due before this minute (rooms.timers; lowered by
+        # ``timer_set`` wherever a room or specialist starts a timer outside the timers step)
+        self.next_timer_at: float = 0
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
@@ -160,6 +163,11 @@ class World:
         """An input of the running grade changed for ``p`` (see ``score_version``)."""
         self.score_version += 1
         self.score_dirty.add(p.patient_id)
+
+    def timer_set(self, at: int) -> None:
+        """An OR or specialist timer now runs to minute ``at``."""
+        if at < self.next_timer_at:
+            self.next_timer_at = at
 
     def count(self, key: str, n: int = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n

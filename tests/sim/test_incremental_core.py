@@ -6,14 +6,19 @@ and rollouts, through a wrapper around ``step``):
 
 - the running score preview, recomputed only when ``World.score_version`` moved, equals
   ``rubric.preview_score`` computed from scratch;
-- the travel-time tables, shared per road state, equal a fresh Floyd-Warshall over the roads;
+- the travel-time and edge tables, shared per road state, equal a fresh Floyd-Warshall and fresh
+  edge costs over the roads;
 - the lazy observation view, read whole, equals ``observation()`` (its patient, hospital and
   unit rows are reused from earlier steps while what they show is unchanged), and a view handed
   out at one step still reads the same after later steps (reused rows are never changed in
   place); the heuristic given the view plays exactly the actions it plays given the dict;
-- the running grade's per-patient shares (of every patient not marked in ``World.score_dirty``)
-  and their sums (``rubric.PreviewMemo``) equal a fresh computation, and the minute of the next
-  blood-type result (``World.next_lab_at``) equals a scan of the patients, with no result overdue.
+- the running grade's per-patient shares (of every patient not marked in ``World.score_dirty``),
+  their sums, their places and the kept triage accuracy (``rubric.PreviewMemo``) equal a fresh
+  computation;
+- the minute of the next blood-type result (``World.next_lab_at``) equals a scan of the patients,
+  with no result overdue; no running OR or specialist timer falls due before
+  ``World.next_timer_at``; calls come in the order of their minute and none before
+  ``World.first_pending_call`` is pending.
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ def _check(sim: CodeRedSim) -> None:
     calls = list(world.calls.values())  # World.oldest_pending_call's premises
     assert all(a.received_at <= b.received_at for a, b in itertools.pairwise(calls))
     assert all(c.status != "pending" for c in calls[: world.first_pending_call])
+    hospitals = world.hospitals.values()
+    running = [r.until for h in hospitals for r in h.ors if r.state in ("preparing", "ready", "in_use")]
+    running += [s.until for h in hospitals for s in h.specialists.values() if s.state in ("paged", "present")]
+    assert world.next_timer_at <= min(running, default=math.inf), "a running timer would be skipped"
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
     assert world.next_lab_at == min(pending, default=math.inf)

@@ -222,6 +222,7 @@ def _start_treatment(
     p.treatment_end = world.clock + cond.treatment_minutes(care)
     if room is not None:
         room.state, room.until, room.procedure = "in_use", p.treatment_end, care.procedure
+        world.timer_set(room.until)
         h.ed_patients.remove(p.patient_id)
     if care.specialist:
         h.specialists[care.specialist].used = True

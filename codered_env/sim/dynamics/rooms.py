@@ -4,6 +4,7 @@ specialists a patient claims (docs/MODEL.md §3.3, §4.4)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..conditions import CONDITIONS, Care
@@ -20,27 +21,43 @@ if TYPE_CHECKING:
     from ..world import World
 
 _TIMED_ROOM_STATES = frozenset({"preparing", "ready", "in_use"})
+_TIMED_SPECIALIST_STATES = frozenset({"paged", "present"})
 _CLAIM_RANK = {state: i for i, state in enumerate(("ready", "preparing", "idle"))}
 
 
 def timers(world: World, t: int) -> None:
-    """Tick step 5: OR and specialist timers."""
+    """Tick step 5: OR and specialist timers (none before ``World.next_timer_at``, which the scan
+    sets to the earliest timer still running)."""
+    if t < world.next_timer_at:
+        return
+    due = math.inf
     for h in world.hospitals.values():
         for room in h.ors:
-            if room.state in _TIMED_ROOM_STATES and room.until <= t:  # the only rooms a timer moves
-                _room_timer(world, h, room, t)
+            if room.state in _TIMED_ROOM_STATES:  # the only rooms a timer moves
+                if room.until <= t:
+                    _room_timer(world, h, room, t)
+                if room.state in _TIMED_ROOM_STATES and room.until < due:
+                    due = room.until
         for spec in h.specialists.values():
             state = spec.state
-            if (state != "paged" and state != "present") or spec.until > t:
+            if state != "paged" and state != "present":
                 continue
-            if state == "paged":
-                spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
-                world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
-            elif not _needs_specialist(world, h, spec.specialty):
-                if spec.agent_paged and not spec.used:
-                    world.count("wasted_page")
-                spec.state, spec.agent_paged, spec.used = "on_call", False, False
-                world.event(f"{h.hospital_id} {spec.specialty} specialist left")
+            if spec.until <= t:
+                _specialist_timer(world, h, spec, t)
+            if spec.state in _TIMED_SPECIALIST_STATES and spec.until < due:
+                due = spec.until
+    world.next_timer_at = due
+
+
+def _specialist_timer(world: World, h: Hospital, spec: Specialist, t: int) -> None:
+    if spec.state == "paged":
+        spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
+        world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
+    elif not _needs_specialist(world, h, spec.specialty):
+        if spec.agent_paged and not spec.used:
+            world.count("wasted_page")
+        spec.state, spec.agent_paged, spec.used = "on_call", False, False
+        world.event(f"{h.hospital_id} {spec.specialty} specialist left")
 
 
 def _room_timer(world: World, h: Hospital, room: OperatingRoom, t: int) -> None:
@@ -116,12 +133,14 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
                 room.prep_total = _prep_minutes(h, room)
                 room.until = world.clock + room.prep_total
                 room.agent_prepared = False
+                world.timer_set(room.until)
             room.patient_id = p.patient_id
             p.or_ref = (h.hospital_id, room.or_id)
     if care.specialist and activated:
         spec = h.specialists.get(care.specialist)
         if spec is not None and spec.state == "on_call":
             spec.state, spec.until = "paged", world.clock + spec.page_delay
+            world.timer_set(spec.until)
 
 
 def _prep_minutes(h: Hospital, room: OperatingRoom) -> int:
