@@ -92,6 +92,7 @@ class HeuristicAgent:
         self._lab_users: dict[str, list[str]] = {}
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
         self._net = RoadNetwork(False)
+        self._filtered: tuple[Any, Filtered] = (None, {})  # a dict observation's rows (``_rows``)
         self.last_rule = len(RULES)  # the number of the rule behind the last action (see RULES)
 
     def reset(self, task_id: str, seed: int) -> None:
@@ -103,6 +104,7 @@ class HeuristicAgent:
 
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        self._filtered = (None, {})  # a dict observation may come back with new contents
         if obs.get("last_action_error") and self._last:
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
@@ -117,6 +119,13 @@ class HeuristicAgent:
                         return action
         self._last, self.last_rule = None, len(RULES)
         return dict(MAINTAIN)
+
+    def _rows(self, obs: Mapping[str, Any], part: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
+        """``_rows``, a dict observation's filtered once per decision."""
+        seen, filtered = self._filtered
+        if seen is not obs:
+            self._filtered = (obs, filtered := {})
+        return _rows(obs, part, statuses, filtered)
 
     def _road_view(self, obs: Mapping[str, Any]) -> RoadNetwork:
         """``road_view(obs)``, reused while the roads shown are the same (they rarely change)."""
@@ -139,7 +148,7 @@ class HeuristicAgent:
     def _triage(self, obs, legal, net):
         if not self.triage:
             return
-        for call in _rows(obs, "calls", PENDING):
+        for call in self._rows(obs, "calls", PENDING):
             if call["priority"] is None and call["status"] == "pending":
                 yield {
                     "action_type": "triage_call",
@@ -148,7 +157,7 @@ class HeuristicAgent:
                 }
 
     def _dispatch(self, obs, legal, net):
-        free = _rows(obs, "ambulances", FREE_UNITS)
+        free = self._rows(obs, "ambulances", FREE_UNITS)
         if not free:
             return
         for job in self._jobs(obs):
@@ -167,7 +176,7 @@ class HeuristicAgent:
 
     def _jobs(self, obs) -> list[dict[str, Any]]:
         jobs = []
-        for p in _rows(obs, "patients", EN_ROUTE):
+        for p in self._rows(obs, "patients", EN_ROUTE):
             if p["status"] == "awaiting_unit":
                 jobs.append(
                     {
@@ -177,7 +186,7 @@ class HeuristicAgent:
                         "vitals": p["vitals"]["score"],
                     }
                 )
-        for c in _rows(obs, "calls", PENDING):
+        for c in self._rows(obs, "calls", PENDING):
             level = c["priority"] or UNTRIAGED_RESPONSE  # an uncoded call: the protocol default
             if c["status"] == "pending" and level in ("P1", "P2", "P3"):
                 jobs.append(
@@ -213,13 +222,13 @@ class HeuristicAgent:
         return bls
 
     def _mutual_aid(self, obs, legal, net):
-        patients = _rows(obs, "patients", EN_ROUTE)
+        patients = self._rows(obs, "patients", EN_ROUTE)
         waiting = [p["patient_id"] for p in patients if p["status"] == "awaiting_unit"]
         waiting += [
-            c["call_id"] for c in _rows(obs, "calls", PENDING)
+            c["call_id"] for c in self._rows(obs, "calls", PENDING)
             if c["status"] == "pending" and c["priority"] in ("P1", "P2")
         ]
-        free = _rows(obs, "ambulances", FREE_UNITS)
+        free = self._rows(obs, "ambulances", FREE_UNITS)
         if len(waiting) <= len(free) or "request_mutual_aid" not in legal:  # the cheap test first
             return
         coming = len(obs["mutual_aid"]["pending"])
@@ -229,7 +238,7 @@ class HeuristicAgent:
     def _assign(self, obs, legal, net):
         """Assign first the patient who loses most if their best hospital is not free (regret)."""
         unassigned = [
-            p for p in _rows(obs, "patients", EN_ROUTE)
+            p for p in self._rows(obs, "patients", EN_ROUTE)
             if p["destination"] is None and p["status"] in BEFORE_ARRIVAL
             and CONDITIONS[p["condition"]].transport
         ]
@@ -334,7 +343,7 @@ class HeuristicAgent:
 
     def _prepare(self, obs, legal, net):
         need_rooms: dict[tuple[str, str], int] = {}
-        for p in _rows(obs, "patients", EN_ROUTE):
+        for p in self._rows(obs, "patients", EN_ROUTE):
             if p["destination"] is None or p["status"] not in BEFORE_ARRIVAL:
                 continue
             h = _hospital(obs, p["destination"])
@@ -378,7 +387,7 @@ class HeuristicAgent:
         chosen (O-pos for men and older women, sparing O-neg for women of child-bearing age), so
         it is issued before arrival; type-specific only when no suitable group O is in stock."""
         queryable: set[str] | None = None  # read only when needed
-        for p in _rows(obs, "patients", EN_ROUTE):
+        for p in self._rows(obs, "patients", EN_ROUTE):
             if not CONDITIONS[p["condition"]].needs_blood or p["status"] not in BEFORE_ARRIVAL:
                 continue
             dest = p["destination"]
@@ -420,12 +429,22 @@ BRIEF_READS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
-def _rows(obs: Mapping[str, Any], part: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
+Filtered = dict[tuple[str, frozenset[str]], list[dict[str, Any]]]  # rows per (part, statuses)
+
+
+def _rows(obs: Mapping[str, Any], part: str, statuses: frozenset[str],
+          filtered: Filtered | None = None) -> list[dict[str, Any]]:
     """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows (only
-    the fields the rules read; ``ObservationView.brief``), else the full rows."""
-    if isinstance(obs, ObservationView):
+    the fields the rules read; ``ObservationView.brief``), else the full rows (kept in
+    ``filtered`` when given: ``HeuristicAgent._rows``)."""
+    if type(obs) is ObservationView:
         return obs.brief(part, statuses)
-    return [row for row in obs[part] if row["status"] in statuses]
+    rows = None if filtered is None else filtered.get((part, statuses))
+    if rows is None:
+        rows = [row for row in obs[part] if row["status"] in statuses]
+        if filtered is not None:
+            filtered[part, statuses] = rows
+    return rows
 
 
 _KEYS: dict[tuple[tuple, tuple], str] = {}
@@ -450,7 +469,7 @@ def action_key(action: dict[str, Any]) -> str:
 
 def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
     """A hospital's row; from the observation view without building the other hospitals'."""
-    if isinstance(obs, ObservationView):
+    if type(obs) is ObservationView:
         return obs.hospital(hospital_id)
     return next(h for h in obs["hospitals"] if h["hospital_id"] == hospital_id)
 
@@ -458,7 +477,7 @@ def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
 def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     """The call's full row (``triage_priority`` may read any field of it), read from the view's
     calls only when a call is to be triaged."""
-    if not isinstance(obs, ObservationView):
+    if type(obs) is not ObservationView:
         return call
     return next(c for c in obs["calls"] if c["call_id"] == call["call_id"])
 
