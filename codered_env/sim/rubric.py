@@ -402,7 +402,9 @@ def _replace_dirty(world: World, memo: PreviewMemo, kept: _Sums) -> _Sums | None
 
 def _cascade(world: World, terms: _Terms, final: bool, memo: PreviewMemo | None = None) -> float:
     subs = [terms.secondary_response]
-    events = sum(h.overcrowding_events for h in world.hospitals.values())
+    events = 0
+    for h in world.hospitals.values():  # a loop: no generator for three hospitals every step
+        events += h.overcrowding_events
     subs.append(terms.delivered_share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
     if world.task.phase == 2:
         if memo is not None and memo.accuracy is not None and memo.accuracy[0] == world.triage_version:

@@ -41,12 +41,13 @@ _NOTHING_TO_DO = frozenset(PATIENT_STATES) - {"at_hospital", "transferring", "in
 def advance(world: World, t: int) -> None:
     """Tick step 7: patients in the ED start treatment or leave for a transfer, transfers
     arrive, treatments end."""
+    hospitals, nothing_to_do = world.hospitals, _NOTHING_TO_DO
     for p in world.patients.values():  # nothing below adds a patient
         status = p.status
-        if status in _NOTHING_TO_DO:
+        if status in nothing_to_do:
             continue
         if status == "at_hospital":
-            h = world.hospitals[p.hospital or ""]
+            h = hospitals[p.hospital or ""]
             care = care_for(p, h)
             if care is None:
                 _maybe_transfer_out(world, p, h, t)

@@ -31,21 +31,22 @@ _NEXT_BAND_AT = (*VITALS_BANDS, -math.inf)  # the reserve below which band b bec
 
 def deteriorate(world: World) -> None:
     """Tick step 8: one minute of deterioration."""
+    final, rates, unreached, next_band_at = FINAL_PATIENT_STATES, _RATE, _UNREACHED, _NEXT_BAND_AT
     for p in world.patients.values():
         status = p.status
-        if status in FINAL_PATIENT_STATES:
+        if status in final:
             continue
-        rate = _RATE[p.condition]
+        rate = rates[p.condition]
         if rate == 0.0:
             continue
-        if status in _UNREACHED and p.cpr_from is None:
+        if status in unreached and p.cpr_from is None:
             reserve = p.reserve - rate  # care_factor is 1.0 here (the same float as rate * 1.0)
         else:
             reserve = p.reserve - rate * care_factor(world, p)
         p.reserve = reserve
         if reserve <= 0.0:
             _death(world, p)
-        elif reserve < _NEXT_BAND_AT[p.band]:
+        elif reserve < next_band_at[p.band]:
             p.band = band(reserve)
             if p.visible:
                 world.event(f"VITALS {p.patient_id} worsening (vitals score {reserve:.2f})")
