@@ -575,15 +575,22 @@ def legal_actions(world: World, memo: dict[str, Any] | None = None) -> Legal:
     return legal
 
 
-def _dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
+def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    """Phase 1: any free unit to any patient waiting for one."""
+    if world.task.phase != 1:
+        return
+    waiting = [p.patient_id for p in visible if p.status == "awaiting_unit"]
+    units = [a.ambulance_id for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    if waiting and units:
+        legal["dispatch_ambulance"] = [{"ambulance_id": units, "patient_id": waiting}]
+
+
+def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    """Phase 2: units to calls by kind, and the triage of open calls."""
     if world.task.phase == 1:
-        waiting = [p.patient_id for p in visible if p.status == "awaiting_unit"]
-        units = [a.ambulance_id for a in free]
-        if waiting and units:
-            legal["dispatch_ambulance"] = [{"ambulance_id": units, "patient_id": waiting}]
-    else:
-        _phase2_legal(world, legal, free, open_calls(world, memo))
+        return
+    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    _phase2_legal(world, legal, free, open_calls(world, memo))
 
 
 def _phase2_legal(world: World, legal: Legal, free: list, calls: list[Call]) -> None:
@@ -657,7 +664,8 @@ def _always_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo
 #: the types it is asked about.
 _Section = Callable[[World, Legal, list[Patient], Memo | None], None]
 _LEGAL_SECTIONS: tuple[tuple[_Section, tuple[str, ...]], ...] = (
-    (_dispatch_legal, ("dispatch_ambulance", "dispatch_als", "dispatch_bls", "triage_call")),
+    (_patient_dispatch_legal, ("dispatch_ambulance",)),
+    (_call_dispatch_legal, ("dispatch_als", "dispatch_bls", "triage_call")),
     (_assign_legal, ("assign_hospital",)),
     (_rooms_legal, ("prepare_or", "page_specialist", "preempt_or")),
     (_blood_section, ("allocate_blood", "query_blood_type", "transfer_blood")),
