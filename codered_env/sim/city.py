@@ -139,6 +139,11 @@ class RoadNetwork:
         self._refresh()
         return self._dist[self._index[a]][self._index[b]]
 
+    def reachable(self, a: str, b: str) -> bool:
+        """Some open route leads from a to b (``path`` is not None)."""
+        self._refresh()
+        return self._dist[self._index[a]][self._index[b]] != _INF
+
     def path(self, a: str, b: str) -> list[str] | None:
         """Node sequence of the current shortest route, or None when cut off."""
         self._refresh()

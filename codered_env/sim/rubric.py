@@ -306,6 +306,7 @@ class PreviewMemo:
     terms: _Terms | None = None  # what the components take from ``sums``
     accuracy: tuple[int, float] | None = None  # (World.triage_version, the triage accuracy)
     index: dict[str, int] = field(default_factory=dict)  # patient id -> place in sums.shares
+    penalty: tuple[int, float] | None = None  # (World.ledger_version, the ledger's penalty)
 
 
 class _Sums(NamedTuple):
@@ -555,7 +556,10 @@ def _preview_raw(world: World, memo: PreviewMemo) -> float:
     terms = memo.terms
     if terms is None or terms.sums is not sums:
         terms = memo.terms = _terms(sums)
-    components = _components(world, terms, _penalty(world.ledger), False, memo)
+    penalty = memo.penalty
+    if penalty is None or penalty[0] != world.ledger_version:
+        penalty = memo.penalty = (world.ledger_version, _penalty(world.ledger))
+    components = _components(world, terms, penalty[1], False, memo)
     raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(world.task.cascades)])
     return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
 

@@ -99,6 +99,7 @@ class World:
         self.initial_blood = blood.totals_by_type(self)
         self.mutual_aid: list[MutualAidRequest] = []
         self.ledger: dict[str, int] = {}
+        self.ledger_version = 0  # bumped by ``count``, the only place that writes the ledger
         self.query_result: dict[str, object] | None = None
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
@@ -171,6 +172,7 @@ class World:
 
     def count(self, key: str, n: int = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n
+        self.ledger_version += 1
         self.score_version += 1
 
     # ------------------------------------------------------------------ questions

@@ -56,6 +56,8 @@ def _check(sim: CodeRedSim) -> None:
             assert all(memo.sums.shares[i] == memo.shares[pid] for pid, i in memo.index.items())
         if memo.accuracy is not None and memo.accuracy[0] == world.triage_version:
             assert memo.accuracy[1] == rubric._triage_accuracy_mean(world, False)
+        if memo.penalty is not None and memo.penalty[0] == world.ledger_version:
+            assert memo.penalty[1] == rubric._penalty(world.ledger)
         for pid, share in memo.shares.items():  # a patient not marked dirty keeps a true share
             p = world.patients.get(pid)
             if p is not None and pid not in world.score_dirty:

@@ -40,7 +40,7 @@ def can_reach(world: World, amb: Ambulance, p: Patient) -> bool:
     """Some open road leads from where the unit can turn to the patient now (``send_unit``
     plans a trip exactly when one does)."""
     node, _ = departure_point(world, amb)
-    return world.net.path(node, p.node) is not None
+    return world.net.reachable(node, p.node)
 
 
 def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bool:
