@@ -122,9 +122,21 @@ def _format_errors(action_type: str, exc: ValidationError) -> str:
 def parse_action(raw: object) -> tuple[Any | None, str | None]:
     """Validate a wire action. Returns (model, None) or (None, error message)."""
     if type(raw) is dict:
+        try:  # built and hashed in C: the same items of the same types give the same answer
+            seen = (tuple(raw.items()), tuple(map(type, raw.values())))
+            answer = _PLAIN_ANSWERS.get(seen)
+        except TypeError:  # an unhashable value (a list): the general path says what is wrong
+            seen, answer = None, None
+        if answer is not None:
+            return answer
         key = _plain_key(raw)
         if key is not None:
-            return _validate_memo(raw["action_type"], key)
+            answer = _validate_memo(raw["action_type"], key)
+            if seen is not None:
+                if len(_PLAIN_ANSWERS) >= MEMO_ENTRIES:
+                    _PLAIN_ANSWERS.clear()
+                _PLAIN_ANSWERS[seen] = answer
+            return answer
     if isinstance(raw, BaseModel) and type(raw) in ACTION_MODELS:
         return raw, None
     if isinstance(raw, BaseModel):
@@ -145,6 +157,9 @@ def parse_action(raw: object) -> tuple[Any | None, str | None]:
 
 
 _PLAIN_VALUES = frozenset({int, float, bool, type(None)})
+# (items, their types) of plain dicts ``_plain_key`` accepted -> the answer (models are frozen);
+# the types tell True, 1 and 1.0 apart, which compare and hash equal
+_PLAIN_ANSWERS: dict[tuple[tuple[tuple[Any, Any], ...], tuple[type, ...]], tuple[Any | None, str | None]] = {}
 
 
 def _plain_key(raw: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:

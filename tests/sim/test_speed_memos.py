@@ -81,3 +81,17 @@ def test_long_texts_bypass_the_validation_memo() -> None:
             {"action_type": "query_blood_type", "patient_id": f"P{i}" + "x" * 10_000})
         assert model is not None or error is not None
     assert actions_module._validate_memo.cache_info().currsize == before
+
+
+def test_the_plain_answer_memo_tells_equal_values_of_other_types_apart() -> None:
+    """``parse_action`` remembers a plain dict's answer by its items and their types: True, 1
+    and 1.0 compare and hash equal but validate differently (a bool is no unit count)."""
+    base = {"action_type": "allocate_blood", "patient_id": "P1", "hospital_id": "H1", "blood_type": "O-"}
+    as_int = actions_module.parse_action(base | {"units": 1})
+    as_bool = actions_module.parse_action(base | {"units": True})
+    assert as_int[0] is not None and as_int[1] is None
+    assert as_bool[0] is None and "units" in (as_bool[1] or "")
+    assert actions_module.parse_action(base | {"units": 1}) == as_int  # a repeat: the same answer
+    assert actions_module.parse_action(base | {"units": True}) == as_bool
+    listed = actions_module.parse_action({"action_type": "maintain_plan", "extra": [1]})  # unhashable
+    assert listed[0] is None and "extra" in (listed[1] or "")
