@@ -33,6 +33,7 @@ from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
     CATH_LAB_PREP_RANGE,
     CHILDBEARING_AGE_RANGE,
+    MEMO_ENTRIES,
     OR_PREP_MIN_BY_TIER,
     PROCEDURE_DURATION_MIN,
     SPECIALIST_PAGE_DELAY_BY_TIER,
@@ -448,7 +449,6 @@ def _rows(obs: Mapping[str, Any], part: str, statuses: frozenset[str],
 
 
 _KEYS: dict[tuple[tuple, tuple], str] = {}
-_KEYS_MAX = 4096
 
 
 def action_key(action: dict[str, Any]) -> str:
@@ -461,7 +461,7 @@ def action_key(action: dict[str, Any]) -> str:
     except TypeError:  # an unhashable parameter value
         return json.dumps(action, sort_keys=True)
     if key is None:
-        if len(_KEYS) >= _KEYS_MAX:
+        if len(_KEYS) >= MEMO_ENTRIES:
             _KEYS.clear()
         key = _KEYS[items] = json.dumps(action, sort_keys=True)
     return key

@@ -31,6 +31,7 @@ from .params import (
     HOSPITAL_SPECS,
     INCIDENT_CALL_RANGE,
     INCIDENT_SECONDARY_DELAY_RANGE,
+    MEMO_ENTRIES,
     NEWS_CYCLE_SURGE_CALLS,
     NEWS_CYCLE_SURGE_SPREAD_MIN,
     OR_FAILURE_WINDOW,
@@ -203,7 +204,6 @@ def _road_state(net: RoadNetwork) -> tuple[float, frozenset, frozenset]:
 #: functions of the state alone.
 _ROUTE_EDGES: dict[tuple, tuple[tuple[str, str], ...]] = {}
 _CONNECTED_WITHOUT: dict[tuple, bool] = {}
-_ROAD_MEMO_MAX = 8192
 
 
 def _route_edge_keys(net: RoadNetwork, state: tuple, origin: str, target: str) -> tuple[tuple[str, str], ...]:
@@ -212,7 +212,7 @@ def _route_edge_keys(net: RoadNetwork, state: tuple, origin: str, target: str) -
     if edges is None:
         route = net.path(origin, target) or []
         edges = tuple(edge_key(a, b) for a, b in itertools.pairwise(route))
-        if len(_ROUTE_EDGES) >= _ROAD_MEMO_MAX:
+        if len(_ROUTE_EDGES) >= MEMO_ENTRIES:
             _ROUTE_EDGES.clear()
         _ROUTE_EDGES[key] = edges
     return edges
@@ -224,7 +224,7 @@ def _connected_without(net: RoadNetwork, state: tuple, edge: tuple[str, str]) ->
     connected = _CONNECTED_WITHOUT.get(key)
     if connected is None:
         connected = net.is_connected_without([edge])
-        if len(_CONNECTED_WITHOUT) >= _ROAD_MEMO_MAX:
+        if len(_CONNECTED_WITHOUT) >= MEMO_ENTRIES:
             _CONNECTED_WITHOUT.clear()
         _CONNECTED_WITHOUT[key] = connected
     return connected

@@ -59,6 +59,7 @@ from .params import (
     CALLBACK_DELAY_RANGE_BY_PRIORITY,
     CALLBACK_PROBABILITY_BY_PRIORITY,
     HOT_PRIORITIES,
+    MEMO_ENTRIES,
     OVER_TRIAGE_COST_PER_LEVEL,
     REPORT_AGE_BANDS,
     REPORT_CALLER_MIX,
@@ -201,16 +202,12 @@ def _false_mention(feature: str) -> float:
 
 
 @functools.cache
-def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...], int, int], ...]:
+def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...]], ...]:
     """Per feature, in ``FEATURES`` order: P(present) for ``condition``, P(mentioned though
-    absent), its phrases, their number and that number's bit length (what ``caller_report``
-    reads for every feature of every call; the last two draw a phrase as ``rng.choice`` does)."""
-    rows = []
-    for f in FEATURES:
-        phrases = FEATURE_PHRASES[f]
-        rows.append((REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), phrases, len(phrases),
-                     len(phrases).bit_length()))
-    return tuple(rows)
+    absent), and its phrases (what ``caller_report`` reads for every feature of every call)."""
+    return tuple(
+        (REPORT_FEATURES[condition].get(f, 0.0), _false_mention(f), FEATURE_PHRASES[f]) for f in FEATURES
+    )
 
 
 def randbelow(rng: Random, n: int) -> int:
@@ -234,29 +231,19 @@ def randint(rng: Random, lo: int, hi: int) -> int:
     return lo + randbelow(rng, hi - lo + 1)
 
 
-#: Bit lengths of ``i + 1`` for the swaps of ``rng.shuffle`` (a report mentions at most every feature).
-_SHUFFLE_BITS = tuple((i + 1).bit_length() for i in range(len(FEATURE_PHRASES) + 1))
-
-
 def _mentions(condition: str, caller: str, rng: Random) -> list[str]:
     """The phrases a ``caller`` uses for ``condition``'s features, in the shuffled order of
     ``drawn_report``: per feature the draws of ``random() < P(present)``, ``random() < P(said)``
-    and, when said, ``rng.choice(phrases)``; then ``rng.shuffle`` (same draws, inlined)."""
+    and, when said, ``rng.choice(phrases)``; then ``rng.shuffle`` (the same draws, ``randbelow``)."""
     reliability = REPORT_CALLER_RELIABILITY[caller]
-    draw, bits = rng.random, rng.getrandbits
+    draw = rng.random
     mentioned = []
-    for present_p, false_p, phrases, n, k in _feature_table(condition):
+    for present_p, false_p, phrases in _feature_table(condition):
         said_p = reliability if draw() < present_p else false_p
         if draw() < said_p:
-            j = bits(k)
-            while j >= n:
-                j = bits(k)
-            mentioned.append(phrases[j])
+            mentioned.append(phrases[randbelow(rng, len(phrases))])
     for i in range(len(mentioned) - 1, 0, -1):
-        k = _SHUFFLE_BITS[i]
-        j = bits(k)
-        while j > i:
-            j = bits(k)
+        j = randbelow(rng, i + 1)
         mentioned[i], mentioned[j] = mentioned[j], mentioned[i]
     return mentioned
 
@@ -324,7 +311,7 @@ def log_likelihood(condition: str, facts: ReportFacts) -> float:
     return _log_likelihood(condition, facts.caller, facts.age_band, facts.sex, facts.features)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _log_likelihood(condition: str, caller: str, band: str, sex: str, features: frozenset[str]) -> float:
     """``log_likelihood`` of the facts it reads (memoised: every fork weighs the same waiting
     callers again). The per-feature logs come from ``_log_chances``, added in the same order."""
@@ -401,7 +388,7 @@ def callback_plan(report: str, rng: Random) -> int | None:
     return rng.randint(*CALLBACK_DELAY_RANGE_BY_PRIORITY[priority])
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _report_posterior(report: str) -> dict[str, float]:
     """``condition_posterior`` of a report under the call mix, memoised (read only): every
     fork redraws the callbacks of the same advised callers."""
