@@ -110,6 +110,9 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
+        # (world, World.rooms_version) the hospital rows' room parts were last read at (a copy or
+        # pickle reads them again)
+        self._rooms_seen: tuple[Any, int] | None = None
 
     def _groups(self) -> tuple[_Rows, ...]:
         return (self._ambulances, self._patients, self._calls, self._hospitals)
@@ -137,7 +140,9 @@ class FeatureBuilder:
             _patients(self._patients, world, patients, slots, values),
             _calls(self._calls, world, calls, slots, values),
         )
-        _hospitals(self._hospitals, world, slots, values)
+        rooms_now = (world, world.rooms_version)  # World compares by identity
+        _hospitals(self._hospitals, world, slots, values, self._rooms_seen == rooms_now)
+        self._rooms_seen = rooms_now
         values += self._global(sim, len(patients), len(calls), n_legal)
         m = self.max_actions  # counts and starts are never negative: ``_c(v / m)`` is ``v / m`` capped at 1
         values += [v / m if v < m else 1.0 for v in index.table]

@@ -429,9 +429,12 @@ _HOSPITAL_FLAGS = tuple(
 )
 
 
-def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float]) -> int:
+def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float],
+               rooms_unchanged: bool = False) -> int:
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
-    rewritten only when its own key changed; appends the per-build load, diversion and ICU values."""
+    rewritten only when its own key changed; appends the per-build load, diversion and ICU values.
+    ``rooms_unchanged``: no room or specialist state was set since the last build of these rows
+    (``World.rooms_version``), so their parts are not even read."""
     clock = world.clock
     flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
     rooms_keys, specialist_keys, blood_keys, flag_keys = group.keys
@@ -443,14 +446,16 @@ def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dy
             group.clear(i, i + 1)
             dynamic += _NO_HOSPITAL
             continue
-        key: tuple = tuple(map(_ROOM_KEY, h.ors))
-        if rooms_keys[i] != key:
-            rooms_keys[i] = key
-            rows[i, _H_ROOMS] = _rooms_columns(key)
-        key = tuple(map(_SPECIALIST_KEY, h.specialists.values()))
-        if specialist_keys[i] != key:
-            specialist_keys[i] = key
-            rows[i, _H_SPECIALISTS] = _specialist_columns(key)
+        key: tuple
+        if not rooms_unchanged:
+            key = tuple(map(_ROOM_KEY, h.ors))
+            if rooms_keys[i] != key:
+                rooms_keys[i] = key
+                rows[i, _H_ROOMS] = _rooms_columns(key)
+            key = tuple(map(_SPECIALIST_KEY, h.specialists.values()))
+            if specialist_keys[i] != key:
+                specialist_keys[i] = key
+                rows[i, _H_SPECIALISTS] = _specialist_columns(key)
         key = tuple(h.blood.items())
         if blood_keys[i] != key:
             blood_keys[i] = key

@@ -207,6 +207,7 @@ def prepare_or(world: World, a: Any) -> str | None:
     if "cath_lab" not in room.procedures:
         room.prep_total = OR_PREP_MIN_BY_TIER[h.tier]
     room.state, room.procedure, room.until = "preparing", a.procedure, world.clock + room.prep_total
+    world.rooms_version += 1
     world.timer_set(room.until)
     room.agent_prepared, room.patient_id = True, None
     return None
@@ -225,6 +226,7 @@ def page_specialist(world: World, a: Any) -> str | None:
         ]
         return f"{h.hospital_id} {a.specialty} is already {spec.state} ({when} t{spec.until})"
     spec.state, spec.until, spec.agent_paged, spec.used = "paged", world.clock + spec.page_delay, True, False
+    world.rooms_version += 1
     world.timer_set(spec.until)
     return None
 
@@ -243,6 +245,7 @@ def preempt_or(world: World, a: Any) -> str | None:
             f"elective cases there: {_ids(electives)}"
         )
     room.state, room.elective, room.procedure, room.until = "idle", False, None, 0
+    world.rooms_version += 1
     world.count("preempt_or")
     return None
 

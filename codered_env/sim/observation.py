@@ -621,6 +621,19 @@ def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo
 
 
 def _rooms_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    """With ``memo``, the options are reused (read only) while ``World.rooms_version`` is the same."""
+    if memo is None:
+        _rooms_options(world, legal)
+        return
+    kept = memo.get("rooms")
+    if kept is None or kept[0] is not world or kept[1] != world.rooms_version:
+        part: Legal = {}
+        _rooms_options(world, part)
+        kept = memo["rooms"] = (world, world.rooms_version, part)
+    legal.update(kept[2])
+
+
+def _rooms_options(world: World, legal: Legal) -> None:
     prep, page, preempt = [], [], []
     for h in world.hospitals.values():
         procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})

@@ -100,6 +100,9 @@ class World:
         self.mutual_aid: list[MutualAidRequest] = []
         self.ledger: dict[str, int] = {}
         self.ledger_version = 0  # bumped by ``count``, the only place that writes the ledger
+        # bumped wherever an OR's state, procedure or elective flag or a specialist's state is
+        # set: what the legal room actions and the Gymnasium hospital rows read of the rooms
+        self.rooms_version = 0
         self.query_result: dict[str, object] | None = None
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""

@@ -18,7 +18,10 @@ and rollouts, through a wrapper around ``step``):
 - the minute of the next blood-type result (``World.next_lab_at``) equals a scan of the patients,
   with no result overdue; no running OR or specialist timer falls due before
   ``World.next_timer_at``; calls come in the order of their minute and none before
-  ``World.first_pending_call`` is pending.
+  ``World.first_pending_call`` is pending;
+- ``World.rooms_version`` moved whenever a room's state, procedure or elective flag or a
+  specialist's state differs from the last step checked (the legal room actions and the
+  Gymnasium hospital rows are reused while it stays).
 """
 
 from __future__ import annotations
@@ -46,8 +49,26 @@ PLANNER_STEPS = 12  # the planner's rollouts run whole episodes; its own play is
 _LAST_VIEW: weakref.WeakKeyDictionary[CodeRedSim, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
+# per simulation: (World.rooms_version, what the room readers read) at the last step checked
+_LAST_ROOMS: weakref.WeakKeyDictionary[CodeRedSim, tuple[int, Any]] = weakref.WeakKeyDictionary()
+
+
+def _rooms_read(sim: CodeRedSim) -> Any:
+    return tuple((tuple((r.state, r.procedure, r.elective) for r in h.ors),
+                  tuple(s.state for s in h.specialists.values())) for h in sim.world.hospitals.values())
+
+
+def _check_rooms_version(sim: CodeRedSim) -> None:
+    now = (sim.world.rooms_version, _rooms_read(sim))
+    last = _LAST_ROOMS.get(sim)
+    if last is not None and last[1] != now[1]:
+        assert now[0] != last[0], "a room or specialist changed without World.rooms_version"
+    _LAST_ROOMS[sim] = now
+
+
 def _check(sim: CodeRedSim) -> None:
     world = sim.world
+    _check_rooms_version(sim)
     if not sim.done:
         assert sim.score_preview == rubric.preview_score(world), "cached preview is stale"
         memo = sim._shares

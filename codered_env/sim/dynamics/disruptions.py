@@ -46,8 +46,10 @@ def apply(world: World, d: Disruption, on: bool) -> None:
         spec = world.hospitals[d.hospital_id or ""].specialists[d.specialty or ""]
         if on:
             spec.state, spec.until, spec.agent_paged = "unavailable", d.end, False
+            world.rooms_version += 1
         elif spec.state == "unavailable":
             spec.state = "on_call"
+            world.rooms_version += 1
 
 
 def _or_failure(world: World, d: Disruption, on: bool) -> None:
@@ -58,6 +60,7 @@ def _or_failure(world: World, d: Disruption, on: bool) -> None:
         room.failure_until = 0
         if room.state == "out_of_service":
             room.state, room.procedure, room.until = "idle", None, 0
+            world.rooms_version += 1
         return
     if room.state == "in_use" and room.patient_id:
         room.failure_until = d.end  # the running case finishes; the room fails afterwards
@@ -66,3 +69,4 @@ def _or_failure(world: World, d: Disruption, on: bool) -> None:
         world.patients[room.patient_id].or_ref = None
     room.state, room.until, room.elective, room.patient_id = "out_of_service", d.end, False, None
     room.agent_prepared, room.procedure = False, None
+    world.rooms_version += 1

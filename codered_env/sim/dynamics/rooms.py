@@ -52,25 +52,30 @@ def timers(world: World, t: int) -> None:
 def _specialist_timer(world: World, h: Hospital, spec: Specialist, t: int) -> None:
     if spec.state == "paged":
         spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
+        world.rooms_version += 1
         world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
     elif not _needs_specialist(world, h, spec.specialty):
         if spec.agent_paged and not spec.used:
             world.count("wasted_page")
         spec.state, spec.agent_paged, spec.used = "on_call", False, False
+        world.rooms_version += 1
         world.event(f"{h.hospital_id} {spec.specialty} specialist left")
 
 
 def _room_timer(world: World, h: Hospital, room: OperatingRoom, t: int) -> None:
     if room.state == "preparing" and room.until <= t:
         room.state, room.until, room.ready_at = "ready", t + OR_HOLD_WINDOW_MIN, t
+        world.rooms_version += 1
         world.event(f"{h.hospital_id} {room.or_id} ready for {room.procedure}")
     elif room.state == "ready" and room.until <= t and room.patient_id is None:
         if room.agent_prepared:
             world.count("unused_or_prep")
         room.state, room.procedure, room.agent_prepared = "idle", None, False
+        world.rooms_version += 1
         world.event(f"{h.hospital_id} {room.or_id} preparation expired unused")
     elif room.state == "in_use" and room.until <= t and room.elective:
         room.state, room.elective, room.procedure = "idle", False, None
+        world.rooms_version += 1
 
 
 def _needs_specialist(world: World, h: Hospital, specialty: str) -> bool:
@@ -130,6 +135,7 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
         if room is not None and (activated or room.state != "idle"):
             if room.state == "idle":
                 room.state, room.procedure = "preparing", care.procedure
+                world.rooms_version += 1
                 room.prep_total = _prep_minutes(h, room)
                 room.until = world.clock + room.prep_total
                 room.agent_prepared = False
@@ -140,6 +146,7 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
         spec = h.specialists.get(care.specialist)
         if spec is not None and spec.state == "on_call":
             spec.state, spec.until = "paged", world.clock + spec.page_delay
+            world.rooms_version += 1
             world.timer_set(spec.until)
 
 
