@@ -24,6 +24,8 @@ from .rows import (
     _roads,
     _Rows,
     _slot_patients,
+    call_flag_sets,
+    call_waiting,
 )
 from .schema import (
     ACTION_FEATURES,
@@ -113,6 +115,9 @@ class FeatureBuilder:
         # (world, World.rooms_version) the hospital rows' room parts were last read at (a copy or
         # pickle reads them again)
         self._rooms_seen: tuple[Any, int] | None = None
+        # (world, World.calls_version, flag id sets, minutes received, open calls) of the call rows'
+        # last full read (``_call_rows``)
+        self._calls_seen: tuple[Any, int, tuple, tuple[int, ...], int] | None = None
 
     def _groups(self) -> tuple[_Rows, ...]:
         return (self._ambulances, self._patients, self._calls, self._hospitals)
@@ -133,17 +138,15 @@ class FeatureBuilder:
         """The observation of ``sim`` given its legal actions (``index_legal``) and their count."""
         world, slots = sim.world, index.slots
         patients = _slot_patients([p for p in world.patients.values() if p.visible])
-        calls = visible_calls(world)
         values: list[float] = []  # in the order of ``_dynamic_index``
-        counts = (
-            _ambulances(self._ambulances, world, slots, values),
-            _patients(self._patients, world, patients, slots, values),
-            _calls(self._calls, world, calls, slots, values),
-        )
+        n_ambulances = _ambulances(self._ambulances, world, slots, values)
+        n_patients = _patients(self._patients, world, patients, slots, values)
+        n_calls, n_open_calls = self._call_rows(world, slots, values)
+        counts = (n_ambulances, n_patients, n_calls)
         rooms_now = (world, world.rooms_version)  # World compares by identity
         _hospitals(self._hospitals, world, slots, values, self._rooms_seen == rooms_now)
         self._rooms_seen = rooms_now
-        values += self._global(sim, len(patients), len(calls), n_legal)
+        values += self._global(sim, len(patients), n_open_calls, n_legal)
         m = self.max_actions  # counts and starts are never negative: ``_c(v / m)`` is ``v / m`` capped at 1
         values += [v / m if v < m else 1.0 for v in index.table]
         indices = self._indices.get(counts)
@@ -166,6 +169,21 @@ class FeatureBuilder:
             array = arrays[name] = out[span]
             array.shape = shape  # a view of ``out`` (cheaper than ``reshape``)
         return arrays
+
+    def _call_rows(self, world: Any, slots: dict[tuple[str, str], set],
+                   values: list[float]) -> tuple[int, int]:
+        """The call rows (``_calls``): not even read while no call changed (``World.calls_version``)
+        and the flags' id sets equal those of the last build; then only the waiting times move.
+        Returns how many rows are present and how many calls are open."""
+        flag_sets = call_flag_sets(slots)
+        seen = self._calls_seen
+        if seen is not None and seen[0] is world and seen[1] == world.calls_version and seen[2] == flag_sets:
+            call_waiting(seen[3], world.clock, values)
+            return len(seen[3]), seen[4]
+        calls = visible_calls(world)
+        received = _calls(self._calls, world, calls, flag_sets, values)
+        self._calls_seen = (world, world.calls_version, flag_sets, received, len(calls))
+        return len(received), len(calls)
 
     def _dynamic_index(self, counts: tuple[int, int, int]) -> np.ndarray:
         """Flat buffer indices of a build's values given how many ambulances, patients and calls

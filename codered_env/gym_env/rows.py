@@ -367,22 +367,37 @@ _CALL_FLAGS = tuple(
 )
 
 
-def _calls(group: _Rows, world: World, calls: list, slots: dict[tuple[str, str], set],
-           dynamic: list[float]) -> int:
-    """Write the rows of the first ``MAX_CALLS`` calls' memoised parts, append their waiting times."""
-    clock = world.clock
-    f0, f1, f2, f3 = (slots.get(key, ()) for _, key in _CALL_FLAGS)
+def call_flag_sets(slots: dict[tuple[str, str], set]) -> tuple[Any, ...]:
+    """The id sets of the call rows' action flags (``_CALL_FLAGS`` order; shared by
+    ``index_legal`` from step to step while a type's options are unchanged)."""
+    return tuple([slots.get(key, ()) for _, key in _CALL_FLAGS])
+
+
+def _calls(group: _Rows, world: World, calls: list, flag_sets: tuple[Any, ...],
+           dynamic: list[float]) -> tuple[int, ...]:
+    """Write the rows of the first ``MAX_CALLS`` calls' memoised parts, append their waiting
+    times (``call_waiting``); returns the minutes those calls were received."""
+    f0, f1, f2, f3 = flag_sets
     keys, rows = group.keys[0], group.rows
-    for i, call in enumerate(calls[:MAX_CALLS]):
+    shown = calls[:MAX_CALLS]
+    for i, call in enumerate(shown):
         cid = call.call_id
         key = (call.report, call.priority, call.status, call.ambulance_id is not None, call.node,
                cid in f0, cid in f1, cid in f2, cid in f3)
         if keys[i] != key:
             keys[i] = key
             rows[i] = _call_row(key)
-        waiting = (clock - call.received_at) / 60
+    group.finish(len(shown))
+    received = tuple([call.received_at for call in shown])
+    call_waiting(received, world.clock, dynamic)
+    return received
+
+
+def call_waiting(received: tuple[int, ...], clock: int, dynamic: list[float]) -> None:
+    """Append each shown call's minutes waiting (``_C_DYNAMIC``) given the minutes they came in."""
+    for minute in received:
+        waiting = (clock - minute) / 60
         dynamic.append(0.0 if waiting < 0 else 1.0 if waiting > 1 else waiting)
-    return group.finish(min(len(calls), MAX_CALLS))
 
 
 _C_WAITING = _C["waiting"]

@@ -147,6 +147,7 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
+    world.calls_version += 1
     p = world.patients[call.patient_id]
     world.score_dirty.add(p.patient_id)  # cpr_from may change below
     if p.visible:  # the running grade judges the triage of callers a crew has seen
@@ -158,6 +159,7 @@ def triage_call(world: World, a: Any) -> str | None:
         p.cpr_from = world.clock  # a coded Echo call gets telephone CPR instructions
     if a.priority == "P4":
         call.status, call.closed_at = "closed_advice", world.clock
+        world.calls_version += 1
         if call.true_priority == "P4":
             p.status = "released"
         world.schedule_callback(call)

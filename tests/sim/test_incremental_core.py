@@ -19,9 +19,10 @@ and rollouts, through a wrapper around ``step``):
   with no result overdue; no running OR or specialist timer falls due before
   ``World.next_timer_at``; calls come in the order of their minute and none before
   ``World.first_pending_call`` is pending;
-- ``World.rooms_version`` moved whenever a room's state, procedure or elective flag or a
-  specialist's state differs from the last step checked (the legal room actions and the
-  Gymnasium hospital rows are reused while it stays).
+- each of ``World``'s versions moved whenever what its readers read differs from the last step
+  checked (``_VERSIONED``: a room's state, procedure or elective flag or a specialist's state for
+  ``rooms_version``; a call's arrival, status, triage or unit for ``calls_version``): the legal
+  actions and the Gymnasium rows built from those records are reused while it stays.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from codered_env.sim import TASK_IDS, CodeRedSim, rubric
 from codered_env.sim.city import NODE_IDS, RoadNetwork, _shortest_paths
 from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.triage import caller_report, drawn_report, parse_report
+from codered_env.sim.world import World
 
 PLANNER_STEPS = 12  # the planner's rollouts run whole episodes; its own play is capped
 
@@ -49,26 +51,35 @@ PLANNER_STEPS = 12  # the planner's rollouts run whole episodes; its own play is
 _LAST_VIEW: weakref.WeakKeyDictionary[CodeRedSim, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
-# per simulation: (World.rooms_version, what the room readers read) at the last step checked
-_LAST_ROOMS: weakref.WeakKeyDictionary[CodeRedSim, tuple[int, Any]] = weakref.WeakKeyDictionary()
-
-
-def _rooms_read(sim: CodeRedSim) -> Any:
+def _rooms_read(world: World) -> Any:
     return tuple((tuple((r.state, r.procedure, r.elective) for r in h.ors),
-                  tuple(s.state for s in h.specialists.values())) for h in sim.world.hospitals.values())
+                  tuple(s.state for s in h.specialists.values())) for h in world.hospitals.values())
 
 
-def _check_rooms_version(sim: CodeRedSim) -> None:
-    now = (sim.world.rooms_version, _rooms_read(sim))
-    last = _LAST_ROOMS.get(sim)
-    if last is not None and last[1] != now[1]:
-        assert now[0] != last[0], "a room or specialist changed without World.rooms_version"
-    _LAST_ROOMS[sim] = now
+def _calls_read(world: World) -> Any:
+    return tuple((c.call_id, c.status, c.priority, c.ambulance_id) for c in world.calls.values())
+
+
+# World's version attribute -> what its readers read (equal while the version stays)
+_VERSIONED: dict[str, Callable[[World], Any]] = {"rooms_version": _rooms_read, "calls_version": _calls_read}
+
+
+# per simulation: (the versions, what their readers read) at the last step checked
+_LAST_READ: weakref.WeakKeyDictionary[CodeRedSim, dict[str, tuple[int, Any]]] = weakref.WeakKeyDictionary()
+
+
+def _check_versions(sim: CodeRedSim) -> None:
+    now = {name: (getattr(sim.world, name), read(sim.world)) for name, read in _VERSIONED.items()}
+    last = _LAST_READ.get(sim)
+    for name, (version, read) in now.items():
+        if last is not None and last[name][1] != read:
+            assert version != last[name][0], f"what World.{name} versions changed without it"
+    _LAST_READ[sim] = now
 
 
 def _check(sim: CodeRedSim) -> None:
     world = sim.world
-    _check_rooms_version(sim)
+    _check_versions(sim)
     if not sim.done:
         assert sim.score_preview == rubric.preview_score(world), "cached preview is stale"
         memo = sim._shares

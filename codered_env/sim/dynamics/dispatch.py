@@ -58,6 +58,7 @@ def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bo
     p.ambulance_id = amb.ambulance_id
     if call is not None:
         call.status, call.ambulance_id = "dispatched", amb.ambulance_id
+        world.calls_version += 1
     target = call.call_id if call else p.patient_id
     eta = world.clock + trip.eta_minutes(world.clock)
     world.event(f"{amb.ambulance_id} dispatched to {target} at {p.node}, ETA ~t{eta}")

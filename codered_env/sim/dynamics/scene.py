@@ -35,6 +35,7 @@ def arrive(world: World, amb: Ambulance) -> None:
     p.first_unit_at = world.clock if p.first_unit_at is None else p.first_unit_at
     if p.call_id and p.call_id in world.calls:
         world.calls[p.call_id].status = "on_scene"
+        world.calls_version += 1
     if p.status == "deceased":
         p.visible = True
         amb.busy_until = world.clock + FOUND_DEAD_SCENE_MIN

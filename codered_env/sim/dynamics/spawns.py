@@ -51,6 +51,7 @@ def add_spawn(world: World, spawn: PendingSpawn) -> None:
         call = spawn.call
         call.call_id = next_call_id(world)
         world.calls[call.call_id] = call
+        world.calls_version += 1
         p.call_id = call.call_id
         world.event(f'NEW CALL {call.call_id}: "{call.report}"')
     else:
