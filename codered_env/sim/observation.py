@@ -586,11 +586,36 @@ def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], 
 
 
 def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """Phase 2: units to calls by kind, and the triage of open calls."""
+    """Phase 2: units to calls by kind, and the triage of open calls. With ``memo``, reused (read
+    only) while no call changed (``World.calls_version``) and the same units are free."""
     if world.task.phase == 1:
         return
+    if memo is None:
+        _call_dispatch_options(world, legal, memo)
+        return
+    free = tuple(map(_FREE.__contains__, map(_STATUS, world.ambulances.values())))  # units only join
+    legal.update(_kept(memo, "call_dispatch", world, (world.calls_version, free),
+                       lambda part: _call_dispatch_options(world, part, memo)))
+
+
+def _call_dispatch_options(world: World, legal: Legal, memo: Memo | None) -> None:
     free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
     _phase2_legal(world, legal, free, open_calls(world, memo))
+
+
+_FREE = frozenset(DISPATCHABLE)
+_STATUS = attrgetter("status")
+
+
+def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal], None]) -> Legal:
+    """Section ``name`` of ``world`` kept in ``memo`` (read only), built again by ``build`` only
+    when ``key`` (what it reads, or a version of it) changed."""
+    kept = memo.get(name)
+    if kept is None or kept[0] is not world or kept[1] != key:
+        part: Legal = {}
+        build(part)
+        kept = memo[name] = (world, key, part)
+    return kept[2]
 
 
 def _phase2_legal(world: World, legal: Legal, free: list, calls: list[Call]) -> None:
@@ -624,13 +649,9 @@ def _rooms_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo 
     """With ``memo``, the options are reused (read only) while ``World.rooms_version`` is the same."""
     if memo is None:
         _rooms_options(world, legal)
-        return
-    kept = memo.get("rooms")
-    if kept is None or kept[0] is not world or kept[1] != world.rooms_version:
-        part: Legal = {}
-        _rooms_options(world, part)
-        kept = memo["rooms"] = (world, world.rooms_version, part)
-    legal.update(kept[2])
+    else:
+        rooms = _kept(memo, "rooms", world, world.rooms_version, lambda part: _rooms_options(world, part))
+        legal.update(rooms)
 
 
 def _rooms_options(world: World, legal: Legal) -> None:
@@ -668,6 +689,14 @@ def _mutual_aid_legal(world: World, legal: Legal, visible: list[Patient], memo: 
 
 
 def _always_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    """The same for the whole episode (a world's hospitals never change): kept in ``memo``."""
+    if memo is None:
+        _always_options(world, legal)
+    else:
+        legal.update(_kept(memo, "always", world, None, lambda part: _always_options(world, part)))
+
+
+def _always_options(world: World, legal: Legal) -> None:
     legal["query_or_status"] = [{"hospital_id": list(world.hospitals)}]
     legal["maintain_plan"] = [{}]
 
