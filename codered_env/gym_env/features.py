@@ -112,9 +112,9 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
-        # (world, World.rooms_version) the hospital rows' room parts were last read at (a copy or
-        # pickle reads them again)
-        self._rooms_seen: tuple[Any, int] | None = None
+        # (world, World.rooms_version, World.stock_version) the hospital rows' room and blood parts
+        # were last read at (a copy or pickle reads them again)
+        self._hospitals_seen: tuple[Any, int, int] | None = None
         # (world, World.calls_version, flag id sets, minutes received, open calls) of the call rows'
         # last full read (``_call_rows``)
         self._calls_seen: tuple[Any, int, tuple, tuple[int, ...], int] | None = None
@@ -143,9 +143,12 @@ class FeatureBuilder:
         n_patients = _patients(self._patients, world, patients, slots, values)
         n_calls, n_open_calls = self._call_rows(world, slots, values)
         counts = (n_ambulances, n_patients, n_calls)
-        rooms_now = (world, world.rooms_version)  # World compares by identity
-        _hospitals(self._hospitals, world, slots, values, self._rooms_seen == rooms_now)
-        self._rooms_seen = rooms_now
+        hospitals_now = (world, world.rooms_version, world.stock_version)  # World compares by identity
+        seen = self._hospitals_seen
+        same_world = seen is not None and seen[0] is world
+        _hospitals(self._hospitals, world, slots, values, same_world and seen[1] == hospitals_now[1],
+                   same_world and seen[2] == hospitals_now[2])
+        self._hospitals_seen = hospitals_now
         values += self._global(sim, len(patients), n_open_calls, n_legal)
         m = self.max_actions  # counts and starts are never negative: ``_c(v / m)`` is ``v / m`` capped at 1
         values += [v / m if v < m else 1.0 for v in index.table]

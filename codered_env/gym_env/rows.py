@@ -445,11 +445,12 @@ _HOSPITAL_FLAGS = tuple(
 
 
 def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float],
-               rooms_unchanged: bool = False) -> int:
+               rooms_unchanged: bool = False, stock_unchanged: bool = False) -> int:
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
     rewritten only when its own key changed; appends the per-build load, diversion and ICU values.
-    ``rooms_unchanged``: no room or specialist state was set since the last build of these rows
-    (``World.rooms_version``), so their parts are not even read."""
+    ``rooms_unchanged``, ``stock_unchanged``: no room or specialist state was set, no stock
+    changed since the last build of these rows (``World.rooms_version``, ``stock_version``), so
+    those parts are not even read."""
     clock = world.clock
     flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
     rooms_keys, specialist_keys, blood_keys, flag_keys = group.keys
@@ -471,10 +472,11 @@ def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dy
             if specialist_keys[i] != key:
                 specialist_keys[i] = key
                 rows[i, _H_SPECIALISTS] = _specialist_columns(key)
-        key = tuple(h.blood.items())
-        if blood_keys[i] != key:
-            blood_keys[i] = key
-            rows[i, _H_BLOOD_STOCK] = _blood_columns(key)
+        if not stock_unchanged:
+            key = tuple(h.blood.items())
+            if blood_keys[i] != key:
+                blood_keys[i] = key
+                rows[i, _H_BLOOD_STOCK] = _blood_columns(key)
         key = tuple([hospital_id in ids for ids in flag_sets])
         if flag_keys[i] != key:
             flag_keys[i] = key

@@ -296,6 +296,7 @@ def allocate_blood(world: World, a: Any) -> str | None:
         )
     )
     h.blood[a.blood_type] -= a.units
+    world.stock_version += 1
     if not CONDITIONS[p.condition].needs_blood:
         world.count("unneeded_blood")
     if sample_here:
@@ -321,6 +322,7 @@ def transfer_blood(world: World, a: Any) -> str | None:
         return f"no open road from {src.hospital_id} to {dst.hospital_id} right now"
     arrives = world.clock + BLOOD_COURIER_DISPATCH_MIN + round(minutes)
     src.blood[a.blood_type] -= a.units
+    world.stock_version += 1
     world.transfers.append(BloodTransfer(src.hospital_id, dst.hospital_id, a.blood_type, a.units, arrives))
     return None
 

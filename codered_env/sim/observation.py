@@ -787,15 +787,14 @@ class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
 
 def _blood_legal_reused(world: World, legal: Legal, visible: list[Patient], memo: Memo) -> None:
     """``_blood_legal`` keyed by everything it reads: each patient's donor types and whether a
-    typing can be asked for, every hospital's stock, and which roads are closed."""
+    typing can be asked for, the stock (``World.stock_version``), and which roads are closed."""
     patients = tuple(
         (p.patient_id, p.blood_type) if p.blood_type_known
         else (p.patient_id, None, p.o_pos_safe(), p.blood_type_ready_at is None)
         for p in visible
         if p.status not in FINAL_PATIENT_STATES
     )
-    stocks = tuple(tuple(h.blood.items()) for h in world.hospitals.values())
-    key = (patients, stocks, frozenset(world.net.closed))
+    key = (world, patients, world.stock_version, frozenset(world.net.closed))
     cached = memo.get("blood")
     if cached is None or cached[0] != key:
         part: dict[str, Any] = {}

@@ -106,6 +106,9 @@ class World:
         # bumped wherever a call is added or its status, triage or unit is set: what the legal
         # dispatch and triage actions and the Gymnasium call rows read of the calls
         self.calls_version = 0
+        # bumped wherever a hospital's blood stock is changed: what the legal blood actions and
+        # the Gymnasium hospital rows read of the stock
+        self.stock_version = 0
         self.query_result: dict[str, object] | None = None
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""

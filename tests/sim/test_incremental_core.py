@@ -21,8 +21,9 @@ and rollouts, through a wrapper around ``step``):
   ``World.first_pending_call`` is pending;
 - each of ``World``'s versions moved whenever what its readers read differs from the last step
   checked (``_VERSIONED``: a room's state, procedure or elective flag or a specialist's state for
-  ``rooms_version``; a call's arrival, status, triage or unit for ``calls_version``): the legal
-  actions and the Gymnasium rows built from those records are reused while it stays.
+  ``rooms_version``; a call's arrival, status, triage or unit for ``calls_version``; the blood
+  stock for ``stock_version``): the legal actions and the Gymnasium rows built from those
+  records are reused while it stays.
 """
 
 from __future__ import annotations
@@ -60,8 +61,14 @@ def _calls_read(world: World) -> Any:
     return tuple((c.call_id, c.status, c.priority, c.ambulance_id) for c in world.calls.values())
 
 
+def _stock_read(world: World) -> Any:
+    return tuple(tuple(h.blood.items()) for h in world.hospitals.values())
+
+
 # World's version attribute -> what its readers read (equal while the version stays)
-_VERSIONED: dict[str, Callable[[World], Any]] = {"rooms_version": _rooms_read, "calls_version": _calls_read}
+_VERSIONED: dict[str, Callable[[World], Any]] = {
+    "rooms_version": _rooms_read, "calls_version": _calls_read, "stock_version": _stock_read,
+}
 
 
 # per simulation: (the versions, what their readers read) at the last step checked

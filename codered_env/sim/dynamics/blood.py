@@ -55,6 +55,7 @@ def results_and_transfers(world: World, t: int) -> None:
     for tr in arrived:
         world.transfers.remove(tr)
         world.hospitals[tr.to_hospital].blood[tr.blood_type] += tr.units
+        world.stock_version += 1
         world.event(f"BLOOD {tr.units}u {tr.blood_type} arrived at {tr.to_hospital} from {tr.from_hospital}")
 
 
@@ -151,6 +152,7 @@ def _reserve_first(world: World, p: Patient, h: Hospital, types: list[str], unit
 
 def _reserve(world: World, p: Patient, h: Hospital, blood_type: str, units: int) -> None:
     h.blood[blood_type] -= units
+    world.stock_version += 1
     world.allocations.append(
         BloodAllocation(p.patient_id, h.hospital_id, blood_type, units, world.clock, ready_at=world.clock)
     )
