@@ -787,23 +787,72 @@ class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
 
 def _blood_legal_reused(world: World, legal: Legal, visible: list[Patient], memo: Memo) -> None:
     """``_blood_legal`` keyed by everything it reads: each patient's donor types and whether a
-    typing can be asked for, the stock (``World.stock_version``), and which roads are closed."""
+    typing can be asked for, the stock (``World.stock_version``), and which roads are closed.
+    When that key changed, each hospital's part (``_HospitalBlood``) is still reused while its
+    own stock and the closed roads are the same (a step changes one hospital's stock, or none)."""
     patients = tuple(
         (p.patient_id, p.blood_type) if p.blood_type_known
         else (p.patient_id, None, p.o_pos_safe(), p.blood_type_ready_at is None)
         for p in visible
         if p.status not in FINAL_PATIENT_STATES
     )
-    key = (world, patients, world.stock_version, frozenset(world.net.closed))
+    closed = frozenset(world.net.closed)
+    key = (world, patients, world.stock_version, closed)
     cached = memo.get("blood")
     if cached is None or cached[0] != key:
+        kept = memo.get("blood_hospitals")
+        if kept is None or kept[0] is not world:
+            kept = memo["blood_hospitals"] = (world, {})
         part: dict[str, Any] = {}
-        _blood_legal(world, part, visible)
+        _blood_legal(world, part, visible, (kept[1], closed))
         cached = memo["blood"] = (key, part)
     legal.update(cached[1])
 
 
-def _blood_legal(world: World, legal: Legal, visible: list[Patient]) -> None:
+class _HospitalBlood(NamedTuple):
+    """What the blood options read of one hospital: the types in stock with their units (in
+    stock order), and its transfer option (None without stock or a reachable hospital)."""
+
+    stock: dict[str, int]
+    transfer: dict[str, list[Any]] | None
+    # donor types -> (the types in stock, the units one allocation may take), None when none
+    # is in stock: filled as donor groups are met (the part is dropped when its stock changes)
+    allocations: dict[tuple[str, ...], tuple[list[str], list[int]] | None]
+
+
+# hospital id -> ((its stock items, the closed roads) when its part was made, the part)
+_BloodParts = dict[str, tuple[tuple[Any, frozenset], _HospitalBlood]]
+
+
+def _hospital_blood(world: World, src: Hospital, hospitals: list[Hospital]) -> _HospitalBlood:
+    stock = {t: n for t, n in src.blood.items() if n > 0}
+    transfer = None
+    if stock:
+        minutes = world.net.minutes
+        targets = [d.hospital_id for d in hospitals if d is not src and minutes(src.node, d.node) != math.inf]
+        if targets:
+            units = list(range(1, min(MAX_UNITS, min(stock.values())) + 1))
+            transfer = {"from_hospital_id": [src.hospital_id], "to_hospital_id": targets,
+                        "blood_type": list(stock), "units": units}
+    return _HospitalBlood(stock, transfer, {})
+
+
+def _allocation(part: _HospitalBlood, donors: tuple[str, ...]) -> tuple[list[str], list[int]] | None:
+    """The donor types a hospital holds and the units one allocation may take (None: none held)."""
+    if donors in part.allocations:
+        return part.allocations[donors]
+    stock = part.stock
+    types = [t for t in donors if t in stock]
+    found = part.allocations[donors] = (
+        (types, list(range(1, min(MAX_UNITS, min([stock[t] for t in types])) + 1))) if types else None
+    )
+    return found
+
+
+def _blood_legal(world: World, legal: Legal, visible: list[Patient],
+                 reuse: tuple[_BloodParts, frozenset] | None = None) -> None:
+    """The blood sections; with ``reuse`` (the kept hospital parts, the closed roads), a
+    hospital's part is made again only when its stock or the roads changed."""
     by_donors: dict[tuple[str, ...], list[str]] = {}
     query = []
     for p in visible:
@@ -821,41 +870,28 @@ def _blood_legal(world: World, legal: Legal, visible: list[Patient]) -> None:
         else:
             ids.append(p.patient_id)
     hospitals = list(world.hospitals.values())
-    # per hospital: (id, the types in stock with their units, in stock order)
-    stocks = [(h.hospital_id, {t: n for t, n in h.blood.items() if n > 0}) for h in hospitals]
+    if reuse is None:
+        blood = [_hospital_blood(world, h, hospitals) for h in hospitals]
+    else:
+        parts, closed = reuse
+        blood = []
+        for h in hospitals:
+            inputs = (tuple(h.blood.items()), closed)
+            kept = parts.get(h.hospital_id)
+            if kept is None or kept[0] != inputs:
+                kept = parts[h.hospital_id] = (inputs, _hospital_blood(world, h, hospitals))
+            blood.append(kept[1])
     allocate = []
     for donors, patient_ids in by_donors.items():  # patients who can take the same types share an option
-        for hospital_id, stock in stocks:
-            types = [t for t in donors if t in stock]
-            if types:
-                most = min(MAX_UNITS, min([stock[t] for t in types]))
-                allocate.append(
-                    {
-                        "patient_id": patient_ids,
-                        "hospital_id": [hospital_id],
-                        "blood_type": types,
-                        "units": list(range(1, most + 1)),
-                    }
-                )
+        for h, part in zip(hospitals, blood, strict=True):
+            found = _allocation(part, donors)
+            if found is not None:
+                allocate.append({"patient_id": patient_ids, "hospital_id": [h.hospital_id],
+                                 "blood_type": found[0], "units": found[1]})
     if allocate:
         legal["allocate_blood"] = allocate
     if query:
         legal["query_blood_type"] = [{"patient_id": query}]
-    transfer = []
-    minutes = world.net.minutes
-    for src, (hospital_id, stock) in zip(hospitals, stocks, strict=True):
-        if not stock:
-            continue
-        units = list(range(1, min(MAX_UNITS, min(stock.values())) + 1))
-        targets = [d.hospital_id for d in hospitals if d is not src and minutes(src.node, d.node) != math.inf]
-        if targets:
-            transfer.append(
-                {
-                    "from_hospital_id": [hospital_id],
-                    "to_hospital_id": targets,
-                    "blood_type": list(stock),
-                    "units": units,
-                }
-            )
+    transfer = [part.transfer for part in blood if part.transfer is not None]
     if transfer:
         legal["transfer_blood"] = transfer
