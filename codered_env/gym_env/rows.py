@@ -279,6 +279,11 @@ def _waiting_columns(world: World, p: Patient) -> tuple[float, float, float, flo
     waiting = waiting_for(world, p)
     if not waiting:
         return _NOT_WAITING
+    return _waiting_flags(tuple(waiting))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _waiting_flags(waiting: tuple[str, ...]) -> tuple[float, float, float, float]:
     return (
         float("or" in waiting),
         float(any(w in SPECIALTIES for w in waiting)),
@@ -320,8 +325,14 @@ def _vitals_scaled(hr: float, sbp: float, spo2: float, rr: float, gcs: float,
 
 
 def _vitals_columns(r: float, hr0: int, sbp0: int, stroke: bool) -> tuple[float, ...]:
-    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``)."""
-    return _vitals_scaled(*vitals_values(r, hr0, sbp0, stroke))
+    """hr, sbp, spo2, rr, gcs and vitals score columns of a living patient (``displayed_vitals``):
+    ``_vitals_scaled`` of its displayed vitals, the clipping inlined (a living patient's reserve
+    moves every minute, so a memo of the scaled values missed a third of the time)."""
+    hr, sbp, spo2, rr, gcs, score = vitals_values(r, hr0, sbp0, stroke)
+    hr, sbp, spo2, rr, gcs = hr / 200, sbp / 200, spo2 / 100, rr / 40, gcs / 15
+    return (0.0 if hr < 0 else 1.0 if hr > 1 else hr, 0.0 if sbp < 0 else 1.0 if sbp > 1 else sbp,
+            0.0 if spo2 < 0 else 1.0 if spo2 > 1 else spo2, 0.0 if rr < 0 else 1.0 if rr > 1 else rr,
+            0.0 if gcs < 0 else 1.0 if gcs > 1 else gcs, 0.0 if score < 0 else 1.0 if score > 1 else score)
 
 
 # patient id -> (inputs, columns) of the last vitals computed for that id: a pure memo (the inputs
@@ -606,4 +617,4 @@ ROW_MEMOS = (_patient_row, _call_row, _ambulance_row, _rooms_columns, _specialis
 
 
 #: Every feature memo of this module (tests clear them to prove results never depend on them).
-FEATURE_MEMOS = (_patient_static, _call_static, _report_row, _vitals_scaled, *ROW_MEMOS)
+FEATURE_MEMOS = (_patient_static, _call_static, _report_row, _vitals_scaled, _waiting_flags, *ROW_MEMOS)
