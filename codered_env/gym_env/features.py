@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 import struct
 from typing import Any
 
@@ -26,6 +27,7 @@ from .rows import (
     _slot_patients,
     call_flag_sets,
     call_waiting,
+    hospital_flag_sets,
 )
 from .schema import (
     ACTION_FEATURES,
@@ -112,9 +114,9 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
-        # (world, World.rooms_version, World.stock_version) the hospital rows' room and blood parts
-        # were last read at (a copy or pickle reads them again)
-        self._hospitals_seen: tuple[Any, int, int] | None = None
+        # (world, World.rooms_version, World.stock_version, flag id sets) the hospital rows' room,
+        # blood and flag parts were last read at (a copy or pickle reads them again)
+        self._hospitals_seen: tuple[Any, int, int, tuple] | None = None
         # (world, World.calls_version, flag id sets, minutes received, open calls) of the call rows'
         # last full read (``_call_rows``)
         self._calls_seen: tuple[Any, int, tuple, tuple[int, ...], int] | None = None
@@ -143,12 +145,7 @@ class FeatureBuilder:
         n_patients = _patients(self._patients, world, patients, slots, values)
         n_calls, n_open_calls = self._call_rows(world, slots, values)
         counts = (n_ambulances, n_patients, n_calls)
-        hospitals_now = (world, world.rooms_version, world.stock_version)  # World compares by identity
-        seen = self._hospitals_seen
-        same_world = seen is not None and seen[0] is world
-        _hospitals(self._hospitals, world, slots, values, same_world and seen[1] == hospitals_now[1],
-                   same_world and seen[2] == hospitals_now[2])
-        self._hospitals_seen = hospitals_now
+        self._hospital_rows(world, slots, values)
         values += self._global(sim, len(patients), n_open_calls, n_legal)
         m = self.max_actions  # counts and starts are never negative: ``_c(v / m)`` is ``v / m`` capped at 1
         values += [v / m if v < m else 1.0 for v in index.table]
@@ -172,6 +169,19 @@ class FeatureBuilder:
             array = arrays[name] = out[span]
             array.shape = shape  # a view of ``out`` (cheaper than ``reshape``)
         return arrays
+
+    def _hospital_rows(self, world: Any, slots: dict[tuple[str, str], set], values: list[float]) -> None:
+        """The hospital rows (``_hospitals``), their room, blood and flag parts read only when
+        ``World.rooms_version``, ``World.stock_version`` or a flag's id set moved."""
+        flag_sets = hospital_flag_sets(slots)
+        now = (world, world.rooms_version, world.stock_version, flag_sets)
+        seen = self._hospitals_seen
+        if seen is None or seen[0] is not world:
+            unchanged = (False, False, False)
+        else:
+            unchanged = (seen[1] == now[1], seen[2] == now[2], all(map(operator.is_, seen[3], flag_sets)))
+        _hospitals(self._hospitals, world, flag_sets, values, unchanged)
+        self._hospitals_seen = now
 
     def _call_rows(self, world: Any, slots: dict[tuple[str, str], set],
                    values: list[float]) -> tuple[int, int]:

@@ -455,15 +455,20 @@ _HOSPITAL_FLAGS = tuple(
 )
 
 
-def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dynamic: list[float],
-               rooms_unchanged: bool = False, stock_unchanged: bool = False) -> int:
+def hospital_flag_sets(slots: dict[tuple[str, str], set]) -> tuple[Any, ...]:
+    """The id sets of the hospital rows' action flags (``_HOSPITAL_FLAGS`` order)."""
+    return tuple([slots.get(key, ()) for _, key in _HOSPITAL_FLAGS])
+
+
+def _hospitals(group: _Rows, world: World, flag_sets: tuple[Any, ...], dynamic: list[float],
+               unchanged: tuple[bool, bool, bool] = (False, False, False)) -> int:
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
     rewritten only when its own key changed; appends the per-build load, diversion and ICU values.
-    ``rooms_unchanged``, ``stock_unchanged``: no room or specialist state was set, no stock
-    changed since the last build of these rows (``World.rooms_version``, ``stock_version``), so
-    those parts are not even read."""
+    ``unchanged``: whether no room or specialist state was set, no stock changed since the last
+    build of these rows (``World.rooms_version``, ``stock_version``), and the flags' id sets are
+    the very ones of that build; those parts are then not even read."""
     clock = world.clock
-    flag_sets = [slots.get(key, ()) for _, key in _HOSPITAL_FLAGS]
+    rooms_unchanged, stock_unchanged, flags_unchanged = unchanged
     rooms_keys, specialist_keys, blood_keys, flag_keys = group.keys
     rows = group.rows
     hospitals = world.hospitals
@@ -488,10 +493,11 @@ def _hospitals(group: _Rows, world: World, slots: dict[tuple[str, str], set], dy
             if blood_keys[i] != key:
                 blood_keys[i] = key
                 rows[i, _H_BLOOD_STOCK] = _blood_columns(key)
-        key = tuple([hospital_id in ids for ids in flag_sets])
-        if flag_keys[i] != key:
-            flag_keys[i] = key
-            rows[i, _H_FLAGS] = _hospital_flag_columns(key)
+        if not flags_unchanged:
+            key = tuple([hospital_id in ids for ids in flag_sets])
+            if flag_keys[i] != key:
+                flag_keys[i] = key
+                rows[i, _H_FLAGS] = _hospital_flag_columns(key)
         until = h.diverted_until
         diverted = until > clock  # ``world.diverted``
         dynamic += (_c(h.occupancy / (2 * h.capacity)), 1.0 if h.crowded else 0.0,
