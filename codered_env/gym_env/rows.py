@@ -58,13 +58,14 @@ class _Rows:
     columns are not written here: each group appends their values to the build's list, in the
     order of its ``dynamic`` flat indices (``FeatureBuilder`` writes them all at once)."""
 
-    __slots__ = ("dynamic", "keys", "n", "per_row", "rows")
+    __slots__ = ("dynamic", "keys", "n", "per_row", "rows", "waiting")
 
     def __init__(self, rows: np.ndarray, offset: int, columns: np.ndarray, parts: int = 1) -> None:
         self.rows = rows
         n_rows, width = rows.shape
         self.keys: list[list[Any]] = [[None] * n_rows for _ in range(parts)]
         self.n = 0
+        self.waiting: dict[str, tuple[Any, ...]] = {}  # patient rows: ``_kept_waiting`` (not copied)
         self.per_row = len(columns)
         # flat buffer index of every per-build value, row after row (the first n rows' are used)
         self.dynamic = (offset + np.arange(n_rows)[:, None] * width + columns[None, :]).ravel()
@@ -199,7 +200,7 @@ def _patients(group: _Rows, world: World, patients: list[Patient], slots: dict[t
     reserved."""
     f0, f1, f2, f3, f4 = (slots.get(key, ()) for _, key in _PATIENT_FLAGS)
     reserved = _reserved_units(world) if world.allocations else None
-    keys, rows = group.keys[0], group.rows
+    keys, rows, kept_waiting = group.keys[0], group.rows, group.waiting
     clock, last_vitals = world.clock, _LAST_VITALS
     for i, p in enumerate(patients):  # the hottest loop of a build: ``_Rows.put`` inlined
         pid, status = p.patient_id, p.status
@@ -219,7 +220,7 @@ def _patients(group: _Rows, world: World, patients: list[Patient], slots: dict[t
         minutes = (clock - p.appeared_at) / 180
         dynamic += (0.0 if minutes < 0 else 1.0 if minutes > 1 else minutes,
                     _c(_patient_eta(world, p) / 30) if status in _MOVING else 0.0)
-        dynamic += _waiting_columns(world, p) if status == "at_hospital" else _NOT_WAITING
+        dynamic += _kept_waiting(world, p, kept_waiting) if status == "at_hospital" else _NOT_WAITING
         dynamic += (1.0 if p.blood_type_known else 0.0,
                     0.0 if reserved is None else _c(reserved.get(pid, 0) / 6))
     return group.finish(len(patients))
@@ -272,6 +273,20 @@ _P_DYNAMIC = _dynamic_columns(slice(_P_VITALS, _P_VITALS + 8), slice(_P_WAITING,
 
 
 _NOT_WAITING = (0.0, 0.0, 0.0, 0.0)
+
+
+def _kept_waiting(world: World, p: Patient,
+                  kept: dict[str, tuple[Any, ...]]) -> tuple[float, float, float, float]:
+    """``_waiting_columns`` of a patient in the ED, kept while everything ``waiting_for`` reads is
+    the same: where they are, their fallback care, claimed room, transfer target, whether their
+    blood is at hand, and the rooms' and specialists' states (``World.rooms_version``)."""
+    ready = p.blood_ready_at
+    key = (world.rooms_version, p.hospital, p.fallback, p.or_ref, p.transfer_to,
+           ready is not None and ready <= world.clock)  # the patient pins the world
+    got = kept.get(p.patient_id)
+    if got is None or got[0] is not p or got[1] != key:
+        got = kept[p.patient_id] = (p, key, _waiting_columns(world, p))
+    return got[2]
 
 
 def _waiting_columns(world: World, p: Patient) -> tuple[float, float, float, float]:
