@@ -611,11 +611,14 @@ def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal]
     """Section ``name`` of ``world`` kept in ``memo`` (read only), built again by ``build`` only
     when ``key`` (what it reads, or a version of it) changed."""
     kept = memo.get(name)
-    if kept is None or kept[0] is not world or kept[1] != key:
-        part: Legal = {}
-        build(part)
-        kept = memo[name] = (world, key, part)
-    return kept[2]
+    if kept is not None:
+        kept_world, kept_key, part = kept
+        if kept_world is world and kept_key == key:
+            return part
+    part = {}
+    build(part)
+    memo[name] = (world, key, part)
+    return part
 
 
 def _phase2_legal(world: World, legal: Legal, free: list, calls: list[Call]) -> None:
