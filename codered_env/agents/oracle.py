@@ -32,7 +32,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from ..sim import CodeRedSim
+from ..sim import CodeRedSim, Snapshot
 from .heuristic import HeuristicAgent
 from .planner import PlannerAgent, observation_digest
 
@@ -103,6 +103,10 @@ class OracleAgent(PlannerAgent):
     def branch(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
         """An exact copy (every fork seed gives the same one: the truth is not redrawn)."""
         return truth_copy(sim)
+
+    def branch_start(self, decision: Snapshot, fork_seed: int) -> Snapshot:
+        """The decision's exact state itself: every fork seed gives the same copy."""
+        return decision
 
     def reset(self, task_id: str, seed: int) -> None:
         super().reset(task_id, seed)

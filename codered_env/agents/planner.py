@@ -46,9 +46,12 @@ How it sees the world: the agent keeps a private replica of the episode (``CodeR
 same task and seed, stepped with the agent's own actions -- the simulator is deterministic, so
 the replica is the episode) and only ever reads it through ``branch``, which for this agent is
 ``fork``: it drops what the agent could not know. (``oracle.py`` overrides ``branch`` with an
-exact copy: the same search told the truth, a ceiling.) If the replica ever disagrees with the
-observation (another driver, a refused frame), the planner plays the heuristic's proposal from
-then on.
+exact copy: the same search told the truth, a ceiling.) A decision freezes the replica once
+(``CodeRedSim.snapshot``) and computes each fork seed's branch once (``branch_start``, the
+branch frozen); every candidate's rollout on that seed starts from its own copy of it (a pickle
+load), with the same values as a fresh branch per candidate (tests/test_planner.py). If the
+replica ever disagrees with the observation (another driver, a refused frame), the planner plays
+the heuristic's proposal from then on.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from collections.abc import Iterator
 from random import Random
 from typing import Any
 
-from ..sim import CodeRedSim
+from ..sim import CodeRedSim, Snapshot
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN, code_fingerprint
@@ -119,6 +122,30 @@ class PosteriorTriageHeuristic(HeuristicAgent):
         return cautious_priority(priority_posterior({"report": call["report"]}))
 
 
+class _BranchStarts:
+    """One decision's rollout starts: the episode's state frozen once (``CodeRedSim.snapshot``)
+    and, per fork seed, ``PlannerAgent.branch_start`` of it, computed when first asked; every
+    candidate gets its own copy. Valid for one decision only (the replica steps afterwards):
+    ``close`` drops everything, and a closed instance refuses to hand out copies."""
+
+    def __init__(self, agent: PlannerAgent, sim: CodeRedSim) -> None:
+        self._agent = agent
+        self.sim = sim  # the replica, which does not step while the decision lasts
+        self._decision: Snapshot | None = sim.snapshot()
+        self._starts: dict[int, Snapshot] = {}
+
+    def copy(self, fork_seed: int) -> CodeRedSim:
+        if self._decision is None or self.sim.step_count != self._decision.step_count:
+            raise RuntimeError("these rollout starts belong to a past decision")
+        start = self._starts.get(fork_seed)
+        if start is None:
+            start = self._starts[fork_seed] = self._agent.branch_start(self._decision, fork_seed)
+        return start.copy()
+
+    def close(self) -> None:
+        self._decision, self._starts = None, {}
+
+
 class PlannerAgent:
     """Heuristic-guided rollout planner on ``CodeRedSim.fork`` (see the module docstring)."""
 
@@ -163,6 +190,7 @@ class PlannerAgent:
         self._base = self.base_policy(None)
         self._pending: dict[str, Any] | None = None
         self._task: tuple[str, int] = ("", 0)
+        self._starts: _BranchStarts | None = None  # set while a decision races its candidates
 
     def fingerprint(self) -> dict[str, Any]:
         """Code (its own, the planner's, the heuristic's) and the per-decision budget that shapes
@@ -190,6 +218,11 @@ class PlannerAgent:
     def branch(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
         """The copy a rollout plays on: a fair fork (only what the agent could know)."""
         return sim.fork(fork_seed)
+
+    def branch_start(self, decision: Snapshot, fork_seed: int) -> Snapshot:
+        """``branch`` of the decision's state (``decision``), frozen: computed once per fork seed
+        and decision, and every candidate's rollout on that seed starts from a copy of it."""
+        return decision.fork(fork_seed).snapshot()
 
     # ------------------------------------------------------------------ the decision
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -222,6 +255,14 @@ class PlannerAgent:
         return [base + offset + k for k in range(n)]
 
     def _choose(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        self._starts = _BranchStarts(self, sim)  # this decision's forks, shared by its candidates
+        try:
+            return self._race(sim, candidates)
+        finally:
+            self._starts.close()
+            self._starts = None
+
+    def _race(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         seeds = self._fork_seeds(sim, self.forks)
         values = [self._values(sim, c, seeds) for c in candidates]
         gains = [_paired(v, values[0])[0] for v in values]
@@ -247,9 +288,10 @@ class PlannerAgent:
         return candidates[best] if gain > max(self.min_gain, z * spread) else candidates[0]
 
     def _values(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> list[float]:
+        starts = self._starts if self._starts is not None and self._starts.sim is sim else None
         values = []
         for fork_seed in fork_seeds:
-            twin = self.branch(sim, fork_seed)
+            twin = starts.copy(fork_seed) if starts is not None else self.branch(sim, fork_seed)
             twin.step(action)
             values.append(self._rollout(twin))
         return values
