@@ -315,6 +315,14 @@ class Snapshot:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a Snapshot is immutable; take a new one with CodeRedSim.snapshot()")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Picklable (to hand to another process): rebuilt field by field, past ``__setattr__``."""
+        return _unpickled_snapshot, tuple(getattr(self, name) for name in Snapshot.__slots__)
+
+    def __repr__(self) -> str:
+        kind = "" if self._exact else ", fork only"
+        return f"<Snapshot {self._task.task_id} seed {self._seed} step {self._step}{kind}>"
+
     @property
     def step_count(self) -> int:
         return self._step
@@ -351,6 +359,13 @@ class Snapshot:
         twin.task = twin.world.task = self._task
         twin.action_log = list(self._action_log)
         return twin
+
+
+def _unpickled_snapshot(*values: Any) -> Snapshot:
+    snapshot = object.__new__(Snapshot)
+    for name, value in zip(Snapshot.__slots__, values, strict=True):
+        object.__setattr__(snapshot, name, value)
+    return snapshot
 
 
 def grade_episode(task_id: str, seed: int, actions: list[Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import pickle
 from random import Random
 
 import pytest
@@ -321,6 +322,19 @@ def test_a_snapshot_rejects_a_bad_seed_and_edits() -> None:
     with pytest.raises(AttributeError):
         frozen.extra = 1  # type: ignore[attr-defined]
     assert state_bytes(frozen.fork(0)) == state_bytes(frozen.fork(0))  # still whole
+    assert repr(frozen) == "<Snapshot task2 seed 0 step 3>"
+
+
+def test_a_snapshot_pickles_whole() -> None:
+    """A snapshot may be sent to another process: the same forks and copies come out."""
+    sim = advance("task5", SEED, 14)
+    frozen = sim.snapshot()
+    again = pickle.loads(pickle.dumps(frozen))
+    assert again is not frozen and again.step_count == 14
+    assert state_bytes(again.fork(6)) == state_bytes(frozen.fork(6)) == state_bytes(sim.fork(6))
+    assert episode_bytes(again.copy()) == episode_bytes(sim)
+    with pytest.raises(AttributeError, match="immutable"):
+        again._step = 0  # type: ignore[misc]
 
 
 def test_a_fork_only_snapshot_holds_no_hidden_state() -> None:
