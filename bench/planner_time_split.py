@@ -5,7 +5,9 @@
 Plays the planner (or ``--agent oracle``) on each seed and splits the CPU time of its searching
 decisions into:
 
-``fork``     ``PlannerAgent.branch``: the fair fork (or the oracle's truthful copy) a rollout plays on
+``fork``     the copy a rollout plays on: ``PlannerAgent._rollout_start`` (per decision one
+             snapshot, per fork seed one fair fork of it, or the oracle's truthful copy, frozen,
+             per rollout a copy of that), or ``PlannerAgent.branch`` in checkouts without it
 ``policy``   the rollout policy's ``act`` (its reads of the lazy observation view included)
 ``step``     the rest of each rollout: the copy's ``step`` calls and the loop around them
 ``other``    everything else in a decision (candidates, the base proposal, the statistics)
@@ -54,7 +56,8 @@ class _Split:
 def _instrument(agent: PlannerAgent, split: _Split) -> None:
     """Time the agent's forks, rollouts and the rollout policy's decisions (instance attributes
     shadow the class's methods; nothing else about the agent changes)."""
-    branch, rollout, base_policy = agent.branch, agent._rollout, agent.base_policy
+    start_name = "_rollout_start" if hasattr(agent, "_rollout_start") else "branch"
+    branch, rollout, base_policy = getattr(agent, start_name), agent._rollout, agent.base_policy
 
     def counted_branch(sim: Any, fork_seed: int) -> Any:
         split.forks += 1
@@ -65,7 +68,7 @@ def _instrument(agent: PlannerAgent, split: _Split) -> None:
         policy.act = split.timed("policy", policy.act)
         return policy
 
-    agent.branch = split.timed("fork", counted_branch)  # type: ignore[method-assign]
+    setattr(agent, start_name, split.timed("fork", counted_branch))
     agent._rollout = split.timed("rollout", rollout)  # type: ignore[method-assign]
     agent.base_policy = timed_policy  # type: ignore[method-assign]
 

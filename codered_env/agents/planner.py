@@ -123,27 +123,30 @@ class PosteriorTriageHeuristic(HeuristicAgent):
 
 
 class _BranchStarts:
-    """One decision's rollout starts: the episode's state frozen once (``CodeRedSim.snapshot``)
-    and, per fork seed, ``PlannerAgent.branch_start`` of it, computed when first asked; every
-    candidate gets its own copy. Valid for one decision only (the replica steps afterwards):
-    ``close`` drops everything, and a closed instance refuses to hand out copies."""
+    """One decision's rollout starts: the episode's state frozen once (``CodeRedSim.snapshot``,
+    when first needed) and, per fork seed, ``PlannerAgent.branch_start`` of it, computed when
+    first asked; every candidate gets its own copy. Valid for one decision only: it refuses to
+    hand out copies once closed or once the replica has stepped."""
 
     def __init__(self, agent: PlannerAgent, sim: CodeRedSim) -> None:
         self._agent = agent
         self.sim = sim  # the replica, which does not step while the decision lasts
-        self._decision: Snapshot | None = sim.snapshot()
+        self._step: int | None = sim.step_count
+        self._decision: Snapshot | None = None
         self._starts: dict[int, Snapshot] = {}
 
     def copy(self, fork_seed: int) -> CodeRedSim:
-        if self._decision is None or self.sim.step_count != self._decision.step_count:
+        if self._step is None or self.sim.step_count != self._step:
             raise RuntimeError("these rollout starts belong to a past decision")
         start = self._starts.get(fork_seed)
         if start is None:
+            if self._decision is None:
+                self._decision = self.sim.snapshot()
             start = self._starts[fork_seed] = self._agent.branch_start(self._decision, fork_seed)
         return start.copy()
 
     def close(self) -> None:
-        self._decision, self._starts = None, {}
+        self._step, self._decision, self._starts = None, None, {}
 
 
 class PlannerAgent:
@@ -288,13 +291,20 @@ class PlannerAgent:
         return candidates[best] if gain > max(self.min_gain, z * spread) else candidates[0]
 
     def _values(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> list[float]:
-        starts = self._starts if self._starts is not None and self._starts.sim is sim else None
         values = []
         for fork_seed in fork_seeds:
-            twin = starts.copy(fork_seed) if starts is not None else self.branch(sim, fork_seed)
+            twin = self._rollout_start(sim, fork_seed)
             twin.step(action)
             values.append(self._rollout(twin))
         return values
+
+    def _rollout_start(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
+        """The copy a rollout on ``fork_seed`` plays on: from this decision's shared starts (the
+        same state as ``branch(sim, fork_seed)``), or ``branch`` itself outside a decision."""
+        starts = self._starts
+        if starts is not None and starts.sim is sim:
+            return starts.copy(fork_seed)
+        return self.branch(sim, fork_seed)
 
     def _rollout(self, twin: CodeRedSim) -> float:
         self.rollouts += 1
