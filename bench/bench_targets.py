@@ -23,10 +23,11 @@ once, every candidate a copy of that fork):
 ``snapshot``        ``sim.snapshot()``: the decision's state frozen (once per decision)
 ``fork_snapshot``   ``snapshot.fork(seed)``: a fork from the decision's snapshot (once per seed)
 ``fork_repeat``     ``start.copy()`` of a frozen fork (``start = snapshot.fork(seed).snapshot()``):
-                    a repeated fork, what every further candidate's rollout on that seed pays
+                    a repeated fork, what every later candidate's rollout on that seed pays (the
+                    first plays on the fork itself)
 ``per_rollout``     all of it spread over the rollouts of one decision at the planner's default
                     budget (6 candidates x 4 forks + 2 x 8 confirmation forks: 40 rollouts on 12
-                    fork seeds): (snapshot + 12 x (fork_snapshot + freezing the fork) + 40 x
+                    fork seeds): (snapshot + 12 x (fork_snapshot + freezing the fork) + 28 x
                     fork_repeat) / 40
 
 Targets: heuristic <= 12x CartPole, gym <= 15x, core <= 5x, a fork <= 2 core steps.
@@ -171,7 +172,7 @@ def _fork(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], floa
     if "snapshot" in out:
         seeds, rollouts = PLANNER_FORK_SEEDS, PLANNER_ROLLOUTS
         out["per_rollout"] = (out["snapshot"] + seeds * (out["fork_snapshot"] + out["freeze_fork"])
-                              + rollouts * out["fork_repeat"]) / rollouts
+                              + (rollouts - seeds) * out["fork_repeat"]) / rollouts
     return out
 
 

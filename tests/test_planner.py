@@ -211,14 +211,14 @@ def test_shared_rollout_starts_change_no_value_and_no_decision(task_id: str, see
     assert len(ours[2]) > 10 and ours == reference
 
 
-def test_branch_start_is_the_branch_frozen() -> None:
+def test_branch_from_a_snapshot_is_the_branch() -> None:
     sim = CodeRedSim("task5", 3)
     agent = HeuristicAgent(3)
     for _ in range(14):
         sim.step(agent.act(sim.observation()))
     planner, decision = PlannerAgent(3), sim.snapshot()
     for fork_seed in (0, 7):
-        start, fork = planner.branch_start(decision, fork_seed).copy(), planner.branch(sim, fork_seed)
+        start, fork = planner.branch_from(decision, fork_seed), planner.branch(sim, fork_seed)
         assert _fields(start) == _fields(fork) and _fields(start.world) == _fields(fork.world)
         assert _fields(start) != _fields(planner.branch(sim, fork_seed + 1))
 
@@ -232,7 +232,11 @@ def test_rollout_starts_of_a_past_decision_are_refused() -> None:
 
     sim = CodeRedSim("task2", 1)
     starts = _BranchStarts(PlannerAgent(1), sim)
-    assert starts.copy(3).step_count == sim.step_count
+    first, second = starts.copy(3), starts.copy(3)
+    assert first is not second and first.step_count == sim.step_count
+    assert _fields(first) == _fields(second) and _fields(first.world) == _fields(second.world)
+    first.step({"action_type": "maintain_plan"})  # the first one handed out is not the frozen start
+    assert _fields(starts.copy(3).world) == _fields(second.world)
     sim.step({"action_type": "maintain_plan"})  # the replica moved on: nothing stale handed out
     with pytest.raises(RuntimeError, match="past decision"):
         starts.copy(3)

@@ -104,9 +104,9 @@ class OracleAgent(PlannerAgent):
         """An exact copy (every fork seed gives the same one: the truth is not redrawn)."""
         return truth_copy(sim)
 
-    def branch_start(self, decision: Snapshot, fork_seed: int) -> Snapshot:
-        """The decision's exact state itself: every fork seed gives the same copy."""
-        return decision
+    def branch_from(self, decision: Snapshot, fork_seed: int) -> CodeRedSim:
+        """An exact copy of the decision's state (``truth_copy``; every fork seed gives the same)."""
+        return decision.copy()
 
     def reset(self, task_id: str, seed: int) -> None:
         super().reset(task_id, seed)

@@ -47,11 +47,11 @@ same task and seed, stepped with the agent's own actions -- the simulator is det
 the replica is the episode) and only ever reads it through ``branch``, which for this agent is
 ``fork``: it drops what the agent could not know. (``oracle.py`` overrides ``branch`` with an
 exact copy: the same search told the truth, a ceiling.) A decision freezes the replica once
-(``CodeRedSim.snapshot``) and computes each fork seed's branch once (``branch_start``, the
-branch frozen); every candidate's rollout on that seed starts from its own copy of it (a pickle
-load), with the same values as a fresh branch per candidate (tests/test_planner.py). If the
-replica ever disagrees with the observation (another driver, a refused frame), the planner plays
-the heuristic's proposal from then on.
+(``CodeRedSim.snapshot``) and computes each fork seed's branch of it once (``branch_from``):
+the first candidate plays on it, every later one on its own copy of it (frozen before the first
+played; a pickle load), with the same values as a fresh branch per candidate
+(tests/test_planner.py). If the replica ever disagrees with the observation (another driver, a
+refused frame), the planner plays the heuristic's proposal from then on.
 """
 
 from __future__ import annotations
@@ -124,9 +124,10 @@ class PosteriorTriageHeuristic(HeuristicAgent):
 
 class _BranchStarts:
     """One decision's rollout starts: the episode's state frozen once (``CodeRedSim.snapshot``,
-    when first needed) and, per fork seed, ``PlannerAgent.branch_start`` of it, computed when
-    first asked; every candidate gets its own copy. Valid for one decision only: it refuses to
-    hand out copies once closed or once the replica has stepped."""
+    when first needed) and, per fork seed, ``PlannerAgent.branch_from`` of it, computed when
+    first asked and frozen before it is handed out; later candidates get their own copies. Valid
+    for one decision only: it refuses to hand out anything once closed or once the replica has
+    stepped."""
 
     def __init__(self, agent: PlannerAgent, sim: CodeRedSim) -> None:
         self._agent = agent
@@ -139,11 +140,13 @@ class _BranchStarts:
         if self._step is None or self.sim.step_count != self._step:
             raise RuntimeError("these rollout starts belong to a past decision")
         start = self._starts.get(fork_seed)
-        if start is None:
-            if self._decision is None:
-                self._decision = self.sim.snapshot()
-            start = self._starts[fork_seed] = self._agent.branch_start(self._decision, fork_seed)
-        return start.copy()
+        if start is not None:
+            return start.copy()
+        if self._decision is None:
+            self._decision = self.sim.snapshot()
+        twin = self._agent.branch_from(self._decision, fork_seed)
+        self._starts[fork_seed] = twin.snapshot()  # before anyone steps it
+        return twin  # nobody else holds it: one copy saved
 
     def close(self) -> None:
         self._step, self._decision, self._starts = None, None, {}
@@ -222,10 +225,10 @@ class PlannerAgent:
         """The copy a rollout plays on: a fair fork (only what the agent could know)."""
         return sim.fork(fork_seed)
 
-    def branch_start(self, decision: Snapshot, fork_seed: int) -> Snapshot:
-        """``branch`` of the decision's state (``decision``), frozen: computed once per fork seed
-        and decision, and every candidate's rollout on that seed starts from a copy of it."""
-        return decision.fork(fork_seed).snapshot()
+    def branch_from(self, decision: Snapshot, fork_seed: int) -> CodeRedSim:
+        """``branch`` of the decision's state (``decision``): computed once per fork seed and
+        decision; every candidate's rollout on that seed starts from it or a copy of it."""
+        return decision.fork(fork_seed)
 
     # ------------------------------------------------------------------ the decision
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
