@@ -175,17 +175,11 @@ def test_a_single_catastrophic_fork_vetoes_a_challenger_when_losses_are_capped()
     assert _decide(risky, forks=4, confirm_forks=8, max_loss=0.1) == "proposal"
 
 
-class _FreshForkPlanner(PlannerAgent):
-    """The race as it was before rollout starts were shared: a fresh ``branch`` of the replica
+def _fresh_branches(agent: PlannerAgent) -> PlannerAgent:
+    """``agent`` racing as before rollout starts were shared: a fresh ``branch`` of the replica
     for every candidate and fork seed."""
-
-    def _values(self, sim: CodeRedSim, action: dict, fork_seeds: list[int]) -> list[float]:
-        values = []
-        for fork_seed in fork_seeds:
-            twin = self.branch(sim, fork_seed)
-            twin.step(action)
-            values.append(self._rollout(twin))
-        return values
+    agent._rollout_start = agent.branch  # type: ignore[method-assign]
+    return agent
 
 
 def _recorded(agent: PlannerAgent, task_id: str, seed: int) -> tuple[list, float, list[float]]:
@@ -207,7 +201,7 @@ def test_shared_rollout_starts_change_no_value_and_no_decision(task_id: str, see
     values, decisions and score as a fresh fork per candidate (issue 23)."""
     budget = {"forks": 2, "confirm_forks": 2, "max_candidates": 4}
     ours = _recorded(PlannerAgent(seed, **budget), task_id, seed)
-    reference = _recorded(_FreshForkPlanner(seed, **budget), task_id, seed)
+    reference = _recorded(_fresh_branches(PlannerAgent(seed, **budget)), task_id, seed)
     assert len(ours[2]) > 10 and ours == reference
 
 

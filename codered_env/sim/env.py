@@ -280,14 +280,13 @@ class Snapshot:
     """
 
     __slots__ = (
-        "_action_log", "_blob", "_cls", "_exact", "_fresh", "_pending", "_seed", "_step", "_streams", "_task"
+        "_action_log", "_blob", "_cls", "_exact", "_pending", "_seed", "_step", "_streams", "_task"
     )
 
     def __init__(self, sim: CodeRedSim, exact: bool = True) -> None:
         world = sim.world
-        state = sim.__getstate__()
-        fresh = [k for k, v in state.items() if v is not sim.__dict__.get(k)]
-        state |= dict.fromkeys(fresh) | {"action_log": None, "task": None}
+        fresh = tuple(sim._fresh_parts())  # made anew for every copy, not pickled
+        state = sim.__dict__ | dict.fromkeys(fresh) | {"action_log": None, "task": None}
         future = world.spawns
         buffer = io.BytesIO()
         pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -306,7 +305,6 @@ class Snapshot:
         init(self, "_seed", sim.seed)
         init(self, "_step", sim.step_count)
         init(self, "_action_log", tuple(sim.action_log))
-        init(self, "_fresh", tuple(fresh))
         init(self, "_pending", secondary_pending(world))
         init(self, "_exact", exact)
         streams = (world.travel_rng, world.narrative_rng) if exact else (None, None)
@@ -353,9 +351,7 @@ class Snapshot:
     def _rebuilt(self, state: dict[str, Any]) -> CodeRedSim:
         twin = self._cls.__new__(self._cls)
         twin.__dict__ = state
-        fresh = twin._fresh_parts()
-        for key in self._fresh:
-            state[key] = fresh[key]
+        state.update(twin._fresh_parts())
         twin.task = twin.world.task = self._task
         twin.action_log = list(self._action_log)
         return twin

@@ -271,7 +271,12 @@ def test_a_snapshot_forks_and_copies_as_the_episode_did_then(task_id: str, steps
         assert state_bytes(frozen.fork(fork_seed)) == state_bytes(sim.fork(fork_seed))
     twin = frozen.copy()
     assert episode_bytes(twin) == episode_bytes(sim)  # the hidden truth and the streams included
-    assert twin.world.travel_rng is not sim.world.travel_rng
+    assert twin.task is sim.task and twin.action_log is not sim.action_log
+    shared = [name for name, value in vars(sim.world).items()
+              if name != "task" and not isinstance(value, (int, float, str, bool, type(None), tuple))
+              and value is getattr(twin.world, name)]
+    assert shared == []
+    assert all(twin.world.patients[k] is not p for k, p in sim.world.patients.items())
     # ... and it plays on exactly as the episode does
     finish_with_heuristic(twin)
     finish_with_heuristic(sim)
