@@ -6,6 +6,10 @@ heuristic episodes (seeds ``0..N-1``), stops each at a few decision points, and 
 
 ``fork``       ``sim.fork(seed)`` (copy + redraw of every hidden part)
 ``copy``       ``sim.private_copy()`` alone (the pickle-based copy without the future)
+``snap fork``  ``snapshot.fork(seed)`` from a snapshot taken once (``sim.snapshot()``, a planner's
+               decision: the fork without pickling the episode again)
+``repeat``     ``start.copy()`` of a frozen fork (``start = snapshot.fork(seed).snapshot()``): a
+               repeated fork, what a planner's later candidates pay per rollout
 ``deepcopy``   ``copy.deepcopy(sim)`` (the obvious first version)
 ``replay``     ``CodeRedSim(task, seed)`` + replaying the actions so far (what a fork replaces)
 ``step``       one core ``sim.step(action)``, averaged over the replay
@@ -59,7 +63,8 @@ def replay(task_id: str, seed: int, actions: list) -> CodeRedSim:
 
 
 def measure(task_id: str, seeds: int, repeats: int) -> dict[str, float]:
-    rows: dict[str, list[float]] = {k: [] for k in ("fork", "copy", "deepcopy", "replay", "step", "at")}
+    names = ("fork", "copy", "snap_fork", "repeat", "deepcopy", "replay", "step", "at")
+    rows: dict[str, list[float]] = {k: [] for k in names}
     for seed in range(seeds):
         actions = record(task_id, seed)
         for at in CHECKPOINTS:
@@ -69,6 +74,10 @@ def measure(task_id: str, seeds: int, repeats: int) -> dict[str, float]:
             sim.observation()  # warm the route cache as a live episode has it
             rows["fork"].append(best_us(lambda sim=sim: sim.fork(1), repeats))
             rows["copy"].append(best_us(lambda sim=sim: sim.private_copy(), repeats))
+            frozen = sim.snapshot()
+            rows["snap_fork"].append(best_us(lambda frozen=frozen: frozen.fork(1), repeats))
+            start = frozen.fork(1).snapshot()
+            rows["repeat"].append(best_us(start.copy, repeats))
             rows["deepcopy"].append(best_us(lambda sim=sim: copy.deepcopy(sim), repeats))
             prefix = actions[:at]
             rows["replay"].append(best_us(lambda p=prefix, s=seed: replay(task_id, s, p), repeats, inner=5))
@@ -87,13 +96,15 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {load:.1f}, "
           f"{args.seeds} seeds x checkpoints {CHECKPOINTS}, best of {args.repeats}\n")
-    print("| task | fork µs | copy µs | deepcopy µs | step µs | mean step of fork | replay µs "
-          "| fork / replay |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| task | fork µs | copy µs | snap fork µs | repeat µs | deepcopy µs | step µs | mean step of fork "
+          "| replay µs | fork / replay | fork / step | repeat / step |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for task_id in TASK_IDS:
         m = measure(task_id, args.seeds, args.repeats)
-        print(f"| {task_id} | {m['fork']:.0f} | {m['copy']:.0f} | {m['deepcopy']:.0f} | {m['step']:.0f} "
-              f"| {m['at']:.1f} | {m['replay']:.0f} | {m['fork'] / m['replay']:.2f} |", flush=True)
+        print(f"| {task_id} | {m['fork']:.0f} | {m['copy']:.0f} | {m['snap_fork']:.0f} | {m['repeat']:.0f} "
+              f"| {m['deepcopy']:.0f} | {m['step']:.0f} | {m['at']:.1f} | {m['replay']:.0f} "
+              f"| {m['fork'] / m['replay']:.2f} | {m['fork'] / m['step']:.1f} "
+              f"| {m['repeat'] / m['step']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

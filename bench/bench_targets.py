@@ -13,7 +13,22 @@ Measured per round (each the cost of one step, CPU time of this process by defau
 ``gym``        ``gym.make("CodeRedEnv-<task>-v0")`` with masked uniform-random actions,
                resets included
 ``fork``       ``CodeRedSim.fork(seed)`` at steps 10, 20, 35 of the recorded episodes, in
-               units of the same episodes' mean core step
+               units of the same episodes' mean core step (a fresh fork: the episode pickled
+               and the hidden parts redrawn)
+
+Also, at the same points and in the same unit (checkouts without ``CodeRedSim.snapshot`` skip
+them), what a planner pays (agents/planner.py: one snapshot per decision, each fork seed forked
+once, every candidate a copy of that fork):
+
+``snapshot``        ``sim.snapshot()``: the decision's state frozen (once per decision)
+``fork_snapshot``   ``snapshot.fork(seed)``: a fork from the decision's snapshot (once per seed)
+``fork_repeat``     ``start.copy()`` of a frozen fork (``start = snapshot.fork(seed).snapshot()``):
+                    a repeated fork, what every later candidate's rollout on that seed pays (the
+                    first plays on the fork itself)
+``per_rollout``     all of it spread over the rollouts of one decision at the planner's default
+                    budget (6 candidates x 4 forks + 2 x 8 confirmation forks: 40 rollouts on 12
+                    fork seeds): (snapshot + 12 x (fork_snapshot + freezing the fork) + 28 x
+                    fork_repeat) / 40
 
 Targets: heuristic <= 12x CartPole, gym <= 15x, core <= 5x, a fork <= 2 core steps.
 
@@ -46,6 +61,9 @@ import numpy as np
 TARGETS = {"heuristic": 12.0, "heuristic_view": 12.0, "gym": 15.0, "core": 5.0}
 FORK_TARGET_STEPS = 2.0
 FORK_AT = (10, 20, 35)
+PLANNER_FORK_SEEDS = 4 + 8  # the planner's default budget: forks + confirm_forks
+PLANNER_ROLLOUTS = 6 * 4 + 2 * 8  # max_candidates x forks + 2 x confirm_forks
+FORK_PARTS = ("snapshot", "fork_snapshot", "fork_repeat", "per_rollout")
 
 
 def _cartpole(steps: int, clock: Callable[[], float]) -> float:
@@ -120,24 +138,42 @@ def _gym(task_id: str, steps: int, clock: Callable[[], float]) -> float:
     return (clock() - start) / steps
 
 
-def _fork(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], float]) -> float:
-    """Mean fork cost in units of the mean core step of the same episodes."""
+def _fork(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], float]) -> dict[str, float]:
+    """Mean fork costs in units of the mean core step of the same episodes: ``fork`` (fresh)
+    and, where the checkout has snapshots, the planner's parts (module docstring)."""
     from codered_env.sim import CodeRedSim
 
-    fork_total, forks, step_total, steps = 0.0, 0, 0.0, 0
+    totals: dict[str, float] = {}
+    forks, step_total, steps = 0, 0.0, 0
+
+    def timed(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        start = clock()
+        out = fn(*args)
+        totals[name] = totals.get(name, 0.0) + clock() - start
+        return out
+
     for seed, actions in recorded.items():
         sim = CodeRedSim(task_id, seed)
         for i, action in enumerate(actions):
             if i in FORK_AT and not sim.done:
-                start = clock()
-                sim.fork(i)
-                fork_total += clock() - start
+                timed("fork", sim.fork, i)
                 forks += 1
+                if hasattr(sim, "snapshot"):
+                    frozen = timed("snapshot", sim.snapshot)
+                    twin = timed("fork_snapshot", frozen.fork, i)
+                    start_state = timed("freeze_fork", twin.snapshot)
+                    timed("fork_repeat", start_state.copy)
             start = clock()
             sim.step(action)
             step_total += clock() - start
             steps += 1
-    return (fork_total / forks) / (step_total / steps)
+    step = step_total / steps
+    out = {name: total / forks / step for name, total in totals.items()}
+    if "snapshot" in out:
+        seeds, rollouts = PLANNER_FORK_SEEDS, PLANNER_ROLLOUTS
+        out["per_rollout"] = (out["snapshot"] + seeds * (out["fork_snapshot"] + out["freeze_fork"])
+                              + (rollouts - seeds) * out["fork_repeat"]) / rollouts
+    return out
 
 
 def measure(task_id: str, rounds: int, seeds: int, clock: Callable[[], float]) -> dict[str, Any]:
@@ -160,11 +196,13 @@ def measure(task_id: str, rounds: int, seeds: int, clock: Callable[[], float]) -
             samples[n].append(got[n])
         for n in ratios:
             ratios[n].append(got[n] / got["cartpole"])
+    forks = samples.pop("fork")
     med = {n: statistics.median(v) for n, v in samples.items()}
     return {
         "us": {n: med[n] * 1e6 for n in names if n != "fork"},
         "ratio": {n: statistics.median(v) for n, v in ratios.items()},
-        "fork_steps": med["fork"],
+        "fork_steps": statistics.median(f["fork"] for f in forks),
+        "fork_parts": {k: statistics.median(f[k] for f in forks) for k in FORK_PARTS if k in forks[0]},
     }
 
 
@@ -176,6 +214,8 @@ def _table(label: str, res: dict[str, Any]) -> list[str]:
         rows.append(f"| {label} | {n} | {res['us'][n]:.1f} us | {ratio:.1f}x | <= {target:.0f}x: {ok} |")
     ok = "met" if res["fork_steps"] <= FORK_TARGET_STEPS else "not met"
     rows.append(f"| {label} | fork | {res['fork_steps']:.1f} core steps | | <= 2 steps: {ok} |")
+    for name, steps in res.get("fork_parts", {}).items():
+        rows.append(f"| {label} | {name} | {steps:.1f} core steps | | |")
     return rows
 
 
@@ -237,6 +277,8 @@ def _merge(results: list[dict[str, Any]]) -> dict[str, Any]:
         "us": {k: statistics.median(r["us"][k] for r in results) for k in results[0]["us"]},
         "ratio": {k: statistics.median(r["ratio"][k] for r in results) for k in results[0]["ratio"]},
         "fork_steps": statistics.median(r["fork_steps"] for r in results),
+        "fork_parts": {k: statistics.median(r["fork_parts"][k] for r in results)
+                       for k in results[0].get("fork_parts", {})},
     }
 
 

@@ -147,3 +147,18 @@ def test_report_shows_the_normalised_column(tmp_path) -> None:
     assert "| task2 | planner | planner | 1 | 0.750 ± 0.000 | 0.90 |" in text
     lines = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| task2 |")]
     assert lines[:4] == ["random", "heuristic", "planner", "oracle"]
+
+
+@pytest.mark.parametrize(("task_id", "seed"), [("task4", 961), ("task5", 962)])
+def test_the_oracle_on_one_snapshot_per_decision_plays_as_on_fresh_copies(task_id: str, seed: int) -> None:
+    runs = []
+    for shared in (True, False):
+        agent = OracleAgent(seed, best_of=False)
+        if not shared:  # the race before: a fresh truth_copy of the replica for every candidate
+            agent._rollout_start = agent.branch  # type: ignore[method-assign]
+        values: list[float] = []
+        rollout = agent._rollout
+        agent._rollout = lambda twin, play=rollout, out=values: out.append(play(twin)) or out[-1]
+        result = run_episode(task_id, seed, agent)
+        runs.append((result.actions, result.score, values))
+    assert len(runs[0][2]) > 10 and runs[0] == runs[1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import statistics
 
 import pytest
@@ -172,3 +173,68 @@ def test_a_single_catastrophic_fork_vetoes_a_challenger_when_losses_are_capped()
     risky = {"proposal": [0.5] * 12, "risky": [0.6] * 11 + [0.3]}
     assert _decide(risky, forks=4, confirm_forks=8) == "risky"
     assert _decide(risky, forks=4, confirm_forks=8, max_loss=0.1) == "proposal"
+
+
+def _fresh_branches(agent: PlannerAgent) -> PlannerAgent:
+    """``agent`` racing as before rollout starts were shared: a fresh ``branch`` of the replica
+    for every candidate and fork seed."""
+    agent._rollout_start = agent.branch  # type: ignore[method-assign]
+    return agent
+
+
+def _recorded(agent: PlannerAgent, task_id: str, seed: int) -> tuple[list, float, list[float]]:
+    values: list[float] = []
+    rollout = agent._rollout
+
+    def recording(twin: CodeRedSim) -> float:
+        values.append(rollout(twin))
+        return values[-1]
+
+    agent._rollout = recording  # type: ignore[method-assign]
+    result = run_episode(task_id, seed, agent)
+    return result.actions, result.score, values
+
+
+@pytest.mark.parametrize(("task_id", "seed"), [("task2", 960), ("task3", 950), ("task5", 971)])
+def test_shared_rollout_starts_change_no_value_and_no_decision(task_id: str, seed: int) -> None:
+    """Each fork computed once per decision and copied for every candidate: the same rollout
+    values, decisions and score as a fresh fork per candidate (issue 23)."""
+    budget = {"forks": 2, "confirm_forks": 2, "max_candidates": 4}
+    ours = _recorded(PlannerAgent(seed, **budget), task_id, seed)
+    reference = _recorded(_fresh_branches(PlannerAgent(seed, **budget)), task_id, seed)
+    assert len(ours[2]) > 10 and ours == reference
+
+
+def test_branch_from_a_snapshot_is_the_branch() -> None:
+    sim = CodeRedSim("task5", 3)
+    agent = HeuristicAgent(3)
+    for _ in range(14):
+        sim.step(agent.act(sim.observation()))
+    planner, decision = PlannerAgent(3), sim.snapshot()
+    for fork_seed in (0, 7):
+        start, fork = planner.branch_from(decision, fork_seed), planner.branch(sim, fork_seed)
+        assert _fields(start) == _fields(fork) and _fields(start.world) == _fields(fork.world)
+        assert _fields(start) != _fields(planner.branch(sim, fork_seed + 1))
+
+
+def _fields(obj: object) -> dict[str, bytes]:
+    return {name: pickle.dumps(value) for name, value in vars(obj).items()}
+
+
+def test_rollout_starts_of_a_past_decision_are_refused() -> None:
+    from codered_env.agents.planner import _BranchStarts
+
+    sim = CodeRedSim("task2", 1)
+    starts = _BranchStarts(PlannerAgent(1), sim)
+    first, second = starts.copy(3), starts.copy(3)
+    assert first is not second and first.step_count == sim.step_count
+    assert _fields(first) == _fields(second) and _fields(first.world) == _fields(second.world)
+    first.step({"action_type": "maintain_plan"})  # the first one handed out is not the frozen start
+    assert _fields(starts.copy(3).world) == _fields(second.world)
+    sim.step({"action_type": "maintain_plan"})  # the replica moved on: nothing stale handed out
+    with pytest.raises(RuntimeError, match="past decision"):
+        starts.copy(3)
+    starts = _BranchStarts(PlannerAgent(1), sim)
+    starts.close()
+    with pytest.raises(RuntimeError, match="past decision"):
+        starts.copy(3)

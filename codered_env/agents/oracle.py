@@ -32,7 +32,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from ..sim import CodeRedSim
+from ..sim import CodeRedSim, Snapshot
 from .heuristic import HeuristicAgent
 from .planner import PlannerAgent, observation_digest
 
@@ -103,6 +103,10 @@ class OracleAgent(PlannerAgent):
     def branch(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
         """An exact copy (every fork seed gives the same one: the truth is not redrawn)."""
         return truth_copy(sim)
+
+    def branch_from(self, decision: Snapshot, fork_seed: int) -> CodeRedSim:
+        """An exact copy of the decision's state (``truth_copy``; every fork seed gives the same)."""
+        return decision.copy()
 
     def reset(self, task_id: str, seed: int) -> None:
         super().reset(task_id, seed)

@@ -46,9 +46,12 @@ How it sees the world: the agent keeps a private replica of the episode (``CodeR
 same task and seed, stepped with the agent's own actions -- the simulator is deterministic, so
 the replica is the episode) and only ever reads it through ``branch``, which for this agent is
 ``fork``: it drops what the agent could not know. (``oracle.py`` overrides ``branch`` with an
-exact copy: the same search told the truth, a ceiling.) If the replica ever disagrees with the
-observation (another driver, a refused frame), the planner plays the heuristic's proposal from
-then on.
+exact copy: the same search told the truth, a ceiling.) A decision freezes the replica once
+(``CodeRedSim.snapshot``) and computes each fork seed's branch of it once (``branch_from``):
+the first candidate plays on it, every later one on its own copy of it (frozen before the first
+played; a pickle load), with the same values as a fresh branch per candidate
+(tests/test_planner.py). If the replica ever disagrees with the observation (another driver, a
+refused frame), the planner plays the heuristic's proposal from then on.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from collections.abc import Iterator
 from random import Random
 from typing import Any
 
-from ..sim import CodeRedSim
+from ..sim import CodeRedSim, Snapshot
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN, code_fingerprint
@@ -119,6 +122,36 @@ class PosteriorTriageHeuristic(HeuristicAgent):
         return cautious_priority(priority_posterior({"report": call["report"]}))
 
 
+class _BranchStarts:
+    """One decision's rollout starts: the episode's state frozen once (``CodeRedSim.snapshot``,
+    when first needed) and, per fork seed, ``PlannerAgent.branch_from`` of it, computed when
+    first asked and frozen before it is handed out; later candidates get their own copies. Valid
+    for one decision only: it refuses to hand out anything once closed or once the replica has
+    stepped."""
+
+    def __init__(self, agent: PlannerAgent, sim: CodeRedSim) -> None:
+        self._agent = agent
+        self.sim = sim  # the replica, which does not step while the decision lasts
+        self._step: int | None = sim.step_count
+        self._decision: Snapshot | None = None
+        self._starts: dict[int, Snapshot] = {}
+
+    def copy(self, fork_seed: int) -> CodeRedSim:
+        if self._step is None or self.sim.step_count != self._step:
+            raise RuntimeError("these rollout starts belong to a past decision")
+        start = self._starts.get(fork_seed)
+        if start is not None:
+            return start.copy()
+        if self._decision is None:
+            self._decision = self.sim.snapshot()
+        twin = self._agent.branch_from(self._decision, fork_seed)
+        self._starts[fork_seed] = twin.snapshot()  # before anyone steps it
+        return twin  # nobody else holds it: one copy saved
+
+    def close(self) -> None:
+        self._step, self._decision, self._starts = None, None, {}
+
+
 class PlannerAgent:
     """Heuristic-guided rollout planner on ``CodeRedSim.fork`` (see the module docstring)."""
 
@@ -163,6 +196,7 @@ class PlannerAgent:
         self._base = self.base_policy(None)
         self._pending: dict[str, Any] | None = None
         self._task: tuple[str, int] = ("", 0)
+        self._starts: _BranchStarts | None = None  # set while a decision races its candidates
 
     def fingerprint(self) -> dict[str, Any]:
         """Code (its own, the planner's, the heuristic's) and the per-decision budget that shapes
@@ -190,6 +224,11 @@ class PlannerAgent:
     def branch(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
         """The copy a rollout plays on: a fair fork (only what the agent could know)."""
         return sim.fork(fork_seed)
+
+    def branch_from(self, decision: Snapshot, fork_seed: int) -> CodeRedSim:
+        """``branch`` of the decision's state (``decision``): computed once per fork seed and
+        decision; every candidate's rollout on that seed starts from it or a copy of it."""
+        return decision.fork(fork_seed)
 
     # ------------------------------------------------------------------ the decision
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -222,6 +261,14 @@ class PlannerAgent:
         return [base + offset + k for k in range(n)]
 
     def _choose(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        self._starts = _BranchStarts(self, sim)  # this decision's forks, shared by its candidates
+        try:
+            return self._race(sim, candidates)
+        finally:
+            self._starts.close()
+            self._starts = None
+
+    def _race(self, sim: CodeRedSim, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         seeds = self._fork_seeds(sim, self.forks)
         values = [self._values(sim, c, seeds) for c in candidates]
         gains = [_paired(v, values[0])[0] for v in values]
@@ -249,10 +296,18 @@ class PlannerAgent:
     def _values(self, sim: CodeRedSim, action: dict[str, Any], fork_seeds: list[int]) -> list[float]:
         values = []
         for fork_seed in fork_seeds:
-            twin = self.branch(sim, fork_seed)
+            twin = self._rollout_start(sim, fork_seed)
             twin.step(action)
             values.append(self._rollout(twin))
         return values
+
+    def _rollout_start(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
+        """The copy a rollout on ``fork_seed`` plays on: from this decision's shared starts (the
+        same state as ``branch(sim, fork_seed)``), or ``branch`` itself outside a decision."""
+        starts = self._starts
+        if starts is not None and starts.sim is sim:
+            return starts.copy(fork_seed)
+        return self.branch(sim, fork_seed)
 
     def _rollout(self, twin: CodeRedSim) -> float:
         self.rollouts += 1

@@ -7,7 +7,7 @@ triage levels in triage.py, the tasks in tasks.py, the rubric in rubric.py, and 
 """
 
 from .actions import ACTION_TYPES, action_json_schemas, parse_action
-from .env import CodeRedSim, StepResult, grade_episode
+from .env import CodeRedSim, Snapshot, StepResult, grade_episode
 from .render import render_text
 from .tasks import TASK_IDS, TASKS, TaskSpec
 
@@ -16,6 +16,7 @@ __all__ = [
     "TASKS",
     "TASK_IDS",
     "CodeRedSim",
+    "Snapshot",
     "StepResult",
     "TaskSpec",
     "action_json_schemas",

@@ -28,14 +28,16 @@ Termination
 
 from __future__ import annotations
 
+import io
 import pickle
 from collections.abc import Mapping
+from random import Random
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
 from .actions import parse_action
-from .fork import fork_rng, fork_world, hidden_future_detached
+from .fork import fork_rng, fork_world, hidden_future_detached, secondary_pending
 from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
@@ -108,7 +110,7 @@ class CodeRedSim:
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (``private_copy``) starts with no reusable observation parts or shares."""
-        return self.__dict__ | {"_view_memo": {}, "_shares": PreviewMemo()}
+        return self.__dict__ | self._fresh_parts()
 
     @property
     def clock(self) -> int:
@@ -186,12 +188,8 @@ class CodeRedSim:
 
     def fork(self, seed: int) -> CodeRedSim:
         """A planning copy with every hidden part redrawn from ``seed`` (see the class docstring)."""
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"fork seed must be a non-negative integer, got {seed!r}")
-        twin = self.private_copy()
-        rng = fork_rng(self.task.task_id, self.seed, self.step_count, seed)
-        fork_world(twin.world, rng, self.world.spawns)
-        return twin
+        _check_fork_seed(seed)
+        return Snapshot(self, exact=False).fork(seed)
 
     def private_copy(self) -> CodeRedSim:
         """A deep copy of this episode without the parts a fork redraws anyway (random streams,
@@ -202,23 +200,18 @@ class CodeRedSim:
         Shared with this episode instead of copied: the task (a frozen record) and the entries
         of the action log (what was sent; nothing changes them once logged): the copy gets a list
         of its own."""
-        world = self.world
-        state = self.__getstate__()
-        # what __getstate__ made afresh (reusable parts a copy starts without) goes in as it is
-        fresh = {k: v for k, v in state.items() if v is not self.__dict__.get(k)}
-        state |= dict.fromkeys(fresh) | {"action_log": None, "task": None}
-        with hidden_future_detached(world):
-            world.task = None  # type: ignore[assignment]
-            try:
-                blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-            finally:
-                world.task = self.task
-        twin = type(self).__new__(type(self))
-        twin.__dict__ = pickle.loads(blob)
-        twin.__dict__.update(fresh)
-        twin.task = twin.world.task = self.task
-        twin.action_log = list(self.action_log)
-        return twin
+        return Snapshot(self, exact=False).private_copy()
+
+    def snapshot(self) -> Snapshot:
+        """This episode's state now, frozen: fork it (``Snapshot.fork``, equal to ``fork`` now) or
+        copy it (``Snapshot.copy``) as often as needed for the cost of unpickling each time. The
+        episode may step on afterwards; the snapshot does not change."""
+        return Snapshot(self, exact=True)
+
+    @staticmethod
+    def _fresh_parts() -> dict[str, Any]:
+        """What a copy starts without: reusable observation parts and the running grade's shares."""
+        return {"_view_memo": {}, "_shares": PreviewMemo()}
 
     # ------------------------------------------------------------------ views
     def grade(self) -> dict[str, Any]:
@@ -247,6 +240,128 @@ class CodeRedSim:
 
     def render_text(self) -> str:
         return render_text(self.observation())
+
+
+def _check_fork_seed(seed: object) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"fork seed must be a non-negative integer, got {seed!r}")
+
+
+def _stream_state(rng: Random | None) -> tuple[type[Random], Any] | None:
+    return None if rng is None else (type(rng), rng.getstate())
+
+
+def _restored_stream(saved: tuple[type[Random], Any] | None) -> Random | None:
+    if saved is None:
+        return None
+    cls, state = saved
+    rng = cls.__new__(cls, 0)  # a cheap throwaway seed: setstate replaces it
+    rng.setstate(state)
+    return rng
+
+
+class Snapshot:
+    """An episode's state at one moment, frozen as bytes: a planner takes one per decision and
+    forks or copies it once per rollout instead of pickling the live episode every time.
+
+    ``fork(seed)`` is what ``CodeRedSim.fork(seed)`` returned when the snapshot was taken (the
+    same fair redraw from the same stream: task, episode seed, step and fork seed); ``copy()`` is
+    an exact, independent copy of the episode then, hidden truth, future and random streams
+    included (so a copy of a fork is that fork again). The snapshot holds no live object of the
+    episode (only bytes, the frozen task and the logged actions, which nothing changes), so the
+    episode stepping or being edited afterwards never changes what it hands out.
+
+    Layout: one pickle stream of two parts sharing a memo. The first is the episode without
+    what a fork redraws anyway (random streams, future arrivals the agent does not know of:
+    ``fork.hidden_future_detached``), all a fork unpickles; the second holds the future arrivals,
+    whose objects may refer to the first part's (a callback's caller), and is read by ``copy``.
+    The random streams are kept as their ``getstate()`` tuples: restoring one with ``setstate``
+    costs a fifth of unpickling it (which seeds a new generator from the OS first).
+    """
+
+    __slots__ = (
+        "_action_log", "_blob", "_cls", "_exact", "_pending", "_seed", "_step", "_streams", "_task"
+    )
+
+    def __init__(self, sim: CodeRedSim, exact: bool = True) -> None:
+        world = sim.world
+        fresh = tuple(sim._fresh_parts())  # made anew for every copy, not pickled
+        state = sim.__dict__ | dict.fromkeys(fresh) | {"action_log": None, "task": None}
+        future = world.spawns
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        with hidden_future_detached(world):
+            world.task = None  # type: ignore[assignment]
+            try:
+                pickler.dump(state)
+                if exact:  # memo shared: the hidden parts refer to the objects of the first part
+                    pickler.dump(future)
+            finally:
+                world.task = sim.task
+        init = object.__setattr__
+        init(self, "_blob", buffer.getvalue())
+        init(self, "_cls", type(sim))
+        init(self, "_task", sim.task)
+        init(self, "_seed", sim.seed)
+        init(self, "_step", sim.step_count)
+        init(self, "_action_log", tuple(sim.action_log))
+        init(self, "_pending", secondary_pending(world))
+        init(self, "_exact", exact)
+        streams = (world.travel_rng, world.narrative_rng) if exact else (None, None)
+        init(self, "_streams", tuple(_stream_state(rng) for rng in streams))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Snapshot is immutable; take a new one with CodeRedSim.snapshot()")
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Picklable (to hand to another process): rebuilt field by field, past ``__setattr__``."""
+        return _unpickled_snapshot, tuple(getattr(self, name) for name in Snapshot.__slots__)
+
+    def __repr__(self) -> str:
+        kind = "" if self._exact else ", fork only"
+        return f"<Snapshot {self._task.task_id} seed {self._seed} step {self._step}{kind}>"
+
+    @property
+    def step_count(self) -> int:
+        return self._step
+
+    def fork(self, seed: int) -> CodeRedSim:
+        """``CodeRedSim.fork(seed)`` of the episode as it was when the snapshot was taken."""
+        _check_fork_seed(seed)
+        twin = self.private_copy()
+        rng = fork_rng(self._task.task_id, self._seed, self._step, seed)
+        fork_world(twin.world, rng, self._pending)
+        return twin
+
+    def copy(self) -> CodeRedSim:
+        """An exact, independent copy of the episode as it was when the snapshot was taken."""
+        if not self._exact:
+            raise ValueError("this snapshot holds no hidden state; take one with CodeRedSim.snapshot()")
+        unpickler = pickle.Unpickler(io.BytesIO(self._blob))
+        twin = self._rebuilt(unpickler.load())
+        world = twin.world
+        world.spawns = unpickler.load()
+        world.travel_rng, world.narrative_rng = (_restored_stream(state) for state in self._streams)
+        return twin
+
+    def private_copy(self) -> CodeRedSim:
+        """``CodeRedSim.private_copy`` then: the episode without its random streams and unknown future."""
+        return self._rebuilt(pickle.loads(self._blob))  # reads the first part only
+
+    def _rebuilt(self, state: dict[str, Any]) -> CodeRedSim:
+        twin = self._cls.__new__(self._cls)
+        twin.__dict__ = state
+        state.update(twin._fresh_parts())
+        twin.task = twin.world.task = self._task
+        twin.action_log = list(self._action_log)
+        return twin
+
+
+def _unpickled_snapshot(*values: Any) -> Snapshot:
+    snapshot = object.__new__(Snapshot)
+    for name, value in zip(Snapshot.__slots__, values, strict=True):
+        object.__setattr__(snapshot, name, value)
+    return snapshot
 
 
 def grade_episode(task_id: str, seed: int, actions: list[Any]) -> dict[str, Any]:

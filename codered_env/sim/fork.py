@@ -120,9 +120,19 @@ def _carried(spawn: PendingSpawn) -> bool:
     return spawn.reason.startswith(_ESCALATION)
 
 
-def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> None:
-    """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place; ``parent_spawns``
-    (read only) tells whether the incident's secondary casualty is still to come."""
+def secondary_pending(world: World) -> bool:
+    """The incident's secondary casualty is still to come in ``world`` (the parent episode): the
+    one fact about its hidden future a fork keeps (``_incident_future``), taken before the copy."""
+    incident = world.mci
+    return any(
+        s.patient.secondary and s.patient.patient_id in incident and not s.reason.startswith(_ESCALATION)
+        for s in world.spawns
+    )
+
+
+def fork_world(world: World, rng: Random, pending_secondary: bool) -> None:
+    """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place;
+    ``pending_secondary`` is ``secondary_pending`` of the parent episode."""
     world.score_version += 1  # the preview counts only what the agent sees; re-derived anyway
     world.travel_rng = Random(rng.getrandbits(64))
     world.narrative_rng = Random(rng.getrandbits(64))
@@ -133,7 +143,7 @@ def fork_world(world: World, rng: Random, parent_spawns: list[PendingSpawn]) -> 
     world.next_timer_at = 0  # timers were redrawn: rooms.timers finds the next one afresh
     _renoise_trips(world, rng)
     shadow = _shadow_arrivals(world, rng)
-    _replace_future(world, rng, callbacks, shadow, parent_spawns)
+    _replace_future(world, rng, callbacks, shadow, pending_secondary)
     _replace_disruptions(world, rng, shadow)
 
 
@@ -338,15 +348,14 @@ def _replace_future(
     rng: Random,
     callbacks: dict[str, PendingSpawn],
     shadow: ShadowArrivals,
-    parent_spawns: list[PendingSpawn],
+    pending_secondary: bool,
 ) -> None:
     carried = world.spawns
-    incident_ids = set(world.mci)
     world.mci = {pid for pid in world.mci if pid in world.patients}
     regular = [s for s in shadow.spawns if s.patient.patient_id not in shadow.mci_patients]
     future = [(s, False) for s in callbacks.values()]
     future += [(s, False) for s in regular if s.at > world.clock]
-    future += [(s, True) for s in _incident_future(world, parent_spawns, shadow, incident_ids)]
+    future += [(s, True) for s in _incident_future(world, pending_secondary, shadow)]
     future += [(s, False) for s in _surge_future(world, rng)]
     future += [(_redraw_escalation(s, rng), True) for s in carried if s.reason.startswith(_ESCALATION)]
     world.spawns = []
@@ -359,9 +368,7 @@ def _replace_future(
         world.schedule(spawn)
 
 
-def _incident_future(
-    world: World, old: list[PendingSpawn], shadow: ShadowArrivals, incident_ids: set[str]
-) -> list[PendingSpawn]:
+def _incident_future(world: World, pending_secondary: bool, shadow: ShadowArrivals) -> list[PendingSpawn]:
     """The incident's casualties still to come: the shadow incident if ours has not begun, else
     only the pending secondary casualty, at the known scene."""
     mci = [s for s in shadow.spawns if s.patient.patient_id in shadow.mci_patients]
@@ -381,14 +388,7 @@ def _incident_future(
         world.incident_node = shadow.incident_node
         world.incident_start = shadow_start + shift
         return mci
-    pending = [
-        s
-        for s in old
-        if s.patient.patient_id in incident_ids
-        and s.patient.secondary
-        and not s.reason.startswith(_ESCALATION)
-    ]
-    if not pending:
+    if not pending_secondary:
         return []
     secondary = next((s for s in mci if s.patient.secondary), mci[-1])
     secondary.at = max(world.clock + 1, world.incident_start + secondary.at - shadow_start)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import pickle
 from random import Random
 
 import pytest
 
 from codered_env.agents import HeuristicAgent
-from codered_env.sim import TASK_IDS, CodeRedSim
+from codered_env.sim import TASK_IDS, CodeRedSim, Snapshot
 from codered_env.sim.fork import _call_prior
 from codered_env.sim.params import CALL_MIX, SURGE_MIX
+from codered_env.sim.rubric import PreviewMemo
 from codered_env.sim.triage import callback_report
 
 SEED = 1003
@@ -246,3 +248,105 @@ def test_p4_advised_callers_in_a_fork(steps: int) -> None:
         if call.status == "closed_advice" and p.status in ("released", "awaiting_unit") and not p.visible:
             p.status = "released" if p.status == "awaiting_unit" else "awaiting_unit"
     assert state_bytes(other.fork(3)) == state_bytes(sim.fork(3))
+
+
+# ------------------------------------------------------------------ snapshots
+def episode_bytes(sim: CodeRedSim) -> bytes:
+    """``state_bytes`` without what every copy starts afresh (reusable observation parts, the
+    running grade's shares: caches of values the episode's state determines)."""
+    twin = copy.copy(sim)
+    twin._view_memo, twin._shares = {}, PreviewMemo()
+    return state_bytes(twin)
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("steps", [0, 9, 20])
+def test_a_snapshot_forks_and_copies_as_the_episode_did_then(task_id: str, steps: int) -> None:
+    sim = advance(task_id, SEED, steps)
+    before = snapshot(sim)
+    frozen = sim.snapshot()
+    assert snapshot(sim) == before  # taking it changes nothing
+    assert frozen.step_count == sim.step_count
+    for fork_seed in (0, 3, 2**40 + 1):
+        assert state_bytes(frozen.fork(fork_seed)) == state_bytes(sim.fork(fork_seed))
+    twin = frozen.copy()
+    assert episode_bytes(twin) == episode_bytes(sim)  # the hidden truth and the streams included
+    assert twin.task is sim.task and twin.action_log is not sim.action_log
+    shared = [name for name, value in vars(sim.world).items()
+              if name != "task" and not isinstance(value, (int, float, str, bool, type(None), tuple))
+              and value is getattr(twin.world, name)]
+    assert shared == []
+    assert all(twin.world.patients[k] is not p for k, p in sim.world.patients.items())
+    # ... and it plays on exactly as the episode does
+    finish_with_heuristic(twin)
+    finish_with_heuristic(sim)
+    assert snapshot(twin) == snapshot(sim)
+
+
+@pytest.mark.parametrize("task_id", ["task3", "task5"])
+def test_a_snapshot_does_not_change_when_the_episode_steps_on(task_id: str) -> None:
+    sim = advance(task_id, SEED, 10)
+    frozen = sim.snapshot()
+    fork_then, copy_then = state_bytes(frozen.fork(4)), episode_bytes(frozen.copy())
+    advance_more = HeuristicAgent(SEED)
+    for _ in range(6):
+        sim.step(advance_more.act(sim.observation()))
+    world = sim.world  # edited by hand as well
+    next(iter(world.patients.values())).reserve = 0.5
+    world.spawns.clear()
+    world.travel_rng.random()
+    sim.action_log.append({"action_type": "maintain_plan"})
+    assert state_bytes(frozen.fork(4)) == fork_then
+    assert episode_bytes(frozen.copy()) == copy_then
+    assert frozen.step_count == 10 and state_bytes(sim.fork(4)) != fork_then
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_copies_of_a_snapshot_are_independent(task_id: str) -> None:
+    """What one candidate's rollout does to its copy never reaches another's (a planner hands
+    every candidate a copy of the same fork)."""
+    start = advance(task_id, SEED, 12).fork(1).snapshot()
+    pristine = episode_bytes(start.copy())
+    first, second = start.copy(), start.copy()
+    first.world.patients[next(iter(first.world.patients))].reserve = 0.0
+    first.world.spawns.clear()
+    first.world.travel_rng.random()
+    finish_with_heuristic(first)
+    assert episode_bytes(second) == pristine
+    assert second.action_log is not first.action_log
+    assert snapshot(finish_with_heuristic(second)) == snapshot(finish_with_heuristic(start.copy()))
+
+
+def test_a_snapshot_rejects_a_bad_seed_and_edits() -> None:
+    frozen = advance("task2", 0, 3).snapshot()
+    for bad in (-1, True, 1.5, "3", None):
+        with pytest.raises(ValueError, match="fork seed must be a non-negative integer"):
+            frozen.fork(bad)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError, match="immutable"):
+        frozen._blob = b""  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        frozen.extra = 1  # type: ignore[attr-defined]
+    assert state_bytes(frozen.fork(0)) == state_bytes(frozen.fork(0))  # still whole
+    assert repr(frozen) == "<Snapshot task2 seed 0 step 3>"
+
+
+def test_a_snapshot_pickles_whole() -> None:
+    """A snapshot may be sent to another process: the same forks and copies come out."""
+    sim = advance("task5", SEED, 14)
+    frozen = sim.snapshot()
+    again = pickle.loads(pickle.dumps(frozen))
+    assert again is not frozen and again.step_count == 14
+    assert state_bytes(again.fork(6)) == state_bytes(frozen.fork(6)) == state_bytes(sim.fork(6))
+    assert episode_bytes(again.copy()) == episode_bytes(sim)
+    with pytest.raises(AttributeError, match="immutable"):
+        again._step = 0  # type: ignore[misc]
+
+
+def test_a_fork_only_snapshot_holds_no_hidden_state() -> None:
+    """The snapshot ``fork`` takes for itself carries no random stream or unknown future, so it
+    cannot hand out an exact copy."""
+    sim = advance("task5", SEED, 5)
+    partial = Snapshot(sim, exact=False)
+    assert state_bytes(partial.fork(2)) == state_bytes(sim.fork(2))
+    with pytest.raises(ValueError, match="no hidden state"):
+        partial.copy()
