@@ -61,8 +61,6 @@ import numpy as np
 TARGETS = {"heuristic": 12.0, "heuristic_view": 12.0, "gym": 15.0, "core": 5.0}
 FORK_TARGET_STEPS = 2.0
 FORK_AT = (10, 20, 35)
-PLANNER_FORK_SEEDS = 4 + 8  # the planner's default budget: forks + confirm_forks
-PLANNER_ROLLOUTS = 6 * 4 + 2 * 8  # max_candidates x forks + 2 x confirm_forks
 FORK_PARTS = ("snapshot", "fork_snapshot", "fork_repeat", "per_rollout")
 
 
@@ -170,10 +168,19 @@ def _fork(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], floa
     step = step_total / steps
     out = {name: total / forks / step for name, total in totals.items()}
     if "snapshot" in out:
-        seeds, rollouts = PLANNER_FORK_SEEDS, PLANNER_ROLLOUTS
+        seeds, rollouts = _planner_budget()
         out["per_rollout"] = (out["snapshot"] + seeds * (out["fork_snapshot"] + out["freeze_fork"])
                               + (rollouts - seeds) * out["fork_repeat"]) / rollouts
     return out
+
+
+def _planner_budget() -> tuple[int, int]:
+    """Fork seeds and rollouts of one decision at the planner's default budget, when it races
+    every candidate: max_candidates x forks, then the best two on confirm_forks more seeds."""
+    from codered_env.agents.planner import DEFAULT_CONFIRM_FORKS, DEFAULT_FORKS, DEFAULT_MAX_CANDIDATES
+
+    seeds = DEFAULT_FORKS + DEFAULT_CONFIRM_FORKS
+    return seeds, DEFAULT_MAX_CANDIDATES * DEFAULT_FORKS + 2 * DEFAULT_CONFIRM_FORKS
 
 
 def measure(task_id: str, rounds: int, seeds: int, clock: Callable[[], float]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..sim.city import RoadNetwork
 from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.handlers import DISPATCHABLE
 from ..sim.observation import ObservationView
 from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
@@ -420,7 +421,7 @@ class HeuristicAgent:
 
 # The rows the rules read (every rule skips the others): free units, pending calls, patients
 # before arrival, and (for the rooms they claim) patients waiting in an emergency department.
-FREE_UNITS = frozenset(("available", "returning"))
+FREE_UNITS = frozenset(DISPATCHABLE)
 PENDING = frozenset(("pending",))
 EN_ROUTE = frozenset(BEFORE_ARRIVAL)
 IN_ED = frozenset(("at_hospital",))

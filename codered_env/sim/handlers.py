@@ -23,6 +23,7 @@ from .params import (
 )
 from .types import (
     FINAL_PATIENT_STATES,
+    OPEN_CALL_STATES,
     Ambulance,
     BloodAllocation,
     BloodTransfer,
@@ -137,8 +138,8 @@ def dispatch_bls(world: World, a: Any) -> str | None:
 
 def triage_call(world: World, a: Any) -> str | None:
     call = world.calls.get(a.call_id)
-    if call is None or call.status not in ("pending", "dispatched"):
-        open_calls = [c.call_id for c in world.calls.values() if c.status in ("pending", "dispatched")]
+    if call is None or call.status not in OPEN_CALL_STATES:
+        open_calls = [c.call_id for c in world.calls.values() if c.status in OPEN_CALL_STATES]
         state = f"no call {a.call_id!r}" if call is None else f"call {call.call_id} is {call.status}"
         return f"{state}; calls open for triage: {_ids(open_calls)}"
     if a.priority == "P4" and call.status == "dispatched":

@@ -26,7 +26,7 @@ from .params import (
 )
 from .rounding import round2
 from .triage import PRIORITIES
-from .types import FINAL_PATIENT_STATES, Call, Hospital, Patient
+from .types import FINAL_PATIENT_STATES, OPEN_CALL_STATES, Call, Hospital, Patient
 from .world import World
 
 MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
@@ -256,10 +256,6 @@ def _mutual_aid(world: World) -> dict[str, Any]:
             if not r.arrived
         ],
     }
-
-
-#: The calls the observation shows (the others are closed or have a crew on scene).
-OPEN_CALL_STATES = ("pending", "dispatched")
 
 
 def visible_calls(world: World) -> list:
@@ -800,16 +796,14 @@ def _blood_legal_reused(world: World, legal: Legal, visible: list[Patient], memo
         if p.status not in FINAL_PATIENT_STATES
     )
     closed = frozenset(world.net.closed)
-    key = (world, patients, world.stock_version, closed)
-    cached = memo.get("blood")
-    if cached is None or cached[0] != key:
+
+    def build(part: Legal) -> None:
         kept = memo.get("blood_hospitals")
         if kept is None or kept[0] is not world:
             kept = memo["blood_hospitals"] = (world, {})
-        part: dict[str, Any] = {}
         _blood_legal(world, part, visible, (kept[1], closed))
-        cached = memo["blood"] = (key, part)
-    legal.update(cached[1])
+
+    legal.update(_kept(memo, "blood", world, (patients, world.stock_version, closed), build))
 
 
 class _HospitalBlood(NamedTuple):

@@ -28,6 +28,9 @@ AMBULANCE_STATES = ("available", "en_route", "on_scene", "transporting", "at_hos
 OR_STATES = ("idle", "preparing", "ready", "in_use", "out_of_service")
 SPECIALIST_STATES = ("on_call", "paged", "present", "unavailable")
 CALL_STATES = ("pending", "dispatched", "on_scene", "closed_advice", "closed_callback")
+#: Calls still open: the observation shows them and the agent may triage them (the others are
+#: closed or have a crew on scene).
+OPEN_CALL_STATES = ("pending", "dispatched")
 #: Patients nothing more happens to (no deterioration; an episode may end with them all here).
 FINAL_PATIENT_STATES = frozenset({"treated", "released", "deceased", "in_treatment"})
 
