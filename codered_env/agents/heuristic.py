@@ -94,7 +94,7 @@ class HeuristicAgent:
         self._lab_users: dict[str, list[str]] = {}
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
         self._net = RoadNetwork(False)
-        self._filtered: tuple[Any, Filtered] = (None, {})  # a dict observation's rows (``_rows``)
+        self._filtered: tuple[Any, Filtered] = _NO_ROWS  # a dict observation's rows (``_rows``)
         self.last_rule = len(RULES)  # the number of the rule behind the last action (see RULES)
 
     def reset(self, task_id: str, seed: int) -> None:
@@ -106,7 +106,7 @@ class HeuristicAgent:
 
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
-        self._filtered = (None, {})  # a dict observation may come back with new contents
+        self._filtered = _NO_ROWS  # a dict observation may come back with new contents
         if obs.get("last_action_error") and self._last:
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
@@ -123,11 +123,18 @@ class HeuristicAgent:
         return dict(MAINTAIN)
 
     def _rows(self, obs: Mapping[str, Any], part: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
-        """``_rows``, a dict observation's filtered once per decision."""
+        """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows
+        (only the fields the rules read; ``ObservationView.brief``), else the full rows,
+        filtered once per decision."""
+        if type(obs) is ObservationView:
+            return obs.brief(part, statuses)
         seen, filtered = self._filtered
         if seen is not obs:
             self._filtered = (obs, filtered := {})
-        return _rows(obs, part, statuses, filtered)
+        rows = filtered.get((part, statuses))
+        if rows is None:
+            rows = filtered[part, statuses] = [row for row in obs[part] if row["status"] in statuses]
+        return rows
 
     def _road_view(self, obs: Mapping[str, Any]) -> RoadNetwork:
         """``road_view(obs)``, reused while the roads shown are the same (they rarely change)."""
@@ -162,8 +169,9 @@ class HeuristicAgent:
         free = self._rows(obs, "ambulances", FREE_UNITS)
         if not free:
             return
+        pools = {kind: [u for u in free if u["kind"] == kind] for kind in ("ALS", "BLS")}
         for job in self._jobs(obs):
-            unit = self._pick_unit(free, job, net)
+            unit = self._pick_unit(pools, job, net)
             if unit is None:
                 continue
             if obs["phase"] == 1:
@@ -203,25 +211,20 @@ class HeuristicAgent:
         return jobs
 
     @staticmethod
-    def _eta(unit: dict[str, Any], node: str, net: RoadNetwork) -> float:
-        origin = unit["next_node"] or unit["node"]
-        return net.minutes(origin, node)
-
-    def _pick_unit(self, free, job, net):
-        def nearest(kind):
-            pool = [u for u in free if u["kind"] == kind]
-            return min(pool, key=lambda u: (self._eta(u, job["node"], net), u["ambulance_id"]), default=None)
-
-        als, bls = nearest("ALS"), nearest("BLS")
+    def _pick_unit(pools: dict[str, list[Row]], job: Row, net: RoadNetwork) -> Row | None:
+        """The unit for ``job`` from the free units by kind (each kind looked at only when needed)."""
+        node = job["node"]
         if job["priority"] == "P1":
+            als, bls = _nearest(pools["ALS"], node, net), _nearest(pools["BLS"], node, net)
             if als is None:
-                return bls
-            if bls is not None and self._eta(bls, job["node"], net) + 5 < self._eta(als, job["node"], net):
-                return bls
-            return als
-        if job["priority"] == "P2":
-            return bls or als
-        return bls
+                return bls and bls[2]
+            if bls is not None and bls[0] + 5 < als[0]:
+                return bls[2]
+            return als[2]
+        bls = _nearest(pools["BLS"], node, net)
+        if bls is None and job["priority"] == "P2":
+            bls = _nearest(pools["ALS"], node, net)
+        return bls and bls[2]
 
     def _mutual_aid(self, obs, legal, net):
         patients = self._rows(obs, "patients", EN_ROUTE)
@@ -231,10 +234,10 @@ class HeuristicAgent:
             if c["status"] == "pending" and c["priority"] in ("P1", "P2")
         ]
         free = self._rows(obs, "ambulances", FREE_UNITS)
-        if len(waiting) <= len(free) or "request_mutual_aid" not in legal:  # the cheap test first
+        if len(waiting) <= len(free):  # the cheap tests first
             return
         coming = len(obs["mutual_aid"]["pending"])
-        if len(waiting) > len(free) + coming:
+        if len(waiting) > len(free) + coming and "request_mutual_aid" in legal:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
 
     def _assign(self, obs, legal, net):
@@ -259,19 +262,17 @@ class HeuristicAgent:
         for _, pid, best in sorted(ranked):
             yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
 
-    @staticmethod
-    def _inbound(obs) -> dict[str, int]:
+    def _inbound(self, obs) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for p in _rows(obs, "patients", EN_ROUTE):
+        for p in self._rows(obs, "patients", EN_ROUTE):
             if p["destination"] and p["status"] in BEFORE_ARRIVAL:
                 counts[p["destination"]] = counts.get(p["destination"], 0) + 1
         return counts
 
-    @staticmethod
-    def _lab_load(obs, hospitals) -> dict[str, list[str]]:
+    def _lab_load(self, obs, hospitals) -> dict[str, list[str]]:
         """Procedures already claimed per hospital: untreated patients bound there."""
         load: dict[str, list[str]] = {}
-        for p in (*_rows(obs, "patients", EN_ROUTE), *_rows(obs, "patients", IN_ED)):
+        for p in (*self._rows(obs, "patients", EN_ROUTE), *self._rows(obs, "patients", IN_ED)):
             hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
             if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
                 continue
@@ -432,21 +433,7 @@ BRIEF_READS: tuple[tuple[str, frozenset[str]], ...] = (
 
 
 Filtered = dict[tuple[str, frozenset[str]], list[dict[str, Any]]]  # rows per (part, statuses)
-
-
-def _rows(obs: Mapping[str, Any], part: str, statuses: frozenset[str],
-          filtered: Filtered | None = None) -> list[dict[str, Any]]:
-    """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows (only
-    the fields the rules read; ``ObservationView.brief``), else the full rows (kept in
-    ``filtered`` when given: ``HeuristicAgent._rows``)."""
-    if type(obs) is ObservationView:
-        return obs.brief(part, statuses)
-    rows = None if filtered is None else filtered.get((part, statuses))
-    if rows is None:
-        rows = [row for row in obs[part] if row["status"] in statuses]
-        if filtered is not None:
-            filtered[part, statuses] = rows
-    return rows
+_NO_ROWS: tuple[Any, Filtered] = (None, {})  # no dict observation filtered yet
 
 
 _KEYS: dict[tuple[tuple, tuple], str] = {}
@@ -481,6 +468,15 @@ def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     if type(obs) is not ObservationView:
         return call
     return next(c for c in obs["calls"] if c["call_id"] == call["call_id"])
+
+
+Row = dict[str, Any]
+
+
+def _nearest(units: list[Row], node: str, net: RoadNetwork) -> tuple[float, str, Row] | None:
+    """(ETA, id, unit) of the unit with the shortest ETA to ``node``, the lower id on a tie."""
+    etas = ((net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"], u) for u in units)
+    return min(etas, default=None)
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

@@ -265,17 +265,20 @@ def visible_calls(world: World) -> list:
 def open_calls(world: World, memo: Memo | None = None) -> list[Call]:
     """``visible_calls(world)``; with ``memo`` (an episode's view memo) without looking at the
     closed calls again: a call that has a crew on scene or was closed never reopens, and new
-    calls are added at the end of ``world.calls`` (tests/sim/test_incremental_view.py)."""
+    calls are added at the end of ``world.calls`` (tests/sim/test_incremental_view.py); the
+    same list (read only) while ``World.calls_version`` is unchanged."""
     if memo is None:
         return visible_calls(world)
     calls = world.calls
-    known_world, seen, still_open = memo.get("open_calls", (None, 0, []))
+    known_world, version, seen, still_open = memo.get("open_calls", (None, None, 0, []))
+    if known_world is world and version == world.calls_version:
+        return still_open
     if known_world is not world:
         seen, still_open = 0, []
     if len(calls) != seen:
         still_open = still_open + list(islice(calls.values(), seen, None))
     still_open = [c for c in still_open if c.status in OPEN_CALL_STATES]
-    memo["open_calls"] = (world, len(calls), still_open)
+    memo["open_calls"] = (world, world.calls_version, len(calls), still_open)
     return still_open
 
 
@@ -372,8 +375,6 @@ def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
 #: and ICU beds, a room's id and procedures, a specialist's specialty and the blood types held
 #: never change.
 _HOSPITAL_STATE = attrgetter("occupancy", "diverted_until", "icu_used")
-_ROOM_STATE = attrgetter("state", "procedure", "patient_id", "elective")
-_SPECIALIST_STATE = attrgetter("state", "until")
 
 
 def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -384,13 +385,13 @@ def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str
 def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> dict[str, Any]:
     """``_hospital(world, h)``, reused (read only) from an earlier step while every field it shows
     is unchanged."""
-    key = (
+    key = (  # compared, never hashed: lists are quicker to make than tuples of attrgetters
         h,
         _HOSPITAL_STATE(h),
         h.diverted_until > world.clock,  # World.diverted now
-        tuple(map(_ROOM_STATE, h.ors)),
-        tuple(map(_SPECIALIST_STATE, h.specialists.values())),
-        tuple(h.blood.values()),
+        [(r.state, r.procedure, r.patient_id, r.elective) for r in h.ors],
+        [(s.state, s.until) for s in h.specialists.values()],
+        [*h.blood.values()],
     )
     rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
     cached = rows.get(h.hospital_id)
