@@ -463,11 +463,11 @@ def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
 
 
 def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
-    """The call's full row (``triage_priority`` may read any field of it), read from the view's
-    calls only when a call is to be triaged."""
+    """The call's full row (``triage_priority`` may read any field of it), read from the view
+    only when a call is to be triaged."""
     if type(obs) is not ObservationView:
         return call
-    return next(c for c in obs["calls"] if c["call_id"] == call["call_id"])
+    return obs.call(call["call_id"])
 
 
 Row = dict[str, Any]

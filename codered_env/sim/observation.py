@@ -126,8 +126,12 @@ def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -
     }
 
 
+_ETA_STATES = frozenset(("unit_en_route", "transporting", "transferring"))  # the only ones with an ETA
+
+
 def _patient_eta(world: World, p: Patient) -> int | None:
-    """Minutes until the unit reaches the patient or the hospital, or the transfer arrives."""
+    """Minutes until the unit reaches the patient or the hospital, or the transfer arrives
+    (None outside ``_ETA_STATES``)."""
     status = p.status
     if status in ("unit_en_route", "transporting"):
         amb = world.ambulances.get(p.ambulance_id or "")
@@ -371,10 +375,19 @@ def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
     return out
 
 
-#: What can change in a hospital's row (``_hospital``); a hospital's name, tier, node, capacity
-#: and ICU beds, a room's id and procedures, a specialist's specialty and the blood types held
-#: never change.
-_HOSPITAL_STATE = attrgetter("occupancy", "diverted_until", "icu_used")
+def _hospital_state(world: World, h: Hospital) -> list[Any]:
+    """What can change in a hospital's row (``_hospital``), flat (compared, never hashed; made
+    in one frame: the quickest to build). A hospital's name, tier, node, capacity and ICU beds,
+    its rooms, a room's id and procedures, its specialties and the blood types held never
+    change, so every value keeps its place."""
+    diverted = h.diverted_until > world.clock  # World.diverted
+    state = [h, h.occupancy, h.diverted_until, h.icu_used, diverted]
+    for r in h.ors:
+        state += (r.state, r.procedure, r.patient_id, r.elective)
+    for s in h.specialists.values():
+        state += (s.state, s.until)
+    state += h.blood.values()
+    return state
 
 
 def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -385,15 +398,8 @@ def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str
 def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> dict[str, Any]:
     """``_hospital(world, h)``, reused (read only) from an earlier step while every field it shows
     is unchanged."""
-    key = (  # compared, never hashed: lists are quicker to make than tuples of attrgetters
-        h,
-        _HOSPITAL_STATE(h),
-        h.diverted_until > world.clock,  # World.diverted now
-        [(r.state, r.procedure, r.patient_id, r.elective) for r in h.ors],
-        [(s.state, s.until) for s in h.specialists.values()],
-        [*h.blood.values()],
-    )
-    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    key = _hospital_state(world, h)
+    rows: dict[str, tuple[list[Any], dict[str, Any]]] = memo.setdefault("hospital_rows", {})
     cached = rows.get(h.hospital_id)
     if cached is None or cached[0] != key:
         cached = rows[h.hospital_id] = (key, _hospital(world, h))
@@ -426,7 +432,7 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
     out = []
     for p in world.patients.values():
         status = p.status
-        if not p.visible or status not in statuses:
+        if status not in statuses or not p.visible:
             continue
         since = clock - p.appeared_at
         out.append({
@@ -441,7 +447,7 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
             "blood_type": p.blood_type if p.blood_type_known else None,
             "destination": p.destination,
             "hospital": p.hospital,
-            "eta_min": _patient_eta(world, p),
+            "eta_min": _patient_eta(world, p) if status in _ETA_STATES else None,
             "blood_reserved": reserved.get(p.patient_id) or {},
             "minutes_since_call": since,
             "minutes_since_onset": since + p.onset_min,
@@ -496,7 +502,8 @@ class ObservationView(Mapping[str, Any]):
     an agent that reads only what it needs (the heuristic skips alerts, events, the query result)
     pays only for that: ``legal_actions`` is a ``LegalActionsView`` (only the sections asked
     about are built), ``brief`` gives the rows in some states restricted to the fields a
-    rule-based agent reads, ``hospital`` one hospital's row (tests/sim/test_incremental_view.py).
+    rule-based agent reads, ``hospital`` one hospital's row and ``call`` one open call's
+    (tests/sim/test_incremental_view.py).
     Parts that rarely change are reused from earlier views (``memo``, kept by the episode): the
     dicts of patients in a final state and of unchanged hospitals, the open calls, the blood
     options while the blood state behind them is the same. A view describes the world when it
@@ -544,6 +551,16 @@ class ObservationView(Mapping[str, Any]):
             self._hospitals[hospital_id] = row
         return row
 
+    def call(self, call_id: str) -> dict[str, Any]:
+        """The row of ``self["calls"]`` of this open call, without building the others'."""
+        rows = self._built.get("calls")
+        if rows is not None:
+            return next(r for r in rows if r["call_id"] == call_id)
+        call = self._world.calls.get(call_id)
+        if call is None or call.status not in OPEN_CALL_STATES:  # a closed or future call: not shown
+            raise KeyError(call_id)
+        return _call(self._world, call)
+
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in _PARTS else default
 
@@ -583,8 +600,8 @@ def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], 
 
 
 def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """Phase 2: units to calls by kind, and the triage of open calls. With ``memo``, reused (read
-    only) while no call changed (``World.calls_version``) and the same units are free."""
+    """Phase 2: units to calls by kind. With ``memo``, reused (read only) while no call changed
+    (``World.calls_version``) and the same units are free."""
     if world.task.phase == 1:
         return
     if memo is None:
@@ -596,8 +613,42 @@ def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], mem
 
 
 def _call_dispatch_options(world: World, legal: Legal, memo: Memo | None) -> None:
+    pending = [c.call_id for c in open_calls(world, memo) if c.status == "pending"]
+    if not pending:
+        return
     free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
-    _phase2_legal(world, legal, free, open_calls(world, memo))
+    for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
+        units = [a.ambulance_id for a in free if a.kind == kind]
+        if units:
+            legal[name] = [{"ambulance_id": units, "call_id": pending}]
+
+
+def _triage_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    """Phase 2: the triage of open calls (a dispatched call not as P4). With ``memo``, reused
+    (read only) while no call changed (``World.calls_version``)."""
+    if world.task.phase == 1:
+        return
+    if memo is None:
+        _triage_options(world, legal, memo)
+    else:
+        legal.update(_kept(memo, "triage", world, world.calls_version,
+                           lambda part: _triage_options(world, part, memo)))
+
+
+def _triage_options(world: World, legal: Legal, memo: Memo | None) -> None:
+    pending, dispatched = [], []
+    for c in open_calls(world, memo):
+        if c.status == "pending":
+            pending.append(c.call_id)
+        elif c.status == "dispatched":
+            dispatched.append(c.call_id)
+    options = []
+    if pending:
+        options.append({"call_id": pending, "priority": list(PRIORITIES)})
+    if dispatched:
+        options.append({"call_id": dispatched, "priority": [q for q in PRIORITIES if q != "P4"]})
+    if options:
+        legal["triage_call"] = options
 
 
 _FREE = frozenset(DISPATCHABLE)
@@ -616,26 +667,6 @@ def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal]
     build(part)
     memo[name] = (world, key, part)
     return part
-
-
-def _phase2_legal(world: World, legal: Legal, free: list, calls: list[Call]) -> None:
-    pending, dispatched = [], []
-    for c in calls:
-        if c.status == "pending":
-            pending.append(c.call_id)
-        elif c.status == "dispatched":
-            dispatched.append(c.call_id)
-    for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
-        units = [a.ambulance_id for a in free if a.kind == kind]
-        if units and pending:
-            legal[name] = [{"ambulance_id": units, "call_id": pending}]
-    options = []
-    if pending:
-        options.append({"call_id": pending, "priority": list(PRIORITIES)})
-    if dispatched:
-        options.append({"call_id": dispatched, "priority": [q for q in PRIORITIES if q != "P4"]})
-    if options:
-        legal["triage_call"] = options
 
 
 def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -707,7 +738,8 @@ def _always_options(world: World, legal: Legal) -> None:
 _Section = Callable[[World, Legal, list[Patient], Memo | None], None]
 _LEGAL_SECTIONS: tuple[tuple[_Section, tuple[str, ...]], ...] = (
     (_patient_dispatch_legal, ("dispatch_ambulance",)),
-    (_call_dispatch_legal, ("dispatch_als", "dispatch_bls", "triage_call")),
+    (_call_dispatch_legal, ("dispatch_als", "dispatch_bls")),
+    (_triage_legal, ("triage_call",)),
     (_assign_legal, ("assign_hospital",)),
     (_rooms_legal, ("prepare_or", "page_specialist", "preempt_or")),
     (_blood_section, ("allocate_blood", "query_blood_type", "transfer_blood")),
