@@ -169,7 +169,10 @@ class HeuristicAgent:
         free = self._rows(obs, "ambulances", FREE_UNITS)
         if not free:
             return
-        pools = {kind: [u for u in free if u["kind"] == kind] for kind in ("ALS", "BLS")}
+        pools: dict[str, list[Row]] = {"ALS": [], "BLS": []}
+        for unit in free:
+            if unit["kind"] in pools:
+                pools[unit["kind"]].append(unit)
         for job in self._jobs(obs):
             unit = self._pick_unit(pools, job, net)
             if unit is None:

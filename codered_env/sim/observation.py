@@ -676,30 +676,42 @@ def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo
         legal["assign_hospital"] = [{"patient_id": assignable, "hospital_id": open_ids}]
 
 
-def _rooms_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """With ``memo``, the options are reused (read only) while ``World.rooms_version`` is the same."""
-    if memo is None:
-        _rooms_options(world, legal)
-    else:
-        rooms = _kept(memo, "rooms", world, world.rooms_version, lambda part: _rooms_options(world, part))
-        legal.update(rooms)
+RoomOptions = Callable[[Hospital], dict[str, list[Any]] | None]
 
 
-def _rooms_options(world: World, legal: Legal) -> None:
-    prep, page, preempt = [], [], []
-    for h in world.hospitals.values():
-        procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})
-        if procs:
-            prep.append({"hospital_id": [h.hospital_id], "procedure": procs})
-        on_call = [s.specialty for s in h.specialists.values() if s.state == "on_call"]
-        if on_call:
-            page.append({"hospital_id": [h.hospital_id], "specialty": on_call})
-        electives = [r.or_id for r in h.ors if r.state == "in_use" and r.elective]
-        if electives:
-            preempt.append({"hospital_id": [h.hospital_id], "or_id": electives})
-    for name, options in (("prepare_or", prep), ("page_specialist", page), ("preempt_or", preempt)):
-        if options:
-            legal[name] = options
+def _rooms_section(name: str, options_at: RoomOptions) -> _Section:
+    """The section of the room action ``name``: an option per hospital that has one
+    (``options_at``). With ``memo``, reused (read only) while ``World.rooms_version`` is the same."""
+
+    def section(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+        if memo is None:
+            _room_options(world, legal, name, options_at)
+        else:
+            legal.update(_kept(memo, name, world, world.rooms_version,
+                               lambda part: _room_options(world, part, name, options_at)))
+
+    return section
+
+
+def _room_options(world: World, legal: Legal, name: str, options_at: RoomOptions) -> None:
+    options = [option for h in world.hospitals.values() if (option := options_at(h)) is not None]
+    if options:
+        legal[name] = options
+
+
+def _prepare_at(h: Hospital) -> dict[str, list[Any]] | None:
+    procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})
+    return {"hospital_id": [h.hospital_id], "procedure": procs} if procs else None
+
+
+def _page_at(h: Hospital) -> dict[str, list[Any]] | None:
+    on_call = [s.specialty for s in h.specialists.values() if s.state == "on_call"]
+    return {"hospital_id": [h.hospital_id], "specialty": on_call} if on_call else None
+
+
+def _preempt_at(h: Hospital) -> dict[str, list[Any]] | None:
+    electives = [r.or_id for r in h.ors if r.state == "in_use" and r.elective]
+    return {"hospital_id": [h.hospital_id], "or_id": electives} if electives else None
 
 
 def _blood_section(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -741,7 +753,9 @@ _LEGAL_SECTIONS: tuple[tuple[_Section, tuple[str, ...]], ...] = (
     (_call_dispatch_legal, ("dispatch_als", "dispatch_bls")),
     (_triage_legal, ("triage_call",)),
     (_assign_legal, ("assign_hospital",)),
-    (_rooms_legal, ("prepare_or", "page_specialist", "preempt_or")),
+    (_rooms_section("prepare_or", _prepare_at), ("prepare_or",)),
+    (_rooms_section("page_specialist", _page_at), ("page_specialist",)),
+    (_rooms_section("preempt_or", _preempt_at), ("preempt_or",)),
     (_blood_section, ("allocate_blood", "query_blood_type", "transfer_blood")),
     (_mutual_aid_legal, ("request_mutual_aid",)),
     (_always_legal, ("query_or_status", "maintain_plan")),
