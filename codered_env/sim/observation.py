@@ -166,7 +166,10 @@ def _ambulance(world: World, amb) -> dict[str, Any]:
     }
 
 
-def _hospital(world: World, h) -> dict[str, Any]:
+def _hospital(world: World, h, parts: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
+    """A hospital's row; ``parts``: its rooms, specialists and blood parts when already made
+    (``_hospital_reusing_row``), each made here when None."""
+    rooms, specialists, blood = parts or (None, None, None)
     return {
         "hospital_id": h.hospital_id,
         "name": h.name,
@@ -176,26 +179,34 @@ def _hospital(world: World, h) -> dict[str, Any]:
         "capacity": h.capacity,
         "crowded": h.crowded,
         "diverted_until": h.diverted_until if world.diverted(h.hospital_id) else None,
-        "ors": [
-            {
-                "or_id": r.or_id,
-                "procedures": list(r.procedures),
-                "state": r.state,
-                "procedure": r.procedure,
-                "patient_id": r.patient_id,
-                "elective": r.elective,
-            }
-            for r in h.ors
-        ],
-        "specialists": {
-            s.specialty: {
-                "state": s.state,
-                "until": s.until if s.state in ("paged", "present", "unavailable") else None,
-            }
-            for s in h.specialists.values()
-        },
+        "ors": _rooms(h) if rooms is None else rooms,
+        "specialists": _specialists(h) if specialists is None else specialists,
         "icu_free": max(0, h.icu_beds - h.icu_used),
-        "blood": {t: n for t, n in h.blood.items() if n > 0},
+        "blood": {t: n for t, n in h.blood.items() if n > 0} if blood is None else blood,
+    }
+
+
+def _rooms(h: Hospital) -> list[dict[str, Any]]:
+    return [
+        {
+            "or_id": r.or_id,
+            "procedures": list(r.procedures),
+            "state": r.state,
+            "procedure": r.procedure,
+            "patient_id": r.patient_id,
+            "elective": r.elective,
+        }
+        for r in h.ors
+    ]
+
+
+def _specialists(h: Hospital) -> dict[str, dict[str, Any]]:
+    return {
+        s.specialty: {
+            "state": s.state,
+            "until": s.until if s.state in ("paged", "present", "unavailable") else None,
+        }
+        for s in h.specialists.values()
     }
 
 
@@ -375,19 +386,20 @@ def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
     return out
 
 
-def _hospital_state(world: World, h: Hospital) -> list[Any]:
-    """What can change in a hospital's row (``_hospital``), flat (compared, never hashed; made
-    in one frame: the quickest to build). A hospital's name, tier, node, capacity and ICU beds,
-    its rooms, a room's id and procedures, its specialties and the blood types held never
-    change, so every value keeps its place."""
+def _hospital_state(world: World, h: Hospital) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """What can change in a hospital's row (``_hospital``): its own fields, its rooms', its
+    specialists' and its blood stock, each flat (compared, never hashed; made in one frame: the
+    quickest to build). A hospital's name, tier, node, capacity and ICU beds, its rooms, a
+    room's id and procedures, its specialties and the blood types held never change, so every
+    value keeps its place."""
     diverted = h.diverted_until > world.clock  # World.diverted
-    state = [h, h.occupancy, h.diverted_until, h.icu_used, diverted]
+    rooms: list[Any] = []
     for r in h.ors:
-        state += (r.state, r.procedure, r.patient_id, r.elective)
+        rooms += (r.state, r.procedure, r.patient_id, r.elective)
+    specialists: list[Any] = []
     for s in h.specialists.values():
-        state += (s.state, s.until)
-    state += h.blood.values()
-    return state
+        specialists += (s.state, s.until)
+    return [h, h.occupancy, h.diverted_until, h.icu_used, diverted], rooms, specialists, [*h.blood.values()]
 
 
 def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -397,12 +409,19 @@ def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str
 
 def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> dict[str, Any]:
     """``_hospital(world, h)``, reused (read only) from an earlier step while every field it shows
-    is unchanged."""
+    is unchanged; when some changed, its rooms, specialists and blood parts still are while
+    theirs are not."""
     key = _hospital_state(world, h)
-    rows: dict[str, tuple[list[Any], dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
     cached = rows.get(h.hospital_id)
-    if cached is None or cached[0] != key:
+    if cached is None:
         cached = rows[h.hospital_id] = (key, _hospital(world, h))
+    elif cached[0] != key:  # the row again, with the parts of it that did not change
+        old_key, old = cached
+        parts = (old["ors"] if key[1] == old_key[1] else None,
+                 old["specialists"] if key[2] == old_key[2] else None,
+                 old["blood"] if key[3] == old_key[3] else None)
+        cached = rows[h.hospital_id] = (key, _hospital(world, h, parts))
     return cached[1]
 
 
