@@ -230,12 +230,13 @@ class HeuristicAgent:
         return bls and bls[2]
 
     def _mutual_aid(self, obs, legal, net):
-        patients = self._rows(obs, "patients", EN_ROUTE)
-        waiting = [p["patient_id"] for p in patients if p["status"] == "awaiting_unit"]
-        waiting += [
-            c["call_id"] for c in self._rows(obs, "calls", PENDING)
-            if c["status"] == "pending" and c["priority"] in ("P1", "P2")
-        ]
+        waiting = []  # loops, not comprehensions: each would cost a frame, every decision
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            if p["status"] == "awaiting_unit":
+                waiting.append(p["patient_id"])
+        for c in self._rows(obs, "calls", PENDING):
+            if c["status"] == "pending" and c["priority"] in ("P1", "P2"):
+                waiting.append(c["call_id"])
         free = self._rows(obs, "ambulances", FREE_UNITS)
         if len(waiting) <= len(free):  # the cheap tests first
             return
@@ -245,11 +246,11 @@ class HeuristicAgent:
 
     def _assign(self, obs, legal, net):
         """Assign first the patient who loses most if their best hospital is not free (regret)."""
-        unassigned = [
-            p for p in self._rows(obs, "patients", EN_ROUTE)
-            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL
-            and CONDITIONS[p["condition"]].transport
-        ]
+        unassigned = []
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            transported = CONDITIONS[p["condition"]].transport
+            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL and transported:
+                unassigned.append(p)
         if not unassigned:
             return
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
@@ -359,14 +360,7 @@ class HeuristicAgent:
             if care.procedure:
                 key = (h["hospital_id"], care.procedure)
                 need_rooms[key] = need_rooms.get(key, 0) + 1
-                ready = sum(
-                    1
-                    for r in h["ors"]
-                    if r["procedure"] == care.procedure
-                    and r["state"] in ("preparing", "ready")
-                    and r["patient_id"] is None
-                )
-                if ready < need_rooms[key]:
+                if _ready_rooms(h, care.procedure) < need_rooms[key]:
                     yield from self._free_room(h, care.procedure, p["priority"])
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "on_call":
                 yield {
@@ -478,8 +472,21 @@ Row = dict[str, Any]
 
 def _nearest(units: list[Row], node: str, net: RoadNetwork) -> tuple[float, str, Row] | None:
     """(ETA, id, unit) of the unit with the shortest ETA to ``node``, the lower id on a tie."""
-    etas = ((net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"], u) for u in units)
-    return min(etas, default=None)
+    best = None
+    for u in units:
+        here = (net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"], u)
+        if best is None or here < best:
+            best = here
+    return best
+
+
+def _ready_rooms(h: Row, procedure: str) -> int:
+    """The hospital's rooms ready or being readied for ``procedure``, nobody in them yet."""
+    ready = 0
+    for r in h["ors"]:
+        if r["procedure"] == procedure and r["state"] in ("preparing", "ready") and r["patient_id"] is None:
+            ready += 1
+    return ready
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

@@ -292,9 +292,12 @@ def open_calls(world: World, memo: Memo | None = None) -> list[Call]:
         seen, still_open = 0, []
     if len(calls) != seen:
         still_open = still_open + list(islice(calls.values(), seen, None))
-    still_open = [c for c in still_open if c.status in OPEN_CALL_STATES]
-    memo["open_calls"] = (world, world.calls_version, len(calls), still_open)
-    return still_open
+    kept = []  # a loop: a comprehension would cost a frame of its own
+    for c in still_open:
+        if c.status in OPEN_CALL_STATES:
+            kept.append(c)
+    memo["open_calls"] = (world, world.calls_version, len(calls), kept)
+    return kept
 
 
 class StepContext(NamedTuple):
@@ -475,36 +478,39 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
 
 
 def _ambulances_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
-    """The brief rows of the units in ``statuses`` (``BRIEF_FIELDS``)."""
+    """The brief rows of the units in ``statuses`` (``BRIEF_FIELDS``); a loop, not a
+    comprehension (which costs a frame of its own: a sixth of this, with so few rows)."""
     clock = world.clock
-    return [
-        {
-            "ambulance_id": a.ambulance_id,
-            "kind": a.kind,
-            "status": a.status,
-            "node": a.node,
-            "next_node": a.trip.position(clock)[1] if a.trip else None,
-        }
-        for a in world.ambulances.values()
-        if a.status in statuses
-    ]
+    out = []
+    for a in world.ambulances.values():
+        if a.status in statuses:
+            trip = a.trip
+            out.append({
+                "ambulance_id": a.ambulance_id,
+                "kind": a.kind,
+                "status": a.status,
+                "node": a.node,
+                "next_node": trip.position(clock)[1] if trip else None,
+            })
+    return out
 
 
 def _calls_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
-    """The brief rows of the open calls in ``statuses`` (``BRIEF_FIELDS``)."""
+    """The brief rows of the open calls in ``statuses`` (``BRIEF_FIELDS``); a loop, like
+    ``_ambulances_brief``."""
     clock = world.clock
-    return [
-        {
-            "call_id": c.call_id,
-            "node": c.node,
-            "report": c.report,
-            "priority": c.priority,
-            "status": c.status,
-            "waiting_min": clock - c.received_at,
-        }
-        for c in open_calls(world, memo)
-        if c.status in statuses
-    ]
+    out = []
+    for c in open_calls(world, memo):
+        if c.status in statuses:
+            out.append({
+                "call_id": c.call_id,
+                "node": c.node,
+                "report": c.report,
+                "priority": c.priority,
+                "status": c.status,
+                "waiting_min": clock - c.received_at,
+            })
+    return out
 
 
 _BRIEF: dict[str, Callable[[World, frozenset[str], Memo], list[dict[str, Any]]]] = {
@@ -602,10 +608,18 @@ def legal_actions(world: World, memo: dict[str, Any] | None = None) -> Legal:
     observation view's), the blood options are reused, not copied, while their inputs are
     unchanged."""
     legal: Legal = {}
-    visible = [p for p in world.patients.values() if p.visible]
+    visible = _visible_patients(world)
     for section, _ in _LEGAL_SECTIONS:
         section(world, legal, visible, memo)
     return legal
+
+
+def _visible_patients(world: World) -> list[Patient]:
+    visible = []  # a loop: a comprehension would cost a frame of its own
+    for p in world.patients.values():
+        if p.visible:
+            visible.append(p)
+    return visible
 
 
 def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -803,7 +817,7 @@ class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
         if part is None:
             visible = self._visible
             if visible is None:
-                visible = self._visible = [p for p in self._world.patients.values() if p.visible]
+                visible = self._visible = _visible_patients(self._world)
             part = self._sections[index] = {}
             _LEGAL_SECTIONS[index][0](self._world, part, visible, self._memo)
         return part
