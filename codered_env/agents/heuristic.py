@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..sim.city import RoadNetwork
 from ..sim.conditions import CONDITIONS, benefit_kept
@@ -285,12 +285,16 @@ class HeuristicAgent:
                 load.setdefault(hid, []).append(care.procedure)
         return load
 
-    def _queue_minutes(self, h, care) -> float:
-        """Extra wait when the rooms that can host this procedure are claimed by others."""
-        rooms = [r for r in h["ors"] if care.procedure in r["procedures"] and r["state"] != "out_of_service"]
-        shared = {proc for r in rooms for proc in r["procedures"]}
-        users = sum(1 for proc in self._lab_users.get(h["hospital_id"], []) if proc in shared)
-        behind = users - len(rooms) + 1
+    def _queue_minutes(self, h, care, in_service: list[Row]) -> float:
+        """Extra wait when the rooms that can host this procedure (``in_service``) are claimed
+        by others."""
+        shared = set()
+        for r in in_service:
+            shared.update(r["procedures"])
+        users = 0
+        for proc in self._lab_users.get(h["hospital_id"], ()):
+            users += proc in shared
+        behind = users - len(in_service) + 1
         if behind <= 0:
             return 0.0
         # each patient ahead: their own door time, the procedure, re-preparing the room
@@ -307,18 +311,17 @@ class HeuristicAgent:
             care = cond.care_at(h["tier"])
             if care is None or h["diverted_until"] is not None:
                 continue
-            delay = self._estimated_delay(p, cond, care, h, net)
-            if care.procedure:
-                delay += self._queue_minutes(h, care)
+            rooms = _rooms_for(h, care.procedure) if care.procedure else None
+            delay = self._estimated_delay(p, cond, care, h, net, rooms)
+            if rooms is not None:
+                delay += self._queue_minutes(h, care, rooms.in_service)
             onset = p["minutes_since_onset"] - p["minutes_since_call"]
             score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
             if self._clock - p["minutes_since_call"] + delay > self._horizon:
                 score = 0.0  # treatment would come after the episode ends: no benefit counted
             if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
                 score -= 15
-            if care.procedure and not any(
-                care.procedure in r["procedures"] and r["state"] != "out_of_service" for r in h["ors"]
-            ):
+            if rooms is not None and not rooms.in_service:
                 score -= 25
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
                 score -= 40
@@ -326,9 +329,9 @@ class HeuristicAgent:
         return scores
 
     @staticmethod
-    def _estimated_delay(p, cond, care, h, net) -> float:
+    def _estimated_delay(p, cond, care, h, net, rooms: Rooms | None) -> float:
         """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
-        room (prepared from now on) cannot be ready by then."""
+        room (prepared from now on; ``rooms``: those for the procedure) cannot be ready by then."""
         now = p["minutes_since_call"]
         scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
         reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
@@ -337,15 +340,13 @@ class HeuristicAgent:
             state = h["specialists"].get(care.specialist, {}).get("state")
             if state in ("on_call", "unavailable"):
                 start = max(start, now + SPECIALIST_PAGE_DELAY_BY_TIER[h["tier"]][1])
-        if care.procedure:
-            rooms = [r for r in h["ors"] if care.procedure in r["procedures"]]
-            if not any(r["state"] in ("ready", "preparing") and r["patient_id"] is None for r in rooms):
-                prep = (
-                    CATH_LAB_PREP_RANGE[1]
-                    if "cath_lab" in rooms[0]["procedures"]
-                    else OR_PREP_MIN_BY_TIER[h["tier"]]
-                )
-                start = max(start, now + prep + care.room_min)
+        if rooms is not None and not rooms.free_ready:
+            prep = (
+                CATH_LAB_PREP_RANGE[1]
+                if "cath_lab" in rooms.capable[0]["procedures"]
+                else OR_PREP_MIN_BY_TIER[h["tier"]]
+            )
+            start = max(start, now + prep + care.room_min)
         return start
 
     def _prepare(self, obs, legal, net):
@@ -478,6 +479,27 @@ def _nearest(units: list[Row], node: str, net: RoadNetwork) -> tuple[float, str,
         if best is None or here < best:
             best = here
     return best
+
+
+class Rooms(NamedTuple):
+    """A hospital's rooms that can host a procedure: all of them, those in service, and whether
+    one is ready or being readied with nobody in it."""
+
+    capable: list[Row]
+    in_service: list[Row]
+    free_ready: bool
+
+
+def _rooms_for(h: Row, procedure: str) -> Rooms:
+    capable, in_service, free_ready = [], [], False
+    for r in h["ors"]:
+        if procedure in r["procedures"]:
+            capable.append(r)
+            if r["state"] != "out_of_service":
+                in_service.append(r)
+            if r["state"] in ("ready", "preparing") and r["patient_id"] is None:
+                free_ready = True
+    return Rooms(capable, in_service, free_ready)
 
 
 def _ready_rooms(h: Row, procedure: str) -> int:
