@@ -11,7 +11,6 @@ import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
-from operator import attrgetter
 from typing import Any, NamedTuple
 
 from .conditions import CONDITIONS
@@ -633,27 +632,23 @@ def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], 
 
 
 def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """Phase 2: units to calls by kind. With ``memo``, reused (read only) while no call changed
-    (``World.calls_version``) and the same units are free."""
+    """Phase 2: units to calls by kind. Built every time: as quick as a key of what it reads
+    (the free units and ``World.calls_version``) would be to make."""
     if world.task.phase == 1:
         return
-    if memo is None:
-        _call_dispatch_options(world, legal, memo)
-        return
-    free = tuple(map(_FREE.__contains__, map(_STATUS, world.ambulances.values())))  # units only join
-    legal.update(_kept(memo, "call_dispatch", world, (world.calls_version, free),
-                       lambda part: _call_dispatch_options(world, part, memo)))
-
-
-def _call_dispatch_options(world: World, legal: Legal, memo: Memo | None) -> None:
-    pending = [c.call_id for c in open_calls(world, memo) if c.status == "pending"]
+    pending = []
+    for c in open_calls(world, memo):
+        if c.status == "pending":
+            pending.append(c.call_id)
     if not pending:
         return
-    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    units: dict[str, list[str]] = {"ALS": [], "BLS": []}
+    for a in world.ambulances.values():
+        if a.status in DISPATCHABLE and a.kind in units:
+            units[a.kind].append(a.ambulance_id)
     for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
-        units = [a.ambulance_id for a in free if a.kind == kind]
-        if units:
-            legal[name] = [{"ambulance_id": units, "call_id": pending}]
+        if units[kind]:
+            legal[name] = [{"ambulance_id": units[kind], "call_id": pending}]
 
 
 def _triage_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -682,10 +677,6 @@ def _triage_options(world: World, legal: Legal, memo: Memo | None) -> None:
         options.append({"call_id": dispatched, "priority": [q for q in PRIORITIES if q != "P4"]})
     if options:
         legal["triage_call"] = options
-
-
-_FREE = frozenset(DISPATCHABLE)
-_STATUS = attrgetter("status")
 
 
 def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal], None]) -> Legal:
