@@ -96,6 +96,9 @@ class HeuristicAgent:
         self._net = RoadNetwork(False)
         self._filtered: tuple[Any, Filtered] = _NO_ROWS  # a dict observation's rows (``_rows``)
         self.last_rule = len(RULES)  # the number of the rule behind the last action (see RULES)
+        # the rules in order (see RULES), bound once: a subclass's overrides are the ones bound
+        self._rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare,
+                       self._blood)
 
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
@@ -107,12 +110,11 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
         self._filtered = _NO_ROWS  # a dict observation may come back with new contents
-        if obs.get("last_action_error") and self._last:
+        if self._last and obs.get("last_action_error"):
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
         net = self._road_view(obs)
-        rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare, self._blood)
-        for number, rule in enumerate(rules, 1):
+        for number, rule in enumerate(self._rules, 1):
             for action in rule(obs, legal, net):
                 if action["action_type"] in legal:
                     key = action_key(action)
