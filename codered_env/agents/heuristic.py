@@ -221,15 +221,13 @@ class HeuristicAgent:
         node = job["node"]
         if job["priority"] == "P1":
             als, bls = _nearest(pools["ALS"], node, net), _nearest(pools["BLS"], node, net)
-            if als is None:
-                return bls and bls[2]
-            if bls is not None and bls[0] + 5 < als[0]:
-                return bls[2]
+            if als is None or (bls is not None and bls[0] + 5 < als[0]):
+                return None if bls is None else bls[2]
             return als[2]
         bls = _nearest(pools["BLS"], node, net)
         if bls is None and job["priority"] == "P2":
             bls = _nearest(pools["ALS"], node, net)
-        return bls and bls[2]
+        return None if bls is None else bls[2]
 
     def _mutual_aid(self, obs, legal, net):
         waiting = []  # loops, not comprehensions: each would cost a frame, every decision

@@ -178,14 +178,14 @@ def _hospital(world: World, h, parts: tuple[Any, Any, Any] | None = None) -> dic
         "capacity": h.capacity,
         "crowded": h.crowded,
         "diverted_until": h.diverted_until if world.diverted(h.hospital_id) else None,
-        "ors": _rooms(h) if rooms is None else rooms,
-        "specialists": _specialists(h) if specialists is None else specialists,
+        "ors": _room_rows(h) if rooms is None else rooms,
+        "specialists": _specialist_rows(h) if specialists is None else specialists,
         "icu_free": max(0, h.icu_beds - h.icu_used),
         "blood": {t: n for t, n in h.blood.items() if n > 0} if blood is None else blood,
     }
 
 
-def _rooms(h: Hospital) -> list[dict[str, Any]]:
+def _room_rows(h: Hospital) -> list[dict[str, Any]]:
     return [
         {
             "or_id": r.or_id,
@@ -199,7 +199,7 @@ def _rooms(h: Hospital) -> list[dict[str, Any]]:
     ]
 
 
-def _specialists(h: Hospital) -> dict[str, dict[str, Any]]:
+def _specialist_rows(h: Hospital) -> dict[str, dict[str, Any]]:
     return {
         s.specialty: {
             "state": s.state,
