@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ..sim.city import RoadNetwork
 from ..sim.conditions import CONDITIONS, benefit_kept
@@ -113,7 +113,7 @@ class HeuristicAgent:
         if self._last and obs.get("last_action_error"):
             self._refused.add(self._last)
         legal = obs.get("legal_actions") or {}
-        net = self._road_view(obs)
+        net = _RoadsOnDemand(self, obs)
         for number, rule in enumerate(self._rules, 1):
             for action in rule(obs, legal, net):
                 if action["action_type"] in legal:
@@ -216,7 +216,7 @@ class HeuristicAgent:
         return jobs
 
     @staticmethod
-    def _pick_unit(pools: dict[str, list[Row]], job: Row, net: RoadNetwork) -> Row | None:
+    def _pick_unit(pools: dict[str, list[Row]], job: Row, net: Router) -> Row | None:
         """The unit for ``job`` from the free units by kind (each kind looked at only when needed)."""
         node = job["node"]
         if job["priority"] == "P1":
@@ -471,7 +471,30 @@ def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
 Row = dict[str, Any]
 
 
-def _nearest(units: list[Row], node: str, net: RoadNetwork) -> tuple[float, str, Row] | None:
+class Router(Protocol):
+    """What the rules route on: a ``RoadNetwork`` (``road_view``) or ``_RoadsOnDemand``."""
+
+    def minutes(self, a: str, b: str) -> float: ...
+
+
+class _RoadsOnDemand:
+    """``HeuristicAgent._road_view`` of one observation, read when a rule first asks for travel
+    minutes: most decisions route nothing (no free unit for a waiting job, nobody to assign)."""
+
+    __slots__ = ("_agent", "_net", "_obs")
+
+    def __init__(self, agent: HeuristicAgent, obs: Mapping[str, Any]) -> None:
+        self._agent, self._obs = agent, obs
+        self._net: RoadNetwork | None = None
+
+    def minutes(self, a: str, b: str) -> float:
+        net = self._net
+        if net is None:
+            net = self._net = self._agent._road_view(self._obs)
+        return net.minutes(a, b)
+
+
+def _nearest(units: list[Row], node: str, net: Router) -> tuple[float, str, Row] | None:
     """(ETA, id, unit) of the unit with the shortest ETA to ``node``, the lower id on a tie."""
     best = None
     for u in units:
