@@ -89,7 +89,10 @@ class HeuristicAgent:
         self.seed = seed
         self.triage = triage  # False: never triage (calls go out at the protocol default level)
         self._refused: set[str] = set()
-        self._last: str | None = None
+        # the last action played (a copy: the caller may change the one returned), or its key
+        # (``action_key``; the planner sets it so), refused for good if the next observation
+        # reports an error; its key is made only then
+        self._last: dict[str, Any] | str | None = None
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
@@ -110,17 +113,17 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
         self._filtered = _NO_ROWS  # a dict observation may come back with new contents
-        if self._last and obs.get("last_action_error"):
-            self._refused.add(self._last)
+        last = self._last
+        if last is not None and obs.get("last_action_error"):
+            self._refused.add(last if isinstance(last, str) else action_key(last))
         legal = obs.get("legal_actions") or {}
         net = _RoadsOnDemand(self, obs)
+        refused = self._refused  # no key to make while nothing was refused
         for number, rule in enumerate(self._rules, 1):
             for action in rule(obs, legal, net):
-                if action["action_type"] in legal:
-                    key = action_key(action)
-                    if key not in self._refused:
-                        self._last, self.last_rule = key, number
-                        return action
+                if action["action_type"] in legal and not (refused and action_key(action) in refused):
+                    self._last, self.last_rule = dict(action), number
+                    return action
         self._last, self.last_rule = None, len(RULES)
         return dict(MAINTAIN)
 
