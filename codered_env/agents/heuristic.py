@@ -223,13 +223,13 @@ class HeuristicAgent:
         """The unit for ``job`` from the free units by kind (each kind looked at only when needed)."""
         node = job["node"]
         if job["priority"] == "P1":
-            als, bls = _nearest(pools["ALS"], node, net), _nearest(pools["BLS"], node, net)
+            als, bls = nearest_unit(pools["ALS"], node, net), nearest_unit(pools["BLS"], node, net)
             if als is None or (bls is not None and bls[0] + 5 < als[0]):
                 return None if bls is None else bls[2]
             return als[2]
-        bls = _nearest(pools["BLS"], node, net)
+        bls = nearest_unit(pools["BLS"], node, net)
         if bls is None and job["priority"] == "P2":
-            bls = _nearest(pools["ALS"], node, net)
+            bls = nearest_unit(pools["ALS"], node, net)
         return None if bls is None else bls[2]
 
     def _mutual_aid(self, obs, legal, net):
@@ -497,7 +497,7 @@ class _RoadsOnDemand:
         return net.minutes(a, b)
 
 
-def _nearest(units: list[Row], node: str, net: Router) -> tuple[float, str, Row] | None:
+def nearest_unit(units: list[Row], node: str, net: Router) -> tuple[float, str, Row] | None:
     """(ETA, id, unit) of the unit with the shortest ETA to ``node``, the lower id on a tie."""
     best = None
     for u in units:
