@@ -172,13 +172,14 @@ class HeuristicAgent:
 
     def _dispatch(self, obs, legal, net):
         free = self._rows(obs, "ambulances", FREE_UNITS)
-        if not free:
+        jobs = self._jobs(obs) if free else []
+        if not jobs:
             return
         pools: dict[str, list[Row]] = {"ALS": [], "BLS": []}
         for unit in free:
             if unit["kind"] in pools:
                 pools[unit["kind"]].append(unit)
-        for job in self._jobs(obs):
+        for job in jobs:
             unit = self._pick_unit(pools, job, net)
             if unit is None:
                 continue

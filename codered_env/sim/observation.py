@@ -414,7 +414,9 @@ def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> di
     is unchanged; when some changed, its rooms, specialists and blood parts still are while
     theirs are not."""
     key = _hospital_state(world, h)
-    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    rows: dict[str, tuple[tuple, dict[str, Any]]] | None = memo.get("hospital_rows")
+    if rows is None:
+        rows = memo["hospital_rows"] = {}
     cached = rows.get(h.hospital_id)
     if cached is None:
         cached = rows[h.hospital_id] = (key, _hospital(world, h))
