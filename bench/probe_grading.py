@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from codered_env.agents import make_agent
-from codered_env.agents.heuristic import HeuristicAgent
+from codered_env.agents.heuristic import HeuristicAgent, nearest_unit
 from codered_env.runner import run_episode
 from codered_env.sim import TASK_IDS
 from codered_env.sim.params import PRIORITY_WEIGHT
@@ -93,8 +93,9 @@ class NearestUnitOnly(NoPreparation):
 
     name = "nearest-unit-only"
 
-    def _pick_unit(self, free, job, net):
-        return min(free, key=lambda u: (self._eta(u, job["node"], net), u["ambulance_id"]), default=None)
+    def _pick_unit(self, pools, job, net):
+        nearest = nearest_unit([*pools["ALS"], *pools["BLS"]], job["node"], net)
+        return None if nearest is None else nearest[2]
 
     def _assign(self, obs, legal, net) -> Iterator[Action]:
         return iter(())

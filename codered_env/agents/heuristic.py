@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from ..sim.city import RoadNetwork
 from ..sim.conditions import CONDITIONS, benefit_kept
@@ -89,13 +89,19 @@ class HeuristicAgent:
         self.seed = seed
         self.triage = triage  # False: never triage (calls go out at the protocol default level)
         self._refused: set[str] = set()
-        self._last: str | None = None
+        # the last action played (a copy: the caller may change the one returned), or its key
+        # (``action_key``; the planner sets it so), refused for good if the next observation
+        # reports an error; its key is made only then
+        self._last: dict[str, Any] | str | None = None
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
         self._net = RoadNetwork(False)
-        self._filtered: tuple[Any, Filtered] = (None, {})  # a dict observation's rows (``_rows``)
+        self._filtered: tuple[Any, Filtered] = _NO_ROWS  # a dict observation's rows (``_rows``)
         self.last_rule = len(RULES)  # the number of the rule behind the last action (see RULES)
+        # the rules in order (see RULES), bound once: a subclass's overrides are the ones bound
+        self._rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare,
+                       self._blood)
 
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
@@ -106,28 +112,34 @@ class HeuristicAgent:
 
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
-        self._filtered = (None, {})  # a dict observation may come back with new contents
-        if obs.get("last_action_error") and self._last:
-            self._refused.add(self._last)
+        self._filtered = _NO_ROWS  # a dict observation may come back with new contents
+        last = self._last
+        if last is not None and obs.get("last_action_error"):
+            self._refused.add(last if isinstance(last, str) else action_key(last))
         legal = obs.get("legal_actions") or {}
-        net = self._road_view(obs)
-        rules = (self._triage, self._dispatch, self._mutual_aid, self._assign, self._prepare, self._blood)
-        for number, rule in enumerate(rules, 1):
+        net = _RoadsOnDemand(self, obs)
+        refused = self._refused  # no key to make while nothing was refused
+        for number, rule in enumerate(self._rules, 1):
             for action in rule(obs, legal, net):
-                if action["action_type"] in legal:
-                    key = action_key(action)
-                    if key not in self._refused:
-                        self._last, self.last_rule = key, number
-                        return action
+                if action["action_type"] in legal and not (refused and action_key(action) in refused):
+                    self._last, self.last_rule = dict(action), number
+                    return action
         self._last, self.last_rule = None, len(RULES)
         return dict(MAINTAIN)
 
     def _rows(self, obs: Mapping[str, Any], part: str, statuses: frozenset[str]) -> list[dict[str, Any]]:
-        """``_rows``, a dict observation's filtered once per decision."""
+        """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows
+        (only the fields the rules read; ``ObservationView.brief``), else the full rows,
+        filtered once per decision."""
+        if type(obs) is ObservationView:
+            return obs.brief(part, statuses)
         seen, filtered = self._filtered
         if seen is not obs:
             self._filtered = (obs, filtered := {})
-        return _rows(obs, part, statuses, filtered)
+        rows = filtered.get((part, statuses))
+        if rows is None:
+            rows = filtered[part, statuses] = [row for row in obs[part] if row["status"] in statuses]
+        return rows
 
     def _road_view(self, obs: Mapping[str, Any]) -> RoadNetwork:
         """``road_view(obs)``, reused while the roads shown are the same (they rarely change)."""
@@ -160,10 +172,15 @@ class HeuristicAgent:
 
     def _dispatch(self, obs, legal, net):
         free = self._rows(obs, "ambulances", FREE_UNITS)
-        if not free:
+        jobs = self._jobs(obs) if free else []
+        if not jobs:
             return
-        for job in self._jobs(obs):
-            unit = self._pick_unit(free, job, net)
+        pools: dict[str, list[Row]] = {"ALS": [], "BLS": []}
+        for unit in free:
+            if unit["kind"] in pools:
+                pools[unit["kind"]].append(unit)
+        for job in jobs:
+            unit = self._pick_unit(pools, job, net)
             if unit is None:
                 continue
             if obs["phase"] == 1:
@@ -203,47 +220,41 @@ class HeuristicAgent:
         return jobs
 
     @staticmethod
-    def _eta(unit: dict[str, Any], node: str, net: RoadNetwork) -> float:
-        origin = unit["next_node"] or unit["node"]
-        return net.minutes(origin, node)
-
-    def _pick_unit(self, free, job, net):
-        def nearest(kind):
-            pool = [u for u in free if u["kind"] == kind]
-            return min(pool, key=lambda u: (self._eta(u, job["node"], net), u["ambulance_id"]), default=None)
-
-        als, bls = nearest("ALS"), nearest("BLS")
+    def _pick_unit(pools: dict[str, list[Row]], job: Row, net: Router) -> Row | None:
+        """The unit for ``job`` from the free units by kind (each kind looked at only when needed)."""
+        node = job["node"]
         if job["priority"] == "P1":
-            if als is None:
-                return bls
-            if bls is not None and self._eta(bls, job["node"], net) + 5 < self._eta(als, job["node"], net):
-                return bls
-            return als
-        if job["priority"] == "P2":
-            return bls or als
-        return bls
+            als, bls = nearest_unit(pools["ALS"], node, net), nearest_unit(pools["BLS"], node, net)
+            if als is None or (bls is not None and bls[0] + 5 < als[0]):
+                return None if bls is None else bls[2]
+            return als[2]
+        bls = nearest_unit(pools["BLS"], node, net)
+        if bls is None and job["priority"] == "P2":
+            bls = nearest_unit(pools["ALS"], node, net)
+        return None if bls is None else bls[2]
 
     def _mutual_aid(self, obs, legal, net):
-        patients = self._rows(obs, "patients", EN_ROUTE)
-        waiting = [p["patient_id"] for p in patients if p["status"] == "awaiting_unit"]
-        waiting += [
-            c["call_id"] for c in self._rows(obs, "calls", PENDING)
-            if c["status"] == "pending" and c["priority"] in ("P1", "P2")
-        ]
+        waiting = []  # loops, not comprehensions: each would cost a frame, every decision
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            if p["status"] == "awaiting_unit":
+                waiting.append(p["patient_id"])
+        for c in self._rows(obs, "calls", PENDING):
+            if c["status"] == "pending" and c["priority"] in ("P1", "P2"):
+                waiting.append(c["call_id"])
         free = self._rows(obs, "ambulances", FREE_UNITS)
-        if len(waiting) <= len(free) or "request_mutual_aid" not in legal:  # the cheap test first
+        if len(waiting) <= len(free):  # the cheap tests first
             return
         coming = len(obs["mutual_aid"]["pending"])
-        if len(waiting) > len(free) + coming:
+        if len(waiting) > len(free) + coming and "request_mutual_aid" in legal:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
 
     def _assign(self, obs, legal, net):
         """Assign first the patient who loses most if their best hospital is not free (regret)."""
-        unassigned = [
-            p for p in self._rows(obs, "patients", EN_ROUTE)
-            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL
-            and CONDITIONS[p["condition"]].transport
-        ]
+        unassigned = []
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            transported = CONDITIONS[p["condition"]].transport
+            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL and transported:
+                unassigned.append(p)
         if not unassigned:
             return
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
@@ -259,19 +270,17 @@ class HeuristicAgent:
         for _, pid, best in sorted(ranked):
             yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
 
-    @staticmethod
-    def _inbound(obs) -> dict[str, int]:
+    def _inbound(self, obs) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for p in _rows(obs, "patients", EN_ROUTE):
+        for p in self._rows(obs, "patients", EN_ROUTE):
             if p["destination"] and p["status"] in BEFORE_ARRIVAL:
                 counts[p["destination"]] = counts.get(p["destination"], 0) + 1
         return counts
 
-    @staticmethod
-    def _lab_load(obs, hospitals) -> dict[str, list[str]]:
+    def _lab_load(self, obs, hospitals) -> dict[str, list[str]]:
         """Procedures already claimed per hospital: untreated patients bound there."""
         load: dict[str, list[str]] = {}
-        for p in (*_rows(obs, "patients", EN_ROUTE), *_rows(obs, "patients", IN_ED)):
+        for p in (*self._rows(obs, "patients", EN_ROUTE), *self._rows(obs, "patients", IN_ED)):
             hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
             if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
                 continue
@@ -280,12 +289,16 @@ class HeuristicAgent:
                 load.setdefault(hid, []).append(care.procedure)
         return load
 
-    def _queue_minutes(self, h, care) -> float:
-        """Extra wait when the rooms that can host this procedure are claimed by others."""
-        rooms = [r for r in h["ors"] if care.procedure in r["procedures"] and r["state"] != "out_of_service"]
-        shared = {proc for r in rooms for proc in r["procedures"]}
-        users = sum(1 for proc in self._lab_users.get(h["hospital_id"], []) if proc in shared)
-        behind = users - len(rooms) + 1
+    def _queue_minutes(self, h, care, in_service: list[Row]) -> float:
+        """Extra wait when the rooms that can host this procedure (``in_service``) are claimed
+        by others."""
+        shared = set()
+        for r in in_service:
+            shared.update(r["procedures"])
+        users = 0
+        for proc in self._lab_users.get(h["hospital_id"], ()):
+            users += proc in shared
+        behind = users - len(in_service) + 1
         if behind <= 0:
             return 0.0
         # each patient ahead: their own door time, the procedure, re-preparing the room
@@ -302,18 +315,17 @@ class HeuristicAgent:
             care = cond.care_at(h["tier"])
             if care is None or h["diverted_until"] is not None:
                 continue
-            delay = self._estimated_delay(p, cond, care, h, net)
-            if care.procedure:
-                delay += self._queue_minutes(h, care)
+            rooms = _rooms_for(h, care.procedure) if care.procedure else None
+            delay = self._estimated_delay(p, cond, care, h, net, rooms)
+            if rooms is not None:
+                delay += self._queue_minutes(h, care, rooms.in_service)
             onset = p["minutes_since_onset"] - p["minutes_since_call"]
             score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
             if self._clock - p["minutes_since_call"] + delay > self._horizon:
                 score = 0.0  # treatment would come after the episode ends: no benefit counted
             if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
                 score -= 15
-            if care.procedure and not any(
-                care.procedure in r["procedures"] and r["state"] != "out_of_service" for r in h["ors"]
-            ):
+            if rooms is not None and not rooms.in_service:
                 score -= 25
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
                 score -= 40
@@ -321,9 +333,9 @@ class HeuristicAgent:
         return scores
 
     @staticmethod
-    def _estimated_delay(p, cond, care, h, net) -> float:
+    def _estimated_delay(p, cond, care, h, net, rooms: Rooms | None) -> float:
         """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
-        room (prepared from now on) cannot be ready by then."""
+        room (prepared from now on; ``rooms``: those for the procedure) cannot be ready by then."""
         now = p["minutes_since_call"]
         scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
         reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
@@ -332,15 +344,13 @@ class HeuristicAgent:
             state = h["specialists"].get(care.specialist, {}).get("state")
             if state in ("on_call", "unavailable"):
                 start = max(start, now + SPECIALIST_PAGE_DELAY_BY_TIER[h["tier"]][1])
-        if care.procedure:
-            rooms = [r for r in h["ors"] if care.procedure in r["procedures"]]
-            if not any(r["state"] in ("ready", "preparing") and r["patient_id"] is None for r in rooms):
-                prep = (
-                    CATH_LAB_PREP_RANGE[1]
-                    if "cath_lab" in rooms[0]["procedures"]
-                    else OR_PREP_MIN_BY_TIER[h["tier"]]
-                )
-                start = max(start, now + prep + care.room_min)
+        if rooms is not None and not rooms.free_ready:
+            prep = (
+                CATH_LAB_PREP_RANGE[1]
+                if "cath_lab" in rooms.capable[0]["procedures"]
+                else OR_PREP_MIN_BY_TIER[h["tier"]]
+            )
+            start = max(start, now + prep + care.room_min)
         return start
 
     def _prepare(self, obs, legal, net):
@@ -355,14 +365,7 @@ class HeuristicAgent:
             if care.procedure:
                 key = (h["hospital_id"], care.procedure)
                 need_rooms[key] = need_rooms.get(key, 0) + 1
-                ready = sum(
-                    1
-                    for r in h["ors"]
-                    if r["procedure"] == care.procedure
-                    and r["state"] in ("preparing", "ready")
-                    and r["patient_id"] is None
-                )
-                if ready < need_rooms[key]:
+                if _ready_rooms(h, care.procedure) < need_rooms[key]:
                     yield from self._free_room(h, care.procedure, p["priority"])
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "on_call":
                 yield {
@@ -432,21 +435,7 @@ BRIEF_READS: tuple[tuple[str, frozenset[str]], ...] = (
 
 
 Filtered = dict[tuple[str, frozenset[str]], list[dict[str, Any]]]  # rows per (part, statuses)
-
-
-def _rows(obs: Mapping[str, Any], part: str, statuses: frozenset[str],
-          filtered: Filtered | None = None) -> list[dict[str, Any]]:
-    """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows (only
-    the fields the rules read; ``ObservationView.brief``), else the full rows (kept in
-    ``filtered`` when given: ``HeuristicAgent._rows``)."""
-    if type(obs) is ObservationView:
-        return obs.brief(part, statuses)
-    rows = None if filtered is None else filtered.get((part, statuses))
-    if rows is None:
-        rows = [row for row in obs[part] if row["status"] in statuses]
-        if filtered is not None:
-            filtered[part, statuses] = rows
-    return rows
+_NO_ROWS: tuple[Any, Filtered] = (None, {})  # no dict observation filtered yet
 
 
 _KEYS: dict[tuple[tuple, tuple], str] = {}
@@ -476,11 +465,77 @@ def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
 
 
 def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
-    """The call's full row (``triage_priority`` may read any field of it), read from the view's
-    calls only when a call is to be triaged."""
+    """The call's full row (``triage_priority`` may read any field of it), read from the view
+    only when a call is to be triaged."""
     if type(obs) is not ObservationView:
         return call
-    return next(c for c in obs["calls"] if c["call_id"] == call["call_id"])
+    return obs.call(call["call_id"])
+
+
+Row = dict[str, Any]
+
+
+class Router(Protocol):
+    """What the rules route on: a ``RoadNetwork`` (``road_view``) or ``_RoadsOnDemand``."""
+
+    def minutes(self, a: str, b: str) -> float: ...
+
+
+class _RoadsOnDemand:
+    """``HeuristicAgent._road_view`` of one observation, read when a rule first asks for travel
+    minutes: most decisions route nothing (no free unit for a waiting job, nobody to assign)."""
+
+    __slots__ = ("_agent", "_net", "_obs")
+
+    def __init__(self, agent: HeuristicAgent, obs: Mapping[str, Any]) -> None:
+        self._agent, self._obs = agent, obs
+        self._net: RoadNetwork | None = None
+
+    def minutes(self, a: str, b: str) -> float:
+        net = self._net
+        if net is None:
+            net = self._net = self._agent._road_view(self._obs)
+        return net.minutes(a, b)
+
+
+def nearest_unit(units: list[Row], node: str, net: Router) -> tuple[float, str, Row] | None:
+    """(ETA, id, unit) of the unit with the shortest ETA to ``node``, the lower id on a tie."""
+    best = None
+    for u in units:
+        here = (net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"], u)
+        if best is None or here < best:
+            best = here
+    return best
+
+
+class Rooms(NamedTuple):
+    """A hospital's rooms that can host a procedure: all of them, those in service, and whether
+    one is ready or being readied with nobody in it."""
+
+    capable: list[Row]
+    in_service: list[Row]
+    free_ready: bool
+
+
+def _rooms_for(h: Row, procedure: str) -> Rooms:
+    capable, in_service, free_ready = [], [], False
+    for r in h["ors"]:
+        if procedure in r["procedures"]:
+            capable.append(r)
+            if r["state"] != "out_of_service":
+                in_service.append(r)
+            if r["state"] in ("ready", "preparing") and r["patient_id"] is None:
+                free_ready = True
+    return Rooms(capable, in_service, free_ready)
+
+
+def _ready_rooms(h: Row, procedure: str) -> int:
+    """The hospital's rooms ready or being readied for ``procedure``, nobody in them yet."""
+    ready = 0
+    for r in h["ors"]:
+        if r["procedure"] == procedure and r["state"] in ("preparing", "ready") and r["patient_id"] is None:
+            ready += 1
+    return ready
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
-from operator import attrgetter
 from typing import Any, NamedTuple
 
 from .conditions import CONDITIONS
@@ -126,8 +125,12 @@ def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -
     }
 
 
+_ETA_STATES = frozenset(("unit_en_route", "transporting", "transferring"))  # the only ones with an ETA
+
+
 def _patient_eta(world: World, p: Patient) -> int | None:
-    """Minutes until the unit reaches the patient or the hospital, or the transfer arrives."""
+    """Minutes until the unit reaches the patient or the hospital, or the transfer arrives
+    (None outside ``_ETA_STATES``)."""
     status = p.status
     if status in ("unit_en_route", "transporting"):
         amb = world.ambulances.get(p.ambulance_id or "")
@@ -162,7 +165,10 @@ def _ambulance(world: World, amb) -> dict[str, Any]:
     }
 
 
-def _hospital(world: World, h) -> dict[str, Any]:
+def _hospital(world: World, h, parts: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
+    """A hospital's row; ``parts``: its rooms, specialists and blood parts when already made
+    (``_hospital_reusing_row``), each made here when None."""
+    rooms, specialists, blood = parts or (None, None, None)
     return {
         "hospital_id": h.hospital_id,
         "name": h.name,
@@ -172,26 +178,34 @@ def _hospital(world: World, h) -> dict[str, Any]:
         "capacity": h.capacity,
         "crowded": h.crowded,
         "diverted_until": h.diverted_until if world.diverted(h.hospital_id) else None,
-        "ors": [
-            {
-                "or_id": r.or_id,
-                "procedures": list(r.procedures),
-                "state": r.state,
-                "procedure": r.procedure,
-                "patient_id": r.patient_id,
-                "elective": r.elective,
-            }
-            for r in h.ors
-        ],
-        "specialists": {
-            s.specialty: {
-                "state": s.state,
-                "until": s.until if s.state in ("paged", "present", "unavailable") else None,
-            }
-            for s in h.specialists.values()
-        },
+        "ors": _room_rows(h) if rooms is None else rooms,
+        "specialists": _specialist_rows(h) if specialists is None else specialists,
         "icu_free": max(0, h.icu_beds - h.icu_used),
-        "blood": {t: n for t, n in h.blood.items() if n > 0},
+        "blood": {t: n for t, n in h.blood.items() if n > 0} if blood is None else blood,
+    }
+
+
+def _room_rows(h: Hospital) -> list[dict[str, Any]]:
+    return [
+        {
+            "or_id": r.or_id,
+            "procedures": list(r.procedures),
+            "state": r.state,
+            "procedure": r.procedure,
+            "patient_id": r.patient_id,
+            "elective": r.elective,
+        }
+        for r in h.ors
+    ]
+
+
+def _specialist_rows(h: Hospital) -> dict[str, dict[str, Any]]:
+    return {
+        s.specialty: {
+            "state": s.state,
+            "until": s.until if s.state in ("paged", "present", "unavailable") else None,
+        }
+        for s in h.specialists.values()
     }
 
 
@@ -265,18 +279,24 @@ def visible_calls(world: World) -> list:
 def open_calls(world: World, memo: Memo | None = None) -> list[Call]:
     """``visible_calls(world)``; with ``memo`` (an episode's view memo) without looking at the
     closed calls again: a call that has a crew on scene or was closed never reopens, and new
-    calls are added at the end of ``world.calls`` (tests/sim/test_incremental_view.py)."""
+    calls are added at the end of ``world.calls`` (tests/sim/test_incremental_view.py); the
+    same list (read only) while ``World.calls_version`` is unchanged."""
     if memo is None:
         return visible_calls(world)
     calls = world.calls
-    known_world, seen, still_open = memo.get("open_calls", (None, 0, []))
+    known_world, version, seen, still_open = memo.get("open_calls", (None, None, 0, []))
+    if known_world is world and version == world.calls_version:
+        return still_open
     if known_world is not world:
         seen, still_open = 0, []
     if len(calls) != seen:
         still_open = still_open + list(islice(calls.values(), seen, None))
-    still_open = [c for c in still_open if c.status in OPEN_CALL_STATES]
-    memo["open_calls"] = (world, len(calls), still_open)
-    return still_open
+    kept = []  # a loop: a comprehension would cost a frame of its own
+    for c in still_open:
+        if c.status in OPEN_CALL_STATES:
+            kept.append(c)
+    memo["open_calls"] = (world, world.calls_version, len(calls), kept)
+    return kept
 
 
 class StepContext(NamedTuple):
@@ -368,12 +388,20 @@ def _reserved_by_patient(world: World) -> dict[str, dict[str, int]]:
     return out
 
 
-#: What can change in a hospital's row (``_hospital``); a hospital's name, tier, node, capacity
-#: and ICU beds, a room's id and procedures, a specialist's specialty and the blood types held
-#: never change.
-_HOSPITAL_STATE = attrgetter("occupancy", "diverted_until", "icu_used")
-_ROOM_STATE = attrgetter("state", "procedure", "patient_id", "elective")
-_SPECIALIST_STATE = attrgetter("state", "until")
+def _hospital_state(world: World, h: Hospital) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """What can change in a hospital's row (``_hospital``): its own fields, its rooms', its
+    specialists' and its blood stock, each flat (compared, never hashed; made in one frame: the
+    quickest to build). A hospital's name, tier, node, capacity and ICU beds, its rooms, a
+    room's id and procedures, its specialties and the blood types held never change, so every
+    value keeps its place."""
+    diverted = h.diverted_until > world.clock  # World.diverted
+    rooms: list[Any] = []
+    for r in h.ors:
+        rooms += (r.state, r.procedure, r.patient_id, r.elective)
+    specialists: list[Any] = []
+    for s in h.specialists.values():
+        specialists += (s.state, s.until)
+    return [h, h.occupancy, h.diverted_until, h.icu_used, diverted], rooms, specialists, [*h.blood.values()]
 
 
 def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -383,19 +411,21 @@ def _hospitals_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str
 
 def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> dict[str, Any]:
     """``_hospital(world, h)``, reused (read only) from an earlier step while every field it shows
-    is unchanged."""
-    key = (
-        h,
-        _HOSPITAL_STATE(h),
-        h.diverted_until > world.clock,  # World.diverted now
-        tuple(map(_ROOM_STATE, h.ors)),
-        tuple(map(_SPECIALIST_STATE, h.specialists.values())),
-        tuple(h.blood.values()),
-    )
-    rows: dict[str, tuple[tuple, dict[str, Any]]] = memo.setdefault("hospital_rows", {})
+    is unchanged; when some changed, its rooms, specialists and blood parts still are while
+    theirs are not."""
+    key = _hospital_state(world, h)
+    rows: dict[str, tuple[tuple, dict[str, Any]]] | None = memo.get("hospital_rows")
+    if rows is None:
+        rows = memo["hospital_rows"] = {}
     cached = rows.get(h.hospital_id)
-    if cached is None or cached[0] != key:
+    if cached is None:
         cached = rows[h.hospital_id] = (key, _hospital(world, h))
+    elif cached[0] != key:  # the row again, with the parts of it that did not change
+        old_key, old = cached
+        parts = (old["ors"] if key[1] == old_key[1] else None,
+                 old["specialists"] if key[2] == old_key[2] else None,
+                 old["blood"] if key[3] == old_key[3] else None)
+        cached = rows[h.hospital_id] = (key, _hospital(world, h, parts))
     return cached[1]
 
 
@@ -425,7 +455,7 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
     out = []
     for p in world.patients.values():
         status = p.status
-        if not p.visible or status not in statuses:
+        if status not in statuses or not p.visible:
             continue
         since = clock - p.appeared_at
         out.append({
@@ -440,7 +470,7 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
             "blood_type": p.blood_type if p.blood_type_known else None,
             "destination": p.destination,
             "hospital": p.hospital,
-            "eta_min": _patient_eta(world, p),
+            "eta_min": _patient_eta(world, p) if status in _ETA_STATES else None,
             "blood_reserved": reserved.get(p.patient_id) or {},
             "minutes_since_call": since,
             "minutes_since_onset": since + p.onset_min,
@@ -449,36 +479,39 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
 
 
 def _ambulances_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
-    """The brief rows of the units in ``statuses`` (``BRIEF_FIELDS``)."""
+    """The brief rows of the units in ``statuses`` (``BRIEF_FIELDS``); a loop, not a
+    comprehension (which costs a frame of its own: a sixth of this, with so few rows)."""
     clock = world.clock
-    return [
-        {
-            "ambulance_id": a.ambulance_id,
-            "kind": a.kind,
-            "status": a.status,
-            "node": a.node,
-            "next_node": a.trip.position(clock)[1] if a.trip else None,
-        }
-        for a in world.ambulances.values()
-        if a.status in statuses
-    ]
+    out = []
+    for a in world.ambulances.values():
+        if a.status in statuses:
+            trip = a.trip
+            out.append({
+                "ambulance_id": a.ambulance_id,
+                "kind": a.kind,
+                "status": a.status,
+                "node": a.node,
+                "next_node": trip.position(clock)[1] if trip else None,
+            })
+    return out
 
 
 def _calls_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[dict[str, Any]]:
-    """The brief rows of the open calls in ``statuses`` (``BRIEF_FIELDS``)."""
+    """The brief rows of the open calls in ``statuses`` (``BRIEF_FIELDS``); a loop, like
+    ``_ambulances_brief``."""
     clock = world.clock
-    return [
-        {
-            "call_id": c.call_id,
-            "node": c.node,
-            "report": c.report,
-            "priority": c.priority,
-            "status": c.status,
-            "waiting_min": clock - c.received_at,
-        }
-        for c in open_calls(world, memo)
-        if c.status in statuses
-    ]
+    out = []
+    for c in open_calls(world, memo):
+        if c.status in statuses:
+            out.append({
+                "call_id": c.call_id,
+                "node": c.node,
+                "report": c.report,
+                "priority": c.priority,
+                "status": c.status,
+                "waiting_min": clock - c.received_at,
+            })
+    return out
 
 
 _BRIEF: dict[str, Callable[[World, frozenset[str], Memo], list[dict[str, Any]]]] = {
@@ -495,7 +528,8 @@ class ObservationView(Mapping[str, Any]):
     an agent that reads only what it needs (the heuristic skips alerts, events, the query result)
     pays only for that: ``legal_actions`` is a ``LegalActionsView`` (only the sections asked
     about are built), ``brief`` gives the rows in some states restricted to the fields a
-    rule-based agent reads, ``hospital`` one hospital's row (tests/sim/test_incremental_view.py).
+    rule-based agent reads, ``hospital`` one hospital's row and ``call`` one open call's
+    (tests/sim/test_incremental_view.py).
     Parts that rarely change are reused from earlier views (``memo``, kept by the episode): the
     dicts of patients in a final state and of unchanged hospitals, the open calls, the blood
     options while the blood state behind them is the same. A view describes the world when it
@@ -543,6 +577,16 @@ class ObservationView(Mapping[str, Any]):
             self._hospitals[hospital_id] = row
         return row
 
+    def call(self, call_id: str) -> dict[str, Any]:
+        """The row of ``self["calls"]`` of this open call, without building the others'."""
+        rows = self._built.get("calls")
+        if rows is not None:
+            return next(r for r in rows if r["call_id"] == call_id)
+        call = self._world.calls.get(call_id)
+        if call is None or call.status not in OPEN_CALL_STATES:  # a closed or future call: not shown
+            raise KeyError(call_id)
+        return _call(self._world, call)
+
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in _PARTS else default
 
@@ -565,10 +609,18 @@ def legal_actions(world: World, memo: dict[str, Any] | None = None) -> Legal:
     observation view's), the blood options are reused, not copied, while their inputs are
     unchanged."""
     legal: Legal = {}
-    visible = [p for p in world.patients.values() if p.visible]
+    visible = _visible_patients(world)
     for section, _ in _LEGAL_SECTIONS:
         section(world, legal, visible, memo)
     return legal
+
+
+def _visible_patients(world: World) -> list[Patient]:
+    visible = []  # a loop: a comprehension would cost a frame of its own
+    for p in world.patients.values():
+        if p.visible:
+            visible.append(p)
+    return visible
 
 
 def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -582,25 +634,51 @@ def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], 
 
 
 def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """Phase 2: units to calls by kind, and the triage of open calls. With ``memo``, reused (read
-    only) while no call changed (``World.calls_version``) and the same units are free."""
+    """Phase 2: units to calls by kind. Built every time: as quick as a key of what it reads
+    (the free units and ``World.calls_version``) would be to make."""
+    if world.task.phase == 1:
+        return
+    pending = []
+    for c in open_calls(world, memo):
+        if c.status == "pending":
+            pending.append(c.call_id)
+    if not pending:
+        return
+    units: dict[str, list[str]] = {"ALS": [], "BLS": []}
+    for a in world.ambulances.values():
+        if a.status in DISPATCHABLE and a.kind in units:
+            units[a.kind].append(a.ambulance_id)
+    for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
+        if units[kind]:
+            legal[name] = [{"ambulance_id": units[kind], "call_id": pending}]
+
+
+def _triage_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+    """Phase 2: the triage of open calls (a dispatched call not as P4). With ``memo``, reused
+    (read only) while no call changed (``World.calls_version``)."""
     if world.task.phase == 1:
         return
     if memo is None:
-        _call_dispatch_options(world, legal, memo)
-        return
-    free = tuple(map(_FREE.__contains__, map(_STATUS, world.ambulances.values())))  # units only join
-    legal.update(_kept(memo, "call_dispatch", world, (world.calls_version, free),
-                       lambda part: _call_dispatch_options(world, part, memo)))
+        _triage_options(world, legal, memo)
+    else:
+        legal.update(_kept(memo, "triage", world, world.calls_version,
+                           lambda part: _triage_options(world, part, memo)))
 
 
-def _call_dispatch_options(world: World, legal: Legal, memo: Memo | None) -> None:
-    free = [a for a in world.ambulances.values() if a.status in DISPATCHABLE]
-    _phase2_legal(world, legal, free, open_calls(world, memo))
-
-
-_FREE = frozenset(DISPATCHABLE)
-_STATUS = attrgetter("status")
+def _triage_options(world: World, legal: Legal, memo: Memo | None) -> None:
+    pending, dispatched = [], []
+    for c in open_calls(world, memo):
+        if c.status == "pending":
+            pending.append(c.call_id)
+        elif c.status == "dispatched":
+            dispatched.append(c.call_id)
+    options = []
+    if pending:
+        options.append({"call_id": pending, "priority": list(PRIORITIES)})
+    if dispatched:
+        options.append({"call_id": dispatched, "priority": [q for q in PRIORITIES if q != "P4"]})
+    if options:
+        legal["triage_call"] = options
 
 
 def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal], None]) -> Legal:
@@ -617,26 +695,6 @@ def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal]
     return part
 
 
-def _phase2_legal(world: World, legal: Legal, free: list, calls: list[Call]) -> None:
-    pending, dispatched = [], []
-    for c in calls:
-        if c.status == "pending":
-            pending.append(c.call_id)
-        elif c.status == "dispatched":
-            dispatched.append(c.call_id)
-    for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
-        units = [a.ambulance_id for a in free if a.kind == kind]
-        if units and pending:
-            legal[name] = [{"ambulance_id": units, "call_id": pending}]
-    options = []
-    if pending:
-        options.append({"call_id": pending, "priority": list(PRIORITIES)})
-    if dispatched:
-        options.append({"call_id": dispatched, "priority": [q for q in PRIORITIES if q != "P4"]})
-    if options:
-        legal["triage_call"] = options
-
-
 def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
     assignable = [p.patient_id for p in visible if p.status in BEFORE_ARRIVAL]
     open_ids = [h for h in world.hospitals if not world.diverted(h)]
@@ -644,30 +702,42 @@ def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo
         legal["assign_hospital"] = [{"patient_id": assignable, "hospital_id": open_ids}]
 
 
-def _rooms_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """With ``memo``, the options are reused (read only) while ``World.rooms_version`` is the same."""
-    if memo is None:
-        _rooms_options(world, legal)
-    else:
-        rooms = _kept(memo, "rooms", world, world.rooms_version, lambda part: _rooms_options(world, part))
-        legal.update(rooms)
+RoomOptions = Callable[[Hospital], dict[str, list[Any]] | None]
 
 
-def _rooms_options(world: World, legal: Legal) -> None:
-    prep, page, preempt = [], [], []
-    for h in world.hospitals.values():
-        procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})
-        if procs:
-            prep.append({"hospital_id": [h.hospital_id], "procedure": procs})
-        on_call = [s.specialty for s in h.specialists.values() if s.state == "on_call"]
-        if on_call:
-            page.append({"hospital_id": [h.hospital_id], "specialty": on_call})
-        electives = [r.or_id for r in h.ors if r.state == "in_use" and r.elective]
-        if electives:
-            preempt.append({"hospital_id": [h.hospital_id], "or_id": electives})
-    for name, options in (("prepare_or", prep), ("page_specialist", page), ("preempt_or", preempt)):
-        if options:
-            legal[name] = options
+def _rooms_section(name: str, options_at: RoomOptions) -> _Section:
+    """The section of the room action ``name``: an option per hospital that has one
+    (``options_at``). With ``memo``, reused (read only) while ``World.rooms_version`` is the same."""
+
+    def section(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
+        if memo is None:
+            _room_options(world, legal, name, options_at)
+        else:
+            legal.update(_kept(memo, name, world, world.rooms_version,
+                               lambda part: _room_options(world, part, name, options_at)))
+
+    return section
+
+
+def _room_options(world: World, legal: Legal, name: str, options_at: RoomOptions) -> None:
+    options = [option for h in world.hospitals.values() if (option := options_at(h)) is not None]
+    if options:
+        legal[name] = options
+
+
+def _prepare_at(h: Hospital) -> dict[str, list[Any]] | None:
+    procs = sorted({proc for r in h.ors if r.state == "idle" for proc in r.procedures})
+    return {"hospital_id": [h.hospital_id], "procedure": procs} if procs else None
+
+
+def _page_at(h: Hospital) -> dict[str, list[Any]] | None:
+    on_call = [s.specialty for s in h.specialists.values() if s.state == "on_call"]
+    return {"hospital_id": [h.hospital_id], "specialty": on_call} if on_call else None
+
+
+def _preempt_at(h: Hospital) -> dict[str, list[Any]] | None:
+    electives = [r.or_id for r in h.ors if r.state == "in_use" and r.elective]
+    return {"hospital_id": [h.hospital_id], "or_id": electives} if electives else None
 
 
 def _blood_section(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -706,9 +776,12 @@ def _always_options(world: World, legal: Legal) -> None:
 _Section = Callable[[World, Legal, list[Patient], Memo | None], None]
 _LEGAL_SECTIONS: tuple[tuple[_Section, tuple[str, ...]], ...] = (
     (_patient_dispatch_legal, ("dispatch_ambulance",)),
-    (_call_dispatch_legal, ("dispatch_als", "dispatch_bls", "triage_call")),
+    (_call_dispatch_legal, ("dispatch_als", "dispatch_bls")),
+    (_triage_legal, ("triage_call",)),
     (_assign_legal, ("assign_hospital",)),
-    (_rooms_legal, ("prepare_or", "page_specialist", "preempt_or")),
+    (_rooms_section("prepare_or", _prepare_at), ("prepare_or",)),
+    (_rooms_section("page_specialist", _page_at), ("page_specialist",)),
+    (_rooms_section("preempt_or", _preempt_at), ("preempt_or",)),
     (_blood_section, ("allocate_blood", "query_blood_type", "transfer_blood")),
     (_mutual_aid_legal, ("request_mutual_aid",)),
     (_always_legal, ("query_or_status", "maintain_plan")),
@@ -737,7 +810,7 @@ class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
         if part is None:
             visible = self._visible
             if visible is None:
-                visible = self._visible = [p for p in self._world.patients.values() if p.visible]
+                visible = self._visible = _visible_patients(self._world)
             part = self._sections[index] = {}
             _LEGAL_SECTIONS[index][0](self._world, part, visible, self._memo)
         return part

@@ -7,7 +7,8 @@ rollouts included (every ``CodeRedSim.step`` of every simulation alive is checke
   whole mapping equals it key by key, in its order;
 - the view's brief rows (``ObservationView.brief``) are the full rows of ``observation()`` in
   the asked statuses, restricted to the brief fields, in the same order, and a hospital's row
-  read alone (``ObservationView.hospital``) is its full row, and the open calls the view keeps
+  read alone (``ObservationView.hospital``) is its full row, so is an open call's
+  (``ObservationView.call``; a call not shown is a KeyError), and the open calls the view keeps
   from step to step (``open_calls``) are those a scan of every call finds;
 - the heuristic acts the same on the view (brief rows, lazy legal actions) as on the dict.
 
@@ -104,12 +105,29 @@ def _check_hospital_rows(sim: CodeRedSim) -> None:
         assert view.hospital(hid) == full[hid], hid
 
 
+def _check_call_rows(sim: CodeRedSim) -> None:
+    """``ObservationView.call`` is the row of ``observation()``'s calls, read alone on a fresh
+    view and after the whole part was read; a call not shown (closed or not yet made) is a
+    KeyError, like an id that does not exist."""
+    full = {c["call_id"]: c for c in sim.observation()["calls"]}
+    view = sim.observation_view()
+    for cid in _RNG.sample(list(full), len(full)):
+        assert view.call(cid) == full[cid], cid
+    assert view["calls"] == list(full.values())
+    for cid in full:
+        assert view.call(cid) == full[cid], cid
+    for cid in [*(c for c in sim.world.calls if c not in full), "no_such_call"]:
+        with pytest.raises(KeyError):
+            sim.observation_view().call(cid)
+
+
 def _check(sim: CodeRedSim) -> None:
     # the open calls kept from step to step are those a scan of every call finds, in its order
     assert open_calls(sim.world, sim._view_memo) == visible_calls(sim.world)
     _check_legal(sim)
     _check_brief(sim)
     _check_hospital_rows(sim)
+    _check_call_rows(sim)
 
 
 @pytest.fixture()
