@@ -581,7 +581,10 @@ class ObservationView(Mapping[str, Any]):
         """The row of ``self["calls"]`` of this open call, without building the others'."""
         rows = self._built.get("calls")
         if rows is not None:
-            return next(r for r in rows if r["call_id"] == call_id)
+            for row in rows:
+                if row["call_id"] == call_id:
+                    return row
+            raise KeyError(call_id)
         call = self._world.calls.get(call_id)
         if call is None or call.status not in OPEN_CALL_STATES:  # a closed or future call: not shown
             raise KeyError(call_id)

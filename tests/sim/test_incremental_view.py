@@ -119,6 +119,8 @@ def _check_call_rows(sim: CodeRedSim) -> None:
     for cid in [*(c for c in sim.world.calls if c not in full), "no_such_call"]:
         with pytest.raises(KeyError):
             sim.observation_view().call(cid)
+        with pytest.raises(KeyError):  # the same once the whole part was read
+            view.call(cid)
 
 
 def _check(sim: CodeRedSim) -> None:
