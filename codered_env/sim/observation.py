@@ -421,10 +421,11 @@ def _hospital_reusing_row(world: World, h: Hospital, memo: dict[str, Any]) -> di
     if cached is None:
         cached = rows[h.hospital_id] = (key, _hospital(world, h))
     elif cached[0] != key:  # the row again, with the parts of it that did not change
-        old_key, old = cached
-        parts = (old["ors"] if key[1] == old_key[1] else None,
-                 old["specialists"] if key[2] == old_key[2] else None,
-                 old["blood"] if key[3] == old_key[3] else None)
+        (_, old_rooms, old_specialists, old_blood), old = cached
+        _, rooms, specialists, blood = key
+        parts = (old["ors"] if rooms == old_rooms else None,
+                 old["specialists"] if specialists == old_specialists else None,
+                 old["blood"] if blood == old_blood else None)
         cached = rows[h.hospital_id] = (key, _hospital(world, h, parts))
     return cached[1]
 
