@@ -503,18 +503,24 @@ def _penalty(counts: dict[str, int]) -> float:
     return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
 
 
-def _components(
+def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dict[str, float | None]:
+    return dict(zip(RUBRIC_WEIGHTS, _component_values(world, terms, penalty, final), strict=True))
+
+
+def _component_values(
     world: World, terms: _Terms, penalty: float, final: bool, memo: PreviewMemo | None = None
-) -> dict[str, float | None]:
+) -> tuple[float | None, ...]:
+    """The components in the order of ``RUBRIC_WEIGHTS`` (time score, efficiency, secondary
+    harm, prep ready, vitals score, cascade score)."""
     cascades = world.task.cascades
-    return {
-        "time_score": terms.time_score,
-        "efficiency": terms.coverage * max(0.0, 1.0 - penalty),
-        "secondary_harm": terms.secondary_gain if cascades else None,
-        "prep_ready": terms.prep,
-        "vitals_score_avg": terms.vitals,
-        "cascade_score": _cascade(world, terms, final, memo) if cascades else None,
-    }
+    return (
+        terms.time_score,
+        terms.coverage * max(0.0, 1.0 - penalty),
+        terms.secondary_gain if cascades else None,
+        terms.prep,
+        terms.vitals,
+        _cascade(world, terms, final, memo) if cascades else None,
+    )
 
 
 def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
@@ -559,16 +565,17 @@ def _preview_raw(world: World, memo: PreviewMemo) -> float:
     penalty = memo.penalty
     if penalty is None or penalty[0] != world.ledger_version:
         penalty = memo.penalty = (world.ledger_version, _penalty(world.ledger))
-    components = _components(world, terms, penalty[1], False, memo)
-    raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(world.task.cascades)])
+    values = _component_values(world, terms, penalty[1], False, memo)
+    weights = _weights_in_order(world.task.cascades)
+    raw = sum([w * (v or 0.0) for w, v in zip(weights, values, strict=True)])
     return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
 
 
 @functools.cache
-def _weights_in_order(cascades: bool) -> tuple[tuple[str, float], ...]:
-    """(component, effective weight) in the rubric's order, the order ``_summary`` adds them."""
+def _weights_in_order(cascades: bool) -> tuple[float, ...]:
+    """The effective weights in the rubric's order, the order ``_summary`` adds them."""
     effective = _effective_weights(cascades)
-    return tuple((k, effective[k]) for k in RUBRIC_WEIGHTS)
+    return tuple(effective[k] for k in RUBRIC_WEIGHTS)
 
 
 def grade(world: World, final: bool) -> dict[str, Any]:
