@@ -547,6 +547,11 @@ def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
 
+def final_score(world: World) -> float:
+    """The score ``grade(world, True)`` reports, without its per-patient breakdown."""
+    return _clamp(_summary(world, final=True)["raw"], final=True)
+
+
 def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
     """The running score now (the same number ``grade(world, False)["score"]`` reports); with
     ``memo`` (kept by the episode) unchanged patients' shares are reused."""
