@@ -189,7 +189,7 @@ class CodeRedSim:
         while not world.resolved() and world.clock < self.task.horizon_min:
             world.tick()
         self.done = True
-        self._final_score = score = final_score(world)
+        self._final_score = score = final_score(world, self._shares)
         return score
 
     def _final_breakdown(self) -> dict[str, Any] | None:

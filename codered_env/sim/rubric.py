@@ -450,10 +450,17 @@ def _effective_weights(cascades: bool) -> dict[str, float]:
     return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
 
 
-def _summary(world: World, final: bool) -> dict[str, Any]:
-    """Components, effective weights, penalties and the raw score (no per-patient records)."""
+def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict[str, Any]:
+    """Components, effective weights, penalties and the raw score (no per-patient records); with
+    the running grade's ``memo``, the shares it holds of patients not marked dirty are reused."""
     scored = _scored(world, final)
-    terms = _terms(_add_up(tuple([_share(p) for p in scored])))
+    if memo is None:
+        shares = [_share(p) for p in scored]
+    else:
+        known, dirty = memo.shares, world.score_dirty
+        shares = [known[p.patient_id] if p.patient_id in known and p.patient_id not in dirty else _share(p)
+                  for p in scored]
+    terms = _terms(_add_up(tuple(shares)))
     counts = _penalties(world, final)
     components = _components(world, terms, _penalty(counts), final)
     effective = _effective_weights(world.task.cascades)
@@ -547,9 +554,10 @@ def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
 
-def final_score(world: World) -> float:
-    """The score ``grade(world, True)`` reports, without its per-patient breakdown."""
-    return _clamp(_summary(world, final=True)["raw"], final=True)
+def final_score(world: World, memo: PreviewMemo | None = None) -> float:
+    """The score ``grade(world, True)`` reports, without its per-patient breakdown (``memo``:
+    as ``_summary`` takes it)."""
+    return _clamp(_summary(world, True, memo)["raw"], final=True)
 
 
 def preview_score(world: World, memo: PreviewMemo | None = None) -> float:

@@ -193,10 +193,12 @@ class World:
         knows of in a final state (a hidden caller's fate never ends an episode early)."""
         if self.spawns:
             return False
-        for c in self.calls.values():  # asked after every step: loops, not generators
+        # asked after every step: loops, not generators; newest first, as they are the likeliest
+        # to be open
+        for c in reversed(self.calls.values()):
             if c.status == "pending" or c.status == "dispatched":
                 return False
-        for p in self.patients.values():  # noqa: SIM110 (a generator in all() costs more here)
+        for p in reversed(self.patients.values()):
             if p.visible and p.status not in FINAL_PATIENT_STATES:
                 return False
         return True
