@@ -131,6 +131,9 @@ class World:
         # no OR or specialist timer falls due before this minute (rooms.timers; lowered by
         # ``timer_set`` wherever a room or specialist starts a timer outside the timers step)
         self.next_timer_at: float = 0
+        # no unit ends a trip, a scene or a handover before this minute (ambulances.move; lowered
+        # by ``unit_due`` wherever a unit's trip or timer is set outside the units step)
+        self.next_unit_at: float = 0
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
@@ -178,6 +181,11 @@ class World:
         """An OR or specialist timer now runs to minute ``at``."""
         if at < self.next_timer_at:
             self.next_timer_at = at
+
+    def unit_due(self, at: int) -> None:
+        """A unit's trip or on-scene or handover timer now ends at minute ``at``."""
+        if at < self.next_unit_at:
+            self.next_unit_at = at
 
     def count(self, key: str, n: int = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n
