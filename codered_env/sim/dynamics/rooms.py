@@ -4,6 +4,7 @@ specialists a patient claims (docs/MODEL.md §3.3, §4.4)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -89,9 +90,14 @@ def _needs_specialist(world: World, h: Hospital, specialty: str) -> bool:
 
 def care_for(p: Patient, h: Hospital) -> Care | None:
     """The care this hospital gives the patient (the fallback once its lab was unavailable)."""
-    cond = CONDITIONS[p.condition]
-    care = cond.care_at(h.tier)
-    if p.fallback and care is not None and care.procedure and cond.fallback_care:
+    return _care(p.condition, h.tier, p.fallback)
+
+
+@functools.cache  # a few conditions x tiers, asked for every patient in an ED every minute
+def _care(condition: str, tier: int, fallback: bool) -> Care | None:
+    cond = CONDITIONS[condition]
+    care = cond.care_at(tier)
+    if fallback and care is not None and care.procedure and cond.fallback_care:
         return cond.fallback_care
     return care
 
