@@ -521,6 +521,14 @@ _BRIEF: dict[str, Callable[[World, frozenset[str], Memo], list[dict[str, Any]]]]
 }
 
 
+def _row_of(rows: list[dict[str, Any]], id_field: str, wanted: str) -> dict[str, Any]:
+    """The row whose ``id_field`` is ``wanted`` (a KeyError if none is)."""
+    for row in rows:
+        if row[id_field] == wanted:
+            return row
+    raise KeyError(wanted)
+
+
 class ObservationView(Mapping[str, Any]):
     """The observation, each top-level part built on first access (``CodeRedSim.observation_view``).
 
@@ -571,7 +579,7 @@ class ObservationView(Mapping[str, Any]):
         if row is None:
             rows = self._built.get("hospitals")
             if rows is not None:
-                row = next(r for r in rows if r["hospital_id"] == hospital_id)
+                row = _row_of(rows, "hospital_id", hospital_id)
             else:
                 row = _hospital_reusing_row(self._world, self._world.hospitals[hospital_id], self._memo)
             self._hospitals[hospital_id] = row
@@ -581,7 +589,7 @@ class ObservationView(Mapping[str, Any]):
         """The row of ``self["calls"]`` of this open call, without building the others'."""
         rows = self._built.get("calls")
         if rows is not None:
-            return next(r for r in rows if r["call_id"] == call_id)
+            return _row_of(rows, "call_id", call_id)
         call = self._world.calls.get(call_id)
         if call is None or call.status not in OPEN_CALL_STATES:  # a closed or future call: not shown
             raise KeyError(call_id)

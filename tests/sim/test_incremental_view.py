@@ -103,6 +103,9 @@ def _check_hospital_rows(sim: CodeRedSim) -> None:
     assert view["hospitals"] == list(full.values())
     for hid in ids:
         assert view.hospital(hid) == full[hid], hid
+    for fresh in (False, True):  # an unknown id is a KeyError before and after the part was read
+        with pytest.raises(KeyError):
+            (sim.observation_view() if fresh else view).hospital("no_such_hospital")
 
 
 def _check_call_rows(sim: CodeRedSim) -> None:
@@ -119,6 +122,8 @@ def _check_call_rows(sim: CodeRedSim) -> None:
     for cid in [*(c for c in sim.world.calls if c not in full), "no_such_call"]:
         with pytest.raises(KeyError):
             sim.observation_view().call(cid)
+        with pytest.raises(KeyError):  # the same once the whole part was read
+            view.call(cid)
 
 
 def _check(sim: CodeRedSim) -> None:
