@@ -131,6 +131,9 @@ class World:
         # no OR or specialist timer falls due before this minute (rooms.timers; lowered by
         # ``timer_set`` wherever a room or specialist starts a timer outside the timers step)
         self.next_timer_at: float = 0
+        # no disruption starts or clears before this minute (disruptions.start_and_end; a fork,
+        # which redraws the disruptions to come, sets it back to 0)
+        self.next_disruption_at: float = 0
         # no unit ends a trip, a scene or a handover before this minute (ambulances.move; lowered
         # by ``unit_due`` wherever a unit's trip or timer is set outside the units step)
         self.next_unit_at: float = 0
@@ -152,7 +155,7 @@ class World:
         self.clock += 1
         t = self.clock
         # the guards skip a call when the step has nothing to do this minute
-        if self.disruptions:
+        if t >= self.next_disruption_at:
             disruptions.start_and_end(self, t)
         if self.spawns and self.spawns[0].at <= t:
             spawns.release_due(self, t)
