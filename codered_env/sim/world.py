@@ -134,6 +134,9 @@ class World:
         # no disruption starts or clears before this minute (disruptions.start_and_end; a fork,
         # which redraws the disruptions to come, sets it back to 0)
         self.next_disruption_at: float = 0
+        # no requested mutual-aid unit arrives before this minute (mutual_aid.arrivals; lowered by
+        # the request)
+        self.next_aid_at: float = math.inf
         # no unit ends a trip, a scene or a handover before this minute (ambulances.move; lowered
         # by ``unit_due`` wherever a unit's trip or timer is set outside the units step)
         self.next_unit_at: float = 0
@@ -159,7 +162,7 @@ class World:
             disruptions.start_and_end(self, t)
         if self.spawns and self.spawns[0].at <= t:
             spawns.release_due(self, t)
-        if self.mutual_aid:
+        if t >= self.next_aid_at:
             mutual_aid.arrivals(self, t)
         if self.transfers or t >= self.next_lab_at:
             blood.results_and_transfers(self, t)

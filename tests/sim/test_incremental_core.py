@@ -18,7 +18,8 @@ and rollouts, through a wrapper around ``step``):
 - the minute of the next blood-type result (``World.next_lab_at``) equals a scan of the patients,
   with no result overdue; no running OR or specialist timer falls due before
   ``World.next_timer_at``, nor a unit's arrival, scene or handover before ``World.next_unit_at``,
-  nor a disruption's start or end before ``World.next_disruption_at``;
+  nor a disruption's start or end before ``World.next_disruption_at``, nor a mutual-aid unit's
+  arrival before ``World.next_aid_at``;
   calls come in the order of their minute and none before
   ``World.first_pending_call`` is pending;
 - each of ``World``'s versions moved whenever what its readers read differs from the last step
@@ -117,6 +118,8 @@ def _check(sim: CodeRedSim) -> None:
     assert world.next_unit_at <= min(ends, default=math.inf), "a unit's arrival or timer would be skipped"
     changes = [d.end if d.active else d.start for d in world.disruptions if d.active or d.end > world.clock]
     assert world.next_disruption_at <= min(changes, default=math.inf), "a disruption would be skipped"
+    coming = [r.arrives_at for r in world.mutual_aid if not r.arrived]
+    assert world.next_aid_at <= min(coming, default=math.inf), "a mutual-aid arrival would be skipped"
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
     assert world.next_lab_at == min(pending, default=math.inf)
