@@ -188,6 +188,11 @@ class World:
         if at < self.next_timer_at:
             self.next_timer_at = at
 
+    def add_disruption(self, d: Disruption) -> None:
+        """One more disruption (``disruptions.start_and_end`` starts and clears it on time)."""
+        self.disruptions.append(d)
+        self.next_disruption_at = min(self.next_disruption_at, d.start)
+
     def unit_due(self, at: int) -> None:
         """A unit's trip or on-scene or handover timer now ends at minute ``at``."""
         if at < self.next_unit_at:
