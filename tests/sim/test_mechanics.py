@@ -309,6 +309,7 @@ def test_als_care_slows_deterioration_compared_with_bls() -> None:
             ],
         )
         sim.world.ambulances[unit].trip.times[-1] = sim.clock + 1  # same response time for both
+        sim.world.unit_due(sim.clock + 1)
         while patient(sim).status != "at_hospital" and not sim.done:
             sim.step(WAIT)
         return patient(sim).reserve
