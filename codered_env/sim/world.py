@@ -166,7 +166,8 @@ class World:
             mutual_aid.arrivals(self, t)
         if self.transfers or t >= self.next_lab_at:
             blood.results_and_transfers(self, t)
-        rooms.timers(self, t)
+        if t >= self.next_timer_at:
+            rooms.timers(self, t)
         ambulances.move(self, t)
         care.advance(self, t)
         physiology.deteriorate(self)

@@ -27,10 +27,8 @@ _CLAIM_RANK = {state: i for i, state in enumerate(("ready", "preparing", "idle")
 
 
 def timers(world: World, t: int) -> None:
-    """Tick step 5: OR and specialist timers (none before ``World.next_timer_at``, which the scan
-    sets to the earliest timer still running)."""
-    if t < world.next_timer_at:
-        return
+    """Tick step 5 (from ``World.next_timer_at`` on): OR and specialist timers; the scan sets
+    ``next_timer_at`` to the earliest timer still running."""
     due = math.inf
     for h in world.hospitals.values():
         for room in h.ors:
