@@ -42,7 +42,7 @@ from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
-from .rubric import PreviewMemo, grade, preview_score
+from .rubric import PreviewMemo, final_score, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
@@ -102,6 +102,9 @@ class CodeRedSim:
         self.action_log: list[Any] = []
         self._events: list[str] = list(self.world.events)
         self.world.events = []
+        # the final grade: its score taken when the episode ends, its breakdown (per-patient
+        # records, clinical outcomes) built when first asked for; the world no longer changes
+        self._final_score: float | None = None
         self._final: dict[str, Any] | None = None
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
         self._preview_version, self._preview_value = -1, 0.0
@@ -110,6 +113,7 @@ class CodeRedSim:
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (``private_copy``) starts with no reusable observation parts or shares."""
+        self._final_breakdown()  # a fork redraws the copy's world: the grade is of this one
         return self.__dict__ | self._fresh_parts()
 
     @property
@@ -138,7 +142,8 @@ class CodeRedSim:
             self._finish()
         self._events = world.events
         previous = self.score_preview
-        self.score_preview = self._final["score"] if self._final else self._preview()
+        final = self._final_score
+        self.score_preview = self._preview() if final is None else final
         return StepResult(self.score_preview - previous, self.done, error)
 
     def _preview(self) -> float:
@@ -175,16 +180,22 @@ class CodeRedSim:
         """End the episode now: the world plays on without decisions, then the final grade."""
         if not self.done:
             self.end_reason = "stopped"
-            self._finish()
+            self.score_preview = self._finish()
             self._events = self.world.events
-            self.score_preview = self.grade()["score"]
 
-    def _finish(self) -> None:
+    def _finish(self) -> float:
+        """Play the world on to its end; the final score."""
         world = self.world
         while not world.resolved() and world.clock < self.task.horizon_min:
             world.tick()
         self.done = True
-        self._final = grade(world, final=True) | {"steps": self.step_count}
+        self._final_score = score = final_score(world, self._shares)
+        return score
+
+    def _final_breakdown(self) -> dict[str, Any] | None:
+        if self.done and self._final is None:
+            self._final = grade(self.world, final=True) | {"steps": self.step_count}
+        return self._final
 
     def fork(self, seed: int) -> CodeRedSim:
         """A planning copy with every hidden part redrawn from ``seed`` (see the class docstring)."""
@@ -216,8 +227,9 @@ class CodeRedSim:
     # ------------------------------------------------------------------ views
     def grade(self) -> dict[str, Any]:
         """Score breakdown: final once done, else the running preview."""
-        if self._final is not None:
-            return self._final
+        final = self._final_breakdown()
+        if final is not None:
+            return final
         return grade(self.world, final=False) | {"steps": self.step_count}
 
     def observation(self) -> dict[str, Any]:
@@ -284,6 +296,7 @@ class Snapshot:
     )
 
     def __init__(self, sim: CodeRedSim, exact: bool = True) -> None:
+        sim._final_breakdown()  # a fork redraws the copy's world: the grade is of this one
         world = sim.world
         fresh = tuple(sim._fresh_parts())  # made anew for every copy, not pickled
         state = sim.__dict__ | dict.fromkeys(fresh) | {"action_log": None, "task": None}

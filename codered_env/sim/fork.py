@@ -141,6 +141,8 @@ def fork_world(world: World, rng: Random, pending_secondary: bool) -> None:
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
     world.next_timer_at = 0  # timers were redrawn: rooms.timers finds the next one afresh
+    world.next_disruption_at = 0  # so were the disruptions to come
+    world.next_unit_at = 0  # so were trips' arrivals: ambulances.move finds the next one afresh
     _renoise_trips(world, rng)
     shadow = _shadow_arrivals(world, rng)
     _replace_future(world, rng, callbacks, shadow, pending_secondary)

@@ -363,6 +363,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
     unit_id = f"{MUTUAL_AID_UNIT_PREFIX}{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
+    world.next_aid_at = min(world.next_aid_at, world.clock + delay)
     world.score_version += 1
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None

@@ -450,10 +450,17 @@ def _effective_weights(cascades: bool) -> dict[str, float]:
     return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
 
 
-def _summary(world: World, final: bool) -> dict[str, Any]:
-    """Components, effective weights, penalties and the raw score (no per-patient records)."""
+def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict[str, Any]:
+    """Components, effective weights, penalties and the raw score (no per-patient records); with
+    the running grade's ``memo``, the shares it holds of patients not marked dirty are reused."""
     scored = _scored(world, final)
-    terms = _terms(_add_up(tuple([_share(p) for p in scored])))
+    if memo is None:
+        shares = [_share(p) for p in scored]
+    else:
+        known, dirty = memo.shares, world.score_dirty
+        shares = [known[p.patient_id] if p.patient_id in known and p.patient_id not in dirty else _share(p)
+                  for p in scored]
+    terms = _terms(_add_up(tuple(shares)))
     counts = _penalties(world, final)
     components = _components(world, terms, _penalty(counts), final)
     effective = _effective_weights(world.task.cascades)
@@ -503,18 +510,24 @@ def _penalty(counts: dict[str, int]) -> float:
     return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
 
 
-def _components(
+def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dict[str, float | None]:
+    return dict(zip(RUBRIC_WEIGHTS, _component_values(world, terms, penalty, final), strict=True))
+
+
+def _component_values(
     world: World, terms: _Terms, penalty: float, final: bool, memo: PreviewMemo | None = None
-) -> dict[str, float | None]:
+) -> tuple[float | None, ...]:
+    """The components in the order of ``RUBRIC_WEIGHTS`` (time score, efficiency, secondary
+    harm, prep ready, vitals score, cascade score)."""
     cascades = world.task.cascades
-    return {
-        "time_score": terms.time_score,
-        "efficiency": terms.coverage * max(0.0, 1.0 - penalty),
-        "secondary_harm": terms.secondary_gain if cascades else None,
-        "prep_ready": terms.prep,
-        "vitals_score_avg": terms.vitals,
-        "cascade_score": _cascade(world, terms, final, memo) if cascades else None,
-    }
+    return (
+        terms.time_score,
+        terms.coverage * max(0.0, 1.0 - penalty),
+        terms.secondary_gain if cascades else None,
+        terms.prep,
+        terms.vitals,
+        _cascade(world, terms, final, memo) if cascades else None,
+    )
 
 
 def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
@@ -541,6 +554,12 @@ def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
 
+def final_score(world: World, memo: PreviewMemo | None = None) -> float:
+    """The score ``grade(world, True)`` reports, without its per-patient breakdown (``memo``:
+    as ``_summary`` takes it)."""
+    return _clamp(_summary(world, True, memo)["raw"], final=True)
+
+
 def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
     """The running score now (the same number ``grade(world, False)["score"]`` reports); with
     ``memo`` (kept by the episode) unchanged patients' shares are reused."""
@@ -559,16 +578,17 @@ def _preview_raw(world: World, memo: PreviewMemo) -> float:
     penalty = memo.penalty
     if penalty is None or penalty[0] != world.ledger_version:
         penalty = memo.penalty = (world.ledger_version, _penalty(world.ledger))
-    components = _components(world, terms, penalty[1], False, memo)
-    raw = sum([w * (components[k] or 0.0) for k, w in _weights_in_order(world.task.cascades)])
+    values = _component_values(world, terms, penalty[1], False, memo)
+    weights = _weights_in_order(world.task.cascades)
+    raw = sum([w * (v or 0.0) for w, v in zip(weights, values, strict=True)])
     return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
 
 
 @functools.cache
-def _weights_in_order(cascades: bool) -> tuple[tuple[str, float], ...]:
-    """(component, effective weight) in the rubric's order, the order ``_summary`` adds them."""
+def _weights_in_order(cascades: bool) -> tuple[float, ...]:
+    """The effective weights in the rubric's order, the order ``_summary`` adds them."""
     effective = _effective_weights(cascades)
-    return tuple((k, effective[k]) for k in RUBRIC_WEIGHTS)
+    return tuple(effective[k] for k in RUBRIC_WEIGHTS)
 
 
 def grade(world: World, final: bool) -> dict[str, Any]:

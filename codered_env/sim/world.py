@@ -131,6 +131,15 @@ class World:
         # no OR or specialist timer falls due before this minute (rooms.timers; lowered by
         # ``timer_set`` wherever a room or specialist starts a timer outside the timers step)
         self.next_timer_at: float = 0
+        # no disruption starts or clears before this minute (disruptions.start_and_end; a fork,
+        # which redraws the disruptions to come, sets it back to 0)
+        self.next_disruption_at: float = 0
+        # no requested mutual-aid unit arrives before this minute (mutual_aid.arrivals; lowered by
+        # the request)
+        self.next_aid_at: float = math.inf
+        # no unit ends a trip, a scene or a handover before this minute (ambulances.move; lowered
+        # by ``unit_due`` wherever a unit's trip or timer is set outside the units step)
+        self.next_unit_at: float = 0
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival
         self._start()
 
@@ -149,15 +158,16 @@ class World:
         self.clock += 1
         t = self.clock
         # the guards skip a call when the step has nothing to do this minute
-        if self.disruptions:
+        if t >= self.next_disruption_at:
             disruptions.start_and_end(self, t)
         if self.spawns and self.spawns[0].at <= t:
             spawns.release_due(self, t)
-        if self.mutual_aid:
+        if t >= self.next_aid_at:
             mutual_aid.arrivals(self, t)
         if self.transfers or t >= self.next_lab_at:
             blood.results_and_transfers(self, t)
-        rooms.timers(self, t)
+        if t >= self.next_timer_at:
+            rooms.timers(self, t)
         ambulances.move(self, t)
         care.advance(self, t)
         physiology.deteriorate(self)
@@ -179,6 +189,16 @@ class World:
         if at < self.next_timer_at:
             self.next_timer_at = at
 
+    def add_disruption(self, d: Disruption) -> None:
+        """One more disruption (``disruptions.start_and_end`` starts and clears it on time)."""
+        self.disruptions.append(d)
+        self.next_disruption_at = min(self.next_disruption_at, d.start)
+
+    def unit_due(self, at: int) -> None:
+        """A unit's trip or on-scene or handover timer now ends at minute ``at``."""
+        if at < self.next_unit_at:
+            self.next_unit_at = at
+
     def count(self, key: str, n: int = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n
         self.ledger_version += 1
@@ -193,10 +213,12 @@ class World:
         knows of in a final state (a hidden caller's fate never ends an episode early)."""
         if self.spawns:
             return False
-        for c in self.calls.values():  # asked after every step: loops, not generators
+        # asked after every step: loops, not generators; newest first, as they are the likeliest
+        # to be open
+        for c in reversed(self.calls.values()):
             if c.status == "pending" or c.status == "dispatched":
                 return False
-        for p in self.patients.values():  # noqa: SIM110 (a generator in all() costs more here)
+        for p in reversed(self.patients.values()):
             if p.visible and p.status not in FINAL_PATIENT_STATES:
                 return False
         return True

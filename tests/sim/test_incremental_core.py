@@ -17,7 +17,10 @@ and rollouts, through a wrapper around ``step``):
   computation;
 - the minute of the next blood-type result (``World.next_lab_at``) equals a scan of the patients,
   with no result overdue; no running OR or specialist timer falls due before
-  ``World.next_timer_at``; calls come in the order of their minute and none before
+  ``World.next_timer_at``, nor a unit's arrival, scene or handover before ``World.next_unit_at``,
+  nor a disruption's start or end before ``World.next_disruption_at``, nor a mutual-aid unit's
+  arrival before ``World.next_aid_at``;
+  calls come in the order of their minute and none before
   ``World.first_pending_call`` is pending;
 - each of ``World``'s versions moved whenever what its readers read differs from the last step
   checked (``_VERSIONED``: a room's state, procedure or elective flag or a specialist's state for
@@ -42,6 +45,7 @@ from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim, rubric
 from codered_env.sim.city import NODE_IDS, RoadNetwork, _shortest_paths
 from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.dynamics.travel import MOVING
 from codered_env.sim.triage import caller_report, drawn_report, parse_report
 from codered_env.sim.world import World
 
@@ -108,6 +112,14 @@ def _check(sim: CodeRedSim) -> None:
     running = [r.until for h in hospitals for r in h.ors if r.state in ("preparing", "ready", "in_use")]
     running += [s.until for h in hospitals for s in h.specialists.values() if s.state in ("paged", "present")]
     assert world.next_timer_at <= min(running, default=math.inf), "a running timer would be skipped"
+    units = world.ambulances.values()
+    ends = [u.trip.times[-1] for u in units if u.status in MOVING and u.trip is not None]
+    ends += [u.busy_until for u in units if u.status in ("on_scene", "at_hospital")]
+    assert world.next_unit_at <= min(ends, default=math.inf), "a unit's arrival or timer would be skipped"
+    changes = [d.end if d.active else d.start for d in world.disruptions if d.active or d.end > world.clock]
+    assert world.next_disruption_at <= min(changes, default=math.inf), "a disruption would be skipped"
+    coming = [r.arrives_at for r in world.mutual_aid if not r.arrived]
+    assert world.next_aid_at <= min(coming, default=math.inf), "a mutual-aid arrival would be skipped"
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
     assert world.next_lab_at == min(pending, default=math.inf)

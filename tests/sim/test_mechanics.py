@@ -61,7 +61,7 @@ def test_road_closure_lengthens_eta_and_reroutes_a_unit_en_route() -> None:
     assert len(before_nodes) >= 3, "needs a multi-edge route to close a later edge"
     a, b = before_nodes[-2], before_nodes[-1]
     now = sim.clock
-    sim.world.disruptions.append(Disruption("road_closure", now + 1, now + 60, edges=((a, b),), text="test"))
+    sim.world.add_disruption(Disruption("road_closure", now + 1, now + 60, edges=((a, b),), text="test"))
     sim.step(WAIT)
     assert amb.status == "en_route"
     assert (a, b) not in list(zip(amb.trip.nodes[-2:], amb.trip.nodes[-1:], strict=False)), (
@@ -309,6 +309,7 @@ def test_als_care_slows_deterioration_compared_with_bls() -> None:
             ],
         )
         sim.world.ambulances[unit].trip.times[-1] = sim.clock + 1  # same response time for both
+        sim.world.unit_due(sim.clock + 1)
         while patient(sim).status != "at_hospital" and not sim.done:
             sim.step(WAIT)
         return patient(sim).reserve

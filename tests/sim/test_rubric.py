@@ -291,6 +291,28 @@ def test_preview_never_exceeds_ceiling_and_ends_at_the_final_grade(task_id: str)
     assert max(previews) > 0.0
 
 
+@pytest.mark.parametrize("ending", ["played", "stopped"])
+def test_the_final_breakdown_built_late_is_the_grade_of_the_ended_world(ending: str) -> None:
+    """The final score is taken when the episode ends, the breakdown when first asked for: it
+    is the rubric's grade of the world as it ended, and a fork or copy of the ended episode (a
+    fork redraws its own world's hidden parts) reports the parent's grade, not one of its own."""
+    sim, agent = CodeRedSim("task5", 2), make_agent("heuristic", seed=2)
+    agent.reset("task5", 2)
+    while not sim.done and (ending == "played" or sim.step_count < 20):
+        sim.step(agent.act(sim.observation()))
+    sim.finish()
+    expected = grade(sim.world, final=True) | {"steps": sim.step_count}
+    twins = [sim.fork(7), sim.private_copy(), sim.snapshot().copy()]
+    assert sim.score_preview == expected["score"]
+    assert sim.grade() == expected
+    for twin in twins:
+        assert twin.done and twin.grade() == expected and twin.score_preview == expected["score"]
+    forked = CodeRedSim("task5", 2)
+    forked.finish()
+    twin = forked.fork(11)  # forked before anyone asked for the breakdown
+    assert twin.grade() == forked.grade() == grade(forked.world, final=True) | {"steps": 0}
+
+
 @pytest.mark.parametrize("task_id", TASK_IDS)
 @pytest.mark.parametrize("agent", ["heuristic", "random"])
 def test_grade_episode_equals_live_grade(task_id: str, agent: str) -> None:

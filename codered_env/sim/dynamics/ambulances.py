@@ -3,6 +3,7 @@ their on-scene time is up, clearing after handover (docs/MODEL.md §4.3)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..params import CROWDED_HANDOVER_FACTOR, HANDOVER_JITTER_MIN, HANDOVER_MIN
@@ -17,18 +18,28 @@ if TYPE_CHECKING:
 
 
 def move(world: World, t: int) -> None:
-    """Tick step 6: arrivals at the end of a trip, scene and handover timers."""
+    """Tick step 6: arrivals at the end of a trip, scene and handover timers (none before
+    ``World.next_unit_at``, which the scan sets to the earliest still to come)."""
+    if t < world.next_unit_at:
+        return
+    world.next_unit_at = math.inf  # units acting below set their next minute (World.unit_due)
+    due = math.inf
     for amb in world.ambulances.values():
         status = amb.status
         if status == "available":
             continue
         if status in MOVING:
             trip = amb.trip
-            if trip is None or t < trip.times[-1]:  # trip.arrival, without a property call per unit
+            if trip is None:
+                continue
+            arrival = trip.times[-1]  # trip.arrival, without a property call per unit
+            if t < arrival:
+                if arrival < due:
+                    due = arrival
                 continue
             amb.node = trip.nodes[-1]
             if trip.nodes[-1] != trip.target:
-                amb.held = True
+                amb.held, due = True, t  # held: looked at again next minute
                 continue
             amb.trip, amb.held = None, False
             if status == "en_route":
@@ -38,11 +49,16 @@ def move(world: World, t: int) -> None:
             else:
                 amb.status = "available"
                 world.event(f"{amb.ambulance_id} available at {amb.node}")
-        elif status == "on_scene" and t >= amb.busy_until:
+        elif t < amb.busy_until:  # on scene or at a hospital
+            if amb.busy_until < due:
+                due = amb.busy_until
+        elif status == "on_scene":
             scene.leave(world, amb)
-        elif status == "at_hospital" and t >= amb.busy_until:
+        else:
             world.event(f"{amb.ambulance_id} clear at {amb.node}, free for a new job")
             return_home(world, amb)
+    if due < world.next_unit_at:
+        world.next_unit_at = due
 
 
 def _arrive_hospital(world: World, amb: Ambulance) -> None:
@@ -52,6 +68,7 @@ def _arrive_hospital(world: World, amb: Ambulance) -> None:
     if h.crowded:
         handover = round(handover * CROWDED_HANDOVER_FACTOR)
     amb.status, amb.busy_until = "at_hospital", world.clock + handover
+    world.unit_due(amb.busy_until)
     world.event(f"{amb.ambulance_id} arrived at {h.hospital_id} with {p.patient_id}")
     if p.status == "deceased":
         return

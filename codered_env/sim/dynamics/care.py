@@ -52,11 +52,14 @@ def advance(world: World, t: int) -> None:
             if care is None:
                 _maybe_transfer_out(world, p, h, t)
             else:
-                activated = t >= (p.wait_started or t) + care.activation_min
-                claim(world, p, h, care, activated)
+                waited = t - (p.wait_started or t)
+                activated = waited >= care.activation_min
+                if (care.procedure and p.or_ref is None) or (activated and care.specialist):
+                    claim(world, p, h, care, activated)  # the guard: what ``claim`` acts on
                 if activated and care.procedure and p.or_ref is None and _lab_unavailable(world, p, h, care):
                     care = _fall_back(world, p, h)
-                _maybe_start_treatment(world, p, h, care, t)
+                if care is not None and waited >= care.door_min:  # see _maybe_start_treatment
+                    _maybe_start_treatment(world, p, h, care, t)
         elif status == "transferring" and p.transfer_arrives_at is not None and p.transfer_arrives_at <= t:
             h = world.hospitals[p.transfer_to or ""]
             world.event(f"{p.patient_id} arrived at {h.hospital_id} by inter-facility transfer")

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 def advance(world: World, t: int) -> None:
     """Tick step 9 (only in tasks with cascades)."""
     for h in world.hospitals.values():
-        occupancy = h.occupancy
-        if occupancy >= h.capacity + 1 and h.diverted_until <= t:
+        if h.crowded and h.diverted_until <= t:  # crowded: occupancy >= capacity + 1
+            occupancy = h.occupancy
             h.diverted_until, h.diversion_reason = t + CROWDING_DIVERSION_MIN, "overcrowded"
             h.overcrowding_events += 1
             world.score_version += 1

@@ -51,6 +51,7 @@ def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bo
     if trip is None:
         return False
     amb.status, amb.trip, amb.held = "en_route", trip, False
+    world.unit_due(trip.times[-1])
     amb.patient_id, amb.call_id = p.patient_id, call.call_id if call else None
     amb.dispatches += 1
     if p.status == "awaiting_unit":
@@ -73,3 +74,4 @@ def return_home(world: World, amb: Ambulance) -> None:
         amb.status, amb.trip = "available", None
         return
     amb.status, amb.trip = "returning", trip
+    world.unit_due(trip.times[-1])

@@ -4,6 +4,7 @@ on the road are rerouted), hospital diversions, OR failures and absent specialis
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..params import ACCIDENT_CONGESTION_FACTOR
@@ -15,7 +16,9 @@ if TYPE_CHECKING:
 
 
 def start_and_end(world: World, t: int) -> None:
-    """Tick step 1: disruptions due now start, those past their end clear."""
+    """Tick step 1: disruptions due now start, those past their end clear; ``World.next_disruption_at``
+    becomes the next minute one does."""
+    due = math.inf
     for d in world.disruptions:
         if not d.active and d.start <= t < d.end:
             d.active = True
@@ -25,6 +28,11 @@ def start_and_end(world: World, t: int) -> None:
             d.active = False
             apply(world, d, False)
             world.event(f"CLEARED {d.text}")
+        if d.active:
+            due = min(due, d.end)
+        elif d.end > t:  # not started: it would have above if its start had come
+            due = min(due, d.start)
+    world.next_disruption_at = due
 
 
 def apply(world: World, d: Disruption, on: bool) -> None:

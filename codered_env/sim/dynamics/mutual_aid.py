@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..city import NODE_NAMES
@@ -16,9 +17,14 @@ if TYPE_CHECKING:
 
 
 def arrivals(world: World, t: int) -> None:
-    """Tick step 3: requested units due now arrive."""
+    """Tick step 3: requested units due now arrive; ``World.next_aid_at`` becomes the next
+    minute one does."""
+    due = math.inf
     for req in world.mutual_aid:
-        if req.arrived or req.arrives_at > t:
+        if req.arrived:
+            continue
+        if req.arrives_at > t:
+            due = min(due, req.arrives_at)
             continue
         req.arrived = True
         amb = Ambulance(req.unit_id, "ALS", ENTRY_NODE, ENTRY_NODE, mutual_aid=True)
@@ -26,6 +32,7 @@ def arrivals(world: World, t: int) -> None:
         world.event(f"MUTUAL AID {req.unit_id} (ALS) arrived at {ENTRY_NODE} {NODE_NAMES[ENTRY_NODE]}")
         if req.target_id:
             _auto_dispatch(world, amb, req.target_id)
+    world.next_aid_at = due
 
 
 def _auto_dispatch(world: World, amb: Ambulance, target_id: str) -> None:

@@ -4,6 +4,7 @@ specialists a patient claims (docs/MODEL.md §3.3, §4.4)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -26,10 +27,8 @@ _CLAIM_RANK = {state: i for i, state in enumerate(("ready", "preparing", "idle")
 
 
 def timers(world: World, t: int) -> None:
-    """Tick step 5: OR and specialist timers (none before ``World.next_timer_at``, which the scan
-    sets to the earliest timer still running)."""
-    if t < world.next_timer_at:
-        return
+    """Tick step 5 (from ``World.next_timer_at`` on): OR and specialist timers; the scan sets
+    ``next_timer_at`` to the earliest timer still running."""
     due = math.inf
     for h in world.hospitals.values():
         for room in h.ors:
@@ -89,9 +88,14 @@ def _needs_specialist(world: World, h: Hospital, specialty: str) -> bool:
 
 def care_for(p: Patient, h: Hospital) -> Care | None:
     """The care this hospital gives the patient (the fallback once its lab was unavailable)."""
-    cond = CONDITIONS[p.condition]
-    care = cond.care_at(h.tier)
-    if p.fallback and care is not None and care.procedure and cond.fallback_care:
+    return _care(p.condition, h.tier, p.fallback)
+
+
+@functools.cache  # a few conditions x tiers, asked for every patient in an ED every minute
+def _care(condition: str, tier: int, fallback: bool) -> Care | None:
+    cond = CONDITIONS[condition]
+    care = cond.care_at(tier)
+    if fallback and care is not None and care.procedure and cond.fallback_care:
         return cond.fallback_care
     return care
 

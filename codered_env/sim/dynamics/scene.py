@@ -39,6 +39,7 @@ def arrive(world: World, amb: Ambulance) -> None:
     if p.status == "deceased":
         p.visible = True
         amb.busy_until = world.clock + FOUND_DEAD_SCENE_MIN
+        world.unit_due(amb.busy_until)
         world.event(f"{amb.ambulance_id} on scene: {p.patient_id} found dead")
         maybe_news_after_death(world, p.patient_id)
         return
@@ -56,6 +57,7 @@ def arrive(world: World, amb: Ambulance) -> None:
     if p.patient_id in world.mci:
         scene += MCI_EXTRA_SCENE_MIN
     amb.busy_until = world.clock + max(MIN_SCENE_MIN, scene)
+    world.unit_due(amb.busy_until)
     if cond.treated_on_scene:
         _treat_on_scene(world, p, amb.busy_until)
     where = f" (call {p.call_id})" if p.call_id else ""
@@ -90,8 +92,10 @@ def leave(world: World, amb: Ambulance) -> None:
     trip = plan_trip(world, amb.node, to, world.clock, "hospital", TRANSPORT_FACTOR, draw_noise(world))
     if trip is None:  # every route closed: wait on scene one more minute
         amb.busy_until = world.clock + 1
+        world.unit_due(amb.busy_until)
         return
     amb.status, amb.trip = "transporting", trip
+    world.unit_due(trip.times[-1])
     p.status, p.hospital = "transporting", None
     p.destination = hid
     eta = world.clock + trip.eta_minutes(world.clock)

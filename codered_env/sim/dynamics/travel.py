@@ -66,6 +66,7 @@ def reroute(world: World, amb: Ambulance) -> None:
     if new is None:
         amb.trip = Trip(head_nodes, head_times, trip.noise, trip.speed_factor, trip.purpose, trip.target)
         amb.held = True
+        world.unit_due(head_times[-1])
         return
     amb.held = False
     old_arrival = trip.arrival
@@ -77,6 +78,7 @@ def reroute(world: World, amb: Ambulance) -> None:
         trip.purpose,
         trip.target,
     )
+    world.unit_due(amb.trip.times[-1])
     if amb.trip.arrival != old_arrival:
         eta = world.clock + amb.trip.eta_minutes(world.clock)
         world.event(f"{amb.ambulance_id} rerouted via {'-'.join(amb.trip.nodes)}, ETA ~t{eta}")
