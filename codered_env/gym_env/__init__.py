@@ -102,7 +102,6 @@ from .rows import _dynamic_columns as _dynamic_columns
 from .rows import _frozen_row as _frozen_row
 from .rows import _hospital_flag_columns as _hospital_flag_columns
 from .rows import _hospitals as _hospitals
-from .rows import _patient_eta as _patient_eta
 from .rows import _patient_row as _patient_row
 from .rows import _patient_static as _patient_static
 from .rows import _patients as _patients

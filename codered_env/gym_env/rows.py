@@ -12,7 +12,7 @@ import numpy as np
 
 from ..sim.city import edge_key
 from ..sim.conditions import CONDITIONS
-from ..sim.observation import shown_reserve, vitals_values, waiting_for
+from ..sim.observation import ETA_STATES, patient_eta, shown_reserve, vitals_values, waiting_for
 from ..sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, report_facts
 from ..sim.types import OR_STATES, OUTCOME_PATIENT_STATES, SPECIALIST_STATES, Patient
@@ -170,17 +170,6 @@ def _ambulance_static(als: bool, mutual_aid: bool, status: str, node: str, desti
     return tuple(row)
 
 
-def _patient_eta(world: World, p: Patient) -> int:
-    status = p.status
-    if status == "unit_en_route" or status == "transporting":
-        amb = world.ambulances.get(p.ambulance_id or "")
-        if amb is not None and amb.trip is not None:
-            return amb.trip.eta_minutes(world.clock)
-    elif status == "transferring" and p.transfer_arrives_at is not None:
-        return max(0, p.transfer_arrives_at - world.clock)
-    return 0
-
-
 _PATIENT_FLAGS = tuple(
     (_P[name], key)
     for name, key in (
@@ -219,7 +208,7 @@ def _patients(group: _Rows, world: World, patients: list[Patient], slots: dict[t
             dynamic += last[1]
         minutes = (clock - p.appeared_at) / 180
         dynamic += (0.0 if minutes < 0 else 1.0 if minutes > 1 else minutes,
-                    _c(_patient_eta(world, p) / 30) if status in _MOVING else 0.0)
+                    _c((patient_eta(world, p) or 0) / 30) if status in ETA_STATES else 0.0)
         dynamic += _kept_waiting(world, p, kept_waiting) if status == "at_hospital" else _NOT_WAITING
         dynamic += (1.0 if p.blood_type_known else 0.0,
                     0.0 if reserved is None else _c(reserved.get(pid, 0) / 6))
@@ -305,9 +294,6 @@ def _waiting_flags(waiting: tuple[str, ...]) -> tuple[float, float, float, float
         float("blood" in waiting),
         float(any(w.startswith("transfer") for w in waiting)),
     )
-
-
-_MOVING = frozenset({"unit_en_route", "transporting", "transferring"})  # the statuses with an ETA
 
 
 @functools.lru_cache(maxsize=4096)

@@ -116,7 +116,7 @@ def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -
         "ambulance_id": p.ambulance_id,
         "destination": p.destination,
         "hospital": p.hospital,
-        "eta_min": _patient_eta(world, p),
+        "eta_min": patient_eta(world, p),
         "waiting_for": waiting_for(world, p),
         "blood_reserved": _reserved(world, p) if reserved is None else reserved,
         "minutes_since_call": clock - p.appeared_at,
@@ -125,12 +125,13 @@ def _patient(world: World, p: Patient, reserved: dict[str, int] | None = None) -
     }
 
 
-_ETA_STATES = frozenset(("unit_en_route", "transporting", "transferring"))  # the only ones with an ETA
+#: The patient statuses with an ETA (a unit on its way to them or with them, or a transfer).
+ETA_STATES = frozenset(("unit_en_route", "transporting", "transferring"))
 
 
-def _patient_eta(world: World, p: Patient) -> int | None:
+def patient_eta(world: World, p: Patient) -> int | None:
     """Minutes until the unit reaches the patient or the hospital, or the transfer arrives
-    (None outside ``_ETA_STATES``)."""
+    (None outside ``ETA_STATES``)."""
     status = p.status
     if status in ("unit_en_route", "transporting"):
         amb = world.ambulances.get(p.ambulance_id or "")
@@ -471,7 +472,7 @@ def _patients_brief(world: World, statuses: frozenset[str], memo: Memo) -> list[
             "blood_type": p.blood_type if p.blood_type_known else None,
             "destination": p.destination,
             "hospital": p.hospital,
-            "eta_min": _patient_eta(world, p) if status in _ETA_STATES else None,
+            "eta_min": patient_eta(world, p) if status in ETA_STATES else None,
             "blood_reserved": reserved.get(p.patient_id) or {},
             "minutes_since_call": since,
             "minutes_since_onset": since + p.onset_min,

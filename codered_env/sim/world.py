@@ -36,6 +36,7 @@ from .generator import generate
 from .tasks import TaskSpec
 from .types import (
     FINAL_PATIENT_STATES,
+    OPEN_CALL_STATES,
     Ambulance,
     BloodAllocation,
     BloodTransfer,
@@ -216,7 +217,7 @@ class World:
         # asked after every step: loops, not generators; newest first, as they are the likeliest
         # to be open
         for c in reversed(self.calls.values()):
-            if c.status == "pending" or c.status == "dispatched":
+            if c.status in OPEN_CALL_STATES:
                 return False
         for p in reversed(self.patients.values()):
             if p.visible and p.status not in FINAL_PATIENT_STATES:
