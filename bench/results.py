@@ -62,7 +62,7 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
     "scaling": ("codered eval serial, in worker processes and on Ray; concurrent LLM episodes",
                 ("bench/bench_eval_scaling.py",)),
 }
-BEGIN, END = "<!-- results:baselines begin -->", "<!-- results:baselines end -->"
+TRAINING_DOC = ROOT / "docs" / "TRAINING.md"
 
 
 def _git(*args: str) -> str:
@@ -113,10 +113,22 @@ def score_table(db: Path, agents: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str) -> str:
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+def markers(name: str) -> tuple[str, str]:
+    """The comment lines around a generated table inside a hand-written document."""
+    return f"<!-- results:{name} begin -->", f"<!-- results:{name} end -->"
+
+
+def fill(doc: Path, name: str, table: str) -> None:
+    """Put ``table`` between the ``results:<name>`` markers of ``doc`` (tests compare the two)."""
+    begin, end = markers(name)
+    text = doc.read_text(encoding="utf-8")
+    if begin not in text or end not in text:
+        print(f"{doc.name} has no {begin} block to update")
+        return
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    doc.write_text(f"{head}{begin}\n{table}\n{end}{tail}", encoding="utf-8")
+    print(f"updated the {name} table in {doc.name}")
 
 
 def baselines(agents: tuple[str, ...], seeds: str, workers: int) -> None:
@@ -140,12 +152,8 @@ def baselines(agents: tuple[str, ...], seeds: str, workers: int) -> None:
             + f"\n## Scores\n\n{table}\n\n![score per task and agent](baselines_scores.png)\n\n"
             + f"## Full report (`codered report`)\n\n{report}")
     (RESULTS / "baselines.md").write_text(text, encoding="utf-8")
-    readme = README.read_text(encoding="utf-8")
-    if BEGIN in readme and END in readme:
-        README.write_text(replace_block(readme, table), encoding="utf-8")
-        print(f"wrote {RESULTS / 'baselines.md'} and the README table")
-    else:
-        print(f"wrote {RESULTS / 'baselines.md'}; README.md has no {BEGIN} block to update")
+    print(f"wrote {RESULTS / 'baselines.md'}")
+    fill(README, "baselines", table)
 
 
 def training_table(root: Path) -> str:
@@ -158,11 +166,13 @@ def training_table(root: Path) -> str:
         ratio = best["mean"] / base["heuristic"] if base["heuristic"] else float("nan")
         load = " / ".join(f"{r['machine'].get(k, [float('nan')])[0]:.1f}"
                           for k in ("load_avg", "load_avg_end"))
+        # runs recorded before `codered train` switched to the sample std carry no "spread"
+        pop = "" if "spread" in r else " (population std)"
         lines.append(
             f"| `{run.parent.name}` | {cfg['task_id']} | {cfg.get('actions', 'full')} | "
             f"{cfg['gamma']} | {final['steps']:,} | {r['cpu_s'] / 60:.1f} | "
-            f"{best['mean']:.3f} ± {best['std']:.3f} (at {best['steps']:,}) | "
-            f"{final['mean']:.3f} ± {final['std']:.3f} | {base['random']:.3f} | "
+            f"{best['mean']:.3f} ± {best['std']:.3f}{pop} (at {best['steps']:,}) | "
+            f"{final['mean']:.3f} ± {final['std']:.3f}{pop} | {base['random']:.3f} | "
             f"{base['heuristic']:.3f} | {ratio:.2f} | {r['machine']['commit']} | {load} |")
     return "\n".join(lines)
 
@@ -171,6 +181,7 @@ def training() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     root = RESULTS / "training"
     command = "uv run python bench/results.py training"
+    table = training_table(root)
     text = (header("MaskablePPO runs (`codered train`)", command, load,
                    "Each run's own commit, machine and load are in its `run.json`; the machine "
                    "above only rendered the table")
@@ -179,9 +190,10 @@ def training() -> None:
               "and in `run.json`); grades are mean ± sample std over the held-out seeds "
               "10000-10009, \"best\" is the best of the periodic greedy evaluations (an optimistic "
               "pick), \"final\" the policy at the end.\n\n"
-            + training_table(root) + "\n")
+            + table + "\n")
     (RESULTS / "training.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / 'training.md'}")
+    fill(TRAINING_DOC, "training", table)
 
 
 def bench(name: str) -> None:
