@@ -53,6 +53,8 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
     "planner": ("Planner against the heuristic on held-out seeds: paired gain and time per decision",
                 ("bench/bench_planner.py", "--tasks", "task1,task2,task3,task4,task5",
                  "--seeds", HELD_OUT_SEEDS, "--per-seed")),
+    "triage": ("Triage from the caller's report: accuracy of the rules, and what triage is worth",
+               ("bench/probe_triage.py", "--seeds", "3000-3049")),
     "ws": ("WebSocket step latency and throughput against a trivial OpenEnv environment",
            ("bench/bench_ws.py",)),
     "mcp": ("MCP tools/call latency against a /ws step, and the tool list's size",

@@ -526,7 +526,7 @@ ROWS: list[Row] = [
         40.0,
         5.0,
         lambda: _door_to_treatment("cath_lab", "cardiology", "task1", True),
-        "ACTION Registry-GWTG / D2B Alliance medians (as cited in issue 8)",
+        "ACTION Registry-GWTG / D2B Alliance medians",
         " min",
     ),
     Row(
