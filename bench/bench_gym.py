@@ -7,7 +7,7 @@ same process with a fixed action, reset on episode end. Each measurement is repe
 fastest repeat is kept (slower repeats measure interference from other processes).
 
 ``--compare PATH`` runs the same measurement in a subprocess against another checkout of the
-project (e.g. the main branch before the compact adapter), so before/after are measured under
+project (e.g. a checkout before a change to the adapter), so before/after are measured under
 the same load.
 
 Usage::

@@ -1,4 +1,4 @@
-"""The server under a hostile client mix, next to a quiet run (opt-in load test for issue 11).
+"""The server under a hostile client mix, next to a quiet run (an opt-in load test).
 
 Starts the CodeRedEnv server as a uvicorn subprocess on 127.0.0.1 and measures, for a few
 "honest" WebSocket sessions stepping ``maintain_plan`` as fast as they can, the p50/p99 step
@@ -49,7 +49,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER_ROOT = ROOT  # --root: serve another checkout's code (e.g. the main branch, for "before")
+SERVER_ROOT = ROOT  # --root: serve another checkout's code (e.g. a checkout before a change, for "before")
 MAINTAIN = {"action_type": "maintain_plan"}
 HONEST_SESSIONS = 4
 

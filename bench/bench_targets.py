@@ -1,4 +1,4 @@
-"""The fast-rollout speed targets (issue 23), as ratios to Gymnasium's CartPole-v1 step measured
+"""The fast-rollout speed targets, as ratios to Gymnasium's CartPole-v1 step measured
 in the same process, in interleaved rounds so a neighbour process that comes or goes affects
 every measurement alike.
 

@@ -1,15 +1,15 @@
-"""Does the grade rank policies the way patient outcomes do? (issue 8 / issue 21 acceptance figures)
+"""Does the grade rank policies the way patient outcomes do? (the grade's acceptance figures)
 
 Runs a family of policies on unseen seeds (the tests use 1000-1039) and prints, per task:
 
 * each policy's mean final score and mean priority-weighted expected outcome
   (sum of P1 x3 / P2 x2 / P3 x1 weighted expected outcomes over the graded patients);
-* the Spearman rank correlation between the two columns (issue 21 guard: >= 0.85 on every task);
-* nearest-unit-only / heuristic score ratio (issue 21 guard: <= 0.8 on tasks 2-5), next to the same
+* the Spearman rank correlation between the two columns (guard: >= 0.85 on every task);
+* nearest-unit-only / heuristic score ratio (guard: <= 0.8 on tasks 2-5), next to the same
   ratio of outcome gains over noop (what the score ratio would be if the grade were outcome alone);
 * the STEMI route probe on task1: CHC-then-transfer vs direct PCI vs thrombolysis at H2. Target:
-  transfer scores below direct PCI. Issue 8 also asked for transfer below thrombolysis; with
-  Keeley's ratio taken at equal delay (issue 21) a transfer for PCI can beat on-site lysis by the
+  transfer scores below direct PCI. Transfer below thrombolysis is not a target: with Keeley's
+  ratio taken at equal delay a transfer for PCI can beat on-site lysis by the
   cited curves (as in DANAMI-2), so that comparison is printed, not enforced: the curve wins.
 
 Usage: ``uv run python bench/probe_grading.py --seeds 3000-3029`` (a few minutes on one core).
@@ -31,7 +31,7 @@ from codered_env.sim import TASK_IDS
 from codered_env.sim.params import PRIORITY_WEIGHT
 
 Action = dict[str, Any]
-RHO_MIN = 0.85  # issue 21 guards
+RHO_MIN = 0.85  # acceptance guards for the grade's ranking [design choice]
 RATIO_MAX = 0.8
 
 

@@ -1,4 +1,4 @@
-"""Acceptance figures for issue #7 (Phase 2 tests dispatching), reproducible in one run.
+"""What triage from the caller's report is worth in phase 2, reproducible in one run.
 
 Prints:
 

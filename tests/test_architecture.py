@@ -47,8 +47,8 @@ LAYERS: dict[str, int] = {
 }
 LAYER_NAMES = ("sim", "adapters", "agents", "tools", "server/cli")
 
-# Import cycles known and owned by another branch, to be removed when it merges: none today
-# (sim.fork reaches sim.env only under TYPE_CHECKING).
+# Import cycles tolerated while they are being removed: none today (sim.fork reaches sim.env
+# only under TYPE_CHECKING).
 KNOWN_CYCLES: set[frozenset[str]] = set()
 
 

@@ -198,7 +198,7 @@ def _recorded(agent: PlannerAgent, task_id: str, seed: int) -> tuple[list, float
 @pytest.mark.parametrize(("task_id", "seed"), [("task2", 960), ("task3", 950), ("task5", 971)])
 def test_shared_rollout_starts_change_no_value_and_no_decision(task_id: str, seed: int) -> None:
     """Each fork computed once per decision and copied for every candidate: the same rollout
-    values, decisions and score as a fresh fork per candidate (issue 23)."""
+    values, decisions and score as a fresh fork per candidate."""
     budget = {"forks": 2, "confirm_forks": 2, "max_candidates": 4}
     ours = _recorded(PlannerAgent(seed, **budget), task_id, seed)
     reference = _recorded(_fresh_branches(PlannerAgent(seed, **budget)), task_id, seed)

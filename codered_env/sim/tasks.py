@@ -72,7 +72,7 @@ TASKS: dict[str, TaskSpec] = {
             "Crisis Surge",
             "advanced",
             phase=1,
-            max_steps=90,  # heuristic needs 48-71 decisions (issue #21; 60 cut 16 of 30 episodes)
+            max_steps=90,  # heuristic needs 48-71 decisions (60 cut 16 of 30 episodes short)
             horizon_min=180,
             disruptions=2,
             mutual_aid_limit=2,
@@ -88,7 +88,7 @@ TASKS: dict[str, TaskSpec] = {
             "Call Queue - Triage",
             "advanced",
             phase=2,
-            max_steps=90,  # heuristic needs 58-77 decisions (issue #7): every caller reachable
+            max_steps=90,  # heuristic needs 58-77 decisions: every caller reachable
             horizon_min=150,
             disruptions=1,
             mutual_aid_limit=1,
@@ -103,7 +103,7 @@ TASKS: dict[str, TaskSpec] = {
             "Cascade Crisis",
             "expert",
             phase=2,
-            max_steps=150,  # heuristic needs 88-131 decisions (issue #7)
+            max_steps=150,  # heuristic needs 88-131 decisions
             horizon_min=180,
             disruptions=2,
             mutual_aid_limit=2,

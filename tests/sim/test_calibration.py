@@ -114,7 +114,7 @@ def _door_to_treatment(procedure: str, specialty: str, condition_seed_task: str,
     return statistics.median(times)
 
 
-# ------------------------------------------------------------------ simulated through play (issue 21)
+# ------------------------------------------------------------------ simulated through play
 class _FixedDestination(HeuristicAgent):
     """The heuristic, every patient sent to one hospital while it is open."""
 

@@ -1,4 +1,4 @@
-"""The fork's speed-ups draw exactly what the plain code drew (issue 23: a cheaper fork, the same twin).
+"""The fork's speed-ups draw exactly what the plain code drew (a cheaper fork, the same twin).
 
 The inlined draw helpers must consume the same numbers from the stream as ``random.Random``'s
 own methods and return the same values; the shadow schedule that drops the calls a fork has

@@ -1,4 +1,4 @@
-"""Nothing about a caller no crew has seen reaches the agent (issue #7).
+"""Nothing about a caller no crew has seen reaches the agent.
 
 Differential test: two worlds that differ only in the hidden truth of the callers (condition,
 reserve, blood type, stroke onset) must give identical observations, text, Gymnasium

@@ -1,5 +1,5 @@
 """The event-driven core never changes an answer: every incremental piece of state equals a full
-rebuild, at every step, for random, heuristic and planner play on every task (issue 23).
+rebuild, at every step, for random, heuristic and planner play on every task.
 
 Checked after every ``CodeRedSim.step`` of every simulation alive (so also the planner's forks
 and rollouts, through a wrapper around ``step``):

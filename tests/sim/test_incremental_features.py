@@ -1,4 +1,4 @@
-"""The Gymnasium adapter's incremental state (issue 9 speed) never changes an observation.
+"""The Gymnasium adapter's incremental state never changes an observation.
 
 ``CodeRedGymEnv`` keeps its feature rows between steps (a slot's memoised discrete part is
 rewritten only when its key changes) and reuses the parsed options of an action type whose legal

@@ -1,5 +1,5 @@
-"""The lazy observation view's incremental parts equal a rebuild from scratch at every step
-(issue 23), for random, heuristic and planner play on every task, the planner's forks and
+"""The lazy observation view's incremental parts equal a rebuild from scratch at every step,
+for random, heuristic and planner play on every task, the planner's forks and
 rollouts included (every ``CodeRedSim.step`` of every simulation alive is checked):
 
 - ``LegalActionsView``: each action type asked alone (``in``, ``[]``, ``get``), in a random

@@ -369,7 +369,7 @@ def test_reserved_blood_takes_its_issue_time() -> None:
         assert sim.world.allocations[-1].ready_at == sim.world.allocations[-1].made_at + 12  # type-specific
 
 
-# ------------------------------------------------------------------------------ issue 8: transfusion service
+# ------------------------------------------------------------------------------ transfusion service
 def _bleeder(task: str = "task3", seed: int = 0) -> tuple[CodeRedSim, str]:
     sim = CodeRedSim(task, seed)
     pid = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
@@ -447,7 +447,7 @@ def test_blood_given_to_stabilise_before_a_transfer_counts_as_used() -> None:
     assert "unneeded_blood" not in sim.grade()["penalties"]
 
 
-# ------------------------------------------------------------------------------ issue 8: hospitals
+# ------------------------------------------------------------------------------ hospitals
 def test_h1_gives_thrombolysis_when_its_cath_lab_is_out_of_service() -> None:
     seed = free_cath_lab_seed()
     sim = CodeRedSim("task1", seed)
@@ -493,7 +493,7 @@ def test_stroke_vitals_show_rising_blood_pressure() -> None:
     assert displayed_vitals(stroke)["sbp"] > stroke.sbp0
 
 
-# ------------------------------------------------------------------------------ response modes (issue #7)
+# ------------------------------------------------------------------------------ response modes
 def _scene_arrival(seed: int, coded: str | None) -> int:
     sim = CodeRedSim("task4", seed)
     if coded:

@@ -1,4 +1,4 @@
-"""One source of truth: clinical and scoring numbers live in params.py (issue 8).
+"""One source of truth: clinical and scoring numbers live in params.py.
 
 The modules that turn parameters into dynamics, grades and views may use only 0 and 1 (and -1).
 The allow-list, each for a reason that has nothing to do with clinical or scoring numbers:

@@ -54,7 +54,7 @@ def test_heuristic_dispatches_transports_and_treats_in_task1() -> None:
 
 @pytest.mark.parametrize("task_id", ["task4", "task5"])
 def test_triage_pays_and_every_caller_is_reachable(task_id: str) -> None:
-    """Issue #7: triaging beats never triaging, and the budget does not end the heuristic's game."""
+    """Triaging beats never triaging, and the budget does not end the heuristic's game."""
     seeds = range(1000, 1020)
     triaged = [run_episode(task_id, s, HeuristicAgent(s)) for s in seeds]
     never = [run_episode(task_id, s, HeuristicAgent(s, triage=False)) for s in seeds]
@@ -64,8 +64,8 @@ def test_triage_pays_and_every_caller_is_reachable(task_id: str) -> None:
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_the_step_budget_never_ends_the_heuristics_game(task_id: str) -> None:
-    """Issue #21's guard on every task: the heuristic ends resolved or at the horizon, never by
-    running out of decisions (task3's 60 cut 16 of 30 episodes short; it is 90 now)."""
+    """On every task the heuristic ends resolved or at the horizon, never by running out of
+    decisions (a task3 budget of 60 cut 16 of 30 episodes short)."""
     for seed in range(1040, 1080):
         sim = CodeRedSim(task_id, seed)
         agent = HeuristicAgent(seed)

@@ -1,4 +1,4 @@
-"""The speed memos (issue 9) never change an answer: memoised and fresh computations agree."""
+"""The speed memos never change an answer: memoised and fresh computations agree."""
 
 from __future__ import annotations
 
