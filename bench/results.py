@@ -65,6 +65,9 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("bench/bench_eval_scaling.py",)),
 }
 TRAINING_DOC = ROOT / "docs" / "TRAINING.md"
+PERFORMANCE_DOC = ROOT / "docs" / "PERFORMANCE.md"
+# which markdown table of a benchmark's output docs/PERFORMANCE.md shows (the file keeps them all)
+SHOWN_TABLE = {"sim": 1}
 
 
 def _git(*args: str) -> str:
@@ -198,6 +201,25 @@ def training() -> None:
     fill(TRAINING_DOC, "training", table)
 
 
+def tables(text: str) -> list[str]:
+    """The markdown tables of ``text``, in order."""
+    found, current = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            found.append("\n".join(current))
+            current = []
+    return found
+
+
+def show_in_performance(name: str) -> None:
+    """Copy the shown table of ``docs/results/bench_<name>.md`` into docs/PERFORMANCE.md."""
+    shown = tables((RESULTS / f"bench_{name}.md").read_text(encoding="utf-8"))
+    if shown:
+        fill(PERFORMANCE_DOC, f"bench_{name}", shown[min(SHOWN_TABLE.get(name, 0), len(shown) - 1)])
+
+
 def bench(name: str) -> None:
     title, argv = BENCHES[name]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -211,6 +233,7 @@ def bench(name: str) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"bench_{name}.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / f'bench_{name}.md'}")
+    show_in_performance(name)
 
 
 def main() -> None:

