@@ -1,8 +1,8 @@
 """CodeRedEnv's oracle for OpenEnv validation (``capabilities.oracle``, form ``script``).
 
-The built-in heuristic agent (``codered_env.agents.heuristic``): the best policy shipped with
-the package that needs no model, far above the no-op and random agents (docs/results/baselines.md;
-the search-based planner scores higher at a cost per decision). It plays
+The built-in heuristic agent (``codered_env.agents.heuristic``): a fast expert rule set, far
+above the no-op and random agents (docs/results/baselines.md; the search-based planner scores
+higher at a cost per decision). It plays
 against a running server over ``/ws`` (``--url``), or in process without one, and prints one
 JSON line per episode: ``{"task_id", "seed", "score", "steps"}``.
 
