@@ -228,8 +228,10 @@ def bench(name: str) -> None:
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     command = f"uv run python bench/results.py bench {name}"
-    text = (header(title, command, load, f"Runs: `python {' '.join(argv)}`")
-            + "\n" + done.stdout.strip() + "\n")
+    body = done.stdout.strip()
+    if not tables(body):  # plain text output: keep its lines as they are
+        body = f"```text\n{body}\n```"
+    text = header(title, command, load, f"Runs: `python {' '.join(argv)}`") + "\n" + body + "\n"
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"bench_{name}.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / f'bench_{name}.md'}")
