@@ -220,13 +220,15 @@ def show_in_performance(name: str) -> None:
         fill(PERFORMANCE_DOC, f"bench_{name}", shown[min(SHOWN_TABLE.get(name, 0), len(shown) - 1)])
 
 
-def bench(name: str) -> None:
+def bench(name: str) -> bool:
+    """Run one benchmark and keep its output; False (and its error on stderr) if it failed."""
     title, argv = BENCHES[name]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     done = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        print(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}", file=sys.stderr)
+        return False
     command = f"uv run python bench/results.py bench {name}"
     body = done.stdout.strip()
     if not tables(body):  # plain text output: keep its lines as they are
@@ -236,6 +238,7 @@ def bench(name: str) -> None:
     (RESULTS / f"bench_{name}.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / f'bench_{name}.md'}")
     show_in_performance(name)
+    return True
 
 
 def main() -> None:
@@ -254,8 +257,9 @@ def main() -> None:
     elif args.what == "training":
         training()
     else:
-        for name in BENCHES if args.name == "all" else (args.name,):
-            bench(name)
+        failed = [name for name in (BENCHES if args.name == "all" else (args.name,)) if not bench(name)]
+        if failed:
+            sys.exit(f"failed: {', '.join(failed)} (their results files were left as they were)")
 
 
 if __name__ == "__main__":
