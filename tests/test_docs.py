@@ -366,3 +366,16 @@ def test_readme_extras_table_names_the_real_extras() -> None:
     section = _text(README).split("## Install", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([\w-]+)` \| ", section, re.M)
     assert set(rows) == extras
+
+
+def test_training_md_states_the_trainers_defaults() -> None:
+    from codered_env.train import TrainConfig
+
+    cfg = TrainConfig()
+    text = " ".join(_text(DOCS / "TRAINING.md").split())
+    arch = "x".join(map(str, cfg.net_arch))
+    lr = f"{cfg.learning_rate:.0e}".replace("e-0", "e-")  # 3e-4
+    assert (f"(MLP {arch} after sb3's Dict flattening), `n_steps` {cfg.n_steps} per env, batch "
+            f"{cfg.batch_size}, {cfg.n_epochs} epochs, lr {lr}, γ {cfg.gamma:g} (`--gamma`;"
+            ) in text
+    assert f"entropy {cfg.ent_coef:g}," in text and f"torch on {cfg.torch_threads} thread" in text
