@@ -1,8 +1,9 @@
-"""Markdown table of ``codered train`` runs (``run.json`` under a folder), for docs/TRAINING.md.
+"""Markdown table of ``codered train`` runs (``run.json`` under a folder), to read a fresh run.
 
-Usage: ``uv run python bench/train_table.py runs/train [--copy docs/training]`` -- with ``--copy``
-each run's curve.csv, curve.png and run.json are copied to ``<dest>/<task>/`` (checkpoints are
-not: they are large and reproducible). CPU minutes are the training process's CPU time
+Usage: ``uv run python bench/train_table.py runs/train [--copy DEST]`` -- with ``--copy`` each
+run's curve.csv, curve.png and run.json are copied to ``DEST/<task>/`` (checkpoints are not: they
+are large and reproducible). The published table is ``bench/results.py training``, over the runs
+kept under docs/results/training/. CPU minutes are the training process's CPU time
 (``cpu_s``: baselines, training and evaluations), independent of other load on the machine.
 """
 
