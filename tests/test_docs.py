@@ -259,6 +259,9 @@ def test_env_spec_matches_the_tasks_and_the_city() -> None:
         t: (TASKS[t].max_steps, TASKS[t].horizon_min) for t in TASK_IDS}
     hospitals = sum(1 for n in city.NODES if n.kind == "hospital")
     assert f"{len(city.NODES)} nodes, {hospitals} of them hospitals" in text
+    project_version = re.search(r'^version = "([^"]+)"', _text(ROOT / "pyproject.toml"), re.M)
+    assert project_version and f"`codered-env` {project_version.group(1)}" in text
+    assert f"## {project_version.group(1)}\n" in _text(ROOT / "CHANGELOG.md")
     for heading in ("Description", "Action space", "Observation space", "Rewards", "Starting state",
                     "Episode end", "Arguments", "Versions"):
         assert f"\n## {heading}\n" in text, heading
