@@ -21,6 +21,10 @@ export const HOSPITAL_FIRST = ["allocate_blood"];  // placed on the hospital car
 export const MAX_BUTTONS = 8;
 export const LIGHT_FILLS = ["en_route", "transporting"];  // statuses whose fill needs dark text
 
+// What the play module does on a click (send an action, select a unit): it fills this in, so
+// the panels and forms call it without importing play.js, which imports them (no import circle).
+export const PLAY = { send: null, selectUnit: null };
+
 export const unitNodes = new Map();
 export const S = { mode: "play", ws: null, waiters: [], task: "task1", seed: 0, actions: [], obs: null,
   control: null, selected: null, log: [], busy: false, autoplay: false, queue: [], grade: null,

@@ -6,7 +6,7 @@ import { setupMap } from "./map.js";
 import { dispatchPairs } from "./actions.js";
 import { drawComponents, render, showControlError } from "./panels.js";
 import { applySuggestion, newEpisode, onMapClick, selectUnit, send, showGlobalError, stopAutoplay, suggest, toggleAutoplay } from "./play.js";
-import { loadFrames, loadStored, loadTrajectory, pause, replayMine, showFrame } from "./replay.js";
+import { loadFrames, loadStored, loadTrajectory, pause, play, replayMine, showFrame } from "./replay.js";
 
 // ---------------------------------------------------------------- modes and keys
 function setMode(mode) {

@@ -1,8 +1,7 @@
 // The side panels: calls, patients, units, hospital cards, status, grade, log; render() draws a step.
-import { $, FADED, NOOP, OFFLINE, OR_LETTER, R, S, STATUS_ABBR, clear, el, extraFields, fixed4, fmtMin, nice } from "./common.js";
+import { $, FADED, NOOP, OFFLINE, OR_LETTER, PLAY, R, S, STATUS_ABBR, clear, el, extraFields, fixed4, fmtMin, nice } from "./common.js";
 import { drawHospitalMarks, drawPeople, drawRoads, drawUnits } from "./map.js";
 import { dispatchForm, dispatchPairs, formsFor, legal } from "./actions.js";
-import { selectUnit } from "./play.js";
 
 // ---------------------------------------------------------------- panels
 function fillList(list, items, render, emptyText) {
@@ -70,7 +69,7 @@ function unitRow(a, dispatchable) {
   head.appendChild(detail);
   if (S.mode === "play" && !OFFLINE && dispatchable.has(a.ambulance_id)) {
     const b = el("button", "small" + (S.selected === a.ambulance_id ? " active" : ""), "select", "select-" + a.ambulance_id);
-    b.addEventListener("click", () => selectUnit(a.ambulance_id));
+    b.addEventListener("click", () => PLAY.selectUnit(a.ambulance_id));
     head.appendChild(b);
   }
   li.appendChild(head);

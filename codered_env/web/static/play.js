@@ -1,9 +1,10 @@
 // Live play over the OpenEnv /ws socket: episodes, actions, advice, autoplay and the final grade.
-import { $, OFFLINE, S, clear, el, fixed4, nice, postJSON } from "./common.js";
+import { $, OFFLINE, PLAY, S, clear, el, fixed4, nice, postJSON } from "./common.js";
 import { dispatchPairs } from "./actions.js";
 import { drawComponents, render, showControlError } from "./panels.js";
 
 // ---------------------------------------------------------------- live play
+Object.assign(PLAY, { send, selectUnit });
 function wsUrl() { return (location.protocol === "https:" ? "wss:" : "ws:") + "//" + location.host + "/ws"; }
 function setConn(text) { $("conn").textContent = text; }
 function connect() {

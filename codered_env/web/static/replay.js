@@ -23,7 +23,7 @@ export function loadFrames(frames, source) {
   drawComponents(null);
   showFrame(0);
 }
-function play() {
+export function play() {
   if (R.index >= R.frames.length - 1) showFrame(0);
   pause();
   R.timer = setInterval(() => showFrame(R.index + 1), 1000 / Number($("speed").value));
