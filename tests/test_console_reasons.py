@@ -63,7 +63,8 @@ def test_an_unknown_rule_or_action_falls_back_to_the_rule_text() -> None:
     fallback = plain_reason(2, {"action_type": "transfer_blood"}, {})
     assert fallback.lower() == RULES[1].lower()
     # Rows missing from the observation never crash a reason.
-    assert "ALS9" in plain_reason(2, {"action_type": "dispatch_als", "ambulance_id": "ALS9", "call_id": "C9"}, {})
+    unknown = {"action_type": "dispatch_als", "ambulance_id": "ALS9", "call_id": "C9"}
+    assert "ALS9" in plain_reason(2, unknown, {})
 
 
 def test_advice_gives_the_rule_and_its_plain_reason() -> None:

@@ -87,7 +87,7 @@ def _dispatch(action: Action, obs: Obs) -> str:
     elif kind == "ALS":
         why = f"No basic (BLS) unit can take it, so {unit_id}, an advanced (ALS) unit, goes."
     else:
-        why = f"{unit_id} is the nearest basic (BLS) unit; advanced (ALS) units stay free for the most critical."
+        why = f"{unit_id} is the nearest basic (BLS) unit; advanced (ALS) units stay free for the sickest."
     return f"{case} is the most urgent case still waiting for a unit. {why}"
 
 
@@ -102,7 +102,7 @@ def _mutual_aid(action: Action, obs: Obs) -> str:
 def _assign(action: Action, obs: Obs) -> str:
     case = _case(obs, action)[0]
     hospital = _row(obs, "hospitals", "hospital_id", action.get("hospital_id"))
-    name = f"{hospital.get('hospital_id')} {hospital.get('name')}".strip() if hospital else action.get("hospital_id")
+    name = f"{hospital['hospital_id']} {hospital.get('name', '')}".strip() if hospital else action.get("hospital_id")
     return (
         f"{case} needs a hospital. {name} promises the best outcome, counting the drive, the care "
         "each hospital can give and how ready it is (crowding, operating rooms, specialists); "
@@ -143,12 +143,13 @@ def _blood(action: Action, obs: Obs) -> str:
     case = _case(obs, action)[0]
     patient = _row(obs, "patients", "patient_id", action.get("patient_id"))
     kind, hospital = action.get("blood_type"), action.get("hospital_id")
+    untyped = " Group O can be given before the blood type is known;"
     if patient.get("blood_type"):
         which = f" {kind} suits {action.get('patient_id')}'s blood type ({patient['blood_type']})."
     elif kind == "O-":
-        which = " Group O can be given before the blood type is known; O-negative is kept for women who may bear children."
+        which = f"{untyped} O-negative is kept for women who may bear children."
     else:
-        which = " Group O can be given before the blood type is known; O-positive spares the scarcer O-negative."
+        which = f"{untyped} O-positive spares the scarcer O-negative."
     return (
         f"{case} is bleeding and will need a transfusion at {hospital}: reserve "
         f"{action.get('units')} units of {kind} there now, so the blood is ready on arrival.{which}"
