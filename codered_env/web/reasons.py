@@ -102,7 +102,7 @@ def _mutual_aid(action: Action, obs: Obs) -> str:
 def _assign(action: Action, obs: Obs) -> str:
     case = _case(obs, action)[0]
     hospital = _row(obs, "hospitals", "hospital_id", action.get("hospital_id"))
-    name = f"{hospital['hospital_id']} {hospital.get('name', '')}".strip() if hospital else action.get("hospital_id")
+    name = f"{action.get('hospital_id')} {hospital.get('name', '')}".strip()
     return (
         f"{case} needs a hospital. {name} promises the best outcome, counting the drive, the care "
         "each hospital can give and how ready it is (crowding, operating rooms, specialists); "
