@@ -15,9 +15,10 @@ from typing import Any
 from codered_env.agents import AGENT_SPECS, make_agent
 from codered_env.replay import replay_frames as replay_frames  # re-exported: the server's route uses it
 from codered_env.replay import replay_sim
-from codered_env.sim import TASKS, CodeRedSim
+from codered_env.sim import CodeRedSim
 from codered_env.sim.catalogue import action_spec
 
+from .briefing import task_briefs
 from .reasons import plain_reason
 
 # Grade keys that stay hidden until the episode is over: the per-patient rows name every
@@ -72,7 +73,5 @@ def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuri
 
 
 def task_menu() -> list[dict[str, Any]]:
-    return [
-        {"task_id": t.task_id, "name": t.name, "phase": t.phase, "max_steps": t.max_steps}
-        for t in TASKS.values()
-    ]
+    """The console's task menu: each task with its goal and what scores (``briefing``)."""
+    return [dict(brief) for brief in task_briefs()]

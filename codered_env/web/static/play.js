@@ -1,7 +1,7 @@
 // Live play over the OpenEnv /ws socket: episodes, actions, advice, autoplay and the final grade.
-import { $, OFFLINE, PLAY, S, clear, el, fixed4, nice, postJSON } from "./common.js";
+import { $, OFFLINE, PLAY, S, clear, el, eventEntry, fixed4, nice, postJSON } from "./common.js";
 import { dispatchPairs } from "./actions.js";
-import { drawComponents, render, showControlError } from "./panels.js";
+import { drawComponents, drawHint, render, showControlError } from "./panels.js";
 
 // ---------------------------------------------------------------- live play
 Object.assign(PLAY, { send, selectUnit });
@@ -57,6 +57,7 @@ export async function newEpisode() {
   S.actions = [];
   S.log = [];
   S.selected = null;
+  S.hint = null;
   S.grade = null;
   S.suggestion = null;
   S.showSuggestion = false;
@@ -82,7 +83,7 @@ function accept(data, action) {
   const obs = data.observation;
   obs.done = Boolean(data.done || obs.done);
   S.obs = obs;
-  (obs.events || []).forEach((text) => S.log.push({ t: obs.clock_min, text }));
+  (obs.events || []).forEach((text) => S.log.push(eventEntry(text, obs.clock_min)));
   if (S.log.length > 400) S.log.splice(0, S.log.length - 400);
   S.lastAction = action;
   S.lastReward = data.reward;
@@ -96,6 +97,7 @@ export async function send(action, controlKey) {
   if (controlKey !== "autoplay") stopAutoplay();
   S.control = controlKey;
   S.selected = null;
+  S.hint = null;
   setBusy(true);
   try {
     const reply = await wsCall({ type: "step", data: action });
@@ -148,9 +150,9 @@ export function suggest() { S.showSuggestion = true; drawSuggestion(); }
 export function applySuggestion() { if (S.suggestion) send(S.suggestion.action, "suggestion"); }
 export function selectUnit(id) {
   S.selected = S.selected === id ? null : id;
-  $("selection").textContent = S.selected ? S.selected + " selected: click a highlighted patient or call (or Esc)."
-    : "Click a unit (or press 1–9), then a patient or call to dispatch it.";
+  S.hint = null;
   if (S.obs) render(S.obs, S.lastAction, S.lastReward, null, S.log);
+  else drawHint();
 }
 function dispatchTo(targetId) {
   const pair = dispatchPairs().find((p) => p.unit === S.selected && p.target === targetId);
@@ -163,7 +165,7 @@ export function onMapClick(event) {
   if (unit) {
     const id = unit.dataset.ambulance;
     if (dispatchPairs().some((p) => p.unit === id)) selectUnit(id);
-    else $("selection").textContent = id + " cannot be dispatched now (no legal dispatch for it).";
+    else { S.hint = id + " cannot be sent now: no legal dispatch for it."; drawHint(); }
     return;
   }
   const target = event.target.closest("[data-target]");
