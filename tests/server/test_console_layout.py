@@ -37,7 +37,8 @@ VIEWPORTS = {"phone": (390, 844), "desktop": (1440, 900)}
 
 def legend_html() -> str:
     page = asset("index.html")
-    return page[page.index('data-testid="legend"'):page.index("</section>", page.index('data-testid="legend"'))]
+    start = page.index('data-testid="legend"')
+    return page[start:page.index("</section>", start)]
 
 
 def expected_legend_ids() -> set[str]:
@@ -79,7 +80,8 @@ def test_every_task_has_a_goal_and_a_short_scoring_line() -> None:
         sentences = [s for s in re.split(r"(?<=[.;])\s", brief["scoring"]) if s.endswith(".")]
         assert 1 <= len(sentences) <= 2 and len(brief["scoring"]) < 330, brief["scoring"]
         assert sum(c["weight"] for c in brief["components"]) == pytest.approx(1, abs=1e-3)
-        assert all(c["what"] != c["name"].replace("_", " ") for c in brief["components"]), "a component without words"
+        unexplained = [c["name"] for c in brief["components"] if c["what"] == c["name"].replace("_", " ")]
+        assert not unexplained, f"grade components without words (web/briefing.py): {unexplained}"
         assert f"{round(100 * brief['components'][0]['weight'])}%" in brief["scoring"]
 
 
@@ -111,8 +113,10 @@ def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
                 or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
 
 
-def step_of(page: Any) -> int:
-    return int((page.text_content("[data-testid=step]") or "0").split("/")[0])
+def wait_step(page: Any, n: int) -> None:
+    page.wait_for_function(
+        "n => parseInt(document.querySelector('[data-testid=step]').textContent) >= n", arg=n
+    )
 
 
 @pytest.mark.parametrize("size", VIEWPORTS)
@@ -126,7 +130,7 @@ def test_a_first_visit(browser: Any, server: RunningServer, size: str) -> None:
     try:
         page.goto(server.base_url + "/web")
         page.wait_for_selector("[data-testid=map-unit-ALS1]")
-        page.wait_for_function("() => document.querySelector('[data-testid=step]').textContent.startsWith('0 /')")
+        wait_step(page, 0)
 
         # The goal and what scores, in the first viewport without scrolling.
         assert page.text_content("[data-testid=goal]") == TASKS["task1"].description
@@ -154,13 +158,13 @@ def test_a_first_visit(browser: Any, server: RunningServer, size: str) -> None:
         assert "ALS1 selected" in (page.text_content("[data-testid=selection-hint]") or "")
         assert page.is_visible("[data-testid=selection-hint]")
         page.click("[data-testid=map-patient-P1]")
-        page.wait_for_function("() => parseInt(document.querySelector('[data-testid=step]').textContent) >= 1")
+        wait_step(page, 1)
         assert page.is_hidden("[data-testid=selection-hint]")
         assert "ALS1" in (page.text_content("[data-testid=patient-status-P1]") or "")
 
         # One clock per event line: the line's own minute, not repeated in its text.
         page.click("[data-testid=advance]")
-        page.wait_for_function("() => parseInt(document.querySelector('[data-testid=step]').textContent) >= 2")
+        wait_step(page, 2)
         lines = page.eval_on_selector_all(
             "[data-testid=events] li:not(.empty)",
             "els => els.map(li => [li.querySelectorAll('.when').length, li.textContent])",
