@@ -180,3 +180,23 @@ def test_a_first_visit(browser: Any, server: RunningServer, size: str) -> None:
         assert errors == []
     finally:
         page.close()
+
+
+def test_the_end_of_an_episode_fits_a_phone(browser: Any, server: RunningServer) -> None:
+    """Autoplay task1 to the end at 390 px: the final grade's tables scroll inside their card,
+    the page still does not scroll sideways."""
+    width, height = VIEWPORTS["phone"]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(server.base_url + "/web?task_id=task1&seed=1")
+        page.wait_for_selector("[data-testid=map-unit-ALS1]")
+        wait_step(page, 0)
+        page.click("[data-testid=autoplay]")
+        page.wait_for_selector("[data-testid=final-patients]")
+        assert page.is_visible("[data-testid=final-score]")
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        card = box(page, "final-grade")
+        assert card["x"] >= 0 and card["x"] + card["width"] <= width
+    finally:
+        page.close()

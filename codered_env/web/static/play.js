@@ -215,6 +215,11 @@ function row(cells, header) {
   cells.forEach(([text, cls]) => tr.appendChild(el(header ? "th" : "td", cls || "", text)));
   return tr;
 }
+function scrollable(table) {  // a wide table scrolls inside its card, never the page
+  const wrap = el("div", "table-scroll");
+  wrap.appendChild(table);
+  return wrap;
+}
 function drawFinal(mine, heuristic) {
   const box = $("final");
   clear(box);
@@ -229,7 +234,7 @@ function drawFinal(mine, heuristic) {
     const show = (v) => (v === null || v === undefined ? "n/a" : Number(v).toFixed(3));
     comps.appendChild(row([[nice(name)], [show((mine.weights || {})[name]), "num"], [show(value), "num"], [show(theirs), "num"]]));
   }
-  box.appendChild(comps);
+  box.appendChild(scrollable(comps));
   const penalties = Object.entries(mine.penalties || {});
   if (penalties.length) box.appendChild(el("div", "muted", "penalties: " + penalties.map(([k, v]) => k + " " + v).join(", ")));
   const patients = el("table", null, null, "final-patients");
@@ -239,6 +244,6 @@ function drawFinal(mine, heuristic) {
       [p.delay_min === null ? "–" : String(p.delay_min), "num"], [String(p.target_min), "num"],
       [Number(p.time_score).toFixed(2), "num"]]));
   });
-  box.appendChild(patients);
+  box.appendChild(scrollable(patients));
   $("final-card").hidden = false;
 }
