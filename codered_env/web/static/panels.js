@@ -114,8 +114,9 @@ export function drawComponents(grade) {
   clear(table);
   if (!grade || !grade.components) return;
   for (const [name, value] of Object.entries(grade.components)) {
-    const tr = el("tr", null, null, "component-" + name);
     const weight = grade.weights ? grade.weights[name] : null;
+    if (value === null && !weight) continue;  // a component this task does not have
+    const tr = el("tr", null, null, "component-" + name);
     tr.appendChild(el("td", null, nice(name)));
     const barCell = el("td");
     const bar = el("span", "cbar");

@@ -230,6 +230,7 @@ function drawFinal(mine, heuristic) {
   const comps = el("table", null, null, "final-components");
   comps.appendChild(row([["component"], ["weight", "num"], ["you", "num"], ["heuristic", "num"]], true));
   for (const [name, value] of Object.entries(mine.components || {})) {
+    if (value === null && !(mine.weights || {})[name]) continue;  // a component this task does not have
     const theirs = (heuristic.components || {})[name];
     const show = (v) => (v === null || v === undefined ? "n/a" : Number(v).toFixed(3));
     comps.appendChild(row([[nice(name)], [show((mine.weights || {})[name]), "num"], [show(value), "num"], [show(theirs), "num"]]));
