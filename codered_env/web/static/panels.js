@@ -165,6 +165,7 @@ function drawOther(obs) {
 let briefed = null;
 function drawBriefing(taskId) {
   const task = TASKS[taskId];
+  $("briefing").hidden = !task;  // a file recorded without the task menu
   if (!task || briefed === taskId) return;
   briefed = taskId;
   $("brief-title").textContent = task.name;
