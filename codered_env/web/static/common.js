@@ -1,4 +1,4 @@
-// Shared by every panel: element lookup, constants, the live (S) and replay (R) state, DOM and fetch helpers.
+// Shared by every panel: element lookup, constants, the live (S) and replay (R) state, DOM and fetch functions.
 
 export const $ = (id) => document.getElementById(id);
 export const EMBEDDED = $("episode-data");

@@ -11,15 +11,15 @@ function connect() {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(wsUrl());
     ws.addEventListener("open", () => { S.ws = ws; setConn("connected"); resolve(ws); });
-    ws.addEventListener("error", () => reject(new Error("cannot open the /ws session")));
+    ws.addEventListener("error", () => reject(new Error("cannot open the /ws connection")));
     ws.addEventListener("message", (event) => {
       const waiter = S.waiters.shift();
       if (waiter) waiter.resolve(JSON.parse(event.data));
     });
     ws.addEventListener("close", () => {
       if (S.ws === ws) S.ws = null;
-      setConn("session closed (it resumes on your next action)");
-      S.waiters.splice(0).forEach((w) => w.reject(new Error("the session closed")));
+      setConn("connection closed (it resumes on your next action)");
+      S.waiters.splice(0).forEach((w) => w.reject(new Error("the connection closed")));
     });
   });
 }
@@ -29,7 +29,7 @@ function wsSend(message) {
     S.ws.send(JSON.stringify(message));
   });
 }
-// A closed session (idle timeout) is re-created by replaying the actions: episodes are deterministic.
+// A closed connection (idle timeout) is re-opened by replaying the actions: episodes are deterministic.
 async function wsCall(message) {
   if (!S.ws) {
     await connect();
