@@ -8,7 +8,8 @@ its reward and its error. Frame 0 is the reset observation, with no action.
 ``render_html(frames, title)`` turns the frames into ONE HTML file (no network access, works
 offline): the browser console of ``GET /web`` (``codered_env/web/static``) in replay mode, with
 its CSS and JavaScript inlined and the frames as JSON in a non-executable
-``<script type="application/json" id="episode-data">`` tag. The server itself never serves this
+``<script type="application/json" id="episode-data">`` tag (with the task menu, for the goal
+and scoring lines). The server itself never serves this
 inlined form (its Content-Security-Policy forbids inline script): ``GET /view`` redirects to
 ``/web?mode=replay``, which loads the same frames from ``GET /web/episode``.
 
@@ -38,6 +39,7 @@ from .replay import record_frames
 from .sim import TASK_IDS, TASKS
 from .web import embed_json as embed_json  # re-exported: the JSON embedding of the replay page
 from .web import offline_page
+from .web.briefing import task_briefs
 from .web.mapsvg import render_svg
 
 
@@ -48,7 +50,12 @@ def render_html(frames: list[dict[str, Any]], title: str) -> str:
     if not frames:
         raise ValueError("no frames to render")
     layout = map_layout()
-    payload = {"title": title, "map": {**layout, "svg": render_svg(layout)}, "frames": frames}
+    payload = {
+        "title": title,
+        "map": {**layout, "svg": render_svg(layout)},
+        "tasks": list(task_briefs()),
+        "frames": frames,
+    }
     return offline_page(payload)
 
 

@@ -1,13 +1,14 @@
-"""Screenshot the /web dispatch console to ``docs/console.png``.
+"""Screenshot the /web dispatch console: ``docs/console.png`` (desktop, 1440x900) and
+``docs/console-phone.png`` (phone, 390x844).
 
 Starts a CodeRedEnv server on a free 127.0.0.1 port, opens ``/web`` in headless Chromium
 (Playwright driving ``/usr/bin/chromium``), plays task5 seed 0 for a few heuristic steps by
-clicking "Suggest" and "Do it", advances the clock, and saves the picture.
+clicking "Suggest" and "Do it", and saves the first screen at each size.
 
 Usage::
 
-    uv run python docs/make_console_screenshot.py              # writes docs/console.png
-    uv run python docs/make_console_screenshot.py --out /tmp/console.png
+    uv run python docs/make_console_screenshot.py              # writes both pictures in docs/
+    uv run python docs/make_console_screenshot.py --out /tmp/console.png --phone-out /tmp/phone.png
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
 
 
 def free_port() -> int:
@@ -45,27 +49,28 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30
     raise SystemExit("the server did not start")
 
 
-def shoot(base: str, out: Path, steps: int) -> None:
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1060})
-        page.goto(base + "/web?task_id=task5&seed=0")
-        page.wait_for_selector("[data-testid=map-unit-ALS1]")
-        page.click("[data-testid=suggest]")
-        for n in range(1, steps + 1):
-            page.wait_for_selector("[data-testid=suggested-action]")
-            page.click("[data-testid=apply-suggestion]")
-            page.wait_for_function(
-                "n => parseInt(document.querySelector('[data-testid=step]').textContent) >= n", arg=n
-            )
-        page.wait_for_timeout(800)
-        page.screenshot(path=str(out))
-        browser.close()
+def shoot(browser: Any, base: str, out: Path, steps: int, viewport: dict[str, int]) -> None:
+    """Play ``steps`` heuristic suggestions of task5 seed 0 and save the first screen."""
+    page = browser.new_page(viewport=viewport)
+    page.goto(base + "/web?task_id=task5&seed=0")
+    page.wait_for_selector("[data-testid=map-unit-ALS1]")
+    page.click("[data-testid=suggest]")
+    for n in range(1, steps + 1):
+        page.wait_for_selector("[data-testid=suggested-action]")
+        page.click("[data-testid=apply-suggestion]")
+        page.wait_for_function(
+            "n => parseInt(document.querySelector('[data-testid=step]').textContent) >= n", arg=n
+        )
+    page.evaluate("window.scrollTo(0, 0)")  # clicking "Do it" scrolled a phone's page down
+    page.wait_for_timeout(800)  # the units' move animation
+    page.screenshot(path=str(out))
+    page.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "console.png")
+    parser.add_argument("--phone-out", type=Path, default=ROOT / "docs" / "console-phone.png")
     parser.add_argument("--steps", type=int, default=14)
     args = parser.parse_args()
     port = free_port()
@@ -74,11 +79,15 @@ def main() -> None:
     try:
         base = f"http://127.0.0.1:{port}"
         wait_healthy(base, proc)
-        shoot(base, args.out, args.steps)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            shoot(browser, base, args.out, args.steps, DESKTOP)
+            shoot(browser, base, args.phone_out, args.steps, PHONE)
+            browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out} and {args.phone_out}")
 
 
 if __name__ == "__main__":

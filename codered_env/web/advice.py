@@ -2,7 +2,8 @@
 
 Everything here is a pure function of (task_id, seed, actions): the console sends the actions
 played so far and gets back the running grade and what a built-in agent would do now (the
-heuristic with the rule behind it), or the frames of a replay. Action
+heuristic with the rule behind it and why, in plain words: ``reasons.plain_reason``), or the
+frames of a replay. Action
 lists are capped by the caller (the route schema), so the work per request is bounded.
 """
 
@@ -12,11 +13,13 @@ import json
 from typing import Any
 
 from codered_env.agents import AGENT_SPECS, make_agent
-from codered_env.agents.heuristic import RULES
 from codered_env.replay import replay_frames as replay_frames  # re-exported: the server's route uses it
 from codered_env.replay import replay_sim
-from codered_env.sim import TASKS, CodeRedSim
+from codered_env.sim import CodeRedSim
 from codered_env.sim.catalogue import action_spec
+
+from .briefing import task_briefs
+from .reasons import plain_reason
 
 # Grade keys that stay hidden until the episode is over: the per-patient rows name every
 # patient's true condition, including callers no crew has reached yet.
@@ -35,31 +38,12 @@ def _running_grade(sim: CodeRedSim) -> dict[str, Any]:
     return {k: v for k, v in grade.items() if k not in _FINAL_ONLY}
 
 
-def _context(action: dict[str, Any], obs: dict[str, Any]) -> str:
-    """What the action is about, in the observation's own words (never hidden information)."""
-    notes = []
-    for call in obs.get("calls", []):
-        if call.get("call_id") in (action.get("call_id"), action.get("target_id")):
-            notes.append(f"{call['call_id']}: \u201c{call['report']}\u201d")
-    for patient in obs.get("patients", []):
-        if patient.get("patient_id") in (action.get("patient_id"), action.get("target_id")):
-            notes.append(f"{patient['patient_id']}: {patient['label']} ({patient['priority']})")
-    return " ".join(notes)
-
-
 def action_help(action: dict[str, Any]) -> str:
     """What the action does: its help text in the action catalogue."""
     try:
         return action_spec(str(action.get("action_type"))).help
     except ValueError:
         return ""
-
-
-def explain(action: dict[str, Any], obs: dict[str, Any], rule: int | None = None) -> str:
-    """Why the heuristic chose ``action`` (rule ``rule`` of ``heuristic.RULES``), what the action
-    does (the catalogue's help) and the call/patient it concerns."""
-    why = f"Rule {rule}: {RULES[rule - 1]}" if rule is not None and 1 <= rule <= len(RULES) else ""
-    return " ".join(part for part in (why, action_help(action), _context(action, obs)) if part)
 
 
 def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuristic") -> dict[str, Any]:
@@ -77,16 +61,17 @@ def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuri
     agent = make_agent(agent_name, seed + sim.step_count)
     agent.reset(task_id, seed)
     action = json.loads(json.dumps(agent.act(obs)))
-    if agent_name == "heuristic":
-        reason = explain(action, obs, getattr(agent, "last_rule", None))
+    suggestion: dict[str, Any] = {"agent": agent_name, "action": action}
+    rule = getattr(agent, "last_rule", None)
+    if agent_name == "heuristic" and rule is not None:
+        suggestion["rule"] = rule
+        suggestion["reason"] = plain_reason(rule, action, obs) or action_help(action)
     else:
-        reason = " ".join(p for p in (agent_summary(agent_name), action_help(action)) if p)
-    answer["suggestion"] = {"agent": agent_name, "action": action, "reason": reason}
+        suggestion["reason"] = " ".join(p for p in (agent_summary(agent_name), action_help(action)) if p)
+    answer["suggestion"] = suggestion
     return answer
 
 
 def task_menu() -> list[dict[str, Any]]:
-    return [
-        {"task_id": t.task_id, "name": t.name, "phase": t.phase, "max_steps": t.max_steps}
-        for t in TASKS.values()
-    ]
+    """The console's task menu: each task with its goal and what scores (``briefing``)."""
+    return [dict(brief) for brief in task_briefs()]

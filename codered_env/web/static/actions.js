@@ -1,6 +1,5 @@
 // Legal actions as forms and buttons on the rows they concern (labels from the catalogue).
-import { HOSPITAL_FIRST, MAX_BUTTONS, NOOP, S, VERB, el, nice } from "./common.js";
-import { send } from "./play.js";
+import { HOSPITAL_FIRST, MAX_BUTTONS, NOOP, PLAY, S, VERB, el, nice } from "./common.js";
 
 // ---------------------------------------------------------------- legal actions
 export function legal() { return (S.mode === "play" && S.obs && !S.obs.done && S.obs.legal_actions) || {}; }
@@ -42,13 +41,13 @@ function actionForm(type, options, fixedParams, key) {
     const base = Object.assign({ action_type: type }, fixedParams);
     if (free.length === 0) {
       const b = el("button", "small", VERB[type] || nice(type), "act-" + type + "-go");
-      b.addEventListener("click", () => send(base, wrap.dataset.control));
+      b.addEventListener("click", () => PLAY.send(base, wrap.dataset.control));
       wrap.appendChild(b);
     } else if (free.length === 1 && option[free[0]].length <= MAX_BUTTONS) {
       option[free[0]].forEach((value) => {
         const b = el("button", "small", String(value), "act-" + type + "-" + value);
         b.title = nice(type) + " " + free[0] + "=" + value;
-        b.addEventListener("click", () => send(Object.assign({}, base, { [free[0]]: value }), wrap.dataset.control));
+        b.addEventListener("click", () => PLAY.send(Object.assign({}, base, { [free[0]]: value }), wrap.dataset.control));
         wrap.appendChild(b);
       });
     } else {
@@ -63,7 +62,7 @@ function actionForm(type, options, fixedParams, key) {
       b.addEventListener("click", () => {
         const action = Object.assign({}, base);
         selects.forEach(([p, s]) => { action[p] = JSON.parse(s.value); });
-        send(action, wrap.dataset.control);
+        PLAY.send(action, wrap.dataset.control);
       });
       wrap.appendChild(b);
     }

@@ -1,17 +1,14 @@
-// Shared by every panel: element lookup, constants, the live (S) and replay (R) state, DOM and fetch helpers.
+// Shared by every panel: element lookup, constants, the live (S) and replay (R) state, DOM and fetch functions.
 
 export const $ = (id) => document.getElementById(id);
 export const EMBEDDED = $("episode-data");
 export const OFFLINE = EMBEDDED !== null;
 export const STATUS_ABBR = { available: "AV", en_route: "ER", on_scene: "OS", transporting: "TR",
   at_hospital: "AH", returning: "RT" };
-export const STATUS_FILL = { available: "#009e73", en_route: "#e69f00", on_scene: "#d55e00",
-  transporting: "#cc79a7", at_hospital: "#0072b2", returning: "#6b7280" };
-export const PRIORITY_FILL = { P1: "#d55e00", P2: "#e69f00", P3: "#c9bc1f", P4: "#009e73" };
-export const OR_FILL = { idle: "#d1d5db", preparing: "#e69f00", ready: "#009e73", in_use: "#0072b2",
-  out_of_service: "#111827" };
+// Colours are CSS classes (console.css: st-<status>, pr-<priority>, or-<state>, spec-<state>),
+// shared by the map, the lists and the legend.
 export const OR_LETTER = { idle: "I", preparing: "P", ready: "R", in_use: "U", out_of_service: "X" };
-export const SPEC_FILL = { on_call: "#e5e7eb", paged: "#fde68a", present: "#009e73", unavailable: "#fee2e2" };
+export const LIGHT_TEXT = ["ready", "in_use", "out_of_service", "present"];  // OR and specialist states on dark fills
 export const OFF_MAP = ["transporting", "transferring"];
 export const FADED = ["treated", "released"];
 // Verbs and the no-op's name come from the server's action catalogue (GET /web/actions).
@@ -21,10 +18,17 @@ export const HOSPITAL_FIRST = ["allocate_blood"];  // placed on the hospital car
 export const MAX_BUTTONS = 8;
 export const LIGHT_FILLS = ["en_route", "transporting"];  // statuses whose fill needs dark text
 
+// What the play module does on a click (send an action, select a unit): it fills this in, so
+// the panels and forms call it without importing play.js, which imports them (no import circle).
+export const PLAY = { send: null, selectUnit: null };
+
+// The task menu with each task's goal and scoring (GET /web/map, or the offline file's copy).
+export const TASKS = {};
+
 export const unitNodes = new Map();
 export const S = { mode: "play", ws: null, waiters: [], task: "task1", seed: 0, actions: [], obs: null,
   control: null, selected: null, log: [], busy: false, autoplay: false, queue: [], grade: null,
-  suggestion: null, showSuggestion: false, adviceSeq: 0, epoch: 0, finalShown: false, error: null };
+  suggestion: null, showSuggestion: false, adviceSeq: 0, epoch: 0, finalShown: false, error: null, hint: null };
 export const R = { frames: [], index: 0, timer: null, source: "" };
 
 export function el(tag, cls, text, testid) {
@@ -45,6 +49,12 @@ export function extraFields(item) {
     !(Array.isArray(v) && !v.length) && !(typeof v === "object" && !Array.isArray(v) && !Object.keys(v).length))
     .map(([k, v]) => nice(k) + ": " + (typeof v === "object" ? JSON.stringify(v) : String(v)));
   return parts.length ? el("div", "muted extra", parts.join(" · ")) : null;
+}
+// An event line "t12 ALS1 dispatched ..." carries its own minute: keep it, once, as the stamp.
+const EVENT_STAMP = /^t(\d+)\s+/;
+export function eventEntry(text, clockMin) {
+  const stamp = EVENT_STAMP.exec(text);
+  return stamp ? { t: Number(stamp[1]), text: text.slice(stamp[0].length) } : { t: clockMin, text };
 }
 export function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
 export function fmtMin(m) { return m === null || m === undefined ? "–" : m + " min"; }

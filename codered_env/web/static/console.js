@@ -1,12 +1,12 @@
 // CodeRedEnv dispatch console: play a live episode over the OpenEnv /ws socket, or replay one.
 // No inline handlers and no eval: every listener is attached here (strict CSP friendly).
 // Entry module; the panels are ES modules beside it (no build step).
-import { $, EMBEDDED, NOOP, OFFLINE, R, S, el, getJSON, setCatalogue } from "./common.js";
+import { $, EMBEDDED, NOOP, OFFLINE, R, S, TASKS, el, getJSON, setCatalogue } from "./common.js";
 import { setupMap } from "./map.js";
 import { dispatchPairs } from "./actions.js";
 import { drawComponents, render, showControlError } from "./panels.js";
 import { applySuggestion, newEpisode, onMapClick, selectUnit, send, showGlobalError, stopAutoplay, suggest, toggleAutoplay } from "./play.js";
-import { loadFrames, loadStored, loadTrajectory, pause, replayMine, showFrame } from "./replay.js";
+import { loadFrames, loadStored, loadTrajectory, pause, play, replayMine, showFrame } from "./replay.js";
 
 // ---------------------------------------------------------------- modes and keys
 function setMode(mode) {
@@ -15,7 +15,7 @@ function setMode(mode) {
   $("mode-replay").setAttribute("aria-pressed", String(mode === "replay"));
   $("play-bar").hidden = mode !== "play";
   $("replay-bar").hidden = mode !== "replay";
-  $("selection").hidden = mode !== "play";
+  $("brief-how").hidden = mode !== "play";
   $("other-card").hidden = false;
   $("final-card").hidden = mode !== "play" || !S.finalShown;
   $("suggestion-card").hidden = mode !== "play" || !S.showSuggestion;
@@ -52,7 +52,13 @@ function onKey(event) {
   const handler = actions[key.length === 1 ? key.toLowerCase() : key];
   if (handler) { event.preventDefault(); handler(); }
 }
+function toggleZoom() {
+  const zoomed = document.querySelector(".map-card").classList.toggle("zoomed");
+  $("map-zoom").setAttribute("aria-pressed", String(zoomed));
+  $("map-zoom").textContent = zoomed ? "Fit map" : "Zoom map";
+}
 function wire() {
+  $("map-zoom").addEventListener("click", toggleZoom);
   $("mode-play").addEventListener("click", () => setMode("play"));
   $("mode-replay").addEventListener("click", () => setMode("replay"));
   $("reset").addEventListener("click", newEpisode);
@@ -83,6 +89,7 @@ function wire() {
 function fillTasks(tasks, chosen) {
   const select = $("task");
   tasks.forEach((t) => {
+    TASKS[t.task_id] = t;
     const o = el("option", null, t.task_id + " · " + t.name + " (phase " + t.phase + ", " + t.max_steps + " steps)");
     o.value = t.task_id;
     select.appendChild(o);
@@ -94,6 +101,7 @@ async function start() {
   if (OFFLINE) {
     const data = JSON.parse(EMBEDDED.textContent);
     setupMap(data.map, onMapClick);
+    (data.tasks || []).forEach((t) => { TASKS[t.task_id] = t; });
     $("title").textContent = data.title;
     $("subtitle").textContent = "Offline replay of what the agent saw, one decision per step.";
     document.querySelector(".modes").hidden = true;

@@ -1,5 +1,5 @@
 // The city map: the server's static SVG, roads, hospital marks, people and units drawn over it.
-import { $, FADED, LIGHT_FILLS, OFFLINE, OFF_MAP, OR_FILL, OR_LETTER, PRIORITY_FILL, S, SPEC_FILL, STATUS_ABBR, STATUS_FILL, clear, edgeId, fmtMin, nice, unitNodes } from "./common.js";
+import { $, FADED, LIGHT_FILLS, LIGHT_TEXT, OFFLINE, OFF_MAP, OR_LETTER, S, STATUS_ABBR, clear, edgeId, fmtMin, nice, unitNodes } from "./common.js";
 
 let MAP = null;
 let svg = null;
@@ -47,19 +47,19 @@ function hospitalMark(h) {
   g.appendChild(svgEl("text", { x: 8, y: 31 }, "ED " + h.occupancy + "/" + h.capacity + " · ICU free " + h.icu_free));
   (h.ors || []).forEach((room, i) => {
     const x = 8 + i * 17;
-    g.appendChild(svgEl("rect", { x: x, y: 40, width: 14, height: 14, rx: 2, fill: OR_FILL[room.state] || "#d1d5db" }));
-    const t = svgEl("text", { x: x + 7, y: 51, "text-anchor": "middle", "font-weight": 700,
-      fill: room.state === "idle" || room.state === "preparing" ? "#1f2937" : "#fff" }, OR_LETTER[room.state] || "?");
+    g.appendChild(svgEl("rect", { x: x, y: 40, width: 14, height: 14, rx: 2, class: "or-" + room.state }));
+    const t = svgEl("text", { x: x + 7, y: 51, class: "box-text" + (LIGHT_TEXT.includes(room.state) ? " light" : "") },
+      OR_LETTER[room.state] || "?");
     tooltip(t, room.or_id + ": " + nice(room.state) + (room.procedure ? " (" + room.procedure + ")" : ""));
     g.appendChild(t);
   });
   Object.entries(h.specialists || {}).forEach(([specialty, info], i) => {
     const x = 100 + i * 19;
-    const box = svgEl("rect", { x: x, y: 40, width: 16, height: 14, rx: 3, fill: SPEC_FILL[info.state] || "#e5e7eb" });
+    const box = svgEl("rect", { x: x, y: 40, width: 16, height: 14, rx: 3, class: "spec-" + info.state });
     tooltip(box, nice(specialty) + ": " + nice(info.state));
     g.appendChild(box);
-    g.appendChild(svgEl("text", { x: x + 8, y: 51, "text-anchor": "middle", "font-weight": 700,
-      fill: info.state === "present" ? "#fff" : "#374151" }, specialty[0].toUpperCase()));
+    g.appendChild(svgEl("text", { x: x + 8, y: 51, class: "box-text" + (LIGHT_TEXT.includes(info.state) ? " light" : "") },
+      specialty[0].toUpperCase()));
   });
   tooltip(g, h.name + ": " + h.occupancy + "/" + h.capacity + " ED beds");
   return g;
@@ -84,15 +84,15 @@ function personMarker(item, x, y, targets) {
     const g = svgEl("g", { class: "person call " + d.status + (isTarget ? " target" : ""),
       "data-target": item.id, "data-testid": "map-call-" + item.id });
     g.appendChild(svgEl("rect", { x: x - 10, y: y - 10, width: 20, height: 20,
-      transform: "rotate(45 " + x + " " + y + ")", fill: PRIORITY_FILL[d.priority] || "#9ca3af" }));
+      transform: "rotate(45 " + x + " " + y + ")", class: "pr-" + (d.priority || "none") }));
     g.appendChild(svgEl("text", { class: "person-label", x: x, y: y + 3.5 }, d.call_id));
     tooltip(g, d.call_id + " (" + (d.priority || "not triaged") + ", " + nice(d.status) + "): " + d.report);
     return g;
   }
   const g = svgEl("g", { class: "person patient " + d.status + (FADED.includes(d.status) ? " faded" : "") +
     (isTarget ? " target" : ""), "data-target": item.id, "data-testid": "map-patient-" + item.id });
-  const fill = d.status === "deceased" ? "#111827" : PRIORITY_FILL[d.priority] || "#9ca3af";
-  g.appendChild(svgEl("circle", { cx: x, cy: y, r: 12, fill: fill }));
+  const colour = d.status === "deceased" ? "deceased" : d.priority || "none";
+  g.appendChild(svgEl("circle", { cx: x, cy: y, r: 12, class: "pr-" + colour }));
   g.appendChild(svgEl("text", { class: "person-label", x: x, y: y + 3.5 }, d.patient_id));
   tooltip(g, d.patient_id + " " + d.label + " (" + d.priority + "): " + nice(d.status));
   return g;
@@ -160,7 +160,7 @@ export function drawUnits(obs, dispatchable) {
     const live = S.mode === "play" && !OFFLINE;
     g.setAttribute("class", "unit " + a.status + (a.mutual_aid ? " mutual" : "") +
       (S.selected === a.ambulance_id ? " selected" : "") + (live && !dispatchable.has(a.ambulance_id) ? " dim" : ""));
-    g.querySelector("rect").setAttribute("fill", STATUS_FILL[a.status] || "#6b7280");
+    g.querySelector("rect").setAttribute("class", "st-" + a.status);
     const label = g.querySelector("text");
     label.textContent = a.ambulance_id + " " + (STATUS_ABBR[a.status] || "?");
     label.classList.toggle("dark", LIGHT_FILLS.includes(a.status));

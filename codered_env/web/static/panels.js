@@ -1,8 +1,7 @@
 // The side panels: calls, patients, units, hospital cards, status, grade, log; render() draws a step.
-import { $, FADED, NOOP, OFFLINE, OR_LETTER, R, S, STATUS_ABBR, clear, el, extraFields, fixed4, fmtMin, nice } from "./common.js";
+import { $, FADED, NOOP, OFFLINE, OR_LETTER, PLAY, R, S, STATUS_ABBR, TASKS, clear, el, extraFields, fixed4, fmtMin, nice } from "./common.js";
 import { drawHospitalMarks, drawPeople, drawRoads, drawUnits } from "./map.js";
 import { dispatchForm, dispatchPairs, formsFor, legal } from "./actions.js";
-import { selectUnit } from "./play.js";
 
 // ---------------------------------------------------------------- panels
 function fillList(list, items, render, emptyText) {
@@ -70,7 +69,7 @@ function unitRow(a, dispatchable) {
   head.appendChild(detail);
   if (S.mode === "play" && !OFFLINE && dispatchable.has(a.ambulance_id)) {
     const b = el("button", "small" + (S.selected === a.ambulance_id ? " active" : ""), "select", "select-" + a.ambulance_id);
-    b.addEventListener("click", () => selectUnit(a.ambulance_id));
+    b.addEventListener("click", () => PLAY.selectUnit(a.ambulance_id));
     head.appendChild(b);
   }
   li.appendChild(head);
@@ -115,8 +114,9 @@ export function drawComponents(grade) {
   clear(table);
   if (!grade || !grade.components) return;
   for (const [name, value] of Object.entries(grade.components)) {
-    const tr = el("tr", null, null, "component-" + name);
     const weight = grade.weights ? grade.weights[name] : null;
+    if (value === null && !weight) continue;  // a component this task does not have
+    const tr = el("tr", null, null, "component-" + name);
     tr.appendChild(el("td", null, nice(name)));
     const barCell = el("td");
     const bar = el("span", "cbar");
@@ -146,7 +146,7 @@ function drawLog(entries) {
   if (!entries.length) { list.appendChild(el("li", "empty", "nothing yet")); return; }
   entries.forEach((e) => {
     const li = el("li");
-    li.append(el("span", "when", "t+" + e.t), document.createTextNode(e.text));
+    li.append(el("span", "when", "t" + e.t), document.createTextNode(e.text));
     list.appendChild(li);
   });
   list.scrollTop = list.scrollHeight;
@@ -161,10 +161,41 @@ function drawOther(obs) {
   formsFor("other", {}, "other", box);
 }
 
+// The first screen: the task's goal and what scores (from the task menu), redrawn when the task changes.
+let briefed = null;
+function drawBriefing(taskId) {
+  const task = TASKS[taskId];
+  $("briefing").hidden = !task;  // a file recorded without the task menu
+  if (!task || briefed === taskId) return;
+  briefed = taskId;
+  $("brief-title").textContent = task.name;
+  $("goal").textContent = task.goal;
+  $("brief-meta").textContent = task.task_id + " · " + task.difficulty + " · " +
+    (task.phase === 2 ? "patients arrive as 108/112 calls" : "every patient known from the start") +
+    " · up to " + task.max_steps + " decisions over " + task.horizon_min + " simulated minutes";
+  $("scoring").textContent = task.scoring;
+  const table = $("scoring-table");
+  clear(table);
+  task.components.forEach((c) => {
+    const tr = el("tr", null, null, "scoring-" + c.name);
+    tr.append(el("td", "num", Math.round(100 * c.weight) + "%"), el("td", null, c.what));
+    table.appendChild(tr);
+  });
+  $("penalties").textContent = task.penalties;
+}
+// What clicking does now: the selected unit, or why a click did nothing; hidden otherwise.
+export function drawHint() {
+  const text = S.selected ? S.selected + " selected: click a highlighted patient or call (Esc to cancel)." : S.hint;
+  $("selection").hidden = S.mode !== "play" || !text;
+  $("selection").textContent = text || "";
+}
+
 export function render(obs, action, reward, error, events) {
   const pairs = S.mode === "play" ? dispatchPairs() : [];
   const dispatchable = new Set(pairs.map((p) => p.unit));
   const targets = new Set(pairs.filter((p) => p.unit === S.selected).map((p) => p.target));
+  drawBriefing(obs.task_id);
+  drawHint();
   drawRoads(obs);
   drawHospitalMarks(obs);
   drawPeople(obs, targets);

@@ -1,24 +1,25 @@
 // Live play over the OpenEnv /ws socket: episodes, actions, advice, autoplay and the final grade.
-import { $, OFFLINE, S, clear, el, fixed4, nice, postJSON } from "./common.js";
+import { $, OFFLINE, PLAY, S, clear, el, eventEntry, fixed4, nice, postJSON } from "./common.js";
 import { dispatchPairs } from "./actions.js";
-import { drawComponents, render, showControlError } from "./panels.js";
+import { drawComponents, drawHint, render, showControlError } from "./panels.js";
 
 // ---------------------------------------------------------------- live play
+Object.assign(PLAY, { send, selectUnit });
 function wsUrl() { return (location.protocol === "https:" ? "wss:" : "ws:") + "//" + location.host + "/ws"; }
 function setConn(text) { $("conn").textContent = text; }
 function connect() {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(wsUrl());
     ws.addEventListener("open", () => { S.ws = ws; setConn("connected"); resolve(ws); });
-    ws.addEventListener("error", () => reject(new Error("cannot open the /ws session")));
+    ws.addEventListener("error", () => reject(new Error("cannot open the /ws connection")));
     ws.addEventListener("message", (event) => {
       const waiter = S.waiters.shift();
       if (waiter) waiter.resolve(JSON.parse(event.data));
     });
     ws.addEventListener("close", () => {
       if (S.ws === ws) S.ws = null;
-      setConn("session closed (it resumes on your next action)");
-      S.waiters.splice(0).forEach((w) => w.reject(new Error("the session closed")));
+      setConn("connection closed (it resumes on your next action)");
+      S.waiters.splice(0).forEach((w) => w.reject(new Error("the connection closed")));
     });
   });
 }
@@ -28,7 +29,7 @@ function wsSend(message) {
     S.ws.send(JSON.stringify(message));
   });
 }
-// A closed session (idle timeout) is re-created by replaying the actions: episodes are deterministic.
+// A closed connection (idle timeout) is re-opened by replaying the actions: episodes are deterministic.
 async function wsCall(message) {
   if (!S.ws) {
     await connect();
@@ -56,6 +57,7 @@ export async function newEpisode() {
   S.actions = [];
   S.log = [];
   S.selected = null;
+  S.hint = null;
   S.grade = null;
   S.suggestion = null;
   S.showSuggestion = false;
@@ -81,7 +83,7 @@ function accept(data, action) {
   const obs = data.observation;
   obs.done = Boolean(data.done || obs.done);
   S.obs = obs;
-  (obs.events || []).forEach((text) => S.log.push({ t: obs.clock_min, text }));
+  (obs.events || []).forEach((text) => S.log.push(eventEntry(text, obs.clock_min)));
   if (S.log.length > 400) S.log.splice(0, S.log.length - 400);
   S.lastAction = action;
   S.lastReward = data.reward;
@@ -95,6 +97,7 @@ export async function send(action, controlKey) {
   if (controlKey !== "autoplay") stopAutoplay();
   S.control = controlKey;
   S.selected = null;
+  S.hint = null;
   setBusy(true);
   try {
     const reply = await wsCall({ type: "step", data: action });
@@ -147,9 +150,9 @@ export function suggest() { S.showSuggestion = true; drawSuggestion(); }
 export function applySuggestion() { if (S.suggestion) send(S.suggestion.action, "suggestion"); }
 export function selectUnit(id) {
   S.selected = S.selected === id ? null : id;
-  $("selection").textContent = S.selected ? S.selected + " selected: click a highlighted patient or call (or Esc)."
-    : "Click a unit (or press 1–9), then a patient or call to dispatch it.";
+  S.hint = null;
   if (S.obs) render(S.obs, S.lastAction, S.lastReward, null, S.log);
+  else drawHint();
 }
 function dispatchTo(targetId) {
   const pair = dispatchPairs().find((p) => p.unit === S.selected && p.target === targetId);
@@ -162,7 +165,7 @@ export function onMapClick(event) {
   if (unit) {
     const id = unit.dataset.ambulance;
     if (dispatchPairs().some((p) => p.unit === id)) selectUnit(id);
-    else $("selection").textContent = id + " cannot be dispatched now (no legal dispatch for it).";
+    else { S.hint = id + " cannot be sent now: no legal dispatch for it."; drawHint(); }
     return;
   }
   const target = event.target.closest("[data-target]");
@@ -212,6 +215,11 @@ function row(cells, header) {
   cells.forEach(([text, cls]) => tr.appendChild(el(header ? "th" : "td", cls || "", text)));
   return tr;
 }
+function scrollable(table) {  // a wide table scrolls inside its card, never the page
+  const wrap = el("div", "table-scroll");
+  wrap.appendChild(table);
+  return wrap;
+}
 function drawFinal(mine, heuristic) {
   const box = $("final");
   clear(box);
@@ -222,11 +230,12 @@ function drawFinal(mine, heuristic) {
   const comps = el("table", null, null, "final-components");
   comps.appendChild(row([["component"], ["weight", "num"], ["you", "num"], ["heuristic", "num"]], true));
   for (const [name, value] of Object.entries(mine.components || {})) {
+    if (value === null && !(mine.weights || {})[name]) continue;  // a component this task does not have
     const theirs = (heuristic.components || {})[name];
     const show = (v) => (v === null || v === undefined ? "n/a" : Number(v).toFixed(3));
     comps.appendChild(row([[nice(name)], [show((mine.weights || {})[name]), "num"], [show(value), "num"], [show(theirs), "num"]]));
   }
-  box.appendChild(comps);
+  box.appendChild(scrollable(comps));
   const penalties = Object.entries(mine.penalties || {});
   if (penalties.length) box.appendChild(el("div", "muted", "penalties: " + penalties.map(([k, v]) => k + " " + v).join(", ")));
   const patients = el("table", null, null, "final-patients");
@@ -236,6 +245,6 @@ function drawFinal(mine, heuristic) {
       [p.delay_min === null ? "–" : String(p.delay_min), "num"], [String(p.target_min), "num"],
       [Number(p.time_score).toFixed(2), "num"]]));
   });
-  box.appendChild(patients);
+  box.appendChild(scrollable(patients));
   $("final-card").hidden = false;
 }

@@ -1,5 +1,5 @@
 // Replay: stepping through recorded frames (a trajectory file, a stored agent's episode or mine).
-import { $, R, S, getJSON, postJSON } from "./common.js";
+import { $, R, S, eventEntry, getJSON, postJSON } from "./common.js";
 import { drawComponents, render } from "./panels.js";
 
 // ---------------------------------------------------------------- replay
@@ -7,7 +7,7 @@ export function showFrame(i) {
   if (!R.frames.length) return;
   R.index = Math.max(0, Math.min(R.frames.length - 1, i));
   const frame = R.frames[R.index];
-  const events = (frame.observation.events || []).map((text) => ({ t: frame.observation.clock_min, text }));
+  const events = (frame.observation.events || []).map((text) => eventEntry(text, frame.observation.clock_min));
   render(frame.observation, frame.action, frame.reward, frame.error, events);
   $("slider").max = R.frames.length - 1;
   $("slider").value = R.index;
@@ -23,7 +23,7 @@ export function loadFrames(frames, source) {
   drawComponents(null);
   showFrame(0);
 }
-function play() {
+export function play() {
   if (R.index >= R.frames.length - 1) showFrame(0);
   pause();
   R.timer = setInterval(() => showFrame(R.index + 1), 1000 / Number($("speed").value));
