@@ -80,6 +80,7 @@ def test_sample_route(server: RunningServer) -> None:
         body = {"split": "eval", "n": 6, "rng_seed": 1, "tiers": [0]}
         reply = http.post("/codered_env/sample", json=body)
         assert reply.status_code == 200 and reply.json()["tasks"] == sample_tasks("eval", 6, 1, [0])
-        assert http.post("/codered_env/sample", json={"split": "eval", "n": 2, "tiers": [7]}).status_code == 400
+        bad_tier = {"split": "eval", "n": 2, "tiers": [7]}
+        assert http.post("/codered_env/sample", json=bad_tier).status_code == 400
         assert http.post("/codered_env/sample", json={"split": "nope", "n": 2}).status_code == 404
         assert http.post("/codered_env/sample", json={"split": "eval", "n": 5000}).status_code == 422
