@@ -14,6 +14,7 @@ import json
 import math
 import secrets
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,9 @@ def collect(base_url: str, token: str, reset: dict[str, Any], actions: list[dict
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[list[RunningServer]]:
-    started = [launch({"OPENENV_VALIDATION_TOKEN": token, "MAX_CONCURRENT_ENVS": "8"}) for token in TOKENS]
+    with ThreadPoolExecutor(len(TOKENS)) as pool:  # the two start-ups overlap
+        started = list(pool.map(lambda token: launch({"OPENENV_VALIDATION_TOKEN": token,
+                                                      "MAX_CONCURRENT_ENVS": "8"}), TOKENS))
     try:
         yield started
     finally:
