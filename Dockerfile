@@ -27,7 +27,7 @@ WORKDIR /app
 
 # Dependencies are resolved from pyproject.toml and installed at build time (no lock file): the
 # distribution openenv-codered (packages codered_env and its AutoEnv alias codered).
-COPY pyproject.toml README.md openenv.yaml ./
+COPY pyproject.toml README.md openenv.yaml hatch_build.py ./
 COPY codered_env ./codered_env
 COPY codered ./codered
 RUN pip install --no-cache-dir . \
