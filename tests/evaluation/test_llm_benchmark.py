@@ -124,3 +124,28 @@ def test_eval_exits_non_zero_when_the_endpoint_is_dead(tmp_path: Path,
     assert "endpoint failed on every step" in ran.output
     with EpisodeStore(tmp_path / "dead.db") as store:
         assert len(store) == 0  # a broken run is not a result
+
+
+def test_a_schema_3_database_is_rebuilt_with_repeat_zero(tmp_path: Path) -> None:
+    import sqlite3
+
+    from codered_env.evaluation import store as store_module
+
+    path = tmp_path / "v3.db"
+    old_table = store_module._EPISODES_TABLE.replace(
+        "    repeat INTEGER NOT NULL DEFAULT 0,\n    outcome TEXT,\n", "").replace(
+        "seed, repeat, package_version", "seed, package_version")
+    columns = store_module._COLUMNS[:-2]
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+        conn.execute(old_table)
+        row = _record(5, 0, 0.4)
+        values = {**row.__dict__, "components": "{}", "llm_stats": None}
+        conn.execute(f"INSERT INTO episodes ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
+                     tuple(values[c] for c in columns))
+    with EpisodeStore(path) as store:
+        (migrated,) = store.records()
+        assert (migrated.seed, migrated.repeat, migrated.outcome) == (5, 0, None)
+        assert store.add(_record(5, 1, 0.2))  # a second run of the same (task, seed) now fits
+        assert len(store) == 2
