@@ -70,7 +70,7 @@ def episode_finish(end_reason: str | None, steps: int, stats: Mapping[str, Any] 
 
 
 def endpoint_failed_whole_episode(outcome: Mapping[str, Any] | None) -> bool:
-    return bool(outcome) and outcome.get("finish_reason") == "endpoint_failure"  # type: ignore[union-attr]
+    return outcome is not None and outcome.get("finish_reason") == "endpoint_failure"
 
 
 def pass_hat_k(successes: Sequence[tuple[int, int]], k: int) -> float | None:
@@ -148,6 +148,7 @@ class BenchmarkRow:
 
     def as_dict(self) -> dict[str, Any]:
         mean, half = self.score()
+        tokens = self.tokens()
         return {
             "model": self.model, "task_id": self.task_id, "endpoint_kind": self.endpoint_kind,
             "sampling": self.sampling, "success_threshold": self.threshold,
@@ -159,8 +160,8 @@ class BenchmarkRow:
             "per_episode": {**{name: self.per_episode(name) for name in COUNTS},
                             "endpoint_partial": sum(bool((r.outcome or {}).get("endpoint_partial"))
                                                     for r in self.records),
-                            "prompt_tokens": self.tokens()["prompt"],
-                            "completion_tokens": self.tokens()["completion"],
+                            "prompt_tokens": tokens["prompt"],
+                            "completion_tokens": tokens["completion"],
                             "wall_time_s": statistics.fmean(r.wall_time_s for r in self.records)},
             "agent_fingerprint": self.records[0].agent_fingerprint,
             "sim_fingerprint": self.records[0].sim_fingerprint,
