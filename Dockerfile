@@ -25,9 +25,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies are resolved from pyproject.toml and installed at build time (no lock file).
-COPY pyproject.toml README.md ./
+# Dependencies are resolved from pyproject.toml and installed at build time (no lock file): the
+# distribution openenv-codered (packages codered_env and its AutoEnv alias codered).
+COPY pyproject.toml README.md openenv.yaml hatch_build.py ./
 COPY codered_env ./codered_env
+COPY codered ./codered
 RUN pip install --no-cache-dir . \
     && useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /usr/sbin/nologin codered \
     && python -c "import codered_env.server.app"

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from codered_env.agents.roster import BUILTIN_AGENTS
+from codered_env.evaluation.benchmark import DEFAULT_SUCCESS_THRESHOLD as DEFAULT_THRESHOLD
 
 AGENTS = ("llm", *BUILTIN_AGENTS)  # the agent registry's built-in agents, and the LLM
 DEFAULT_BENCHMARK = "codered_env"
-DEFAULT_THRESHOLD = 0.1
+ENDPOINT_FAILURE_EXIT = 3  # the model endpoint failed on every step: a broken run, not a result
 
 
 def warn(message: str) -> None:
@@ -196,7 +197,8 @@ def _signals_held() -> Iterator[None]:
 
 def run(args: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> int:
     """Play one episode; prints START/STEP/END on ``out`` whatever happens.  Returns the exit
-    code: 0 when the episode ran, 1 on an error, 130 on an interrupt."""
+    code: 0 when the episode ran, 1 on an error, 3 when the model endpoint failed on every step,
+    130 on an interrupt."""
     from codered_env.evaluation.episode import EpisodeOutcome, LocalEnv, RemoteEnv, play_episode
 
     settings = read_settings(env)
@@ -231,7 +233,27 @@ def run(args: argparse.Namespace, out: TextIO, env: Mapping[str, str]) -> int:
             _report_stats(agent)
         finally:
             _set_sigint(previous)
-    return code
+    return code or _endpoint_failure_code(agent, outcome)
+
+
+def _endpoint_failure_code(agent: Any, outcome: Any) -> int:
+    """``ENDPOINT_FAILURE_EXIT`` (and why, on stderr) when the LLM's endpoint failed on every
+    step, so a script can tell a broken run from a real one; a partial failure is warned about."""
+    from codered_env.evaluation.benchmark import episode_finish
+
+    stats = getattr(agent, "stats", None)
+    if not isinstance(stats, Mapping) or not outcome.steps:
+        return 0
+    finish = episode_finish(None, len(outcome.steps), stats, outcome.invalid_actions, outcome.failure)
+    if finish["finish_reason"] == "endpoint_failure":
+        warn(f"error: the model endpoint failed on every one of the {len(outcome.steps)} step(s) "
+             f"(last error: {getattr(agent, 'last_error', None) or 'unknown'}); the agent played "
+             "maintain_plan throughout, so this run measures nothing")
+        return ENDPOINT_FAILURE_EXIT
+    if finish["endpoint_partial"]:
+        warn(f"warning: the model endpoint failed on {finish['endpoint_failures']} of "
+             f"{len(outcome.steps)} step(s) (maintain_plan was played there)")
+    return 0
 
 
 def _set_sigint(handler: Any) -> Any:

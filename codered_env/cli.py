@@ -174,6 +174,9 @@ def evaluate(
     reuse: Annotated[str, typer.Option(
         help="stored episodes to reuse: match (same agent and simulation fingerprints), "
              "stale (any stored row, even from another agent version or simulation), never")] = "match",
+    repeats: Annotated[int, typer.Option(
+        min=1, help="runs of each (task, seed) for the llm agent, with the model's sampling "
+                    "(pass^k in codered report)")] = 1,
 ) -> None:
     """Evaluate agents over tasks and seeds: a table of mean ± sample std, or --json per episode.
 
@@ -199,10 +202,10 @@ def evaluate(
                               tokens_per_min=tokens_per_min)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    total = len(agent_names) * len(task_ids) * len(seed_list)
+    total = _planned_episodes(agent_names, task_ids, seed_list, repeats, config)
     try:
         summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total,
-                                     reuse)
+                                     reuse, repeats)
     except (StoreError, RuntimeError) as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(code=1) from None
@@ -226,13 +229,36 @@ def evaluate(
     if as_json:
         json.dump(episodes, sys.stdout)
         sys.stdout.write("\n")
-        return
-    out_console.print(_summary_table(episodes, agent_names, task_ids, seed_list))
+    else:
+        out_console.print(_summary_table(episodes, agent_names, task_ids, seed_list))
+    _exit_on_endpoint_failure(summary)
+
+
+def _planned_episodes(agent_names: list[str], task_ids: list[str], seed_list: list[int],
+                      repeats: int, config: LLMConfig | None) -> int:
+    """Episodes in the plan (repeats apply to the llm agent); warns when repeats would all be
+    the same greedy answers."""
+    if repeats > 1 and "llm" in agent_names and config is not None and config.temperature == 0:
+        err_console.print(f"warning: --repeats {repeats} at temperature 0 (CODERED_LLM_TEMPERATURE): "
+                          "the runs differ only where the endpoint itself is not deterministic",
+                          highlight=False, markup=False)
+    runs = sum(repeats if name == "llm" else 1 for name in agent_names)
+    return runs * len(task_ids) * len(seed_list)
+
+
+def _exit_on_endpoint_failure(summary: EvalSummary) -> None:
+    """Exit 3 when the model endpoint failed on every step of an episode (it played the fallback
+    action throughout: a broken run, not a result)."""
+    failed = summary.endpoint_failures
+    if failed:
+        err_console.print(f"error: the model endpoint failed on every step of {failed} episode(s) "
+                          "(see the invalid episodes above; not stored)", highlight=False, markup=False)
+        raise typer.Exit(code=3)
 
 
 def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
                        config: LLMConfig | None, execution: Execution, total: int,
-                       reuse: str = "match") -> EvalSummary:
+                       reuse: str = "match", repeats: int = 1) -> EvalSummary:
     """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
     from .evaluation.evaluate import run_evaluation, stats_line
 
@@ -253,7 +279,7 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
                 progress.console.print(stats, highlight=False, markup=False, soft_wrap=True)
 
         return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
-                              progress=advance, execution=execution, reuse=reuse)
+                              progress=advance, execution=execution, reuse=reuse, repeats=repeats)
 
 
 def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int]) -> Table:

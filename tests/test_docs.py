@@ -354,7 +354,7 @@ def test_no_test_counts_that_drift() -> None:
 
 def test_install_commands_say_the_package_is_not_on_pypi() -> None:
     for name, text in _all_docs():
-        assert not re.search(r"pip install ['\"]?codered-env", text), name
+        assert not re.search(r"pip install ['\"]?(codered-env|openenv-codered)", text), name
     readme = _text(README)
     assert "not published on PyPI" in readme
     assert "keeps only the extras it is given" in readme

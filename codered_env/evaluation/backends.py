@@ -203,7 +203,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise RuntimeError("the ray backend needs Ray: pip install 'codered-env[ray]'") from None
+        raise RuntimeError("the ray backend needs Ray: pip install 'openenv-codered[ray]'") from None
     return ray
 
 

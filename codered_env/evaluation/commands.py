@@ -32,17 +32,37 @@ def report_command(
              "README's tracked table and plots)")] = Path(DEFAULT_OUT),
     version: Annotated[str | None, typer.Option(
         help="package version to report (default: installed, else newest stored)")] = None,
+    threshold: Annotated[float | None, typer.Option(
+        help="score counted as a success for pass^k (default: SUCCESS_THRESHOLD, else 0.1)")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print the leaderboard JSON (docs/LEADERBOARD.md) instead of the markdown")] = False,
 ) -> None:
-    """Markdown table (mean ± sample std per task and agent, with provenance) and PNG plots."""
+    """Markdown table (mean ± sample std per task and agent, with provenance) and PNG plots; for
+    LLM episodes also pass^k, a 95% interval, finish reasons, tokens and wall time."""
     from codered_env.evaluation.report import generate_report
 
     try:
-        report = generate_report(db, out, version)
+        report = generate_report(db, out, version, threshold)
     except StoreError as exc:
         raise _fail(str(exc)) from None
-    sys.stdout.write(report.markdown)
+    if as_json:
+        sys.stdout.write(json.dumps(_leaderboard(db, report.version, threshold), indent=1) + "\n")
+    else:
+        sys.stdout.write(report.markdown)
     typer.echo(f"wrote {report.markdown_path}, {report.scores_png}, {report.components_png}",
                err=True)
+
+
+def _leaderboard(db: Path, version: str, threshold: float | None) -> dict[str, object]:
+    import os
+
+    from codered_env.evaluation.benchmark import leaderboard, threshold_from_env
+    from codered_env.evaluation.store import EpisodeStore
+
+    with EpisodeStore(db) as store:
+        records = store.records(version)
+    chosen = threshold_from_env(os.environ) if threshold is None else threshold
+    return leaderboard(records, chosen, version)
 
 
 def replay_command(

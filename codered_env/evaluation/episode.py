@@ -196,6 +196,7 @@ class EpisodeJob:
     llm_config: Any = None
     requests_per_min: float | None = None
     tokens_per_min: float | None = None
+    repeat: int = 0  # which run of this (task, seed): codered eval --repeats
 
     @property
     def is_llm(self) -> bool:
@@ -359,11 +360,26 @@ def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
         env = LocalEnv()
         outcome = EpisodeOutcome(task_id=job.task_id, seed=job.seed)
         play_episode(env, agent, job.task_id, job.seed, job.max_steps or 10**6, outcome=outcome)
+        end_reason = env.sim.end_reason if env.sim is not None else None
         finish(env, outcome)
     except _JOB_ERRORS as exc:
         return JobResult(job, error=" ".join(str(exc).split())[:200],
                          wall_time_s=time.monotonic() - started)
     wall = time.monotonic() - started
     stats = agent_stats(agent) if job.is_llm else None
-    return JobResult(job, to_record(job.agent, model, outcome, wall, stats, agent),
-                     unanswered=_unanswered(stats, outcome), wall_time_s=wall)
+    record = to_record(job.agent, model, outcome, wall, stats, agent)
+    _mark_outcome(record, job, end_reason, outcome, stats)
+    return JobResult(job, record, unanswered=_unanswered(stats, outcome), wall_time_s=wall)
+
+
+def _mark_outcome(record: EpisodeRecord, job: EpisodeJob, end_reason: str | None,
+                  outcome: EpisodeOutcome, stats: Mapping[str, Any] | None) -> None:
+    """The row's repeat index and how the episode finished (evaluation/benchmark.py)."""
+    from codered_env.evaluation.benchmark import episode_finish
+
+    kind = None
+    if job.is_llm and job.llm_config is not None:
+        kind = "local" if job.llm_config.is_local else "remote"
+    record.repeat = job.repeat
+    record.outcome = episode_finish(end_reason, len(outcome.steps), stats, outcome.invalid_actions,
+                                    outcome.failure, kind)

@@ -8,7 +8,10 @@ fingerprints) is *stale*: it is re-run and overwritten, unless ``reuse="stale"``
 is (``reuse="never"`` re-runs everything).  LLM episodes in which the model could not be reached for more than
 ``MAX_UNANSWERED_FRACTION`` of the steps (network, rate limits, budget, auth) are *not* stored:
 they would measure the network rather than the model.  They are reported as ``invalid`` and will
-be retried by the next run.
+be retried by the next run; an LLM episode in which the endpoint failed on every step is
+counted in ``EvalSummary.endpoint_failures`` (``codered eval`` then exits non-zero).  With
+``repeats=k`` every (task, seed) of the ``llm`` agent is played k times with the model's sampling
+settings, each run stored with its repeat index (the other agents are deterministic: one run).
 
 Episodes run serially, in local worker processes/threads or on Ray (see
 :mod:`codered_env.evaluation.backends`); whatever runs them, this process alone writes the store,
@@ -26,6 +29,7 @@ from typing import Any
 
 from codered_env.evaluation.backends import MIN_PARALLEL_WORK_S
 from codered_env.evaluation.episode import (
+    LLM_AGENT,
     EpisodeJob,
     JobResult,
     to_record,  # noqa: F401  (re-exported: callers used it from here)
@@ -60,6 +64,8 @@ class EvalEvent:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     llm_stats: dict[str, Any] | None = None
+    repeat: int = 0
+    outcome: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any] | None:
         """The episode in the shape of ``runner.EpisodeResult.summary()`` (``None`` when it
@@ -69,7 +75,8 @@ class EvalEvent:
         return {"agent": self.agent, "model": self.model, "task": self.task_id,
                 "seed": self.seed, "score": self.score, "components": self.components,
                 "steps": self.steps, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens}
+                "completion_tokens": self.completion_tokens, "repeat": self.repeat,
+                "outcome": self.outcome}
 
 
 @dataclass
@@ -84,6 +91,14 @@ class EvalSummary:
     stale_rerun: int = 0
     stale_reused: int = 0
     events: list[EvalEvent] = field(default_factory=list)
+
+    @property
+    def endpoint_failures(self) -> int:
+        """Episodes played in this run in which the model endpoint failed on every step."""
+        from codered_env.evaluation.benchmark import endpoint_failed_whole_episode
+
+        return sum(e.status in ("done", "invalid") and endpoint_failed_whole_episode(e.outcome)
+                   for e in self.events)
 
     def episodes(self) -> list[dict[str, Any]]:
         """Every stored episode of this run (new and skipped), as summary dicts."""
@@ -171,6 +186,7 @@ def run_evaluation(
     max_steps: int | None = None,
     execution: Execution | None = None,
     reuse: str = "match",
+    repeats: int = 1,
 ) -> EvalSummary:
     """Evaluate every (agent, task, seed) not stored by the same agent and simulation; store each
     episode as it finishes (see the module docstring for ``reuse``).
@@ -179,9 +195,12 @@ def run_evaluation(
     finished in; ``progress`` sees them as they happen."""
     if reuse not in REUSE_POLICIES:
         raise ValueError(f"unknown reuse policy {reuse!r}; valid: {', '.join(REUSE_POLICIES)}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
     execution = execution or Execution()
     summary = EvalSummary(db_path=str(db_path))
-    plan = [(a, t, s) for a in agents for t in tasks for s in seeds]
+    plan = [(a, t, s, r) for a in agents for t in tasks for s in seeds
+            for r in range(repeats if a == LLM_AGENT else 1)]
     index_of = {key: i for i, key in enumerate(plan, start=1)}
     version = package_version()
     limits = (execution.requests_per_min, execution.tokens_per_min)
@@ -199,11 +218,11 @@ def run_evaluation(
     with EpisodeStore(db_path) as store:
 
         def pending() -> Iterator[EpisodeJob]:
-            for agent_name, task_id, seed in plan:
+            for agent_name, task_id, seed, repeat in plan:
                 job = EpisodeJob(agent_name, task_id, seed, max_steps,
-                                 llm_config if agent_name == "llm" else None, *limits)
+                                 llm_config if agent_name == "llm" else None, *limits, repeat=repeat)
                 stored = None if reuse == "never" else store.get(
-                    agent_name, job.model, task_id, seed, version)
+                    agent_name, job.model, task_id, seed, version, repeat)
                 fresh = stored is not None and expected[agent_name] is not None and \
                     stored.matches(expected[agent_name], simulation)
                 if stored is None or (not fresh and reuse == "match"):
@@ -256,28 +275,34 @@ def stale_reason(record: EpisodeRecord, agent: str | None, simulation: str) -> s
 _COUNTER = {"done": "ran", "skipped": "skipped", "invalid": "invalid", "failed": "failed"}
 
 
-def _event(job: EpisodeJob, index_of: dict[tuple[str, str, int], int], total: int, status: str,
+_PlanKey = tuple[str, str, int, int]  # agent, task, seed, repeat
+
+
+def _event(job: EpisodeJob, index_of: dict[_PlanKey, int], total: int, status: str,
            record: EpisodeRecord | None = None, **extra: Any) -> EvalEvent:
-    base: dict[str, Any] = {"index": index_of[(job.agent, job.task_id, job.seed)], "total": total,
-                            "agent": job.agent, "model": job.model, "task_id": job.task_id,
-                            "seed": job.seed, "status": status}
+    base: dict[str, Any] = {"index": index_of[(job.agent, job.task_id, job.seed, job.repeat)],
+                            "total": total, "agent": job.agent, "model": job.model,
+                            "task_id": job.task_id, "seed": job.seed, "status": status,
+                            "repeat": job.repeat}
     if record is not None:
         base.update(score=record.score, wall_time_s=record.wall_time_s,
                     components=record.components, steps=record.steps,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    llm_stats=record.llm_stats)
+                    llm_stats=record.llm_stats, outcome=record.outcome)
     base.update(extra)
     return EvalEvent(**base)
 
 
 def _store_result(store: EpisodeStore, result: JobResult,
-                  index_of: dict[tuple[str, str, int], int], total: int) -> EvalEvent:
+                  index_of: dict[_PlanKey, int], total: int) -> EvalEvent:
     job = result.job
     if result.record is None:
         return _event(job, index_of, total, "failed", wall_time_s=result.wall_time_s,
                       detail=result.error)
     if result.unanswered > MAX_UNANSWERED_FRACTION:
-        return _event(job, index_of, total, "invalid", result.record,
-                      detail=f"model unreachable on {result.unanswered:.0%} of steps; not stored")
+        whole = result.unanswered >= 1.0
+        reason = ("model endpoint failed on every step" if whole
+                  else f"model unreachable on {result.unanswered:.0%} of steps")
+        return _event(job, index_of, total, "invalid", result.record, detail=f"{reason}; not stored")
     store.add(result.record, replace=True)  # only missing or stale rows are ever run
     return _event(job, index_of, total, "done", result.record)

@@ -394,7 +394,7 @@ def choose_version(store: EpisodeStore, version: str | None) -> str:
 
 
 def generate_report(db_path: str | Path, out_dir: str | Path,
-                    version: str | None = None) -> Report:
+                    version: str | None = None, threshold: float | None = None) -> Report:
     """Write ``report.md``, ``scores.png`` and ``components.png`` into ``out_dir``."""
     if not Path(db_path).is_file():
         raise StoreError(f"{db_path}: no such evaluation database")
@@ -407,7 +407,7 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     out.mkdir(parents=True, exist_ok=True)
     from codered_env.evaluation.provenance import sim_fingerprint
 
-    text = (f"Results from `codered report` ({len(records)} episodes, codered-env {chosen}; "
+    text = (f"Results from `codered report` ({len(records)} episodes, openenv-codered {chosen}; "
             f"score = {SPREAD_LABEL} (n − 1) over the listed seeds). "
             f"{simulation_note(records, sim_fingerprint())}\n\n"
             f"{markdown_table(rows, names)}\n")
@@ -417,6 +417,7 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     tokens = token_table(records)
     if tokens is not None:
         text += f"\nLLM token usage (from the endpoint's `usage`):\n\n{tokens}\n"
+    text += _llm_benchmark_section(records, threshold)
     text += ("\nProvenance (what produced the episodes; `codered eval` reuses a stored episode only "
              f"when both fingerprints match):\n\n{provenance_table(records)}\n")
     report = Report(markdown=text, markdown_path=out / "report.md",
@@ -426,3 +427,13 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
     plot_scores(rows, report.scores_png)
     plot_components(rows, names, report.components_png)
     return report
+
+
+def _llm_benchmark_section(records: Sequence[EpisodeRecord], threshold: float | None) -> str:
+    """pass^k, intervals and finish reasons of the LLM episodes (evaluation/benchmark.py)."""
+    import os
+
+    from codered_env.evaluation.benchmark import benchmark_section, threshold_from_env
+
+    chosen = threshold_from_env(os.environ) if threshold is None else threshold
+    return benchmark_section(records, chosen) or ""

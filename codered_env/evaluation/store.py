@@ -1,4 +1,4 @@
-"""SQLite store of evaluated episodes (one row per agent x model x task x seed x version).
+"""SQLite store of evaluated episodes (one row per agent x model x task x seed x repeat x version).
 
 Schema (``episodes`` table; ``meta`` holds ``schema_version``):
 
@@ -9,7 +9,7 @@ id                 INTEGER  row id
 agent              TEXT     agent name (``noop``, ``random``, ``heuristic``, ``llm``)
 model              TEXT     model name for ``llm``; the agent name otherwise
 task_id, seed      TEXT/INT the episode
-package_version    TEXT     ``codered-env`` version that produced it
+package_version    TEXT     ``openenv-codered`` version that produced it
 score              REAL     final reported score in [0.01, 0.99]
 raw_score          REAL     unclamped score (NULL when unknown)
 components         TEXT     JSON ``{component: float | null}``
@@ -25,16 +25,21 @@ created_at         TEXT     ISO-8601 UTC time the row was written
 agent_fingerprint  TEXT     canonical JSON of the agent's fingerprint (evaluation/provenance.py)
 sim_fingerprint    TEXT     hash of the simulation's source files when the episode was played
 git_commit         TEXT     commit of the checkout that played it (NULL when unknown)
+repeat             INTEGER  which run of this (task, seed) it is, 0.. (``codered eval --repeats``)
+outcome            TEXT     JSON: how the episode finished (evaluation/benchmark.py
+                            ``episode_finish``: finish reason, invalid-format/-action, context-
+                            limit and endpoint-failure counts, endpoint kind); NULL when unknown
 =================  =======  ====================================================================
 
-``UNIQUE(agent, model, task_id, seed, package_version)`` plus ``INSERT OR IGNORE`` means a re-run
+``UNIQUE(agent, model, task_id, seed, repeat, package_version)`` plus ``INSERT OR IGNORE`` means a re-run
 never duplicates an episode; callers check :meth:`EpisodeRecord.matches` before reusing a stored
 row and store a re-run with ``add(record, replace=True)``, which overwrites the stale row.
 
 Only one process writes a database: ``codered eval`` plays episodes in worker processes, threads
 or Ray tasks, but the parent stores every result.  Older schemas are migrated in place when
 opened: version 1 (no token columns) gets them filled from ``llm_stats``; version 2 (no
-provenance) gets the provenance columns as NULL, so its rows count as stale.
+provenance) gets the provenance columns as NULL, so its rows count as stale; version 3 (no
+repeats) is rebuilt with ``repeat`` 0 and ``outcome`` NULL for every row.
 """
 
 from __future__ import annotations
@@ -48,11 +53,10 @@ from typing import Any
 
 from codered_env.evaluation.trajectory import package_version, utc_now
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 DEFAULT_DB = "codered_eval.db"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+_EPISODES_TABLE = """
 CREATE TABLE IF NOT EXISTS episodes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     agent TEXT NOT NULL,
@@ -75,14 +79,16 @@ CREATE TABLE IF NOT EXISTS episodes (
     agent_fingerprint TEXT,
     sim_fingerprint TEXT,
     git_commit TEXT,
-    UNIQUE (agent, model, task_id, seed, package_version)
-);
-"""
+    repeat INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT,
+    UNIQUE (agent, model, task_id, seed, repeat, package_version)
+)"""
+_SCHEMA = f"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);\n{_EPISODES_TABLE};"
 
 _COLUMNS = ("agent", "model", "task_id", "seed", "package_version", "score", "raw_score",
             "components", "steps", "invalid_actions", "agent_errors", "wall_time_s",
             "trajectory", "llm_stats", "prompt_tokens", "completion_tokens", "created_at",
-            "agent_fingerprint", "sim_fingerprint", "git_commit")
+            "agent_fingerprint", "sim_fingerprint", "git_commit", "repeat", "outcome")
 _TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")
 _PROVENANCE_COLUMNS = ("agent_fingerprint", "sim_fingerprint", "git_commit")
 
@@ -122,6 +128,8 @@ class EpisodeRecord:
     agent_fingerprint: str | None = None
     sim_fingerprint: str | None = None
     git_commit: str | None = None
+    repeat: int = 0
+    outcome: dict[str, Any] | None = None
 
     def matches(self, agent_fingerprint: str, sim_fingerprint: str) -> bool:
         """Whether this row was produced by the same agent and simulation (else it is stale;
@@ -134,12 +142,13 @@ class EpisodeRecord:
             if getattr(self, name) is None:
                 setattr(self, name, _token_count(self.llm_stats, name))
 
-    def key(self) -> tuple[str, str, str, int, str]:
-        return (self.agent, self.model, self.task_id, self.seed, self.package_version)
+    def key(self) -> tuple[str, str, str, int, int, str]:
+        return (self.agent, self.model, self.task_id, self.seed, self.repeat, self.package_version)
 
     def _row(self) -> tuple[Any, ...]:
         values = {**self.__dict__, "components": json.dumps(self.components),
-                  "llm_stats": None if self.llm_stats is None else json.dumps(self.llm_stats)}
+                  "llm_stats": None if self.llm_stats is None else json.dumps(self.llm_stats),
+                  "outcome": None if self.outcome is None else json.dumps(self.outcome)}
         return tuple(values[c] for c in _COLUMNS)
 
     @classmethod
@@ -147,6 +156,7 @@ class EpisodeRecord:
         values = {c: row[c] for c in _COLUMNS}
         values["components"] = json.loads(values["components"] or "{}")
         values["llm_stats"] = json.loads(values["llm_stats"]) if values["llm_stats"] else None
+        values["outcome"] = json.loads(values["outcome"]) if values["outcome"] else None
         return cls(**values)
 
 
@@ -174,6 +184,9 @@ class EpisodeStore:
             found = "2"
         if found == "2":
             self._migrate_from_2()
+            found = "3"
+        if found == "3":
+            self._migrate_from_3()
             found = SCHEMA_VERSION
         if found != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {found}, expected {SCHEMA_VERSION}")
@@ -205,6 +218,17 @@ class EpisodeStore:
         """Add the provenance columns; old rows keep NULL there, which reads as stale."""
         with self._conn:
             self._add_missing_columns(_PROVENANCE_COLUMNS, "TEXT")
+            self._conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+
+    def _migrate_from_3(self) -> None:
+        """Rebuild the table with ``repeat`` in the unique key (SQLite cannot alter a constraint):
+        every old row becomes repeat 0 with no outcome."""
+        old = ",".join(_COLUMNS[:-2])
+        with self._conn:
+            self._conn.execute("ALTER TABLE episodes RENAME TO episodes_v3")
+            self._conn.execute(_EPISODES_TABLE)
+            self._conn.execute(f"INSERT INTO episodes ({old}) SELECT {old} FROM episodes_v3")
+            self._conn.execute("DROP TABLE episodes_v3")
             self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
                                (SCHEMA_VERSION,))
 
@@ -218,12 +242,12 @@ class EpisodeStore:
         self.close()
 
     def get(self, agent: str, model: str, task_id: str, seed: int,
-            version: str | None = None) -> EpisodeRecord | None:
+            version: str | None = None, repeat: int = 0) -> EpisodeRecord | None:
         """The stored episode (for this package version), or ``None``."""
         row = self._conn.execute(
             "SELECT * FROM episodes WHERE agent=? AND model=? AND task_id=? AND seed=? "
-            "AND package_version=?",
-            (agent, model, task_id, seed, version or package_version())).fetchone()
+            "AND repeat=? AND package_version=?",
+            (agent, model, task_id, seed, repeat, version or package_version())).fetchone()
         return None if row is None else EpisodeRecord._from_row(row)
 
     def has(self, agent: str, model: str, task_id: str, seed: int,
@@ -249,7 +273,7 @@ class EpisodeStore:
         if version is not None:
             query += " WHERE package_version = ?"
             params = (version,)
-        query += " ORDER BY task_id, agent, model, seed"
+        query += " ORDER BY task_id, agent, model, seed, repeat"
         return [EpisodeRecord._from_row(r) for r in self._conn.execute(query, params)]
 
     def versions(self) -> list[str]:

@@ -30,11 +30,11 @@ class TrajectoryError(ValueError):
 
 
 def package_version() -> str:
-    """The installed ``codered-env`` version (``0+unknown`` when not installed)."""
+    """The installed ``openenv-codered`` version (``0+unknown`` when not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("codered-env")
+        return version("openenv-codered")
     except PackageNotFoundError:
         return "0+unknown"
 

@@ -279,7 +279,7 @@ def readme_text() -> str | None:
     if path.is_file():
         return path.read_text(encoding="utf-8")
     try:
-        return importlib_metadata.metadata("codered-env").get_payload() or None  # type: ignore[attr-defined]
+        return importlib_metadata.metadata("openenv-codered").get_payload() or None  # type: ignore[attr-defined]
     except importlib_metadata.PackageNotFoundError:
         return None
 
@@ -287,6 +287,6 @@ def readme_text() -> str | None:
 @lru_cache(maxsize=1)
 def package_version() -> str:
     try:
-        return importlib_metadata.version("codered-env")
+        return importlib_metadata.version("openenv-codered")
     except importlib_metadata.PackageNotFoundError:
         return "0.0.0"

@@ -9,7 +9,11 @@ split of held-out seeds.
   spec is fully described by ``(task_id, seed)``.
 
 The HTTP routes keep OpenEnv's paths and shapes (``GET /list_environments``,
-``GET /codered_env/splits``, ``POST /codered_env/{tasks,num_tasks,task,task_range}``).
+``GET /codered_env/splits``, ``POST /codered_env/{tasks,num_tasks,task,task_range}``). A task
+spec carries RFC 013's sampling keys: ``difficulty`` (integer tier, 0 = easiest),
+``difficulty_name`` and ``group``. ``POST /codered_env/sample`` draws task specs of a split with
+a seeded uniform or tier sampler (codered_env/sim/sampling.py; the curriculum keeps state, so it
+runs beside the trainer).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from fastapi import Body, FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from codered_env.sim import TASK_IDS, TASKS
+from codered_env.sim.sampling import Episode, TierSampler, UniformSampler
 from codered_env.train import EVAL_SEED_BASE
 
 TRAIN_SEEDS = range(0, EVAL_SEED_BASE)
@@ -43,9 +48,13 @@ class Split:
 SPLITS = {"train": Split("train", "train", TRAIN_SEEDS), "eval": Split("eval", "test", EVAL_SEEDS)}
 
 
+class UnknownSplit(ValueError):
+    pass
+
+
 def _split(name: Any) -> Split:
     if name not in SPLITS:
-        raise ValueError(f"unknown split {str(name)[:40]!r}; splits: {', '.join(SPLITS)}")
+        raise UnknownSplit(f"unknown split {str(name)[:40]!r}; splits: {', '.join(SPLITS)}")
     return SPLITS[name]
 
 
@@ -72,6 +81,8 @@ def get_task(split: str, index: int) -> dict[str, Any]:
         "task_id": task_id,
         "seed": chosen.seeds.start + index // len(TASK_IDS),
         "difficulty": task.difficulty,
+        "difficulty_name": task.difficulty_name,
+        "group": task.group,
         "phase": task.phase,
         "max_steps": task.max_steps,
     }
@@ -81,6 +92,23 @@ def get_task_range(split: str, start: int, stop: int) -> list[dict[str, Any]]:
     size = num_tasks(split)
     stop = min(stop, size, start + MAX_RANGE)
     return [get_task(split, i) for i in range(max(0, start), stop)]
+
+
+def index_of(split: str, episode: Episode) -> int:
+    """The split index of a sampled episode (ValueError when its seed is outside the split)."""
+    seeds = _split(split).seeds
+    if episode.seed not in seeds:
+        raise ValueError(f"seed {episode.seed} is not in split {split!r} "
+                         f"(seeds {seeds.start}-{seeds.stop - 1})")
+    return (episode.seed - seeds.start) * len(TASK_IDS) + TASK_IDS.index(episode.task_id)
+
+
+def sample_tasks(split: str, n: int, rng_seed: int = 0,
+                 tiers: list[int] | None = None) -> list[dict[str, Any]]:
+    """``n`` task specs of ``split`` drawn by a seeded sampler: uniform, or over ``tiers``."""
+    seeds = _split(split).seeds
+    sampler = UniformSampler(seeds, rng_seed) if tiers is None else TierSampler(seeds, tiers, rng_seed)
+    return [get_task(split, index_of(split, e)) for e in sampler.sample(n)]
 
 
 def list_tasks(split: str) -> list[dict[str, Any]]:
@@ -116,6 +144,12 @@ class _TaskBody(_SplitBody):
     index: int = Field(ge=0, le=10**9)
 
 
+class _SampleBody(_SplitBody):
+    n: int = Field(ge=0, le=MAX_RANGE)
+    rng_seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    tiers: list[int] | None = Field(default=None, min_length=1, max_length=10)
+
+
 class _RangeBody(_SplitBody):
     start: int = Field(ge=0, le=10**9)
     stop: int = Field(ge=0, le=10**9)
@@ -124,14 +158,14 @@ class _RangeBody(_SplitBody):
 def _answer(call: Any, *args: Any) -> Any:
     try:
         return call(*args)
-    except ValueError as exc:
+    except UnknownSplit as exc:
         raise HTTPException(404, str(exc)) from None
-    except IndexError as exc:
+    except (IndexError, ValueError) as exc:
         raise HTTPException(400, str(exc)) from None
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"description": "An index outside the split."},
+    400: {"description": "An index outside the split, or a tier no task has."},
     404: {"description": "An unknown split."},
 }
 
@@ -163,3 +197,8 @@ def register_task_routes(app: FastAPI, env_name: str) -> None:
               summary=f"Tasks [start, stop) (at most {MAX_RANGE})")
     async def task_range(body: Annotated[_RangeBody, Body()]) -> dict[str, Any]:
         return {"tasks": _answer(get_task_range, body.split, body.start, body.stop)}
+
+    @app.post(f"/{env_name}/sample", tags=tags, responses=_ERRORS,
+              summary=f"Task specs drawn by a seeded uniform or tier sampler (at most {MAX_RANGE})")
+    async def sample(body: Annotated[_SampleBody, Body()]) -> dict[str, Any]:
+        return {"tasks": _answer(sample_tasks, body.split, body.n, body.rng_seed, body.tiers)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +37,7 @@ from openenv.core.env_server.types import (
 from pydantic import ValidationError
 
 from codered_env.models import CodeRedAction
+from codered_env.server import validation
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import CodeRedEnvironment
 from codered_env.server.errors import compact_errors
@@ -86,6 +87,7 @@ class WsSession:
     tools: ToolSession | None = None
     session_id: str | None = None
     mcp: McpService | None = None
+    validation_state: validation.SocketValidation = field(default_factory=validation.SocketValidation)
 
     def tool_session(self) -> ToolSession:
         if self.tools is None:
@@ -198,7 +200,11 @@ async def handle_frame(session: WsSession, frame: Mapping[str, Any]) -> str:
             'a message must be a JSON object such as {"type": "step", "data": {...}}',
         )
     try:
-        return await _dispatch(session, message)
+        if validation.handles(message):  # OpenEnv's runtime-validation telemetry (validation.py)
+            return validation.answer(session.validation_state, message, session.session_id is not None)
+        reply = await _dispatch(session, message)
+        validation.observe(session.validation_state, message, reply, session.env)
+        return reply
     except _Close:
         raise
     except Exception as exc:  # bad reset arguments, step before reset, closed session, ...

@@ -1,15 +1,27 @@
-"""The five benchmark tasks (docs/MODEL.md#tasks). What varies with the seed is in generator.py."""
+"""The five benchmark tasks (docs/MODEL.md#tasks). What varies with the seed is in generator.py.
+
+Each task has an integer difficulty tier (0 = easiest; the keys task samplers and curricula
+read, sampling.py), the tier's name, and a group: the family of tasks that share a way of
+playing (``known_patients``: phase 1, every patient known at the start; ``call_queue``: phase 2,
+108/112 calls to triage).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# The tiers in order, named as docs/MODEL.md#tasks labels the tasks (design choice: task3 and task4
+# share a tier).
+DIFFICULTY_NAMES: tuple[str, ...] = ("beginner", "intermediate", "advanced", "expert")
+PHASE_GROUPS = {1: "known_patients", 2: "call_queue"}
 
 
 @dataclass(frozen=True)
 class TaskSpec:
     task_id: str
     name: str
-    difficulty: str
+    difficulty: int  # tier 0..3, higher is harder (DIFFICULTY_NAMES)
+    group: str
     phase: int  # 1: patients known at the start; 2: patients arrive as 108/112 calls
     max_steps: int
     horizon_min: int  # the world stops at this clock minute
@@ -18,11 +30,17 @@ class TaskSpec:
     cascades: bool  # secondary casualties, crowding -> diversion (and a news cycle in phase 2)
     description: str
 
+    @property
+    def difficulty_name(self) -> str:
+        return DIFFICULTY_NAMES[self.difficulty]
+
     def as_dict(self) -> dict[str, object]:
         return {
             "task_id": self.task_id,
             "name": self.name,
             "difficulty": self.difficulty,
+            "difficulty_name": self.difficulty_name,
+            "group": self.group,
             "phase": self.phase,
             "max_steps": self.max_steps,
             "horizon_min": self.horizon_min,
@@ -39,7 +57,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec(
             "task1",
             "Cardiac Emergency",
-            "beginner",
+            difficulty=0,
+            group=PHASE_GROUPS[1],
             phase=1,
             max_steps=30,
             horizon_min=150,
@@ -54,7 +73,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec(
             "task2",
             "Multi-Patient Emergency",
-            "intermediate",
+            difficulty=1,
+            group=PHASE_GROUPS[1],
             phase=1,
             max_steps=45,
             horizon_min=160,
@@ -70,7 +90,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec(
             "task3",
             "Crisis Surge",
-            "advanced",
+            difficulty=2,
+            group=PHASE_GROUPS[1],
             phase=1,
             max_steps=90,  # heuristic needs 48-71 decisions (60 cut 16 of 30 episodes short)
             horizon_min=180,
@@ -86,7 +107,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec(
             "task4",
             "Call Queue - Triage",
-            "advanced",
+            difficulty=2,
+            group=PHASE_GROUPS[2],
             phase=2,
             max_steps=90,  # heuristic needs 58-77 decisions: every caller reachable
             horizon_min=150,
@@ -101,7 +123,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec(
             "task5",
             "Cascade Crisis",
-            "expert",
+            difficulty=3,
+            group=PHASE_GROUPS[2],
             phase=2,
             max_steps=150,  # heuristic needs 88-131 decisions
             horizon_min=180,

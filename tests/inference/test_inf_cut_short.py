@@ -113,13 +113,14 @@ def test_interrupt_before_a_step_line_still_prints_it(monkeypatch: pytest.Monkey
 def test_failing_model_endpoint_plays_the_episode_out(fake_llm: FakeOpenAI,
                                                       tmp_path: Path) -> None:
     # Every call fails past its retries: the agent stops calling the model and waits out the
-    # episode, which ends normally (done=true); the final grade is the sum of the rewards.
+    # episode, which ends normally (done=true); the final grade is the sum of the rewards, and
+    # the exit code (3) says the endpoint failed throughout.
     fake_llm.set_script(default={"kind": "status", "code": 500})
     path = tmp_path / "run.jsonl"
     proc = run_script(["--task", "task1", "--seed", "2", "--trajectory", str(path)],
                       llm_env(fake_llm))
     log = parse_run_log(proc.stdout)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert log.dones[-1] == "true" and all("played maintain_plan" in e for e in log.errors)
     rewards = [step.reward for step in Trajectory.load(path).steps]
     assert log.score == pytest.approx(episode.clamp_score(sum(rewards)), abs=5e-4)

@@ -87,7 +87,8 @@ def test_dockerignore_keeps_the_build_context_small() -> None:
     ignored = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     for entry in (".git", ".venv", "uv.lock", "tests"):
         assert entry in ignored
-    for needed in ("pyproject.toml", "README.md", "codered_env"):
+    for needed in ("pyproject.toml", "README.md", "codered_env", "codered", "openenv.yaml",
+                   "hatch_build.py"):
         assert needed not in ignored
 
 

@@ -101,7 +101,7 @@ def test_tasks_lists_five_tasks_and_every_action_schema(http: httpx.Client) -> N
     served = [tasks[t]["max_steps"] for t in tasks]
     assert served == [TASKS[t].max_steps for t in TASK_IDS] == [30, 45, 90, 90, 150]
     for task in tasks.values():
-        assert task["name"] and task["description"] and task["difficulty"]
+        assert task["name"] and task["description"] and task["difficulty_name"]
         assert "maintain_plan" in task["action_types"]
     assert "dispatch_ambulance" in tasks["task1"]["action_types"]
     assert "triage_call" in tasks["task4"]["action_types"]

@@ -8,7 +8,14 @@ from support_server import RunningServer, ws_call
 from websockets.sync.client import connect
 
 from codered_env.server.environment import CodeRedEnvironment
-from codered_env.server.task_api import SPLITS, get_task, get_task_range, list_splits, num_tasks
+from codered_env.server.task_api import (
+    SPLITS,
+    get_task,
+    get_task_range,
+    list_splits,
+    num_tasks,
+    sample_tasks,
+)
 from codered_env.sim import TASK_IDS
 from codered_env.train import EVAL_SEED_BASE
 
@@ -56,3 +63,24 @@ def test_task_routes_and_websocket_reset(server: RunningServer) -> None:
         ws_call(ws, {"type": "reset", "data": {"split": "eval", "index": 3}})
         state = ws_call(ws, {"type": "state"})["data"]
         assert (state["task_id"], state["seed"]) == (task["task_id"], task["seed"])
+
+
+def test_task_specs_carry_rfc_013_sampling_keys_and_samples_are_split_tasks() -> None:
+    spec = get_task("eval", 4)
+    assert (spec["difficulty"], spec["difficulty_name"], spec["group"]) == (3, "expert", "call_queue")
+    drawn = sample_tasks("eval", 12, rng_seed=4, tiers=[2])
+    assert drawn == sample_tasks("eval", 12, rng_seed=4, tiers=[2])
+    assert {t["task_id"] for t in drawn} == {"task3", "task4"}
+    assert all(t == get_task("eval", t["index"]) for t in drawn)  # each is the split's own task
+    assert len({t["task_id"] for t in sample_tasks("train", 10)}) == 5
+
+
+def test_sample_route(server: RunningServer) -> None:
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        body = {"split": "eval", "n": 6, "rng_seed": 1, "tiers": [0]}
+        reply = http.post("/codered_env/sample", json=body)
+        assert reply.status_code == 200 and reply.json()["tasks"] == sample_tasks("eval", 6, 1, [0])
+        bad_tier = {"split": "eval", "n": 2, "tiers": [7]}
+        assert http.post("/codered_env/sample", json=bad_tier).status_code == 400
+        assert http.post("/codered_env/sample", json={"split": "nope", "n": 2}).status_code == 404
+        assert http.post("/codered_env/sample", json={"split": "eval", "n": 5000}).status_code == 422
