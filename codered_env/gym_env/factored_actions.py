@@ -99,14 +99,6 @@ _PARAMETER_INDEX: dict[str, dict[tuple[Any, ...], int]] = {
 }
 
 
-def combo_key(combos: np.ndarray) -> np.ndarray:
-    """One integer per component vector (mixed radix over ``NVEC``), for membership tests."""
-    key = combos[..., 0].astype(np.int64)
-    for k in range(1, len(NVEC)):
-        key = key * NVEC[k] + combos[..., k]
-    return key
-
-
 def encode(wire: Mapping[str, Any], slots: SlotTable) -> np.ndarray:
     """The component vector of a wire action (a ValueError naming what cannot be encoded)."""
     action_type = wire.get("action_type")
@@ -180,9 +172,9 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- legal combinations
 def _option_columns(action_type: str, option: Mapping[str, Sequence[Any]],
-                    slot_of: Mapping[str, int]) -> list[list[int]] | None:
+                    slot_of: Mapping[str, int]) -> list[list[int]]:
     """Per component (unit, case, hospital, parameter), the values one legal option allows
-    (None when an id in it has no slot)."""
+    (a case without a slot is left out)."""
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
     unit = [UNIT_SLOT[u] for u in option[unit_p]] if unit_p else [0]
     if case_p is not None and case_p in option:
@@ -201,22 +193,22 @@ def _option_columns(action_type: str, option: Mapping[str, Sequence[Any]],
     return [unit, case, hospital, parameter]
 
 
-def _type_combos(action_type: str, options: Sequence[Mapping[str, Sequence[Any]]],
-                 slot_of: Mapping[str, int]) -> np.ndarray:
-    """Every legal component vector of one action type (rows), in option order."""
-    type_index = TYPE_INDEX[action_type]
-    parts = []
-    for option in options:
-        columns = _option_columns(action_type, option, slot_of)
-        if columns is None or not all(columns):
-            continue
-        grid = np.meshgrid(*columns, indexing="ij")
-        rows = np.empty((grid[0].size, len(NVEC)), np.int64)
-        rows[:, 0] = type_index
-        for k, g in enumerate(grid, 1):
-            rows[:, k] = g.ravel()
-        parts.append(rows)
-    return np.concatenate(parts) if parts else np.empty((0, len(NVEC)), np.int64)
+def _option_rows(action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]) -> np.ndarray:
+    """Every legal component vector of one option (rows; the last component varies fastest)."""
+    t = TYPE_INDEX[action_type]
+    units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of)
+    rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
+    return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
+
+
+def _option_key(action_type: str, option: Mapping[str, Sequence[Any]]) -> tuple[Any, ...]:
+    return (action_type, *((name, tuple(values)) for name, values in option.items()))
+
+
+_MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
+
+
+_DECISIONS = ACTION_NAMES[1:]
 
 
 class FactoredLegal:
@@ -225,51 +217,59 @@ class FactoredLegal:
     the same option lists while their inputs are the same)."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[Any, np.ndarray]] = {}
-        self.combos = np.zeros((1, len(NVEC)), np.int64)  # maintain_plan
-        self.keys = combo_key(self.combos)
+        self._memo: dict[str, tuple[Any, list[np.ndarray]]] = {}  # type -> (its options, their rows)
+        self._rows: dict[tuple[Any, ...], np.ndarray] = {}  # an option's content -> its rows
+        self.combos = _MAINTAIN_ROW
 
     def reset(self) -> None:
+        """A new episode: slots (and so the rows of an option) start again."""
         self._memo.clear()
+        self._rows.clear()
 
     def update(self, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]],
                slot_of: Mapping[str, int]) -> np.ndarray:
-        """The legal vectors now (rows; ``maintain_plan`` first), from ``legal_actions``."""
+        """The legal vectors now (rows; ``maintain_plan`` first), from ``legal_actions``; every
+        id in ``legal`` has had its slot given (or refused) already, so rows never go stale."""
         parts = [_MAINTAIN_ROW]
-        memo = self._memo
-        for action_type in ACTION_NAMES[1:]:
+        memo, known = self._memo, self._rows
+        for action_type in _DECISIONS:
             options = legal.get(action_type)
             if not options:
                 continue
             kept = memo.get(action_type)
             if kept is None or (kept[0] is not options and kept[0] != options):
-                kept = memo[action_type] = (options, _type_combos(action_type, options, slot_of))
-            if len(kept[1]):
-                parts.append(kept[1])
+                rows = []
+                for option in options:
+                    key = _option_key(action_type, option)
+                    found = known.get(key)
+                    if found is None:
+                        found = known[key] = _option_rows(action_type, option, slot_of)
+                    rows.append(found)
+                kept = memo[action_type] = (options, rows)
+            parts += kept[1]
         self.combos = np.concatenate(parts) if len(parts) > 1 else _MAINTAIN_ROW
-        self.keys = combo_key(self.combos)
         return self.combos
 
     def finish(self) -> np.ndarray:
-        self.combos, self.keys = _MAINTAIN_ROW, combo_key(_MAINTAIN_ROW)
+        self.combos = _MAINTAIN_ROW
         return self.combos
 
     def contains(self, combo: np.ndarray) -> bool:
-        return bool((self.keys == combo_key(combo)).any())
-
-
-_MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
+        return bool((self.combos == combo).all(axis=1).any())
 
 
 def masks_of(combos: np.ndarray, out_flat: np.ndarray, out_types: np.ndarray) -> None:
-    """Write the masks of the legal vectors ``combos``: ``out_flat`` (``sum(NVEC)``,) the legal
-    types and, per other component, the values some legal action uses; ``out_types``
-    (types, ``sum(NVEC[1:])``) the same per chosen type (exact for that type)."""
-    out_flat.fill(False)
+    """Write the masks of the legal vectors ``combos``: ``out_types`` (types, ``sum(NVEC[1:])``)
+    per type, the values of each other component that type's legal actions use (exact for the
+    chosen type); ``out_flat`` (``sum(NVEC)``,) the legal types, then per component the values
+    some legal action uses. Every legal vector marks one value of each component, so a type is
+    legal exactly when its row marks anything."""
     out_types.fill(False)
-    types = combos[:, 0]
-    out_flat[types] = True
-    for k in range(1, len(NVEC)):
-        column = combos[:, k] + (OFFSETS[k] - NVEC[0])
-        out_types[types, column] = True
-        out_flat[column + NVEC[0]] = True
+    width = out_types.shape[1]
+    cells = combos[:, :1] * width + (combos[:, 1:] + _COLUMN_SHIFT)
+    out_types.reshape(-1)[cells.reshape(-1)] = True
+    out_types.any(axis=1, out=out_flat[:NVEC[0]])
+    out_types.any(axis=0, out=out_flat[NVEC[0]:])
+
+
+_COLUMN_SHIFT = np.array(OFFSETS[1:], np.int64) - NVEC[0]  # component k's first column in a type's row

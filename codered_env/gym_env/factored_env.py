@@ -76,9 +76,11 @@ class FactoredCore:
                 "action_mask[:n_types] and each component from type_masks[type]")
         return wire, None
 
-    def info(self) -> dict[str, Any]:
-        sim = self.sim
-        return {"action_mask": self.out["action_mask"].copy(), "type_masks": self.out["type_masks"].copy(),
+    def info(self, obs: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+        """The step's info; its masks are ``obs``'s arrays when given (a copy otherwise)."""
+        sim, masks = self.sim, obs if obs is not None else self.out
+        return {"action_mask": masks["action_mask"] if obs else masks["action_mask"].copy(),
+                "type_masks": masks["type_masks"] if obs else masks["type_masks"].copy(),
                 "legal_actions": self.legal.combos.copy(), "slots": self.features.slots.names(),
                 "score_preview": sim.score_preview, "last_action_error": sim.last_error,
                 "action_error": self.action_error, "step": sim.step_count, "clock_min": sim.clock}
@@ -132,15 +134,17 @@ class CodeRedFactoredEnv(gymnasium.Env):
         super().reset(seed=seed)
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self.core.reset(sim_seed, (options or {}).get("task_id"))
-        return self._obs(), self.core.info()
+        obs = self._obs()
+        return obs, self.core.info(obs)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         reward, done = self.core.step(action)
-        info = self.core.info()
+        obs = self._obs()
+        info = self.core.info(obs)
         if done:
             info["termination_reason"] = self.sim.end_reason
             info["grade"] = self.sim.grade()
-        return self._obs(), reward, done, False, info
+        return obs, reward, done, False, info
 
     def _obs(self) -> dict[str, np.ndarray]:
         return {name: array.copy() for name, array in self._out.items()}

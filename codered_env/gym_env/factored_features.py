@@ -107,6 +107,7 @@ _CALL_START, _REPORT_START, _PATIENT_START = _K[_CALL_PART[0]], _K["age"], _K[_P
 _HOSPITAL_TYPE_ROWS = np.array([TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS])
 _HOSPITAL_MASK_COLUMNS = np.arange(N_HOSPITALS) + OFFSETS[3] - NVEC[0]
 _CAN_START = _H[f"can_{_HOSPITAL_ACTIONS[0]}"]
+_NO_NODE = len(NODE_IDS)  # the index of the all-zero row and column of the padded travel table
 
 
 def _c(x: float) -> float:
@@ -198,6 +199,14 @@ def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
             _c(sum(blood.values()) / 60), *([0.0] * len(_HOSPITAL_ACTIONS))]
 
 
+@functools.lru_cache(maxsize=8192)
+def _unit_row(kind: str, mutual_aid: bool, status: str, eta: int | None, busy: int | None, has_job: bool,
+              held: bool) -> tuple[float, ...]:
+    return (1.0, float(kind == "ALS"), float(mutual_aid), *_one_hot(AMBULANCE_STATES, status),
+            float(status in ("available", "returning")), 0.0 if eta is None else _c(eta / 30),
+            0.0 if busy is None else _c(busy / 30), float(has_job), float(held))
+
+
 class FactoredFeatures:
     """One episode's observation writer (``reset`` between episodes). ``write(view, legal, out)``
     fills the arrays of ``out`` (``new_buffers()`` or a vector env's rows of its batch)."""
@@ -205,7 +214,7 @@ class FactoredFeatures:
     def __init__(self) -> None:
         self.slots = SlotTable()
         self._case_state: dict[int, tuple[Any, ...]] = {}  # slot -> what its row was written from
-        self._case_node = np.full(MAX_CASES, -1, np.intp)
+        self._case_node = np.full(MAX_CASES, _NO_NODE, np.intp)
         self._travel: tuple[Any, np.ndarray] | None = None
         self._hospital_rows: list[Any] = [None] * N_HOSPITALS
         self._hospital_nodes = np.zeros(N_HOSPITALS, np.intp)
@@ -213,7 +222,7 @@ class FactoredFeatures:
     def reset(self, out: Mapping[str, np.ndarray]) -> None:
         self.slots = SlotTable()
         self._case_state.clear()
-        self._case_node.fill(-1)
+        self._case_node.fill(_NO_NODE)
         self._hospital_rows = [None] * N_HOSPITALS
         for array in out.values():
             array.fill(0)
@@ -233,17 +242,17 @@ class FactoredFeatures:
         out["global"][:] = self._global(view)
 
     def _units(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> np.ndarray:
-        units, present = out["units"], out["unit_present"]
-        nodes = np.full(N_UNITS, -1, np.intp)
+        """The unit rows; returns each slot's node index (``_NO_NODE``: absent)."""
+        slots, rows = [], []
+        nodes = np.full(N_UNITS, _NO_NODE, np.intp)
         for a in view["ambulances"]:
             i = UNIT_SLOT[a["ambulance_id"]]
-            status, eta, busy = a["status"], a["eta_min"], a["busy_min"]
-            units[i] = (1.0, float(a["kind"] == "ALS"), float(a["mutual_aid"]), *_one_hot(AMBULANCE_STATES, status),
-                        float(status in ("available", "returning")), 0.0 if eta is None else _c(eta / 30),
-                        0.0 if busy is None else _c(busy / 30),
-                        float(a["patient_id"] is not None or a["call_id"] is not None), float(a["held"]))
-            present[i] = 1
+            rows.append(_unit_row(a["kind"], a["mutual_aid"], a["status"], a["eta_min"], a["busy_min"],
+                                  a["patient_id"] is not None or a["call_id"] is not None, a["held"]))
+            slots.append(i)
             nodes[i] = _NODE[a["node"]]
+        out["units"][slots] = rows
+        out["unit_present"][slots] = 1
         return nodes
 
     def _cases(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
@@ -280,12 +289,12 @@ class FactoredFeatures:
             cases[slot, :_REPORT_START] = (1.0, 0.0, 1.0, float(final), _c(p["minutes_since_call"] / 120),
                                            *_NO_CALL)
             cases[slot, _PATIENT_START:] = _patient_columns(p)
-            node_of[slot] = -1 if final else _NODE[p["node"]]
+            node_of[slot] = _NO_NODE if final else _NODE[p["node"]]
             state[slot] = ("patient", status)
         for slot, kept in list(state.items()):
             if slot not in written and kept[0] == "call":  # a call closed without a patient
                 cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
-                node_of[slot] = -1
+                node_of[slot] = _NO_NODE
                 state[slot] = ("closed",)
 
     def _hospitals(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
@@ -301,18 +310,13 @@ class FactoredFeatures:
     def _travel_minutes(self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]) -> None:
         table = view.travel_minutes()
         if self._travel is None or self._travel[0] is not table:
-            scaled = np.minimum(np.asarray(table, np.float64) / TRAVEL_SCALE_MIN, 1.0).astype(np.float32)
+            scaled = np.zeros((_NO_NODE + 1, _NO_NODE + 1), np.float32)  # padded: absent reads 0
+            scaled[:_NO_NODE, :_NO_NODE] = np.minimum(np.asarray(table, np.float64) / TRAVEL_SCALE_MIN, 1.0)
             self._travel = (table, scaled)
         scaled = self._travel[1]
         cases = self._case_node
-        unit_case, case_hospital = out["unit_case_minutes"], out["case_hospital_minutes"]
-        unit_case.fill(0.0)
-        case_hospital.fill(0.0)
-        active = np.flatnonzero(cases >= 0)
-        if len(active):
-            units = np.flatnonzero(unit_nodes >= 0)
-            unit_case[np.ix_(units, active)] = scaled[np.ix_(unit_nodes[units], cases[active])]
-            case_hospital[active] = scaled[np.ix_(cases[active], self._hospital_nodes)]
+        out["unit_case_minutes"][:] = scaled[unit_nodes[:, None], cases[None, :]]
+        out["case_hospital_minutes"][:] = scaled[cases[:, None], self._hospital_nodes[None, :]]
 
     def _global(self, view: ObservationView) -> list[float]:
         aid = view["mutual_aid"]
