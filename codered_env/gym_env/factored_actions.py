@@ -34,9 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..sim.catalogue import ACTION_NAMES, MAINTAIN_PLAN
-from ..sim.params import BLOOD_TYPES, MAX_BLOOD_UNITS_PER_ACTION, PROCEDURES, SPECIALTIES
-from ..sim.triage import PRIORITIES
+from ..sim.catalogue import ACTION_NAMES, ACTIONS, MAINTAIN_PLAN, ActionSpec, ParamSpec
 from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, OR_IDS, UNIT_IDS, UNIT_SLOT, SlotTable
 
 COMPONENTS: tuple[str, ...] = ("type", "unit", "case", "hospital", "parameter")
@@ -45,43 +43,60 @@ COMPONENTS: tuple[str, ...] = ("type", "unit", "case", "hospital", "parameter")
 TYPE_INDEX: dict[str, int] = {name: i for i, name in enumerate(ACTION_NAMES)}
 
 
-UNITS = tuple(range(1, MAX_BLOOD_UNITS_PER_ACTION + 1))
+def _values(param: ParamSpec) -> tuple[Any, ...]:
+    """Every value a parameter can take (enums, integer ranges, the fixed ids)."""
+    if param.kind == "enum":
+        return param.choices
+    if param.kind == "int":
+        assert param.minimum is not None and param.maximum is not None
+        return tuple(range(param.minimum, param.maximum + 1))
+    return _FIXED[param.id_of or ""]
 
 
-# per action type: the wire parameters its parameter component stands for, and every value of
-# them in parameter-component order (the cross product, the last parameter varying fastest)
+_FIXED = {"hospital": HOSPITAL_IDS, "or": OR_IDS}
+
+
+def _components(spec: ActionSpec) -> tuple[tuple[str | None, str | None, str | None], tuple[str, ...]]:
+    """Which wire parameter of an action goes into the unit, case and hospital components (the
+    first of each kind), and the ones the parameter component stands for (the rest)."""
+    slots: list[str | None] = [None, None, None]
+    rest = []
+    for param in spec.params:
+        component = _SLOT_KINDS.get(param.id_of or "")
+        if component is not None and slots[component] is None:
+            slots[component] = param.name
+        else:
+            rest.append(param.name)
+    return (slots[0], slots[1], slots[2]), tuple(rest)
+
+
+_SLOT_KINDS = {"ambulance": 0, "patient": 1, "call": 1, "patient_or_call": 1, "hospital": 2}
+
+
+_SPLIT = {spec.name: _components(spec) for spec in ACTIONS}
+
+
+#: per action type: the wire parameter in the unit, case and hospital components (None: unused)
+SLOT_PARAMS: dict[str, tuple[str | None, str | None, str | None]] = {n: split[0] for n, split in _SPLIT.items()}
+
+
+#: per action type with a parameter component: the wire parameters it stands for and every
+#: value of them in component order (the cross product, the last parameter varying fastest).
+#: An optional case (``request_mutual_aid``'s target) is parameter 0 (none) or 1 (the case).
 PARAMETER_TABLE: dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]] = {
-    "triage_call": (("priority",), tuple((p,) for p in PRIORITIES)),
-    "prepare_or": (("procedure",), tuple((p,) for p in PROCEDURES)),
-    "page_specialist": (("specialty",), tuple((s,) for s in SPECIALTIES)),
-    "preempt_or": (("or_id",), tuple((o,) for o in OR_IDS)),
-    "allocate_blood": (("blood_type", "units"), tuple(itertools.product(BLOOD_TYPES, UNITS))),
-    "transfer_blood": (("to_hospital_id", "blood_type", "units"),
-                       tuple(itertools.product(HOSPITAL_IDS, BLOOD_TYPES, UNITS))),
-    "request_mutual_aid": ((), ((), ())),  # 0: no target, 1: for the case in the case component
+    spec.name: (_SPLIT[spec.name][1],
+                tuple(itertools.product(*(_values(p) for p in spec.params if p.name in _SPLIT[spec.name][1]))))
+    for spec in ACTIONS if _SPLIT[spec.name][1]
 }
+PARAMETER_TABLE.update({spec.name: ((), ((), ())) for spec in ACTIONS
+                        if any(not p.required and p.name in SLOT_PARAMS[spec.name] for p in spec.params)})
 
 
-# per action type: the wire parameter in the unit, case and hospital components (None: unused)
-SLOT_PARAMS: dict[str, tuple[str | None, str | None, str | None]] = {
-    "maintain_plan": (None, None, None),
-    "dispatch_ambulance": ("ambulance_id", "patient_id", None),
-    "dispatch_als": ("ambulance_id", "call_id", None),
-    "dispatch_bls": ("ambulance_id", "call_id", None),
-    "triage_call": (None, "call_id", None),
-    "assign_hospital": (None, "patient_id", "hospital_id"),
-    "prepare_or": (None, None, "hospital_id"),
-    "page_specialist": (None, None, "hospital_id"),
-    "preempt_or": (None, None, "hospital_id"),
-    "allocate_blood": (None, "patient_id", "hospital_id"),
-    "transfer_blood": (None, None, "from_hospital_id"),
-    "request_mutual_aid": (None, "target_id", None),
-    "query_blood_type": (None, "patient_id", None),
-    "query_or_status": (None, None, "hospital_id"),
-}
+_ALIASES = {spec.name: tuple(a.name for a in spec.aliases) for spec in ACTIONS}
 
 
-assert tuple(SLOT_PARAMS) == ACTION_NAMES, "a row per catalogue action, in its order"
+#: the action types whose case component is optional (parameter 1: given)
+OPTIONAL_CASE = frozenset(n for n, (names, table) in PARAMETER_TABLE.items() if not names and len(table) == 2)
 
 
 N_PARAMETERS = max(len(values) for _, values in PARAMETER_TABLE.values())
@@ -112,13 +127,13 @@ def encode(wire: Mapping[str, Any], slots: SlotTable) -> np.ndarray:
     target = None
     if case_p is not None:
         target = wire.get(case_p)
-        if action_type == "request_mutual_aid":
-            target = wire.get("target_id", wire.get("patient_id", wire.get("call_id")))
-        if target is not None or action_type != "request_mutual_aid":
+        for alias in _ALIASES[action_type]:
+            target = wire.get(alias) if target is None else target
+        if target is not None or action_type not in OPTIONAL_CASE:
             out[2] = _lookup(slots.slot_of, target, case_p)
     if hospital_p is not None:
         out[3] = _lookup(HOSPITAL_SLOT, wire.get(hospital_p), hospital_p)
-    if action_type == "request_mutual_aid":
+    if action_type in OPTIONAL_CASE:
         out[4] = int(target is not None)
     elif action_type in PARAMETER_TABLE:
         names, _ = PARAMETER_TABLE[action_type]
@@ -153,20 +168,20 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
     if unit_p is not None:
         wire[unit_p] = UNIT_IDS[values[1]]
-    if case_p is not None and (action_type != "request_mutual_aid" or values[4] == 1):
+    if case_p is not None and (action_type not in OPTIONAL_CASE or values[4] == 1):
         case_id = slots.wire_id(values[2], case_p)
         if case_id is None:
             raise ValueError(f"{action_type}: case slot {values[2]} holds no {case_p.removesuffix('_id')}")
         wire[case_p] = case_id
     if hospital_p is not None:
         wire[hospital_p] = HOSPITAL_IDS[values[3]]
-    if action_type in PARAMETER_TABLE and action_type != "request_mutual_aid":
+    if action_type in PARAMETER_TABLE and action_type not in OPTIONAL_CASE:
         names, table = PARAMETER_TABLE[action_type]
         if values[4] >= len(table):
             raise ValueError(f"{action_type}: parameter {values[4]} is out of range 0..{len(table) - 1}")
         wire.update(zip(names, table[values[4]], strict=True))
-    elif values[4] > (1 if action_type == "request_mutual_aid" else 0):
-        raise ValueError(f"{action_type}: parameter must be 0{' or 1' if action_type == 'request_mutual_aid' else ''}")
+    elif values[4] > (1 if action_type in OPTIONAL_CASE else 0):
+        raise ValueError(f"{action_type}: parameter must be 0{' or 1' if action_type in OPTIONAL_CASE else ''}")
     return wire
 
 
@@ -182,7 +197,7 @@ def _option_columns(action_type: str, option: Mapping[str, Sequence[Any]],
     else:
         case = [0]
     hospital = [HOSPITAL_SLOT[h] for h in option[hospital_p]] if hospital_p else [0]
-    if action_type == "request_mutual_aid":
+    if action_type in OPTIONAL_CASE:
         parameter = [1 if case_p in option else 0]
     elif action_type in PARAMETER_TABLE:
         names, _ = PARAMETER_TABLE[action_type]

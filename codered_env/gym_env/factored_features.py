@@ -22,7 +22,7 @@ from ..sim.observation import ObservationView
 from ..sim.params import BLOOD_TYPES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
 from ..sim.types import AMBULANCE_STATES, FINAL_PATIENT_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES
-from .factored_actions import NVEC, OFFSETS, TYPE_INDEX, masks_of
+from .factored_actions import NVEC, OFFSETS, SLOT_PARAMS, TYPE_INDEX, masks_of
 from .schema import BYSTANDER_CUE, CONDITION_IDS, LARGEST_STEP_BUDGET, LONGEST_HORIZON_MIN, REPORT_CUES
 from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, UNIT_IDS, UNIT_SLOT, SlotTable
 
@@ -52,9 +52,9 @@ _PATIENT_PART = (
 CASE_COLUMNS: tuple[str, ...] = ("present", "open_call", "patient", "done", "waited", *_CALL_PART,
                                  *_REPORT_PART, *_PATIENT_PART)
 
-# what each hospital can take part in now: its component of these types' exact masks
-_HOSPITAL_ACTIONS = ("assign_hospital", "prepare_or", "page_specialist", "preempt_or", "allocate_blood",
-                     "transfer_blood")
+# what each hospital can take part in now: its component of the exact masks of every action type
+# with a hospital component
+_HOSPITAL_ACTIONS = tuple(name for name, (_, _, hospital) in SLOT_PARAMS.items() if hospital is not None)
 
 HOSPITAL_COLUMNS: tuple[str, ...] = (
     "load", "crowded", "diverted", "diversion_left", *(f"or_{s}" for s in OR_STATES),
