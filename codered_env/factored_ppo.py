@@ -9,7 +9,7 @@ group, pools them with the global features into a trunk, and scores an action (t
     type[t] + unit[u, t] + case[c, t] + hospital[h, t] + parameter[t, p]
     + a[t] * unit_case_minutes[u, c] + b[t] * case_hospital_minutes[c, h]
 
-over the legal vectors only (``info["legal_actions"]``): a softmax over exactly the legal
+over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
 combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
 CPU torch), imported only inside the functions here.
 
@@ -159,8 +159,9 @@ def greedy_grades(policy: Any, task_id: str, seeds: list[int]) -> list[float]:
             obs, info = env.reset(seed=seed)
             done = False
             while not done:
-                logits, _ = policy(*batch_inputs([obs], [info["legal_actions"]]))
-                action = info["legal_actions"][int(logits[0].argmax())]
+                legal = env.legal_actions()
+                logits, _ = policy(*batch_inputs([obs], [legal]))
+                action = legal[int(logits[0].argmax())]
                 obs, _, done, _, info = env.step(action)
             grades.append(float(info["grade"]["score"]))
     return grades
@@ -193,7 +194,7 @@ def heuristic_demonstrations(task_id: str, seeds: list[int]) -> list[tuple[dict[
                 action = env.encode(wire)
             except ValueError:
                 action = env.encode({"action_type": "maintain_plan"})
-            legal = info["legal_actions"]
+            legal = env.legal_actions()
             match = np.flatnonzero((legal == action).all(axis=1))
             if len(match):
                 out.append((obs, legal, int(match[0])))

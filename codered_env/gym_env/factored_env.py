@@ -13,7 +13,7 @@ from gymnasium import spaces
 from ..sim.env import CodeRedSim
 from ..sim.tasks import TASK_IDS, TASKS
 from .factored_actions import NVEC, FactoredLegal, decode, encode
-from .factored_features import FactoredFeatures, factored_observation_space, new_buffers
+from .factored_features import FactoredFeatures, copy_buffers, factored_observation_space, new_buffers
 
 MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is sent to the simulation as
 
@@ -81,7 +81,7 @@ class FactoredCore:
         sim, masks = self.sim, obs if obs is not None else self.out
         return {"action_mask": masks["action_mask"] if obs else masks["action_mask"].copy(),
                 "type_masks": masks["type_masks"] if obs else masks["type_masks"].copy(),
-                "legal_actions": self.legal.combos.copy(), "slots": self.features.slots.names(),
+                "slots": {group: list(names) for group, names in self.features.slots.names().items()},
                 "score_preview": sim.score_preview, "last_action_error": sim.last_error,
                 "action_error": self.action_error, "step": sim.step_count, "clock_min": sim.clock}
 
@@ -105,7 +105,7 @@ class CodeRedFactoredEnv(gymnasium.Env):
       (``unit_case_minutes``, ``case_hospital_minutes``), presence masks and the bool masks
       ``action_mask`` (legal types, then per component the values some legal action uses) and
       ``type_masks`` (per type, the values of each component its legal actions use: exact for
-      the chosen type). ``info["legal_actions"]`` lists every legal component vector.
+      the chosen type). ``legal_actions()`` lists every legal component vector.
     - ``encode(wire_action)`` and ``decode(action)`` convert both ways; ``info["slots"]``
       names the entity in each slot.
     - Reward, start and end as ``CodeRedGymEnv``: the change of the score preview, every end
@@ -147,7 +147,7 @@ class CodeRedFactoredEnv(gymnasium.Env):
         return obs, reward, done, False, info
 
     def _obs(self) -> dict[str, np.ndarray]:
-        return {name: array.copy() for name, array in self._out.items()}
+        return copy_buffers(self._out)
 
     def action_masks(self) -> np.ndarray:
         """The flat component masks (sb3-contrib's MaskablePPO convention for ``MultiDiscrete``)."""

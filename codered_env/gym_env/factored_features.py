@@ -94,7 +94,32 @@ def factored_observation_space() -> spaces.Dict:
 
 
 def new_buffers(batch: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
-    return {name: np.zeros(batch + shape, dtype) for name, (shape, dtype) in SHAPES.items()}
+    """Zeroed arrays of every observation key (leading ``batch`` dimensions), views of one
+    buffer per dtype (``copy_buffers`` copies them in one go)."""
+    sizes: dict[Any, int] = {}
+    for shape, dtype in SHAPES.values():
+        sizes[dtype] = sizes.get(dtype, 0) + int(np.prod(batch + shape))
+    buffers = {dtype: np.zeros(size, dtype) for dtype, size in sizes.items()}
+    out, used = {}, dict.fromkeys(sizes, 0)
+    for name, (shape, dtype) in SHAPES.items():
+        size = int(np.prod(batch + shape))
+        out[name] = buffers[dtype][used[dtype]:used[dtype] + size].reshape(batch + shape)
+        used[dtype] += size
+    return out
+
+
+def copy_buffers(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A copy of ``new_buffers`` arrays: one copy per underlying buffer, then views of it."""
+    copies: dict[int, np.ndarray] = {}
+    out = {}
+    for name, array in arrays.items():
+        base = array.base if array.base is not None else array
+        fresh = copies.get(id(base))
+        if fresh is None:
+            fresh = copies[id(base)] = base.copy()
+        offset = (array.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // array.itemsize
+        out[name] = fresh[offset:offset + array.size].reshape(array.shape)
+    return out
 
 
 def _index(columns: tuple[str, ...]) -> dict[str, int]:

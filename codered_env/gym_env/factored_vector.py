@@ -13,7 +13,7 @@ from gymnasium.vector.utils import batch_space
 
 from .factored_actions import NVEC
 from .factored_env import FactoredCore
-from .factored_features import factored_observation_space, new_buffers
+from .factored_features import copy_buffers, factored_observation_space, new_buffers
 
 _SEED_SPAN = 2**31 - 1
 
@@ -107,7 +107,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         return self._observation(), rewards.copy(), terminated, np.zeros(self.num_envs, bool), infos
 
     def _observation(self) -> dict[str, np.ndarray]:
-        return {name: array.copy() for name, array in self._batch.items()}
+        return copy_buffers(self._batch)
 
     def _infos(self) -> dict[str, Any]:
         return {"score_preview": np.array([core.sim.score_preview for core in self._cores])}

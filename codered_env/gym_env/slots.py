@@ -47,13 +47,14 @@ class SlotTable:
     ``case_patient[k]`` (either None until known; a phase-1 patient has no call); ``slot_of``
     maps each of those ids back to ``k``."""
 
-    __slots__ = ("case_call", "case_patient", "slot_of", "unslotted")
+    __slots__ = ("_names", "case_call", "case_patient", "slot_of", "unslotted")
 
     def __init__(self) -> None:
         self.slot_of: dict[str, int] = {}
         self.case_call: list[str | None] = []
         self.case_patient: list[str | None] = []
         self.unslotted: set[str] = set()
+        self._names: dict[str, list[str | None]] | None = None
 
     def __len__(self) -> int:
         return len(self.case_call)
@@ -63,6 +64,7 @@ class SlotTable:
             self.unslotted.add(call_id or patient_id or "")
             return None
         slot = len(self.case_call)
+        self._names = None
         self.case_call.append(call_id)
         self.case_patient.append(patient_id)
         self.slot_of[call_id or patient_id or ""] = slot
@@ -95,12 +97,16 @@ class SlotTable:
             if slot is not None and self.case_patient[slot] is None:
                 self.case_patient[slot] = patient_id
                 slot_of[patient_id] = slot
+                self._names = None
             else:
                 self._new_slot(None, patient_id)
 
     def names(self) -> dict[str, list[str | None]]:
         """``info["slots"]``: the entity each slot names (units and hospitals by id, a case by
-        its patient id once it has one, else its call id; None: no entity yet)."""
-        cases = [p or c for c, p in zip(self.case_call, self.case_patient, strict=True)]
-        return {"unit": list(UNIT_IDS), "case": cases + [None] * (MAX_CASES - len(cases)),
-                "hospital": list(HOSPITAL_IDS)}
+        its patient id once it has one, else its call id; None: no entity yet). Kept while no
+        slot changes: read only."""
+        if self._names is None:
+            cases = [p or c for c, p in zip(self.case_call, self.case_patient, strict=True)]
+            self._names = {"unit": list(UNIT_IDS), "case": cases + [None] * (MAX_CASES - len(cases)),
+                           "hospital": list(HOSPITAL_IDS)}
+        return self._names

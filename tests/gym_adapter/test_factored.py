@@ -37,7 +37,7 @@ def _concrete(sim: CodeRedSim) -> list[dict[str, Any]]:
 
 
 def _check_masks(env: CodeRedFactoredEnv, obs: dict[str, np.ndarray], info: dict[str, Any], where: str) -> None:
-    legal = info["legal_actions"]
+    legal = env.legal_actions()
     rows = {tuple(int(v) for v in r) for r in legal}
     assert len(rows) == len(legal), (where, "duplicate legal vectors")
     expected = _concrete(env.sim)
@@ -55,8 +55,8 @@ def _check_masks(env: CodeRedFactoredEnv, obs: dict[str, np.ndarray], info: dict
     assert np.array_equal(info["action_mask"], flat) and np.array_equal(env.action_masks(), flat), where
 
 
-def _type_first(info: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-    legal = info["legal_actions"]
+def _type_first(env: CodeRedFactoredEnv, rng: np.random.Generator) -> np.ndarray:
+    legal = env.legal_actions()
     types = np.unique(legal[:, 0])
     rows = legal[legal[:, 0] == types[rng.integers(len(types))]]
     return rows[rng.integers(len(rows))]
@@ -102,7 +102,7 @@ def test_masks_exact_and_slots_stable_under_random_play(task_id: str) -> None:
             watch.check(env, info, where)
             assert env.observation_space.contains(obs), where
             assert not env.core.features.slots.unslotted, where
-            action = _type_first(info, rng) if rng.random() < 0.9 else env.action_space.sample()
+            action = _type_first(env, rng) if rng.random() < 0.9 else env.action_space.sample()
             obs, _, done, truncated, info = env.step(action)
             assert not truncated
             step += 1
@@ -156,10 +156,10 @@ def test_hidden_truth_of_unseen_callers_never_shows(task_id: str) -> None:
         while not real.sim.done:
             for key in obs_a:
                 assert obs_a[key].tobytes() == obs_b[key].tobytes(), (seed, key)
-            assert np.array_equal(info_a["legal_actions"], info_b["legal_actions"])
+            assert np.array_equal(real.legal_actions(), twin.legal_actions())
             assert info_a["slots"] == info_b["slots"]
             compared += 1
-            action = _type_first(info_a, rng)
+            action = _type_first(real, rng)
             obs_a, r_a, *_, info_a = real.step(action)
             obs_b, r_b, *_, info_b = twin.step(action)
             if any(p.visible for env in (real, twin) for p in env.sim.world.patients.values()):
@@ -255,7 +255,7 @@ def test_same_seed_same_actions_same_bytes() -> None:
         env, rng, out = CodeRedFactoredEnv("task5"), np.random.default_rng(1), []
         obs, info = env.reset(seed=5)
         for _ in range(40):
-            obs, reward, done, _, info = env.step(_type_first(info, rng))
+            obs, reward, done, _, info = env.step(_type_first(env, rng))
             out.append((b"".join(a.tobytes() for a in obs.values()), reward))
             if done:
                 break
@@ -277,7 +277,7 @@ def test_flat_action_args_are_the_factored_coding_and_change_nothing(task_id: st
         n = int(info["action_mask"].sum())
         args = info["action_args"]
         assert (args[n:] == -1).all() and (args[:n] >= 0).all()
-        legal = {tuple(r) for r in info_x["legal_actions"].tolist()}
+        legal = {tuple(r) for r in factored.legal_actions().tolist()}
         assert {tuple(r) for r in args[:n].tolist()} <= legal
         for i in range(n):
             assert factored.decode(args[i]) == flat.wire_action(i)
@@ -297,6 +297,9 @@ def test_registered_ids_and_spaces() -> None:
     assert isinstance(env.action_space, gymnasium.spaces.MultiDiscrete)
     assert env.action_space.nvec.tolist() == list(NVEC)
     obs, info = env.reset(seed=0)
+    vec = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("CodeRedFactored-task4-v0")] * 2)
+    _, infos = vec.reset(seed=0)  # the infos merge across envs
+    assert infos["action_mask"].shape == (2, sum(NVEC))
     assert obs["action_mask"].shape == (sum(NVEC),) and obs["action_mask"].dtype == np.bool_
     assert set(info["slots"]) == {"unit", "case", "hospital"} and len(info["slots"]["case"]) == MAX_CASES
     from gymnasium.utils.env_checker import check_env
