@@ -84,13 +84,8 @@ SHAPES: dict[str, tuple[tuple[int, ...], Any]] = {
 
 
 def factored_observation_space() -> spaces.Dict:
-    out = {}
-    for name, (shape, dtype) in SHAPES.items():
-        if dtype is np.float32:
-            out[name] = spaces.Box(0.0, 1.0, shape, np.float32)
-        else:
-            out[name] = spaces.MultiBinary(shape) if dtype is np.int8 else spaces.Box(0, 1, shape, np.bool_)
-    return spaces.Dict(out)
+    """Every array is a ``Box`` in [0, 1] (float32 features, int8 presence, bool masks)."""
+    return spaces.Dict({name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in SHAPES.items()})
 
 
 def new_buffers(batch: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
