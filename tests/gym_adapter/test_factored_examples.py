@@ -1,9 +1,10 @@
 """The factored interface's library examples run (each skips when its library is missing; the
-RLlib one starts a local Ray instance, so it is also behind the slow marker)."""
+RLlib one starts a local Ray instance, so it also needs ``CODERED_SLOW=1``)."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,8 @@ def test_torchrl_action_mask_example() -> None:
 
 @pytest.mark.slow
 def test_rllib_action_masking_example() -> None:
+    if os.environ.get("CODERED_SLOW") != "1":
+        pytest.skip("slow test (starts a local Ray instance): set CODERED_SLOW=1 to run it")
     _needs("torch", "ray")
     _needs("ray.rllib")
     out = _run("rllib_factored.py", "--task", "task1", "--iterations", "1", timeout=900)
