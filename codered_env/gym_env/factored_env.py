@@ -13,7 +13,7 @@ from gymnasium import spaces
 from ..sim.env import CodeRedSim
 from ..sim.tasks import TASK_IDS, TASKS
 from .factored_actions import NVEC, FactoredLegal, decode, encode
-from .factored_features import FactoredFeatures, copy_buffers, factored_observation_space, new_buffers
+from .factored_features import Buffers, FactoredFeatures, factored_observation_space
 
 MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is sent to the simulation as
 
@@ -118,7 +118,8 @@ class CodeRedFactoredEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.action_space = spaces.MultiDiscrete(np.array(NVEC, np.int64))
         self.observation_space = factored_observation_space()
-        self._out = new_buffers()
+        self._buffers = Buffers()
+        self._out = self._buffers.arrays
         self.core = FactoredCore(task_id, self._out)
 
     @property
@@ -147,7 +148,7 @@ class CodeRedFactoredEnv(gymnasium.Env):
         return obs, reward, done, False, info
 
     def _obs(self) -> dict[str, np.ndarray]:
-        return copy_buffers(self._out)
+        return self._buffers.copy()
 
     def action_masks(self) -> np.ndarray:
         """The flat component masks (sb3-contrib's MaskablePPO convention for ``MultiDiscrete``)."""

@@ -88,33 +88,27 @@ def factored_observation_space() -> spaces.Dict:
     return spaces.Dict({name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in SHAPES.items()})
 
 
-def new_buffers(batch: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
-    """Zeroed arrays of every observation key (leading ``batch`` dimensions), views of one
-    buffer per dtype (``copy_buffers`` copies them in one go)."""
-    sizes: dict[Any, int] = {}
-    for shape, dtype in SHAPES.values():
-        sizes[dtype] = sizes.get(dtype, 0) + int(np.prod(batch + shape))
-    buffers = {dtype: np.zeros(size, dtype) for dtype, size in sizes.items()}
-    out, used = {}, dict.fromkeys(sizes, 0)
-    for name, (shape, dtype) in SHAPES.items():
-        size = int(np.prod(batch + shape))
-        out[name] = buffers[dtype][used[dtype]:used[dtype] + size].reshape(batch + shape)
-        used[dtype] += size
-    return out
+class Buffers:
+    """Every observation array (``arrays``, leading ``batch`` dimensions), as views of one zeroed
+    buffer per dtype, so ``copy`` takes one copy per buffer."""
 
+    def __init__(self, batch: tuple[int, ...] = ()) -> None:
+        sizes: dict[Any, int] = {}
+        layout = []
+        for name, (shape, dtype) in SHAPES.items():
+            size = int(np.prod(batch + shape))
+            layout.append((name, dtype, sizes.get(dtype, 0), size, batch + shape))
+            sizes[dtype] = sizes.get(dtype, 0) + size
+        self._bases = {dtype: np.zeros(size, dtype) for dtype, size in sizes.items()}
+        self._layout = tuple(layout)
+        self.arrays = self._views(self._bases)
 
-def copy_buffers(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A copy of ``new_buffers`` arrays: one copy per underlying buffer, then views of it."""
-    copies: dict[int, np.ndarray] = {}
-    out = {}
-    for name, array in arrays.items():
-        base = array.base if array.base is not None else array
-        fresh = copies.get(id(base))
-        if fresh is None:
-            fresh = copies[id(base)] = base.copy()
-        offset = (array.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // array.itemsize
-        out[name] = fresh[offset:offset + array.size].reshape(array.shape)
-    return out
+    def _views(self, bases: Mapping[Any, np.ndarray]) -> dict[str, np.ndarray]:
+        return {name: bases[dtype][start:start + size].reshape(shape)
+                for name, dtype, start, size, shape in self._layout}
+
+    def copy(self) -> dict[str, np.ndarray]:
+        return self._views({dtype: base.copy() for dtype, base in self._bases.items()})
 
 
 def _index(columns: tuple[str, ...]) -> dict[str, int]:
@@ -229,7 +223,7 @@ def _unit_row(kind: str, mutual_aid: bool, status: str, eta: int | None, busy: i
 
 class FactoredFeatures:
     """One episode's observation writer (``reset`` between episodes). ``write(view, legal, out)``
-    fills the arrays of ``out`` (``new_buffers()`` or a vector env's rows of its batch)."""
+    fills the arrays of ``out`` (``Buffers().arrays`` or a vector env's rows of its batch)."""
 
     def __init__(self) -> None:
         self.slots = SlotTable()

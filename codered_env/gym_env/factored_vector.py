@@ -13,7 +13,7 @@ from gymnasium.vector.utils import batch_space
 
 from .factored_actions import NVEC
 from .factored_env import FactoredCore
-from .factored_features import copy_buffers, factored_observation_space, new_buffers
+from .factored_features import Buffers, factored_observation_space
 
 _SEED_SPAN = 2**31 - 1
 
@@ -48,7 +48,8 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         self.single_action_space = spaces.MultiDiscrete(np.array(NVEC, np.int64))
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._batch = new_buffers((num_envs,))
+        self._buffers = Buffers((num_envs,))
+        self._batch = self._buffers.arrays
         self._cores = [FactoredCore(task_id, {k: v[i] for k, v in self._batch.items()}) for i in range(num_envs)]
         self._ended = np.zeros(num_envs, bool)
         self._rewards = np.zeros(num_envs, np.float64)
@@ -107,7 +108,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         return self._observation(), rewards.copy(), terminated, np.zeros(self.num_envs, bool), infos
 
     def _observation(self) -> dict[str, np.ndarray]:
-        return copy_buffers(self._batch)
+        return self._buffers.copy()
 
     def _infos(self) -> dict[str, Any]:
         return {"score_preview": np.array([core.sim.score_preview for core in self._cores])}
