@@ -112,6 +112,7 @@ def vector_runner(task_id: str, n: int, steps: int, native: bool) -> Callable[[]
 
         def legal(i: int) -> np.ndarray:
             return vec.envs[i].unwrapped.legal_actions()
+
     vec.reset(seed=0)
     rng = np.random.default_rng(0)
 
@@ -138,8 +139,9 @@ def median_rounds(runners: dict[str, Callable[[], float]], rounds: int) -> dict[
 
 def header(command: str) -> list[str]:
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=False).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
     except OSError:
         commit = "unknown"
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
@@ -167,26 +169,60 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here too")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
-    lines = header("uv run python bench/bench_gym_factored.py " + " ".join(
-        f"--{k} {v}" for k, v in (("tasks", args.tasks), ("steps", args.steps), ("rounds", args.rounds),
-                                  ("envs", args.envs)) + ((("out", args.out),) if args.out else ())))
-    lines += ["## One step vs CartPole-v1", "",
-              "| task | CartPole-v1 µs | factored µs | factored / CartPole | flat µs | flat / CartPole |",
-              "|---|---|---|---|---|---|"]
+    lines = header(
+        "uv run python bench/bench_gym_factored.py "
+        + " ".join(
+            f"--{k} {v}"
+            for k, v in (
+                ("tasks", args.tasks),
+                ("steps", args.steps),
+                ("rounds", args.rounds),
+                ("envs", args.envs),
+            )
+            + ((("out", args.out),) if args.out else ())
+        )
+    )
+    lines += [
+        "## One step vs CartPole-v1",
+        "",
+        "| task | CartPole-v1 µs | factored µs | factored / CartPole | flat µs | flat / CartPole |",
+        "|---|---|---|---|---|---|",
+    ]
     for task_id in tasks:
-        t = median_rounds({"cartpole": cartpole_runner(args.steps * 10), "factored": factored_runner(task_id, args.steps),
-                           "flat": flat_runner(task_id, args.steps)}, args.rounds)
-        lines.append(f"| {task_id} | {t['cartpole'] * 1e6:.1f} | {t['factored'] * 1e6:.0f} | "
-                     f"{t['factored'] / t['cartpole']:.1f}x | {t['flat'] * 1e6:.0f} | {t['flat'] / t['cartpole']:.1f}x |")
+        t = median_rounds(
+            {
+                "cartpole": cartpole_runner(args.steps * 10),
+                "factored": factored_runner(task_id, args.steps),
+                "flat": flat_runner(task_id, args.steps),
+            },
+            args.rounds,
+        )
+        lines.append(
+            f"| {task_id} | {t['cartpole'] * 1e6:.1f} | {t['factored'] * 1e6:.0f} | "
+            f"{t['factored'] / t['cartpole']:.1f}x | {t['flat'] * 1e6:.0f} | "
+            f"{t['flat'] / t['cartpole']:.1f}x |"
+        )
         print(lines[-1], flush=True)
     n = args.envs
-    lines += ["", f"## Vector env: one step of {n} episodes", "",
-              f"| task | native vector env µs | SyncVectorEnv of {n} envs µs | native / sync |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"## Vector env: one step of {n} episodes",
+        "",
+        f"| task | native vector env µs | SyncVectorEnv of {n} envs µs | native / sync |",
+        "|---|---|---|---|",
+    ]
     for task_id in tasks:
         steps = max(20, args.steps // n)
-        t = median_rounds({"native": vector_runner(task_id, n, steps, True),
-                           "sync": vector_runner(task_id, n, steps, False)}, args.rounds)
-        lines.append(f"| {task_id} | {t['native'] * 1e6:.0f} | {t['sync'] * 1e6:.0f} | {t['native'] / t['sync']:.2f} |")
+        t = median_rounds(
+            {
+                "native": vector_runner(task_id, n, steps, True),
+                "sync": vector_runner(task_id, n, steps, False),
+            },
+            args.rounds,
+        )
+        lines.append(
+            f"| {task_id} | {t['native'] * 1e6:.0f} | {t['sync'] * 1e6:.0f} | {t['native'] / t['sync']:.2f} |"
+        )
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.out:

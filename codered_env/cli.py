@@ -328,6 +328,10 @@ def train(
     sys.stdout.write("\n")
 
 
+def _print_line(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)
+
+
 def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int, eval_seeds: str, out: Path,
                     gamma: float, bc_episodes: int) -> None:
     from .factored_ppo import FactoredConfig, train_factored
@@ -336,7 +340,7 @@ def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int
                             eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), gamma=gamma,
                             bc_episodes=bc_episodes)
     try:
-        result = train_factored(config, log=lambda line: err_console.print(line, highlight=False, markup=False))
+        result = train_factored(config, log=_print_line)
     except ImportError as exc:
         err_console.print(f"error: {exc}")
         raise typer.Exit(code=1) from None

@@ -34,8 +34,16 @@ from ._optional import require
 EVAL_SEED_BASE = 10_000
 
 #: The observation arrays the policy reads (the masks are replaced by the legal vectors).
-INPUTS = ("global", "units", "cases", "hospitals", "unit_case_minutes", "case_hospital_minutes", "unit_present",
-          "case_present")
+INPUTS = (
+    "global",
+    "units",
+    "cases",
+    "hospitals",
+    "unit_case_minutes",
+    "case_hospital_minutes",
+    "unit_present",
+    "case_present",
+)
 
 
 @dataclass
@@ -109,8 +117,12 @@ def make_policy(hidden: int = 128) -> Any:
             hospitals = self.hospitals(obs["hospitals"])
             unit_w = obs["unit_present"].unsqueeze(-1)
             case_w = obs["case_present"].unsqueeze(-1)
-            pooled = [self.globals(obs["global"]), (units * unit_w).sum(1) / unit_w.sum(1).clamp(min=1),
-                      (cases * case_w).sum(1) / case_w.sum(1).clamp(min=1), hospitals.mean(1)]
+            pooled = [
+                self.globals(obs["global"]),
+                (units * unit_w).sum(1) / unit_w.sum(1).clamp(min=1),
+                (cases * case_w).sum(1) / case_w.sum(1).clamp(min=1),
+                hospitals.mean(1),
+            ]
             trunk = self.trunk(torch.cat(pooled, -1))
 
             def with_trunk(rows: Any) -> Any:
@@ -122,9 +134,15 @@ def make_policy(hidden: int = 128) -> Any:
             param_s = self.param_head(trunk).view(-1, n_types, n_params)
             b = torch.arange(legal.shape[0]).unsqueeze(1).expand(-1, legal.shape[1])
             t, u, c, h, p = legal.unbind(-1)
-            logits = (self.type_head(trunk)[b, t] + unit_s[b, u, t] + case_s[b, c, t] + hospital_s[b, h, t]
-                      + param_s[b, t, p] + self.travel[0, t] * obs["unit_case_minutes"][b, u, c]
-                      + self.travel[1, t] * obs["case_hospital_minutes"][b, c, h])
+            logits = (
+                self.type_head(trunk)[b, t]
+                + unit_s[b, u, t]
+                + case_s[b, c, t]
+                + hospital_s[b, h, t]
+                + param_s[b, t, p]
+                + self.travel[0, t] * obs["unit_case_minutes"][b, u, c]
+                + self.travel[1, t] * obs["case_hospital_minutes"][b, c, h]
+            )
             logits = logits.masked_fill(~legal_mask, float("-inf"))
             return logits, self.value_head(trunk).squeeze(-1)
 
@@ -144,7 +162,7 @@ def pad_legal(legal: list[np.ndarray]) -> tuple[Any, Any]:
     padded = np.zeros((len(legal), k, legal[0].shape[1]), np.int64)
     mask = np.zeros((len(legal), k), bool)
     for i, x in enumerate(legal):
-        padded[i, :len(x)], mask[i, :len(x)] = x, True
+        padded[i, : len(x)], mask[i, : len(x)] = x, True
     return torch.as_tensor(padded), torch.as_tensor(mask)
 
 
@@ -175,7 +193,9 @@ def heuristic_grades(task_id: str, seeds: list[int]) -> list[float]:
 
 
 # ----------------------------------------------------------------------------- behaviour cloning
-def heuristic_demonstrations(task_id: str, seeds: list[int]) -> list[tuple[dict[str, np.ndarray], np.ndarray, int]]:
+def heuristic_demonstrations(
+    task_id: str, seeds: list[int]
+) -> list[tuple[dict[str, np.ndarray], np.ndarray, int]]:
     """(observation, legal vectors, index of the heuristic's action among them) for every
     decision of the heuristic's episodes on ``seeds``; a refused heuristic action is played but
     not kept."""
@@ -186,7 +206,7 @@ def heuristic_demonstrations(task_id: str, seeds: list[int]) -> list[tuple[dict[
     for seed in seeds:
         agent = make_agent("heuristic", seed)
         agent.reset(task_id, seed)
-        obs, info = env.reset(seed=seed)
+        obs, _ = env.reset(seed=seed)
         done = False
         while not done:
             wire = agent.act(env.sim.observation())
@@ -200,12 +220,18 @@ def heuristic_demonstrations(task_id: str, seeds: list[int]) -> list[tuple[dict[
                 out.append((obs, legal, int(match[0])))
             else:
                 action = legal[0]
-            obs, _, done, _, info = env.step(action)
+            obs, _, done, _, _ = env.step(action)
     return out
 
 
-def behaviour_clone(policy: Any, data: list[tuple[dict[str, np.ndarray], np.ndarray, int]], epochs: int,
-                    lr: float, rng: np.random.Generator, minibatch: int = 128) -> dict[str, float]:
+def behaviour_clone(
+    policy: Any,
+    data: list[tuple[dict[str, np.ndarray], np.ndarray, int]],
+    epochs: int,
+    lr: float,
+    rng: np.random.Generator,
+    minibatch: int = 128,
+) -> dict[str, float]:
     """Fit ``policy`` to the demonstrations (cross-entropy over the legal vectors), 10 % held out;
     returns the held-out accuracy on waits and on the other decisions."""
     torch = _torch()
@@ -216,7 +242,7 @@ def behaviour_clone(policy: Any, data: list[tuple[dict[str, np.ndarray], np.ndar
     for _ in range(epochs):
         shuffled = rng.permutation(len(train))
         for start in range(0, len(train), minibatch):
-            part = [train[i] for i in shuffled[start:start + minibatch]]
+            part = [train[i] for i in shuffled[start : start + minibatch]]
             obs, legal, mask = batch_inputs([d[0] for d in part], [d[1] for d in part])
             logits, _ = policy(obs, legal, mask)
             loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor([d[2] for d in part]))
@@ -232,8 +258,12 @@ def behaviour_clone(policy: Any, data: list[tuple[dict[str, np.ndarray], np.ndar
     def accuracy(rows: np.ndarray) -> float:
         return float((picked[rows] == target[rows]).mean()) if rows.any() else float("nan")
 
-    return {"held_out_samples": len(held), "accuracy_waits": accuracy(waits),
-            "accuracy_decisions": accuracy(~waits), "train_samples": len(train)}
+    return {
+        "held_out_samples": len(held),
+        "accuracy_waits": accuracy(waits),
+        "accuracy_decisions": accuracy(~waits),
+        "train_samples": len(train),
+    }
 
 
 # ----------------------------------------------------------------------------- PPO
@@ -253,8 +283,14 @@ class _Rollout:
             column.append(value)
 
 
-def _advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray,
-                gamma: float, lam: float) -> np.ndarray:
+def _advantages(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    dones: np.ndarray,
+    last_values: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> np.ndarray:
     """GAE over (T, N) arrays; an ended episode (every end is terminal) does not bootstrap."""
     steps = rewards.shape[0]
     adv = np.zeros_like(rewards)
@@ -268,8 +304,15 @@ def _advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last
     return adv
 
 
-def _ppo_update(policy: Any, optimiser: Any, roll: _Rollout, adv: np.ndarray, returns: np.ndarray,
-                config: FactoredConfig, rng: np.random.Generator) -> None:
+def _ppo_update(
+    policy: Any,
+    optimiser: Any,
+    roll: _Rollout,
+    adv: np.ndarray,
+    returns: np.ndarray,
+    config: FactoredConfig,
+    rng: np.random.Generator,
+) -> None:
     torch = _torch()
     index, old_logp = (torch.as_tensor(np.array(roll.rows[k]).reshape(-1)) for k in (0, 1))
     adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
@@ -279,7 +322,7 @@ def _ppo_update(policy: Any, optimiser: Any, roll: _Rollout, adv: np.ndarray, re
     for _ in range(config.epochs):
         shuffled = rng.permutation(n)
         for start in range(0, n, config.minibatch):
-            part = shuffled[start:start + config.minibatch]
+            part = shuffled[start : start + config.minibatch]
             obs, legal, mask = batch_inputs([roll.obs[i] for i in part], [roll.legal[i] for i in part])
             logits, value = policy(obs, legal, mask)
             dist = torch.distributions.Categorical(logits=logits)
@@ -287,15 +330,20 @@ def _ppo_update(policy: Any, optimiser: Any, roll: _Rollout, adv: np.ndarray, re
             ratio = torch.exp(dist.log_prob(index[idx]) - old_logp[idx].float())
             a = adv_t[idx]
             policy_loss = -torch.min(ratio * a, ratio.clamp(1 - config.clip, 1 + config.clip) * a).mean()
-            loss = (policy_loss + config.vf_coef * ((value - ret_t[idx]) ** 2).mean()
-                    - config.ent_coef * dist.entropy().mean())
+            loss = (
+                policy_loss
+                + config.vf_coef * ((value - ret_t[idx]) ** 2).mean()
+                - config.ent_coef * dist.entropy().mean()
+            )
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
             optimiser.step()
 
 
-def _collect(policy: Any, vec: Any, obs: dict[str, np.ndarray], config: FactoredConfig) -> tuple[_Rollout, Any]:
+def _collect(
+    policy: Any, vec: Any, obs: dict[str, np.ndarray], config: FactoredConfig
+) -> tuple[_Rollout, Any]:
     """``n_steps`` steps of every env with the sampling policy; returns the rollout and the last
     observation."""
     torch = _torch()
@@ -311,8 +359,15 @@ def _collect(policy: Any, vec: Any, obs: dict[str, np.ndarray], config: Factored
             actions = np.stack([legal[i][int(picked[i])] for i in range(vec.num_envs)])
             obs, rewards, terminated, _, _ = vec.step(actions)
             for i in range(vec.num_envs):
-                roll.add(singles[i], legal[i], int(picked[i]), float(logp[i]), float(values[i]),
-                         float(rewards[i]), float(terminated[i]))
+                roll.add(
+                    singles[i],
+                    legal[i],
+                    int(picked[i]),
+                    float(logp[i]),
+                    float(values[i]),
+                    float(rewards[i]),
+                    float(terminated[i]),
+                )
     return roll, obs
 
 
@@ -329,8 +384,11 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
     started = time.monotonic()
     policy = make_policy(config.hidden)
     heuristic = heuristic_grades(config.task_id, config.eval_seeds)
-    result: dict[str, Any] = {"config": asdict(config), "machine": machine_info(),
-                              "heuristic": round(statistics.fmean(heuristic), 4)}
+    result: dict[str, Any] = {
+        "config": asdict(config),
+        "machine": machine_info(),
+        "heuristic": round(statistics.fmean(heuristic), 4),
+    }
     if config.bc_episodes:
         data = heuristic_demonstrations(config.task_id, list(range(config.bc_episodes)))
         bc = behaviour_clone(policy, data, config.bc_epochs, 1e-3, rng)
@@ -341,13 +399,18 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
         result["bc"] = bc
     rows = _ppo(policy, config, rng, out, log, started)
     torch.save({"state_dict": policy.state_dict(), "config": asdict(config)}, out / "policy.pt")
-    result |= {"curve": rows, "final": rows[-1] if rows else None, "wall_s": round(time.monotonic() - started, 1)}
+    result |= {
+        "curve": rows,
+        "final": rows[-1] if rows else None,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
     (out / "run.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
-def _ppo(policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Path, log: Any,
-         started: float) -> list[dict[str, Any]]:
+def _ppo(
+    policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Path, log: Any, started: float
+) -> list[dict[str, Any]]:
     torch = _torch()
     from .gym_env import CodeRedFactoredVectorEnv
 
@@ -361,9 +424,14 @@ def _ppo(policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Pat
     while steps < config.total_steps:
         if steps >= next_eval:
             grades = greedy_grades(policy, config.task_id, config.eval_seeds)
-            rows.append({"steps": steps, "wall_s": round(time.monotonic() - started, 1),
-                         "mean": round(statistics.fmean(grades), 4), "std": round(statistics.stdev(grades), 4)
-                         if len(grades) > 1 else 0.0})
+            rows.append(
+                {
+                    "steps": steps,
+                    "wall_s": round(time.monotonic() - started, 1),
+                    "mean": round(statistics.fmean(grades), 4),
+                    "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
+                }
+            )
             log(f"[{config.task_id}] steps {steps:>7} grade {rows[-1]['mean']:.3f}")
             (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
             next_eval += config.eval_every
@@ -372,13 +440,20 @@ def _ppo(policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Pat
         values, rewards, dones = (np.array(roll.rows[k]).reshape(shape) for k in (2, 3, 4))
         with torch.no_grad():
             singles = [{k: obs[k][i] for k in INPUTS} for i in range(vec.num_envs)]
-            last = policy(*batch_inputs(singles, [vec.legal_actions(i) for i in range(vec.num_envs)]))[1].numpy()
+            last = policy(*batch_inputs(singles, [vec.legal_actions(i) for i in range(vec.num_envs)]))[
+                1
+            ].numpy()
         adv = _advantages(rewards, values, dones, last, config.gamma, config.gae_lambda)
         _ppo_update(policy, optimiser, roll, adv, adv + values, config, rng)
         steps += config.n_steps * config.n_envs
     grades = greedy_grades(policy, config.task_id, config.eval_seeds)
-    rows.append({"steps": steps, "wall_s": round(time.monotonic() - started, 1),
-                 "mean": round(statistics.fmean(grades), 4),
-                 "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0})
+    rows.append(
+        {
+            "steps": steps,
+            "wall_s": round(time.monotonic() - started, 1),
+            "mean": round(statistics.fmean(grades), 4),
+            "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
+        }
+    )
     (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
     return rows

@@ -36,14 +36,18 @@ class ForRLlib(gymnasium.ObservationWrapper):
         super().__init__(env)
         size = sum(int(np.prod(env.observation_space[k].shape)) for k in FEATURES)
         mask = env.observation_space["action_mask"]
-        self.observation_space = spaces.Dict({
-            "action_mask": spaces.Box(0.0, 1.0, mask.shape, np.float32),
-            "observations": spaces.Box(0.0, 1.0, (size,), np.float32),
-        })
+        self.observation_space = spaces.Dict(
+            {
+                "action_mask": spaces.Box(0.0, 1.0, mask.shape, np.float32),
+                "observations": spaces.Box(0.0, 1.0, (size,), np.float32),
+            }
+        )
 
     def observation(self, observation: dict[str, Any]) -> dict[str, np.ndarray]:
-        return {"action_mask": observation["action_mask"].astype(np.float32),
-                "observations": np.concatenate([observation[k].ravel() for k in FEATURES])}
+        return {
+            "action_mask": observation["action_mask"].astype(np.float32),
+            "observations": np.concatenate([observation[k].ravel() for k in FEATURES]),
+        }
 
 
 def main() -> None:
@@ -52,21 +56,28 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=1)
     args = parser.parse_args()
     ray.init(num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
-    register_env("codered_factored", lambda config: ForRLlib(CodeRedFactoredEnv(config.get("task_id", "task1"))))
+    register_env(
+        "codered_factored", lambda config: ForRLlib(CodeRedFactoredEnv(config.get("task_id", "task1")))
+    )
     config = (
         PPOConfig()
         .environment("codered_factored", env_config={"task_id": args.task})
         .env_runners(num_env_runners=0)
         .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule,
-                                               model_config={"head_fcnet_hiddens": [64]}))
+        .rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=ActionMaskingTorchRLModule, model_config={"head_fcnet_hiddens": [64]}
+            )
+        )
     )
     algo = config.build_algo()
     for i in range(args.iterations):
         result = algo.train()
         runners = result.get("env_runners", {})
-        print(f"iteration {i + 1}: env steps {runners.get('num_env_steps_sampled_lifetime')}, "
-              f"episode return mean {runners.get('episode_return_mean')}")
+        print(
+            f"iteration {i + 1}: env steps {runners.get('num_env_steps_sampled_lifetime')}, "
+            f"episode return mean {runners.get('episode_return_mean')}"
+        )
     algo.stop()
     ray.shutdown()
 

@@ -34,7 +34,7 @@ class TypeFirst:
         kind = torch.multinomial(mask[: NVEC[0]].float(), 1, generator=self.generator)
         row, action, start = rows[int(kind)], [int(kind)], 0
         for size in NVEC[1:]:
-            part = row[start:start + size].float()
+            part = row[start : start + size].float()
             action.append(int(torch.multinomial(part, 1, generator=self.generator)))
             start += size
         td["action"] = torch.tensor(action, dtype=torch.int64)
@@ -46,14 +46,18 @@ def main() -> None:
     parser.add_argument("--task", default="task2")
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args()
-    env = TransformedEnv(GymWrapper(CodeRedFactoredEnv(args.task), categorical_action_encoding=True), ActionMask())
+    env = TransformedEnv(
+        GymWrapper(CodeRedFactoredEnv(args.task), categorical_action_encoding=True), ActionMask()
+    )
     env.set_seed(0)
     masked = env.rollout(args.steps, break_when_any_done=False)  # random actions under ActionMask
     typed = env.rollout(args.steps, policy=TypeFirst(0), break_when_any_done=False)
     for name, rollout in (("ActionMask random", masked), ("type-first random", typed)):
         reward = float(rollout["next", "reward"].sum())
-        print(f"{name}: {rollout.batch_size[0]} steps, reward {reward:.3f}, "
-              f"episodes ended {int(rollout['next', 'done'].sum())}")
+        print(
+            f"{name}: {rollout.batch_size[0]} steps, reward {reward:.3f}, "
+            f"episodes ended {int(rollout['next', 'done'].sum())}"
+        )
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ gymnasium = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 from codered_env import gym_env  # noqa: E402
-from codered_env.gym_env import rows as gym_rows  # noqa: E402
-from codered_env.gym_env import schema as gym_schema  # noqa: E402
 from codered_env.agents import make_agent  # noqa: E402
 from codered_env.gym_env import CodeRedGymEnv, enumerate_actions  # noqa: E402
+from codered_env.gym_env import rows as gym_rows  # noqa: E402
+from codered_env.gym_env import schema as gym_schema  # noqa: E402
 from codered_env.sim import TASK_IDS, TASKS  # noqa: E402
 
 

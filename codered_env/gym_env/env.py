@@ -12,8 +12,8 @@ from ..sim.env import CodeRedSim
 from ..sim.observation import legal_actions
 from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
-from .features import FeatureBuilder, observation_space
 from .factored_actions import NVEC, encode
+from .features import FeatureBuilder, observation_space
 from .focus import ACTION_SETS, focus_legal
 from .slots import SlotTable
 

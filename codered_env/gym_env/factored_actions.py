@@ -77,19 +77,29 @@ _SPLIT = {spec.name: _components(spec) for spec in ACTIONS}
 
 
 #: per action type: the wire parameter in the unit, case and hospital components (None: unused)
-SLOT_PARAMS: dict[str, tuple[str | None, str | None, str | None]] = {n: split[0] for n, split in _SPLIT.items()}
+SLOT_PARAMS: dict[str, tuple[str | None, str | None, str | None]] = {
+    n: split[0] for n, split in _SPLIT.items()
+}
 
 
 #: per action type with a parameter component: the wire parameters it stands for and every
 #: value of them in component order (the cross product, the last parameter varying fastest).
 #: An optional case (``request_mutual_aid``'s target) is parameter 0 (none) or 1 (the case).
 PARAMETER_TABLE: dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]] = {
-    spec.name: (_SPLIT[spec.name][1],
-                tuple(itertools.product(*(_values(p) for p in spec.params if p.name in _SPLIT[spec.name][1]))))
-    for spec in ACTIONS if _SPLIT[spec.name][1]
+    spec.name: (
+        _SPLIT[spec.name][1],
+        tuple(itertools.product(*(_values(p) for p in spec.params if p.name in _SPLIT[spec.name][1]))),
+    )
+    for spec in ACTIONS
+    if _SPLIT[spec.name][1]
 }
-PARAMETER_TABLE.update({spec.name: ((), ((), ())) for spec in ACTIONS
-                        if any(not p.required and p.name in SLOT_PARAMS[spec.name] for p in spec.params)})
+PARAMETER_TABLE.update(
+    {
+        spec.name: ((), ((), ()))
+        for spec in ACTIONS
+        if any(not p.required and p.name in SLOT_PARAMS[spec.name] for p in spec.params)
+    }
+)
 
 
 _ALIASES = {spec.name: tuple(a.name for a in spec.aliases) for spec in ACTIONS}
@@ -181,13 +191,16 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
             raise ValueError(f"{action_type}: parameter {values[4]} is out of range 0..{len(table) - 1}")
         wire.update(zip(names, table[values[4]], strict=True))
     elif values[4] > (1 if action_type in OPTIONAL_CASE else 0):
-        raise ValueError(f"{action_type}: parameter must be 0{' or 1' if action_type in OPTIONAL_CASE else ''}")
+        raise ValueError(
+            f"{action_type}: parameter must be 0{' or 1' if action_type in OPTIONAL_CASE else ''}"
+        )
     return wire
 
 
 # --------------------------------------------------------------------------- legal combinations
-def _option_columns(action_type: str, option: Mapping[str, Sequence[Any]],
-                    slot_of: Mapping[str, int]) -> list[list[int]]:
+def _option_columns(
+    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+) -> list[list[int]]:
     """Per component (unit, case, hospital, parameter), the values one legal option allows
     (a case without a slot is left out)."""
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
@@ -208,7 +221,9 @@ def _option_columns(action_type: str, option: Mapping[str, Sequence[Any]],
     return [unit, case, hospital, parameter]
 
 
-def _option_rows(action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]) -> np.ndarray:
+def _option_rows(
+    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+) -> np.ndarray:
     """Every legal component vector of one option (rows; the last component varies fastest)."""
     t = TYPE_INDEX[action_type]
     units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of)
@@ -241,8 +256,9 @@ class FactoredLegal:
         self._memo.clear()
         self._rows.clear()
 
-    def update(self, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]],
-               slot_of: Mapping[str, int]) -> np.ndarray:
+    def update(
+        self, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]], slot_of: Mapping[str, int]
+    ) -> np.ndarray:
         """The legal vectors now (rows; ``maintain_plan`` first), from ``legal_actions``; every
         id in ``legal`` has had its slot given (or refused) already, so rows never go stale."""
         parts = [_MAINTAIN_ROW]
@@ -283,8 +299,8 @@ def masks_of(combos: np.ndarray, out_flat: np.ndarray, out_types: np.ndarray) ->
     width = out_types.shape[1]
     cells = combos[:, :1] * width + (combos[:, 1:] + _COLUMN_SHIFT)
     out_types.reshape(-1)[cells.reshape(-1)] = True
-    out_types.any(axis=1, out=out_flat[:NVEC[0]])
-    out_types.any(axis=0, out=out_flat[NVEC[0]:])
+    out_types.any(axis=1, out=out_flat[: NVEC[0]])
+    out_types.any(axis=0, out=out_flat[NVEC[0] :])
 
 
 _COLUMN_SHIFT = np.array(OFFSETS[1:], np.int64) - NVEC[0]  # component k's first column in a type's row

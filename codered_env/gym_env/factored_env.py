@@ -73,17 +73,23 @@ class FactoredCore:
         if self.sim.done or not self.legal.contains(combo):
             return {"action_type": MASKED_OUT}, (
                 f"factored action {combo.tolist()} ({wire}) is not legal now: pick the type from "
-                "action_mask[:n_types] and each component from type_masks[type]")
+                "action_mask[:n_types] and each component from type_masks[type]"
+            )
         return wire, None
 
     def info(self, obs: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
         """The step's info; its masks are ``obs``'s arrays when given (a copy otherwise)."""
         sim, masks = self.sim, obs if obs is not None else self.out
-        return {"action_mask": masks["action_mask"] if obs else masks["action_mask"].copy(),
-                "type_masks": masks["type_masks"] if obs else masks["type_masks"].copy(),
-                "slots": {group: list(names) for group, names in self.features.slots.names().items()},
-                "score_preview": sim.score_preview, "last_action_error": sim.last_error,
-                "action_error": self.action_error, "step": sim.step_count, "clock_min": sim.clock}
+        return {
+            "action_mask": masks["action_mask"] if obs else masks["action_mask"].copy(),
+            "type_masks": masks["type_masks"] if obs else masks["type_masks"].copy(),
+            "slots": {group: list(names) for group, names in self.features.slots.names().items()},
+            "score_preview": sim.score_preview,
+            "last_action_error": sim.last_error,
+            "action_error": self.action_error,
+            "step": sim.step_count,
+            "clock_min": sim.clock,
+        }
 
 
 def _as_list(action: Any) -> Any:
@@ -130,8 +136,9 @@ class CodeRedFactoredEnv(gymnasium.Env):
     def sim(self) -> CodeRedSim:
         return self.core.sim
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
         self.core.reset(sim_seed, (options or {}).get("task_id"))
@@ -172,4 +179,3 @@ class CodeRedFactoredEnv(gymnasium.Env):
             return self.sim.render_text()
         gymnasium.logger.warn("render() supports only render_mode='ansi'")
         return None
-

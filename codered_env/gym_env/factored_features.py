@@ -27,40 +27,95 @@ from .schema import BYSTANDER_CUE, CONDITION_IDS, LARGEST_STEP_BUDGET, LONGEST_H
 from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, UNIT_IDS, UNIT_SLOT, SlotTable
 
 GLOBAL_COLUMNS: tuple[str, ...] = (
-    "clock_frac", "step_frac", "phase2", "score_preview", "mutual_aid_remaining", "mutual_aid_limit",
-    "mutual_aid_pending", "peak_hour", "n_alerts", "last_action_error", "query_result", "n_cases",
-    "horizon", "max_steps",
+    "clock_frac",
+    "step_frac",
+    "phase2",
+    "score_preview",
+    "mutual_aid_remaining",
+    "mutual_aid_limit",
+    "mutual_aid_pending",
+    "peak_hour",
+    "n_alerts",
+    "last_action_error",
+    "query_result",
+    "n_cases",
+    "horizon",
+    "max_steps",
 )
 
 UNIT_COLUMNS: tuple[str, ...] = (
-    "present", "als", "mutual_aid", *(f"status_{s}" for s in AMBULANCE_STATES), "free", "eta", "busy",
-    "has_job", "held",
+    "present",
+    "als",
+    "mutual_aid",
+    *(f"status_{s}" for s in AMBULANCE_STATES),
+    "free",
+    "eta",
+    "busy",
+    "has_job",
+    "held",
 )
 
 _CALL_PART = (*(f"triaged_{p}" for p in PRIORITIES), "untriaged", "pending", "dispatched", "call_has_unit")
 
-_REPORT_PART = ("age", "male", "callback", *(f"cue_{name}" for name, _ in REPORT_CUES), f"cue_{BYSTANDER_CUE}")
+_REPORT_PART = (
+    "age",
+    "male",
+    "callback",
+    *(f"cue_{name}" for name, _ in REPORT_CUES),
+    f"cue_{BYSTANDER_CUE}",
+)
 
 _PATIENT_PART = (
-    *(f"priority_{p}" for p in PRIORITIES), *(f"condition_{c}" for c in CONDITION_IDS),
-    *(f"status_{s}" for s in PATIENT_STATES), "hr", "sbp", "spo2", "rr", "gcs", "vitals_score", "eta",
-    "has_unit", *(f"dest_{h}" for h in HOSPITAL_IDS), *(f"at_{h}" for h in HOSPITAL_IDS), "waiting_or",
-    "waiting_specialist", "waiting_blood", "waiting_transfer", "blood_type_known", "blood_reserved",
+    *(f"priority_{p}" for p in PRIORITIES),
+    *(f"condition_{c}" for c in CONDITION_IDS),
+    *(f"status_{s}" for s in PATIENT_STATES),
+    "hr",
+    "sbp",
+    "spo2",
+    "rr",
+    "gcs",
+    "vitals_score",
+    "eta",
+    "has_unit",
+    *(f"dest_{h}" for h in HOSPITAL_IDS),
+    *(f"at_{h}" for h in HOSPITAL_IDS),
+    "waiting_or",
+    "waiting_specialist",
+    "waiting_blood",
+    "waiting_transfer",
+    "blood_type_known",
+    "blood_reserved",
     "secondary",
 )
 
-CASE_COLUMNS: tuple[str, ...] = ("present", "open_call", "patient", "done", "waited", *_CALL_PART,
-                                 *_REPORT_PART, *_PATIENT_PART)
+CASE_COLUMNS: tuple[str, ...] = (
+    "present",
+    "open_call",
+    "patient",
+    "done",
+    "waited",
+    *_CALL_PART,
+    *_REPORT_PART,
+    *_PATIENT_PART,
+)
 
 # what each hospital can take part in now: its component of the exact masks of every action type
 # with a hospital component
 _HOSPITAL_ACTIONS = tuple(name for name, (_, _, hospital) in SLOT_PARAMS.items() if hospital is not None)
 
 HOSPITAL_COLUMNS: tuple[str, ...] = (
-    "load", "crowded", "diverted", "diversion_left", *(f"or_{s}" for s in OR_STATES),
-    *(f"ready_{p}" for p in PROCEDURES), *(f"can_prepare_{p}" for p in PROCEDURES),
-    *(f"{sp}_{st}" for sp in SPECIALTIES for st in SPECIALIST_STATES), "icu_free",
-    *(f"blood_{t}" for t in BLOOD_TYPES), "blood_total", *(f"can_{a}" for a in _HOSPITAL_ACTIONS),
+    "load",
+    "crowded",
+    "diverted",
+    "diversion_left",
+    *(f"or_{s}" for s in OR_STATES),
+    *(f"ready_{p}" for p in PROCEDURES),
+    *(f"can_prepare_{p}" for p in PROCEDURES),
+    *(f"{sp}_{st}" for sp in SPECIALTIES for st in SPECIALIST_STATES),
+    "icu_free",
+    *(f"blood_{t}" for t in BLOOD_TYPES),
+    "blood_total",
+    *(f"can_{a}" for a in _HOSPITAL_ACTIONS),
 )
 
 N_UNITS, N_HOSPITALS = len(UNIT_IDS), len(HOSPITAL_IDS)
@@ -104,8 +159,10 @@ class Buffers:
         self.arrays = self._views(self._bases)
 
     def _views(self, bases: Mapping[Any, np.ndarray]) -> dict[str, np.ndarray]:
-        return {name: bases[dtype][start:start + size].reshape(shape)
-                for name, dtype, start, size, shape in self._layout}
+        return {
+            name: bases[dtype][start : start + size].reshape(shape)
+            for name, dtype, start, size, shape in self._layout
+        }
 
     def copy(self) -> dict[str, np.ndarray]:
         return self._views({dtype: base.copy() for dtype, base in self._bases.items()})
@@ -145,47 +202,73 @@ def report_columns(report: str) -> tuple[float, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _call_columns(priority: str | None, status: str, has_unit: bool) -> tuple[float, ...]:
-    return (*_one_hot(PRIORITIES, priority), float(priority is None), float(status == "pending"),
-            float(status == "dispatched"), float(has_unit))
+    return (
+        *_one_hot(PRIORITIES, priority),
+        float(priority is None),
+        float(status == "pending"),
+        float(status == "dispatched"),
+        float(has_unit),
+    )
 
 
 _NO_CALL = (0.0,) * len(_CALL_PART)
 
 
 @functools.lru_cache(maxsize=8192)
-def _patient_static(condition: str, status: str, destination: str | None, hospital: str | None,
-                    has_unit: bool) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def _patient_static(
+    condition: str, status: str, destination: str | None, hospital: str | None, has_unit: bool
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The patient part's discrete columns before and after the vitals and ETA."""
-    head = (*_one_hot(PRIORITIES, CONDITIONS[condition].true_priority), *_one_hot(CONDITION_IDS, condition),
-            *_one_hot(PATIENT_STATES, status))
+    head = (
+        *_one_hot(PRIORITIES, CONDITIONS[condition].true_priority),
+        *_one_hot(CONDITION_IDS, condition),
+        *_one_hot(PATIENT_STATES, status),
+    )
     tail = (float(has_unit), *_one_hot(HOSPITAL_IDS, destination), *_one_hot(HOSPITAL_IDS, hospital))
     return head, tail
 
 
 @functools.lru_cache(maxsize=256)
 def _waiting_columns(waiting: tuple[str, ...]) -> tuple[float, ...]:
-    return (float("or" in waiting), float(any(w in SPECIALTIES for w in waiting)), float("blood" in waiting),
-            float(any(w.startswith("transfer") for w in waiting)))
+    return (
+        float("or" in waiting),
+        float(any(w in SPECIALTIES for w in waiting)),
+        float("blood" in waiting),
+        float(any(w.startswith("transfer") for w in waiting)),
+    )
 
 
 _NO_PATIENT = (0.0,) * len(_PATIENT_PART)
 
 
 def _patient_columns(p: Mapping[str, Any]) -> tuple[float, ...]:
-    head, tail = _patient_static(p["condition"], p["status"], p["destination"], p["hospital"],
-                                 p["ambulance_id"] is not None)
+    head, tail = _patient_static(
+        p["condition"], p["status"], p["destination"], p["hospital"], p["ambulance_id"] is not None
+    )
     v = p["vitals"]
     eta = p["eta_min"]
     reserved = sum(p["blood_reserved"].values())
-    return (*head, _c(v["hr"] / 200), _c(v["sbp"] / 200), _c(v["spo2"] / 100), _c(v["rr"] / 40),
-            _c(v["gcs"] / 15), _c(v["score"]), 0.0 if eta is None else _c(eta / 30), *tail,
-            *_waiting_columns(tuple(p["waiting_for"])), float(p["blood_type"] is not None), _c(reserved / 6),
-            float(p["secondary"]))
+    return (
+        *head,
+        _c(v["hr"] / 200),
+        _c(v["sbp"] / 200),
+        _c(v["spo2"] / 100),
+        _c(v["rr"] / 40),
+        _c(v["gcs"] / 15),
+        _c(v["score"]),
+        0.0 if eta is None else _c(eta / 30),
+        *tail,
+        *_waiting_columns(tuple(p["waiting_for"])),
+        float(p["blood_type"] is not None),
+        _c(reserved / 6),
+        float(p["secondary"]),
+    )
 
 
 @functools.lru_cache(maxsize=1024)
-def _hospital_static(rooms: tuple[tuple[str, str | None, tuple[str, ...]], ...],
-                     specialists: tuple[tuple[str, str], ...]) -> tuple[float, ...]:
+def _hospital_static(
+    rooms: tuple[tuple[str, str | None, tuple[str, ...]], ...], specialists: tuple[tuple[str, str], ...]
+) -> tuple[float, ...]:
     """OR state counts, ready rooms and rooms that could be readied per procedure, specialists."""
     counts = [0.0] * len(OR_STATES)
     ready = [0.0] * len(PROCEDURES)
@@ -207,18 +290,34 @@ def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
     specialists = tuple((sp, s["state"]) for sp, s in h["specialists"].items())
     until = h["diverted_until"]
     blood = h["blood"]
-    return [_c(h["occupancy"] / max(1, h["capacity"])), float(h["crowded"]), float(until is not None),
-            0.0 if until is None else _c((until - clock) / 60), *_hospital_static(rooms, specialists),
-            _c(h["icu_free"] / 4), *(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES),
-            _c(sum(blood.values()) / 60), *([0.0] * len(_HOSPITAL_ACTIONS))]
+    return [
+        _c(h["occupancy"] / max(1, h["capacity"])),
+        float(h["crowded"]),
+        float(until is not None),
+        0.0 if until is None else _c((until - clock) / 60),
+        *_hospital_static(rooms, specialists),
+        _c(h["icu_free"] / 4),
+        *(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES),
+        _c(sum(blood.values()) / 60),
+        *([0.0] * len(_HOSPITAL_ACTIONS)),
+    ]
 
 
 @functools.lru_cache(maxsize=8192)
-def _unit_row(kind: str, mutual_aid: bool, status: str, eta: int | None, busy: int | None, has_job: bool,
-              held: bool) -> tuple[float, ...]:
-    return (1.0, float(kind == "ALS"), float(mutual_aid), *_one_hot(AMBULANCE_STATES, status),
-            float(status in ("available", "returning")), 0.0 if eta is None else _c(eta / 30),
-            0.0 if busy is None else _c(busy / 30), float(has_job), float(held))
+def _unit_row(
+    kind: str, mutual_aid: bool, status: str, eta: int | None, busy: int | None, has_job: bool, held: bool
+) -> tuple[float, ...]:
+    return (
+        1.0,
+        float(kind == "ALS"),
+        float(mutual_aid),
+        *_one_hot(AMBULANCE_STATES, status),
+        float(status in ("available", "returning")),
+        0.0 if eta is None else _c(eta / 30),
+        0.0 if busy is None else _c(busy / 30),
+        float(has_job),
+        float(held),
+    )
 
 
 class FactoredFeatures:
@@ -261,8 +360,17 @@ class FactoredFeatures:
         nodes = np.full(N_UNITS, _NO_NODE, np.intp)
         for a in view["ambulances"]:
             i = UNIT_SLOT[a["ambulance_id"]]
-            rows.append(_unit_row(a["kind"], a["mutual_aid"], a["status"], a["eta_min"], a["busy_min"],
-                                  a["patient_id"] is not None or a["call_id"] is not None, a["held"]))
+            rows.append(
+                _unit_row(
+                    a["kind"],
+                    a["mutual_aid"],
+                    a["status"],
+                    a["eta_min"],
+                    a["busy_min"],
+                    a["patient_id"] is not None or a["call_id"] is not None,
+                    a["held"],
+                )
+            )
             slots.append(i)
             nodes[i] = _NODE[a["node"]]
         out["units"][slots] = rows
@@ -299,9 +407,15 @@ class FactoredFeatures:
                 continue
             if slot not in state:
                 present[slot] = 1
-                cases[slot, _REPORT_START:_REPORT_START + 2] = (_c(p["age"] / 100), float(p["sex"] == "M"))
-            cases[slot, :_REPORT_START] = (1.0, 0.0, 1.0, float(final), _c(p["minutes_since_call"] / 120),
-                                           *_NO_CALL)
+                cases[slot, _REPORT_START : _REPORT_START + 2] = (_c(p["age"] / 100), float(p["sex"] == "M"))
+            cases[slot, :_REPORT_START] = (
+                1.0,
+                0.0,
+                1.0,
+                float(final),
+                _c(p["minutes_since_call"] / 120),
+                *_NO_CALL,
+            )
             cases[slot, _PATIENT_START:] = _patient_columns(p)
             node_of[slot] = _NO_NODE if final else _NODE[p["node"]]
             state[slot] = ("patient", status)
@@ -321,7 +435,9 @@ class FactoredFeatures:
                 self._hospital_nodes[i] = _NODE[h["node"]]
         hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, _HOSPITAL_MASK_COLUMNS].T
 
-    def _travel_minutes(self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]) -> None:
+    def _travel_minutes(
+        self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]
+    ) -> None:
         table = view.travel_minutes()
         if self._travel is None or self._travel[0] is not table:
             scaled = np.zeros((_NO_NODE + 1, _NO_NODE + 1), np.float32)  # padded: absent reads 0
@@ -335,8 +451,20 @@ class FactoredFeatures:
     def _global(self, view: ObservationView) -> list[float]:
         aid = view["mutual_aid"]
         horizon, max_steps = view["horizon_min"], view["max_steps"]
-        values = (view["clock_min"] / horizon, view["step"] / max_steps, view["phase"] == 2, view["score_preview"],
-                  aid["remaining"] / 2, aid["limit"] / 2, len(aid["pending"]) / 2, view["roads"]["peak_hour"],
-                  len(view["alerts"]) / 5, view["last_action_error"] is not None, view["query_result"] is not None,
-                  len(self.slots) / MAX_CASES, horizon / LONGEST_HORIZON_MIN, max_steps / LARGEST_STEP_BUDGET)
+        values = (
+            view["clock_min"] / horizon,
+            view["step"] / max_steps,
+            view["phase"] == 2,
+            view["score_preview"],
+            aid["remaining"] / 2,
+            aid["limit"] / 2,
+            len(aid["pending"]) / 2,
+            view["roads"]["peak_hour"],
+            len(view["alerts"]) / 5,
+            view["last_action_error"] is not None,
+            view["query_result"] is not None,
+            len(self.slots) / MAX_CASES,
+            horizon / LONGEST_HORIZON_MIN,
+            max_steps / LARGEST_STEP_BUDGET,
+        )
         return [_c(float(v)) for v in values]

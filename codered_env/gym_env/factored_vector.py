@@ -35,8 +35,12 @@ class CodeRedFactoredVectorEnv(VectorEnv):
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012
 
-    def __init__(self, num_envs: int = 1, task_id: str = "task1",
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
+    def __init__(
+        self,
+        num_envs: int = 1,
+        task_id: str = "task1",
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+    ) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1")
         mode = AutoresetMode(autoreset_mode)
@@ -50,7 +54,9 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._buffers = Buffers((num_envs,))
         self._batch = self._buffers.arrays
-        self._cores = [FactoredCore(task_id, {k: v[i] for k, v in self._batch.items()}) for i in range(num_envs)]
+        self._cores = [
+            FactoredCore(task_id, {k: v[i] for k, v in self._batch.items()}) for i in range(num_envs)
+        ]
         self._ended = np.zeros(num_envs, bool)
         self._rewards = np.zeros(num_envs, np.float64)
 
@@ -60,8 +66,9 @@ class CodeRedFactoredVectorEnv(VectorEnv):
     def legal_actions(self, index: int) -> np.ndarray:
         return self._cores[index].legal.combos.copy()
 
-    def reset(self, *, seed: int | list[int] | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         first = seed[0] if isinstance(seed, list) else seed
         super().reset(seed=first)
         if isinstance(seed, list):
@@ -79,7 +86,9 @@ class CodeRedFactoredVectorEnv(VectorEnv):
     def _draw_seed(self) -> int:
         return int(self.np_random.integers(0, _SEED_SPAN))
 
-    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         actions = np.asarray(actions, np.int64).reshape(self.num_envs, len(NVEC))
         rewards, terminated = self._rewards, np.zeros(self.num_envs, bool)
         rewards.fill(0.0)

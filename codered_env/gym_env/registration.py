@@ -15,13 +15,20 @@ def register_envs() -> list[str]:
     """Register every id (idempotent); returns them, the flat ones first."""
     ids = []
     for task_id in TASK_IDS:
-        flat, factored = f"CodeRedEnv-{task_id}-v{FLAT_VERSION}", f"CodeRedFactored-{task_id}-v{FACTORED_VERSION}"
+        flat, factored = (
+            f"CodeRedEnv-{task_id}-v{FLAT_VERSION}",
+            f"CodeRedFactored-{task_id}-v{FACTORED_VERSION}",
+        )
         if flat not in gymnasium.registry:
-            gymnasium.register(id=flat, entry_point="codered_env.gym_env:CodeRedGymEnv", kwargs={"task_id": task_id})
+            gymnasium.register(
+                id=flat, entry_point="codered_env.gym_env:CodeRedGymEnv", kwargs={"task_id": task_id}
+            )
         if factored not in gymnasium.registry:
             gymnasium.register(
-                id=factored, entry_point="codered_env.gym_env:CodeRedFactoredEnv",
-                vector_entry_point="codered_env.gym_env:CodeRedFactoredVectorEnv", kwargs={"task_id": task_id},
+                id=factored,
+                entry_point="codered_env.gym_env:CodeRedFactoredEnv",
+                vector_entry_point="codered_env.gym_env:CodeRedFactoredVectorEnv",
+                kwargs={"task_id": task_id},
             )
         ids.append(flat)
         ids.append(factored)

@@ -107,6 +107,9 @@ class SlotTable:
         slot changes: read only."""
         if self._names is None:
             cases = [p or c for c, p in zip(self.case_call, self.case_patient, strict=True)]
-            self._names = {"unit": list(UNIT_IDS), "case": cases + [None] * (MAX_CASES - len(cases)),
-                           "hospital": list(HOSPITAL_IDS)}
+            self._names = {
+                "unit": list(UNIT_IDS),
+                "case": cases + [None] * (MAX_CASES - len(cases)),
+                "hospital": list(HOSPITAL_IDS),
+            }
         return self._names

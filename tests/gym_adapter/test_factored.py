@@ -36,7 +36,9 @@ def _concrete(sim: CodeRedSim) -> list[dict[str, Any]]:
     return out
 
 
-def _check_masks(env: CodeRedFactoredEnv, obs: dict[str, np.ndarray], info: dict[str, Any], where: str) -> None:
+def _check_masks(
+    env: CodeRedFactoredEnv, obs: dict[str, np.ndarray], info: dict[str, Any], where: str
+) -> None:
     legal = env.legal_actions()
     rows = {tuple(int(v) for v in r) for r in legal}
     assert len(rows) == len(legal), (where, "duplicate legal vectors")
@@ -77,7 +79,13 @@ class _SlotWatch:
                 for k, (old, new) in enumerate(zip(before, names, strict=True)):
                     if old is None or old == new:
                         continue
-                    assert group == "case" and old.startswith("C") and new in patients, (where, group, k, old, new)
+                    assert group == "case" and old.startswith("C") and new in patients, (
+                        where,
+                        group,
+                        k,
+                        old,
+                        new,
+                    )
                     assert patients[new]["call_id"] == old, (where, k, old, new)
             self.seen[group] = list(names)
         for k, name in enumerate(info["slots"]["case"]):
@@ -124,7 +132,7 @@ def test_case_slots_suffice_when_every_caller_is_advised() -> None:
         env.reset(seed=seed)
         done = False
         while not done:
-            _, _, done, _, info = env.step(env.encode(_advise_all(env)))
+            _, _, done, _, _ = env.step(env.encode(_advise_all(env)))
         assert not env.core.features.slots.unslotted and len(env.core.features.slots) <= MAX_CASES
 
 
@@ -174,9 +182,9 @@ def test_invalid_actions_are_refused_with_a_clear_error() -> None:
     for _ in range(5):
         env.step(env.encode({"action_type": "maintain_plan"}))
     bad = [
-        [99, 0, 0, 0, 0],                                          # type out of range
-        [1, 0, 0],                                                 # too few components
-        [TYPE("triage_call"), 0, MAX_CASES - 1, 0, 0],             # an empty case slot
+        [99, 0, 0, 0, 0],  # type out of range
+        [1, 0, 0],  # too few components
+        [TYPE("triage_call"), 0, MAX_CASES - 1, 0, 0],  # an empty case slot
         [TYPE("prepare_or"), 0, 0, 0, 0] if not _legal_type(env, "prepare_or") else [0, 0, 0, 0, 1],
         "not an action",
     ]
@@ -197,7 +205,7 @@ def test_invalid_actions_are_refused_with_a_clear_error() -> None:
         env.encode({"action_type": "dispatch_als", "ambulance_id": "ALS1", "call_id": "C999"})
 
 
-def TYPE(name: str) -> int:  # noqa: N802  a test shorthand
+def TYPE(name: str) -> int:
     from codered_env.gym_env.factored_actions import TYPE_INDEX
 
     return TYPE_INDEX[name]
@@ -216,7 +224,7 @@ def test_vector_env_equals_single_episodes_and_autoresets() -> None:
     rng = np.random.default_rng(0)
     ended = [False] * 3
     for _ in range(60):
-        for i, env in enumerate(singles):
+        for i in range(3):
             if not ended[i]:
                 for key in obs:
                     assert obs[key][i].tobytes() == single_obs[i][key].tobytes(), (i, key)
@@ -253,9 +261,9 @@ def test_same_seed_same_actions_same_bytes() -> None:
     runs = []
     for _ in range(2):
         env, rng, out = CodeRedFactoredEnv("task5"), np.random.default_rng(1), []
-        obs, info = env.reset(seed=5)
+        env.reset(seed=5)
         for _ in range(40):
-            obs, reward, done, _, info = env.step(_type_first(env, rng))
+            obs, reward, done, _, _ = env.step(_type_first(env, rng))
             out.append((b"".join(a.tobytes() for a in obs.values()), reward))
             if done:
                 break

@@ -15,8 +15,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _run(script: str, *args: str, timeout: int = 600) -> str:
-    done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
