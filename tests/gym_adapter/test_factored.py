@@ -12,8 +12,14 @@ import gymnasium
 import numpy as np
 import pytest
 
-from codered_env.gym_env import NVEC, CodeRedFactoredEnv, CodeRedFactoredVectorEnv, CodeRedGymEnv
-from codered_env.gym_env.factored_actions import OFFSETS
+from codered_env.gym_env import (
+    CASE_COLUMNS,
+    NVEC,
+    CodeRedFactoredEnv,
+    CodeRedFactoredVectorEnv,
+    CodeRedGymEnv,
+)
+from codered_env.gym_env.factored_actions import OFFSETS, TYPE_INDEX
 from codered_env.gym_env.factored_env import MASKED_OUT
 from codered_env.gym_env.slots import MAX_CASES
 from codered_env.sim import CodeRedSim
@@ -89,12 +95,9 @@ class _SlotWatch:
                     assert patients[new]["call_id"] == old, (where, k, old, new)
             self.seen[group] = list(names)
         for k, name in enumerate(info["slots"]["case"]):
-            if name in patients:
+            if name in patients:  # the slot's row describes that very patient
                 case = env.unwrapped.core.out["cases"][k]
-                condition = list(CONDITIONS).index(patients[name]["condition"])
-                from codered_env.gym_env.factored_features import CASE_COLUMNS
-
-                assert case[CASE_COLUMNS.index(f"condition_{list(CONDITIONS)[condition]}")] == 1.0, (where, k)
+                assert case[CASE_COLUMNS.index(f"condition_{patients[name]['condition']}")] == 1.0, (where, k)
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -184,8 +187,8 @@ def test_invalid_actions_are_refused_with_a_clear_error() -> None:
     bad = [
         [99, 0, 0, 0, 0],  # type out of range
         [1, 0, 0],  # too few components
-        [TYPE("triage_call"), 0, MAX_CASES - 1, 0, 0],  # an empty case slot
-        [TYPE("prepare_or"), 0, 0, 0, 0] if not _legal_type(env, "prepare_or") else [0, 0, 0, 0, 1],
+        [TYPE_INDEX["triage_call"], 0, MAX_CASES - 1, 0, 0],  # an empty case slot
+        [TYPE_INDEX["prepare_or"], 0, 0, 0, 0] if not _legal_type(env, "prepare_or") else [0, 0, 0, 0, 1],
         "not an action",
     ]
     for action in bad:
@@ -205,14 +208,8 @@ def test_invalid_actions_are_refused_with_a_clear_error() -> None:
         env.encode({"action_type": "dispatch_als", "ambulance_id": "ALS1", "call_id": "C999"})
 
 
-def TYPE(name: str) -> int:
-    from codered_env.gym_env.factored_actions import TYPE_INDEX
-
-    return TYPE_INDEX[name]
-
-
 def _legal_type(env: CodeRedFactoredEnv, name: str) -> bool:
-    return bool(env.action_masks()[TYPE(name)])
+    return bool(env.action_masks()[TYPE_INDEX[name]])
 
 
 def test_vector_env_equals_single_episodes_and_autoresets() -> None:
