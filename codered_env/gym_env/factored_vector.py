@@ -4,6 +4,7 @@ observation straight into its row of the batch arrays (no per-env copies, dicts 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .factored_actions import NVEC
+from .factored_actions import NVEC, decode, encode
 from .factored_env import FactoredCore
 from .factored_features import Buffers, factored_observation_space
 
@@ -29,8 +30,8 @@ class CodeRedFactoredVectorEnv(VectorEnv):
       episode's first observation (every end is terminal, so the final observation is not
       needed for bootstrapping; ``infos["final_score"]`` carries its grade).
     - ``infos``: ``score_preview`` (num_envs,), and for ended episodes ``final_score`` with its
-      ``_final_score`` mask. ``legal_actions(i)`` and ``core(i)`` give one episode's legal
-      vectors and its single-episode state (``encode``/``decode`` through ``core(i)``).
+      ``_final_score`` mask. ``legal_actions(i)``, ``encode(i, wire)``, ``decode(i, action)``
+      and ``core(i)`` (its ``sim``) are one episode's.
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012
@@ -65,6 +66,12 @@ class CodeRedFactoredVectorEnv(VectorEnv):
 
     def legal_actions(self, index: int) -> np.ndarray:
         return self._cores[index].legal.combos.copy()
+
+    def encode(self, index: int, wire_action: Mapping[str, Any]) -> np.ndarray:
+        return encode(wire_action, self._cores[index].features.slots)
+
+    def decode(self, index: int, action: Any) -> dict[str, Any]:
+        return decode(np.asarray(action, np.int64).reshape(-1), self._cores[index].features.slots)
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None

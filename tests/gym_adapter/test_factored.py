@@ -226,6 +226,8 @@ def test_vector_env_equals_single_episodes_and_autoresets() -> None:
                 for key in obs:
                     assert obs[key][i].tobytes() == single_obs[i][key].tobytes(), (i, key)
         actions = np.stack([vec.legal_actions(i)[rng.integers(len(vec.legal_actions(i)))] for i in range(3)])
+        for i in range(3):
+            assert (vec.encode(i, vec.decode(i, actions[i])) == actions[i]).all()
         obs, rewards, terminated, truncated, infos = vec.step(actions)
         assert not truncated.any()
         for i, env in enumerate(singles):
