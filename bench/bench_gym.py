@@ -117,6 +117,7 @@ def step_parts(task_id: str, steps: int, seed: int = 0) -> dict[str, float]:
     process taking the CPU does not count): the simulation's ``step``, its ``legal_actions``,
     ``index_legal`` and the feature build; the same masked-random play as ``codered_rate``."""
     import codered_env.gym_env as gym_env
+    from codered_env.gym_env.actions import index_legal
     from codered_env.sim.observation import legal_actions
 
     env, rng, clock = gym_env.CodeRedGymEnv(task_id), np.random.default_rng(seed), time.process_time_ns
@@ -129,7 +130,7 @@ def step_parts(task_id: str, steps: int, seed: int = 0) -> dict[str, float]:
         t1 = clock()
         legal = {} if env.sim.done else legal_actions(env.sim.world)
         t2 = clock()
-        index = gym_env.index_legal(legal, env._legal_memo)
+        index = index_legal(legal, env._legal_memo)
         t3 = clock()
         env._segments, env._n_legal = index.segments, min(index.total, env.max_actions)
         env._features.build(env.sim, index, env._n_legal)

@@ -321,13 +321,21 @@ def train(
     resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
     actions: Annotated[str, typer.Option(help="action set: full (every legal action) or focused")] = "full",
     gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 0.995,
+    interface: Annotated[str, typer.Option(help="flat (MaskablePPO on CodeRedEnv-v1) or factored "
+                                                 "(the factored-head PPO on CodeRedFactored-v0)")] = "flat",
+    bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,
 ) -> None:
-    """Train MaskablePPO (needs the `rl` extra): curve CSV/JSON/PNG, checkpoints, run.json in --out."""
+    """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
     from .train import TrainConfig
     from .train import train as run_training
 
     parse_tasks(task)
+    if interface not in ("flat", "factored"):
+        raise typer.BadParameter(f"unknown interface {interface!r}; valid: flat, factored")
+    if interface == "factored":
+        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, gamma, bc_episodes)
+        return
     if actions not in ACTION_SETS:
         raise typer.BadParameter(f"unknown action set {actions!r}; valid: {', '.join(ACTION_SETS)}")
     if not steps and not minutes:
@@ -342,6 +350,27 @@ def train(
         err_console.print(f"error: {exc}")
         raise typer.Exit(code=1) from None
     json.dump({"best": result["best"], "final": result["final"], "baselines": result["baselines"],
+               "out": str(out)}, sys.stdout)
+    sys.stdout.write("\n")
+
+
+def _print_line(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)
+
+
+def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int, eval_seeds: str, out: Path,
+                    gamma: float, bc_episodes: int) -> None:
+    from .factored_ppo import FactoredConfig, train_factored
+
+    config = FactoredConfig(task_id=task, seed=seed, total_steps=steps, n_envs=envs, eval_every=eval_every,
+                            eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), gamma=gamma,
+                            bc_episodes=bc_episodes)
+    try:
+        result = train_factored(config, log=_print_line)
+    except ImportError as exc:
+        err_console.print(f"error: {exc}")
+        raise typer.Exit(code=1) from None
+    json.dump({"final": result["final"], "bc": result.get("bc"), "heuristic": result["heuristic"],
                "out": str(out)}, sys.stdout)
     sys.stdout.write("\n")
 

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "codered_env.evaluation": 3,
     "codered_env.viewer": 3,
     "codered_env.train": 3,
+    "codered_env.factored_ppo": 3,
     "codered_env.runner": 3,
     "codered_env.replay": 3,
     "codered_env.runlog": 3,

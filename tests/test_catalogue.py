@@ -186,14 +186,18 @@ def test_flat_wire_action_is_the_catalogue() -> None:
 # ------------------------------------------------------------------------------ gymnasium
 def test_gym_action_order_and_enums_are_the_catalogue() -> None:
     gym_env = pytest.importorskip("codered_env.gym_env")
+    from codered_env.gym_env import actions as gym_actions
+    from codered_env.gym_env import schema as gym_schema
+    from codered_env.sim.params import PROCEDURES, SPECIALTIES
+
     assert gym_env.ACTION_ORDER == cat.ACTION_NAMES
-    assert gym_env.MAINTAIN == {"action_type": cat.NOOP}
+    assert gym_actions.MAINTAIN == {"action_type": cat.NOOP}
     assert gym_env.enumerate_actions({})[0] == {"action_type": cat.NOOP}
-    assert cat.fixed_id_choices()["hospital"] == gym_env.HOSPITAL_IDS
-    assert len(cat.fixed_id_choices()["ambulance"]) == gym_env.MAX_AMBULANCES
+    assert cat.fixed_id_choices()["hospital"] == gym_schema.HOSPITAL_IDS
+    assert len(cat.fixed_id_choices()["ambulance"]) == gym_schema.MAX_AMBULANCES
     by_name = {p.name: p for spec in cat.ACTIONS for p in spec.params}
-    assert by_name["procedure"].choices == gym_env.PROCEDURES
-    assert by_name["specialty"].choices == gym_env.SPECIALTIES
+    assert by_name["procedure"].choices == PROCEDURES
+    assert by_name["specialty"].choices == SPECIALTIES
 
 
 # ------------------------------------------------------------------------------ LLM agent

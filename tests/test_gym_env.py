@@ -17,6 +17,8 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from codered_env import gym_env  # noqa: E402
 from codered_env.agents import make_agent  # noqa: E402
 from codered_env.gym_env import CodeRedGymEnv, enumerate_actions  # noqa: E402
+from codered_env.gym_env import rows as gym_rows  # noqa: E402
+from codered_env.gym_env import schema as gym_schema  # noqa: E402
 from codered_env.sim import TASK_IDS, TASKS  # noqa: E402
 
 
@@ -327,7 +329,8 @@ def test_render_modes_other_than_ansi_do_not_crash(mode: str | None) -> None:
 
 
 def test_make_render_and_action_masks_through_wrappers() -> None:
-    assert gym_env.register_envs() == gym_env.register_envs() == [f"CodeRedEnv-{t}-v1" for t in TASK_IDS]
+    ids = [f"CodeRedEnv-{t}-v1" for t in TASK_IDS] + [f"CodeRedFactored-{t}-v0" for t in TASK_IDS]
+    assert gym_env.register_envs() == gym_env.register_envs() == ids
     env = gymnasium.make("CodeRedEnv-task3-v1", render_mode="ansi")
     _, info = env.reset(seed=0)
     assert env.render() == env.unwrapped.sim.render_text()
@@ -355,26 +358,26 @@ def test_simulation_core_does_not_import_gymnasium() -> None:
 
 
 def _cue_columns(report: str) -> set[str]:
-    row = gym_env._report_row(report)
-    return {name for name in gym_env.CALL_FEATURES if name.startswith("cue_") and row[gym_env._C[name]]}
+    row = gym_rows._report_row(report)
+    return {name for name in gym_env.CALL_FEATURES if name.startswith("cue_") and row[gym_schema._C[name]]}
 
 
 def test_report_cues_are_the_report_models_features() -> None:
     from codered_env.sim.triage import CALLER_PHRASES, FEATURE_PHRASES, NO_SYMPTOM_TEXT, callback_report
 
-    column_of = {f: f"cue_{name}" for name, features in gym_env.REPORT_CUES for f in features}
+    column_of = {f: f"cue_{name}" for name, features in gym_schema.REPORT_CUES for f in features}
     for feature, phrases in FEATURE_PHRASES.items():
         for phrase in phrases:
             report = f"45F at Old City, family calling: {phrase}"
             assert _cue_columns(report) == {column_of[feature]}, phrase
             nested = callback_report(callback_report(report, "C1"), "C4")
-            assert gym_env._report_row(nested)[gym_env._C["callback"]] == 1.0
+            assert gym_rows._report_row(nested)[gym_schema._C["callback"]] == 1.0
             assert _cue_columns(nested) == {column_of[feature]}, "cues read under callback prefixes"
     bystander = f"70M at Hitech City, {CALLER_PHRASES['bystander']}: {NO_SYMPTOM_TEXT}"
-    assert _cue_columns(bystander) == {f"cue_{gym_env.BYSTANDER_CUE}"}
-    row = gym_env._report_row(bystander)
-    assert (row[gym_env._C["age"]], row[gym_env._C["male"]]) == (pytest.approx(0.70), 1.0)
-    assert not any(gym_env._report_row("not a report from the model: chest pain"))
+    assert _cue_columns(bystander) == {f"cue_{gym_schema.BYSTANDER_CUE}"}
+    row = gym_rows._report_row(bystander)
+    assert (row[gym_schema._C["age"]], row[gym_schema._C["male"]]) == (pytest.approx(0.70), 1.0)
+    assert not any(gym_rows._report_row("not a report from the model: chest pain"))
 
 
 def test_task_features_tell_every_task_apart() -> None:
@@ -389,7 +392,7 @@ def test_task_features_tell_every_task_apart() -> None:
         obs, _ = env.reset(seed=0)
         seen[task_id] = float(obs["global"][budget])
         task_rows[task_id] = tuple(float(obs["global"][c]) for c in columns)
-        assert seen[task_id] == pytest.approx(TASKS[task_id].max_steps / gym_env.LARGEST_STEP_BUDGET)
+        assert seen[task_id] == pytest.approx(TASKS[task_id].max_steps / gym_schema.LARGEST_STEP_BUDGET)
         env.close()
     assert len(set(seen.values())) == len({t.max_steps for t in TASKS.values()})
     assert len(set(task_rows.values())) == len(TASK_IDS)  # the task features tell every task apart

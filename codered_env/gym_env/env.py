@@ -12,8 +12,10 @@ from ..sim.env import CodeRedSim
 from ..sim.observation import legal_actions
 from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
+from .factored_actions import NVEC, encode
 from .features import FeatureBuilder, observation_space
 from .focus import ACTION_SETS, focus_legal
+from .slots import SlotTable
 
 
 class CodeRedGymEnv(gymnasium.Env):
@@ -39,6 +41,9 @@ class CodeRedGymEnv(gymnasium.Env):
       legal actions that can change something or serve a visible need (``gym_env.focus``): no
       re-triage to the same priority, blood only for patients who need it. Every index is still
       a legal action; only fewer of them are offered.
+    - ``action_args=True``: ``info["action_args"]`` (and ``action_args()``) gives each legal
+      index's action in the factored coding, on stable slots (the same information the
+      factored interface's components carry).
     - Rendering: ``"ansi"`` returns ``CodeRedSim.render_text()``; any other mode (SB3 passes
       ``"rgb_array"``) is accepted and ``render()`` warns and returns ``None``, as Gymnasium's own
       environments do for a mode they cannot draw.
@@ -55,6 +60,7 @@ class CodeRedGymEnv(gymnasium.Env):
         info_actions: bool = False,
         truncate_on_step_budget: bool = False,
         actions: str = "full",
+        action_args: bool = False,
     ) -> None:
         if task_id not in TASKS:
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
@@ -68,6 +74,8 @@ class CodeRedGymEnv(gymnasium.Env):
         self.max_actions = max_actions
         self.info_actions = info_actions
         self.truncate_on_step_budget = truncate_on_step_budget
+        # the factored coding of every legal index (``info["action_args"]``), on stable slots
+        self._slots: SlotTable | None = SlotTable() if action_args else None
         self.action_space = spaces.Discrete(max_actions)
         self.observation_space = observation_space()
         self._features = FeatureBuilder(max_actions)
@@ -93,6 +101,8 @@ class CodeRedGymEnv(gymnasium.Env):
         self._end_reason = None
         self._legal_memo.clear()
         self._legal_parts.clear()
+        if self._slots is not None:
+            self._slots = SlotTable()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -147,6 +157,9 @@ class CodeRedGymEnv(gymnasium.Env):
         legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
         if legal and self.actions == "focused":
             legal = focus_legal(sim.world, legal)
+        if self._slots is not None:
+            view = sim.observation_view()
+            self._slots.update(view["calls"], view["patients"])
         index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
         return self._features.build(sim, index, self._n_legal)
@@ -161,7 +174,20 @@ class CodeRedGymEnv(gymnasium.Env):
         }
         if self.info_actions:
             info["actions"] = self.legal_wire_actions()
+        if self._slots is not None:
+            info["action_args"] = self.action_args()
         return info
+
+    def action_args(self) -> np.ndarray:
+        """Per index, its action in the factored coding (``CodeRedFactored`` ids, docs/GYM.md):
+        (type, unit slot, case slot, hospital slot, parameter) on slots that keep their entity
+        for the whole episode; -1 rows for indices not legal now. Needs ``action_args=True``."""
+        if self._slots is None:
+            raise RuntimeError("build the env with action_args=True to get the factored coding")
+        table = np.full((self.max_actions, len(NVEC)), -1, np.int64)
+        for i in range(self._n_legal):
+            table[i] = encode(decode_action(self._segments, i), self._slots)
+        return table
 
     def _wire(self, index: int) -> dict[str, Any]:
         if 0 <= index < self._n_legal and not self.sim.done:

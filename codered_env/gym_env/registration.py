@@ -1,4 +1,6 @@
-"""Registration of ``CodeRedEnv-task1-v1`` .. ``CodeRedEnv-task5-v1`` with Gymnasium."""
+"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v1`` .. ``CodeRedEnv-task5-v1`` (the flat
+``Discrete`` interface) and ``CodeRedFactored-task1-v0`` .. ``CodeRedFactored-task5-v0`` (stable
+slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env)."""
 
 from __future__ import annotations
 
@@ -6,20 +8,28 @@ import gymnasium
 
 from ..sim.tasks import TASK_IDS
 
+FLAT_VERSION, FACTORED_VERSION = 1, 0
+
 
 def register_envs() -> list[str]:
-    """Register ``CodeRedEnv-task1-v1`` .. ``CodeRedEnv-task5-v1`` (idempotent); returns the ids.
-
-    v1 (issue 21): the ``max_steps`` feature is the budget over the largest budget in the task
-    table (v0 divided by 60, so tasks 3-5 all read 1.0)."""
+    """Register every id (idempotent); returns them, the flat ones first."""
     ids = []
     for task_id in TASK_IDS:
-        env_id = f"CodeRedEnv-{task_id}-v1"
-        if env_id not in gymnasium.registry:
+        flat, factored = (
+            f"CodeRedEnv-{task_id}-v{FLAT_VERSION}",
+            f"CodeRedFactored-{task_id}-v{FACTORED_VERSION}",
+        )
+        if flat not in gymnasium.registry:
             gymnasium.register(
-                id=env_id,
-                entry_point="codered_env.gym_env:CodeRedGymEnv",
+                id=flat, entry_point="codered_env.gym_env:CodeRedGymEnv", kwargs={"task_id": task_id}
+            )
+        if factored not in gymnasium.registry:
+            gymnasium.register(
+                id=factored,
+                entry_point="codered_env.gym_env:CodeRedFactoredEnv",
+                vector_entry_point="codered_env.gym_env:CodeRedFactoredVectorEnv",
                 kwargs={"task_id": task_id},
             )
-        ids.append(env_id)
-    return ids
+        ids.append(flat)
+        ids.append(factored)
+    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-"))

@@ -139,6 +139,12 @@ class RoadNetwork:
         self._refresh()
         return self._dist[self._index[a]][self._index[b]]
 
+    def minutes_table(self) -> list[list[float]]:
+        """Shortest travel minutes between every pair of nodes, in ``NODE_IDS`` order (inf: no
+        open route). Shared and read only: a new road state gives a new table."""
+        self._refresh()
+        return self._dist
+
     def reachable(self, a: str, b: str) -> bool:
         """Some open route leads from a to b (``path`` is not None)."""
         self._refresh()

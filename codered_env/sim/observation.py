@@ -597,6 +597,12 @@ class ObservationView(Mapping[str, Any]):
             raise KeyError(call_id)
         return _call(self._world, call)
 
+    def travel_minutes(self) -> list[list[float]]:
+        """Travel minutes by road now between every pair of nodes (``city.NODE_IDS`` order; inf:
+        cut off), from what ``roads`` shows (closures, congestion, peak hour). Read only; the
+        same table object while the road state is the same."""
+        return self._world.net.minutes_table()
+
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in _PARTS else default
 

@@ -26,15 +26,14 @@ import pytest
 
 from codered_env.agents import make_agent
 from codered_env.gym_env import (
-    _LAST_VITALS,
     ACTION_ORDER,
-    FEATURE_MEMOS,
     CodeRedGymEnv,
     FeatureBuilder,
     enumerate_actions,
     sim_features,
 )
 from codered_env.gym_env.focus import focus_legal
+from codered_env.gym_env.rows import _LAST_VITALS, FEATURE_MEMOS
 from codered_env.sim.observation import legal_actions
 from codered_env.sim.tasks import TASK_IDS
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 gym_env = pytest.importorskip("codered_env.gym_env")
-
+from codered_env.gym_env import rows as gym_rows  # noqa: E402
 from codered_env.sim.observation import legal_actions  # noqa: E402
 
-_ROW_MEMOS = gym_env.ROW_MEMOS
+_ROW_MEMOS = gym_rows.ROW_MEMOS
 
 
 def _assert_matches_scratch(env: gym_env.CodeRedGymEnv, obs: dict[str, np.ndarray]) -> None:
@@ -104,7 +104,7 @@ def test_returned_arrays_are_fresh_each_step() -> None:
 
 
 def test_memoised_rows_are_read_only() -> None:
-    row = gym_env._patient_row.__wrapped__(("stemi", "awaiting_unit", None, None, "N1", False, False, False,
+    row = gym_rows._patient_row.__wrapped__(("stemi", "awaiting_unit", None, None, "N1", False, False, False,
                                             True, False, False, False, True))
     assert not row.flags.writeable
     with pytest.raises(ValueError):

@@ -11,9 +11,10 @@ from codered_env.sim import actions as actions_module
 from codered_env.sim.observation import _alerts, alert_count
 
 gym_env = pytest.importorskip("codered_env.gym_env")
+from codered_env.gym_env import rows as gym_rows  # noqa: E402
 
 _MEMOS = (
-    *gym_env.FEATURE_MEMOS,
+    *gym_rows.FEATURE_MEMOS,
     rubric._benefit,
     rubric._gain,
     rubric._treated_outcome,
@@ -24,7 +25,7 @@ _MEMOS = (
 def _clear_memos() -> None:
     for memo in _MEMOS:
         memo.cache_clear()
-    gym_env._LAST_VITALS.clear()
+    gym_rows._LAST_VITALS.clear()
 
 
 @pytest.mark.parametrize("task_id", ["task2", "task5"])

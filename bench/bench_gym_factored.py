@@ -1,0 +1,235 @@
+"""Speed of the factored interface: one step next to a CartPole-v1 step in the same process, and
+the native vector env next to N separate environments.
+
+Only the ``step`` calls are timed (process time, so other processes taking the CPU count less),
+the action choice is not. The policy is a masked random one that picks the action type first
+(uniform over the legal types), then a legal vector of that type; ended episodes are reset with
+the next seed (the reset is timed with the step that needs it). Every measurement is repeated
+``--rounds`` times, alternating the contenders, and the median round is kept.
+
+- single: ``gymnasium.make("CodeRedFactored-<task>-v0")`` vs ``gymnasium.make("CartPole-v1")``
+  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v1")`` (the flat interface, uniform
+  over its legal indices);
+- vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v0", num_envs=N)`` (the native vector
+  env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
+
+Usage::
+
+    uv run python bench/bench_gym_factored.py --tasks task1,task5 --envs 8 \\
+        --out docs/results/gym_factored_speed.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+
+import codered_env.gym_env  # noqa: F401  registers the ids
+
+clock = time.process_time
+
+
+def pick(legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A legal vector: a uniform legal type, then a uniform legal vector of that type."""
+    types = np.unique(legal[:, 0])
+    rows = legal[legal[:, 0] == types[rng.integers(len(types))]]
+    return rows[rng.integers(len(rows))]
+
+
+def factored_runner(task_id: str, steps: int) -> Callable[[], float]:
+    env, rng, state = gymnasium.make(f"CodeRedFactored-{task_id}-v0"), np.random.default_rng(0), {"seed": 0}
+    env.reset(seed=0)
+    inner = env.unwrapped
+
+    def run() -> float:
+        spent = 0.0
+        for _ in range(steps):
+            action = pick(inner.legal_actions(), rng)
+            start = clock()
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                state["seed"] += 1
+                env.reset(seed=state["seed"])
+            spent += clock() - start
+        return spent / steps
+
+    return run
+
+
+def flat_runner(task_id: str, steps: int) -> Callable[[], float]:
+    env, rng, state = gymnasium.make(f"CodeRedEnv-{task_id}-v1"), np.random.default_rng(0), {"seed": 0}
+    env.reset(seed=0)
+    inner = env.unwrapped
+
+    def run() -> float:
+        spent = 0.0
+        for _ in range(steps):
+            action = int(rng.integers(int(inner.action_masks().sum())))
+            start = clock()
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                state["seed"] += 1
+                env.reset(seed=state["seed"])
+            spent += clock() - start
+        return spent / steps
+
+    return run
+
+
+def cartpole_runner(steps: int) -> Callable[[], float]:
+    env = gymnasium.make("CartPole-v1")
+    env.reset(seed=0)
+
+    def run() -> float:
+        start = clock()
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(0)
+            if terminated or truncated:
+                env.reset()
+        return (clock() - start) / steps
+
+    return run
+
+
+def vector_runner(task_id: str, n: int, steps: int, native: bool) -> Callable[[], float]:
+    """Seconds per ``step`` of N episodes: the native vector env or SyncVectorEnv of N envs."""
+    env_id = f"CodeRedFactored-{task_id}-v0"
+    if native:
+        vec = gymnasium.make_vec(env_id, num_envs=n)
+        legal = vec.legal_actions
+    else:
+        vec = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(env_id)] * n)
+
+        def legal(i: int) -> np.ndarray:
+            return vec.envs[i].unwrapped.legal_actions()
+
+    vec.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def run() -> float:
+        spent = 0.0
+        for _ in range(steps):
+            actions = np.stack([pick(legal(i), rng) for i in range(n)])
+            start = clock()
+            vec.step(actions)
+            spent += clock() - start
+        return spent / steps
+
+    return run
+
+
+def median_rounds(runners: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            times[name].append(runners[name]())
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def header(command: str) -> list[str]:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    except OSError:
+        commit = "unknown"
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    return [
+        "# Factored Gymnasium interface: speed",
+        "",
+        f"- commit: `{commit}`",
+        f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"gymnasium {gymnasium.__version__}; load average at the end {load}",
+        f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- command: `{command}`",
+        "",
+        "Generated by `bench/bench_gym_factored.py` (process time of the `step` calls only; median of",
+        "alternating rounds; a masked random policy that picks the action type first).",
+        "",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="task1,task5")
+    parser.add_argument("--steps", type=int, default=400, help="steps per round (single env)")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--envs", type=int, default=8, help="episodes per vector env")
+    parser.add_argument("--out", type=Path, default=None, help="write the markdown here too")
+    args = parser.parse_args()
+    tasks = args.tasks.split(",")
+    lines = header(
+        "uv run python bench/bench_gym_factored.py "
+        + " ".join(
+            f"--{k} {v}"
+            for k, v in (
+                ("tasks", args.tasks),
+                ("steps", args.steps),
+                ("rounds", args.rounds),
+                ("envs", args.envs),
+            )
+            + ((("out", args.out),) if args.out else ())
+        )
+    )
+    lines += [
+        "## One step vs CartPole-v1",
+        "",
+        "| task | CartPole-v1 µs | factored µs | factored / CartPole | flat µs | flat / CartPole |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task_id in tasks:
+        t = median_rounds(
+            {
+                "cartpole": cartpole_runner(args.steps * 10),
+                "factored": factored_runner(task_id, args.steps),
+                "flat": flat_runner(task_id, args.steps),
+            },
+            args.rounds,
+        )
+        lines.append(
+            f"| {task_id} | {t['cartpole'] * 1e6:.1f} | {t['factored'] * 1e6:.0f} | "
+            f"{t['factored'] / t['cartpole']:.1f}x | {t['flat'] * 1e6:.0f} | "
+            f"{t['flat'] / t['cartpole']:.1f}x |"
+        )
+        print(lines[-1], flush=True)
+    n = args.envs
+    lines += [
+        "",
+        f"## Vector env: one step of {n} episodes",
+        "",
+        f"| task | native vector env µs | SyncVectorEnv of {n} envs µs | native / sync |",
+        "|---|---|---|---|",
+    ]
+    for task_id in tasks:
+        steps = max(20, args.steps // n)
+        t = median_rounds(
+            {
+                "native": vector_runner(task_id, n, steps, True),
+                "sync": vector_runner(task_id, n, steps, False),
+            },
+            args.rounds,
+        )
+        lines.append(
+            f"| {task_id} | {t['native'] * 1e6:.0f} | {t['sync'] * 1e6:.0f} | {t['native'] / t['sync']:.2f} |"
+        )
+        print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,459 @@
+"""The reference learner of the factored interface (``codered train --interface factored``): a
+compact masked PPO whose policy scores every legal component vector by summed component logits,
+with an optional behaviour-cloning warm start from the heuristic.
+
+The policy (``FactoredPolicy``) encodes each unit, case and hospital row with a shared MLP per
+group, pools them with the global features into a trunk, and scores an action (type ``t``, unit
+``u``, case ``c``, hospital ``h``, parameter ``p``) as
+
+    type[t] + unit[u, t] + case[c, t] + hospital[h, t] + parameter[t, p]
+    + a[t] * unit_case_minutes[u, c] + b[t] * case_hospital_minutes[c, h]
+
+over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
+combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
+CPU torch), imported only inside the functions here.
+
+A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
+over environment steps), ``bc.json`` (the warm start's accuracy and grades, when used),
+``policy.pt`` (the final weights) and ``run.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._optional import require
+
+EVAL_SEED_BASE = 10_000
+
+#: The observation arrays the policy reads (the masks are replaced by the legal vectors).
+INPUTS = (
+    "global",
+    "units",
+    "cases",
+    "hospitals",
+    "unit_case_minutes",
+    "case_hospital_minutes",
+    "unit_present",
+    "case_present",
+)
+
+
+@dataclass
+class FactoredConfig:
+    """Everything that defines a run (stored in ``run.json``)."""
+
+    task_id: str = "task1"
+    seed: int = 0
+    total_steps: int = 200_000
+    n_envs: int = 8
+    n_steps: int = 128
+    epochs: int = 4
+    minibatch: int = 256
+    learning_rate: float = 3e-4
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    clip: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden: int = 128
+    bc_episodes: int = 0  # heuristic episodes to clone before PPO (0: from scratch)
+    bc_epochs: int = 20
+    eval_every: int = 20_000
+    eval_seeds: list[int] = field(default_factory=lambda: list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + 10)))
+    torch_threads: int = 1
+    out_dir: str = "runs/factored"
+
+
+def _torch() -> Any:
+    require("rl")
+    import torch
+
+    return torch
+
+
+def make_policy(hidden: int = 128) -> Any:
+    """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``)."""
+    torch = _torch()
+    from torch import nn
+
+    from .gym_env.factored_actions import NVEC
+    from .gym_env.factored_features import SHAPES
+
+    n_types, n_params = NVEC[0], NVEC[4]
+
+    def mlp(n_in: int, n_out: int) -> nn.Module:
+        return nn.Sequential(nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, n_out), nn.Tanh())
+
+    class FactoredPolicy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.units = mlp(SHAPES["units"][0][1], hidden)
+            self.cases = mlp(SHAPES["cases"][0][1], hidden)
+            self.hospitals = mlp(SHAPES["hospitals"][0][1], hidden)
+            self.globals = mlp(SHAPES["global"][0][0], hidden)
+            self.trunk = mlp(4 * hidden, hidden)
+            self.type_head = nn.Linear(hidden, n_types)
+            self.unit_head = nn.Linear(2 * hidden, n_types)
+            self.case_head = nn.Linear(2 * hidden, n_types)
+            self.hospital_head = nn.Linear(2 * hidden, n_types)
+            self.param_head = nn.Linear(hidden, n_types * n_params)
+            self.travel = nn.Parameter(torch.zeros(2, n_types))
+            self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+        def forward(self, obs: dict[str, Any], legal: Any, legal_mask: Any) -> tuple[Any, Any]:
+            """Logits (B, K) of the padded legal vectors ``legal`` (B, K, 5) (-inf where
+            ``legal_mask`` is False) and the value (B,)."""
+            units = self.units(obs["units"])
+            cases = self.cases(obs["cases"])
+            hospitals = self.hospitals(obs["hospitals"])
+            unit_w = obs["unit_present"].unsqueeze(-1)
+            case_w = obs["case_present"].unsqueeze(-1)
+            pooled = [
+                self.globals(obs["global"]),
+                (units * unit_w).sum(1) / unit_w.sum(1).clamp(min=1),
+                (cases * case_w).sum(1) / case_w.sum(1).clamp(min=1),
+                hospitals.mean(1),
+            ]
+            trunk = self.trunk(torch.cat(pooled, -1))
+
+            def with_trunk(rows: Any) -> Any:
+                return torch.cat([rows, trunk.unsqueeze(1).expand(-1, rows.shape[1], -1)], -1)
+
+            unit_s = self.unit_head(with_trunk(units))  # (B, U, T)
+            case_s = self.case_head(with_trunk(cases))
+            hospital_s = self.hospital_head(with_trunk(hospitals))
+            param_s = self.param_head(trunk).view(-1, n_types, n_params)
+            b = torch.arange(legal.shape[0]).unsqueeze(1).expand(-1, legal.shape[1])
+            t, u, c, h, p = legal.unbind(-1)
+            logits = (
+                self.type_head(trunk)[b, t]
+                + unit_s[b, u, t]
+                + case_s[b, c, t]
+                + hospital_s[b, h, t]
+                + param_s[b, t, p]
+                + self.travel[0, t] * obs["unit_case_minutes"][b, u, c]
+                + self.travel[1, t] * obs["case_hospital_minutes"][b, c, h]
+            )
+            logits = logits.masked_fill(~legal_mask, float("-inf"))
+            return logits, self.value_head(trunk).squeeze(-1)
+
+    return FactoredPolicy()
+
+
+def batch_inputs(observations: list[dict[str, np.ndarray]], legal: list[np.ndarray]) -> tuple[Any, Any, Any]:
+    """Stack observations and pad their legal vectors: (obs tensors, legal (B, K, 5), mask (B, K))."""
+    torch = _torch()
+    obs = {k: torch.as_tensor(np.stack([o[k] for o in observations]), dtype=torch.float32) for k in INPUTS}
+    return (obs, *pad_legal(legal))
+
+
+def pad_legal(legal: list[np.ndarray]) -> tuple[Any, Any]:
+    torch = _torch()
+    k = max(len(x) for x in legal)
+    padded = np.zeros((len(legal), k, legal[0].shape[1]), np.int64)
+    mask = np.zeros((len(legal), k), bool)
+    for i, x in enumerate(legal):
+        padded[i, : len(x)], mask[i, : len(x)] = x, True
+    return torch.as_tensor(padded), torch.as_tensor(mask)
+
+
+def greedy_grades(policy: Any, task_id: str, seeds: list[int]) -> list[float]:
+    """Final grade of the greedy policy (the most likely legal vector) on each seed."""
+    torch = _torch()
+    from .gym_env import CodeRedFactoredEnv
+
+    env, grades = CodeRedFactoredEnv(task_id), []
+    with torch.no_grad():
+        for seed in seeds:
+            obs, info = env.reset(seed=seed)
+            done = False
+            while not done:
+                legal = env.legal_actions()
+                logits, _ = policy(*batch_inputs([obs], [legal]))
+                action = legal[int(logits[0].argmax())]
+                obs, _, done, _, info = env.step(action)
+            grades.append(float(info["grade"]["score"]))
+    return grades
+
+
+def heuristic_grades(task_id: str, seeds: list[int]) -> list[float]:
+    from .agents import make_agent
+    from .runner import run_episode
+
+    return [run_episode(task_id, s, make_agent("heuristic", s)).score for s in seeds]
+
+
+# ----------------------------------------------------------------------------- behaviour cloning
+def heuristic_demonstrations(
+    task_id: str, seeds: list[int]
+) -> list[tuple[dict[str, np.ndarray], np.ndarray, int]]:
+    """(observation, legal vectors, index of the heuristic's action among them) for every
+    decision of the heuristic's episodes on ``seeds``; a refused heuristic action is played but
+    not kept."""
+    from .agents import make_agent
+    from .gym_env import CodeRedFactoredEnv
+
+    env, out = CodeRedFactoredEnv(task_id), []
+    for seed in seeds:
+        agent = make_agent("heuristic", seed)
+        agent.reset(task_id, seed)
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            wire = agent.act(env.sim.observation())
+            try:
+                action = env.encode(wire)
+            except ValueError:
+                action = env.encode({"action_type": "maintain_plan"})
+            legal = env.legal_actions()
+            match = np.flatnonzero((legal == action).all(axis=1))
+            if len(match):
+                out.append((obs, legal, int(match[0])))
+            else:
+                action = legal[0]
+            obs, _, done, _, _ = env.step(action)
+    return out
+
+
+def behaviour_clone(
+    policy: Any,
+    data: list[tuple[dict[str, np.ndarray], np.ndarray, int]],
+    epochs: int,
+    lr: float,
+    rng: np.random.Generator,
+    minibatch: int = 128,
+) -> dict[str, float]:
+    """Fit ``policy`` to the demonstrations (cross-entropy over the legal vectors), 10 % held out;
+    returns the held-out accuracy on waits and on the other decisions."""
+    torch = _torch()
+    order = rng.permutation(len(data))
+    split = max(1, len(data) // 10)
+    held, train = [data[i] for i in order[:split]], [data[i] for i in order[split:]]
+    optimiser = torch.optim.Adam(policy.parameters(), lr=lr)
+    for _ in range(epochs):
+        shuffled = rng.permutation(len(train))
+        for start in range(0, len(train), minibatch):
+            part = [train[i] for i in shuffled[start : start + minibatch]]
+            obs, legal, mask = batch_inputs([d[0] for d in part], [d[1] for d in part])
+            logits, _ = policy(obs, legal, mask)
+            loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor([d[2] for d in part]))
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    with torch.no_grad():
+        obs, legal, mask = batch_inputs([d[0] for d in held], [d[1] for d in held])
+        picked = policy(obs, legal, mask)[0].argmax(1).numpy()
+    target = np.array([d[2] for d in held])
+    waits = target == 0  # maintain_plan is always the first legal vector
+
+    def accuracy(rows: np.ndarray) -> float:
+        return float((picked[rows] == target[rows]).mean()) if rows.any() else float("nan")
+
+    return {
+        "held_out_samples": len(held),
+        "accuracy_waits": accuracy(waits),
+        "accuracy_decisions": accuracy(~waits),
+        "train_samples": len(train),
+    }
+
+
+# ----------------------------------------------------------------------------- PPO
+class _Rollout:
+    """One rollout of the vector env: per step and env, the observation, legal vectors, chosen
+    index, its log-probability, the value, reward and end."""
+
+    def __init__(self) -> None:
+        self.obs: list[dict[str, np.ndarray]] = []
+        self.legal: list[np.ndarray] = []
+        self.rows: list[list[Any]] = [[] for _ in range(5)]  # index, logp, value, reward, done
+
+    def add(self, obs: dict[str, np.ndarray], legal: np.ndarray, *row: float) -> None:
+        self.obs.append(obs)
+        self.legal.append(legal)
+        for column, value in zip(self.rows, row, strict=True):
+            column.append(value)
+
+
+def _advantages(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    dones: np.ndarray,
+    last_values: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> np.ndarray:
+    """GAE over (T, N) arrays; an ended episode (every end is terminal) does not bootstrap."""
+    steps = rewards.shape[0]
+    adv = np.zeros_like(rewards)
+    running = np.zeros(rewards.shape[1])
+    for t in reversed(range(steps)):
+        next_values = last_values if t == steps - 1 else values[t + 1]
+        alive = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_values * alive - values[t]
+        running = delta + gamma * lam * alive * running
+        adv[t] = running
+    return adv
+
+
+def _ppo_update(
+    policy: Any,
+    optimiser: Any,
+    roll: _Rollout,
+    adv: np.ndarray,
+    returns: np.ndarray,
+    config: FactoredConfig,
+    rng: np.random.Generator,
+) -> None:
+    torch = _torch()
+    index, old_logp = (torch.as_tensor(np.array(roll.rows[k]).reshape(-1)) for k in (0, 1))
+    adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
+    adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
+    ret_t = torch.as_tensor(returns.reshape(-1), dtype=torch.float32)
+    n = len(roll.obs)
+    for _ in range(config.epochs):
+        shuffled = rng.permutation(n)
+        for start in range(0, n, config.minibatch):
+            part = shuffled[start : start + config.minibatch]
+            obs, legal, mask = batch_inputs([roll.obs[i] for i in part], [roll.legal[i] for i in part])
+            logits, value = policy(obs, legal, mask)
+            dist = torch.distributions.Categorical(logits=logits)
+            idx = torch.as_tensor(part)
+            ratio = torch.exp(dist.log_prob(index[idx]) - old_logp[idx].float())
+            a = adv_t[idx]
+            policy_loss = -torch.min(ratio * a, ratio.clamp(1 - config.clip, 1 + config.clip) * a).mean()
+            loss = (
+                policy_loss
+                + config.vf_coef * ((value - ret_t[idx]) ** 2).mean()
+                - config.ent_coef * dist.entropy().mean()
+            )
+            optimiser.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+            optimiser.step()
+
+
+def _collect(
+    policy: Any, vec: Any, obs: dict[str, np.ndarray], config: FactoredConfig
+) -> tuple[_Rollout, Any]:
+    """``n_steps`` steps of every env with the sampling policy; returns the rollout and the last
+    observation."""
+    torch = _torch()
+    roll = _Rollout()
+    with torch.no_grad():
+        for _ in range(config.n_steps):
+            singles = [{k: obs[k][i] for k in INPUTS} for i in range(vec.num_envs)]
+            legal = [vec.legal_actions(i) for i in range(vec.num_envs)]
+            logits, values = policy(*batch_inputs(singles, legal))
+            dist = torch.distributions.Categorical(logits=logits)
+            picked = dist.sample()
+            logp = dist.log_prob(picked)
+            actions = np.stack([legal[i][int(picked[i])] for i in range(vec.num_envs)])
+            obs, rewards, terminated, _, _ = vec.step(actions)
+            for i in range(vec.num_envs):
+                roll.add(
+                    singles[i],
+                    legal[i],
+                    int(picked[i]),
+                    float(logp[i]),
+                    float(values[i]),
+                    float(rewards[i]),
+                    float(terminated[i]),
+                )
+    return roll, obs
+
+
+def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
+    """Behaviour cloning (``bc_episodes`` > 0), then PPO for ``total_steps``; returns ``run.json``."""
+    torch = _torch()
+    from .train import machine_info
+
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.torch_threads)
+    rng = np.random.default_rng(config.seed)
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    policy = make_policy(config.hidden)
+    heuristic = heuristic_grades(config.task_id, config.eval_seeds)
+    result: dict[str, Any] = {
+        "config": asdict(config),
+        "machine": machine_info(),
+        "heuristic": round(statistics.fmean(heuristic), 4),
+    }
+    if config.bc_episodes:
+        data = heuristic_demonstrations(config.task_id, list(range(config.bc_episodes)))
+        bc = behaviour_clone(policy, data, config.bc_epochs, 1e-3, rng)
+        bc["grade"] = round(statistics.fmean(greedy_grades(policy, config.task_id, config.eval_seeds)), 4)
+        bc["ratio_to_heuristic"] = round(bc["grade"] / max(1e-9, result["heuristic"]), 3)
+        (out / "bc.json").write_text(json.dumps(bc, indent=1) + "\n")
+        log(f"[{config.task_id}] behaviour cloning: {bc}")
+        result["bc"] = bc
+    rows = _ppo(policy, config, rng, out, log, started)
+    torch.save({"state_dict": policy.state_dict(), "config": asdict(config)}, out / "policy.pt")
+    result |= {
+        "curve": rows,
+        "final": rows[-1] if rows else None,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    (out / "run.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def _ppo(
+    policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Path, log: Any, started: float
+) -> list[dict[str, Any]]:
+    torch = _torch()
+    from .gym_env import CodeRedFactoredVectorEnv
+
+    rows: list[dict[str, Any]] = []
+    if config.total_steps <= 0:
+        return rows
+    vec = CodeRedFactoredVectorEnv(config.n_envs, config.task_id, autoreset_mode="SameStep")
+    obs, _ = vec.reset(seed=config.seed * 1000)
+    optimiser = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+    steps, next_eval = 0, 0
+    while steps < config.total_steps:
+        if steps >= next_eval:
+            grades = greedy_grades(policy, config.task_id, config.eval_seeds)
+            rows.append(
+                {
+                    "steps": steps,
+                    "wall_s": round(time.monotonic() - started, 1),
+                    "mean": round(statistics.fmean(grades), 4),
+                    "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
+                }
+            )
+            log(f"[{config.task_id}] steps {steps:>7} grade {rows[-1]['mean']:.3f}")
+            (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
+            next_eval += config.eval_every
+        roll, obs = _collect(policy, vec, obs, config)
+        shape = (config.n_steps, config.n_envs)
+        values, rewards, dones = (np.array(roll.rows[k]).reshape(shape) for k in (2, 3, 4))
+        with torch.no_grad():
+            singles = [{k: obs[k][i] for k in INPUTS} for i in range(vec.num_envs)]
+            last = policy(*batch_inputs(singles, [vec.legal_actions(i) for i in range(vec.num_envs)]))[
+                1
+            ].numpy()
+        adv = _advantages(rewards, values, dones, last, config.gamma, config.gae_lambda)
+        _ppo_update(policy, optimiser, roll, adv, adv + values, config, rng)
+        steps += config.n_steps * config.n_envs
+    grades = greedy_grades(policy, config.task_id, config.eval_seeds)
+    rows.append(
+        {
+            "steps": steps,
+            "wall_s": round(time.monotonic() - started, 1),
+            "mean": round(statistics.fmean(grades), 4),
+            "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
+        }
+    )
+    (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return rows

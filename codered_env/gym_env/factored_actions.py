@@ -1,0 +1,306 @@
+"""The factored action space: ``MultiDiscrete([type, unit, case, hospital, parameter])``.
+
+Each action type of the catalogue (``ACTION_NAMES`` order: ``maintain_plan`` is type 0) uses some
+of the components; the components it does not use are ignored and encode as 0.
+
+==================  ======  =====================  ===============  =================================
+type                unit    case                   hospital         parameter
+==================  ======  =====================  ===============  =================================
+maintain_plan       --      --                     --               --
+dispatch_ambulance  unit    patient                --               --
+dispatch_als/bls    unit    call                   --               --
+triage_call         --      call                   --               priority
+assign_hospital     --      patient                hospital         --
+prepare_or          --      --                     hospital         procedure
+page_specialist     --      --                     hospital         specialty
+preempt_or          --      --                     hospital         operating room (``OR_IDS``)
+allocate_blood      --      patient                hospital         blood type x units
+transfer_blood      --      --                     from hospital    to hospital x blood type x units
+request_mutual_aid  --      target (parameter 1)   --               0: no target, 1: for the case
+query_blood_type    --      patient                --               --
+query_or_status     --      --                     hospital         --
+==================  ======  =====================  ===============  =================================
+
+``legal_combos`` turns the simulation's legal actions into the array of every legal component
+vector (one row per concrete legal action, every blood unit count included); each action
+type's rows are kept while that type's options are unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..sim.catalogue import ACTION_NAMES, ACTIONS, MAINTAIN_PLAN, ActionSpec, ParamSpec
+from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, OR_IDS, UNIT_IDS, UNIT_SLOT, SlotTable
+
+COMPONENTS: tuple[str, ...] = ("type", "unit", "case", "hospital", "parameter")
+
+
+TYPE_INDEX: dict[str, int] = {name: i for i, name in enumerate(ACTION_NAMES)}
+
+
+def _values(param: ParamSpec) -> tuple[Any, ...]:
+    """Every value a parameter can take (enums, integer ranges, the fixed ids)."""
+    if param.kind == "enum":
+        return param.choices
+    if param.kind == "int":
+        assert param.minimum is not None and param.maximum is not None
+        return tuple(range(param.minimum, param.maximum + 1))
+    return _FIXED[param.id_of or ""]
+
+
+_FIXED = {"hospital": HOSPITAL_IDS, "or": OR_IDS}
+
+
+def _components(spec: ActionSpec) -> tuple[tuple[str | None, str | None, str | None], tuple[str, ...]]:
+    """Which wire parameter of an action goes into the unit, case and hospital components (the
+    first of each kind), and the ones the parameter component stands for (the rest)."""
+    slots: list[str | None] = [None, None, None]
+    rest = []
+    for param in spec.params:
+        component = _SLOT_KINDS.get(param.id_of or "")
+        if component is not None and slots[component] is None:
+            slots[component] = param.name
+        else:
+            rest.append(param.name)
+    return (slots[0], slots[1], slots[2]), tuple(rest)
+
+
+_SLOT_KINDS = {"ambulance": 0, "patient": 1, "call": 1, "patient_or_call": 1, "hospital": 2}
+
+
+_SPLIT = {spec.name: _components(spec) for spec in ACTIONS}
+
+
+#: per action type: the wire parameter in the unit, case and hospital components (None: unused)
+SLOT_PARAMS: dict[str, tuple[str | None, str | None, str | None]] = {
+    n: split[0] for n, split in _SPLIT.items()
+}
+
+
+#: per action type with a parameter component: the wire parameters it stands for and every
+#: value of them in component order (the cross product, the last parameter varying fastest).
+#: An optional case (``request_mutual_aid``'s target) is parameter 0 (none) or 1 (the case).
+PARAMETER_TABLE: dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]] = {
+    spec.name: (
+        _SPLIT[spec.name][1],
+        tuple(itertools.product(*(_values(p) for p in spec.params if p.name in _SPLIT[spec.name][1]))),
+    )
+    for spec in ACTIONS
+    if _SPLIT[spec.name][1]
+}
+PARAMETER_TABLE.update(
+    {
+        spec.name: ((), ((), ()))
+        for spec in ACTIONS
+        if any(not p.required and p.name in SLOT_PARAMS[spec.name] for p in spec.params)
+    }
+)
+
+
+_ALIASES = {spec.name: tuple(a.name for a in spec.aliases) for spec in ACTIONS}
+
+
+#: the action types whose case component is optional (parameter 1: given)
+OPTIONAL_CASE = frozenset(n for n, (names, table) in PARAMETER_TABLE.items() if not names and len(table) == 2)
+
+
+N_PARAMETERS = max(len(values) for _, values in PARAMETER_TABLE.values())
+
+
+NVEC: tuple[int, ...] = (len(ACTION_NAMES), len(UNIT_IDS), MAX_CASES, len(HOSPITAL_IDS), N_PARAMETERS)
+
+
+# the first column of each component in a flat mask of length ``sum(NVEC)``
+OFFSETS: tuple[int, ...] = tuple(int(x) for x in np.cumsum((0, *NVEC[:-1])))
+
+
+_PARAMETER_INDEX: dict[str, dict[tuple[Any, ...], int]] = {
+    name: {values: i for i, values in enumerate(table)} for name, (_, table) in PARAMETER_TABLE.items()
+}
+
+
+def encode(wire: Mapping[str, Any], slots: SlotTable) -> np.ndarray:
+    """The component vector of a wire action (a ValueError naming what cannot be encoded)."""
+    action_type = wire.get("action_type")
+    if action_type not in TYPE_INDEX:
+        raise ValueError(f"unknown action_type {action_type!r}; valid: {', '.join(ACTION_NAMES)}")
+    out = np.zeros(len(NVEC), np.int64)
+    out[0] = TYPE_INDEX[action_type]
+    unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
+    if unit_p is not None:
+        out[1] = _lookup(UNIT_SLOT, wire.get(unit_p), unit_p)
+    target = None
+    if case_p is not None:
+        target = wire.get(case_p)
+        for alias in _ALIASES[action_type]:
+            target = wire.get(alias) if target is None else target
+        if target is not None or action_type not in OPTIONAL_CASE:
+            out[2] = _lookup(slots.slot_of, target, case_p)
+    if hospital_p is not None:
+        out[3] = _lookup(HOSPITAL_SLOT, wire.get(hospital_p), hospital_p)
+    if action_type in OPTIONAL_CASE:
+        out[4] = int(target is not None)
+    elif action_type in PARAMETER_TABLE:
+        names, _ = PARAMETER_TABLE[action_type]
+        values = tuple(wire.get(n) for n in names)
+        index = _PARAMETER_INDEX[action_type].get(values)
+        if index is None:
+            raise ValueError(f"{action_type}: no parameter value for {dict(zip(names, values, strict=True))}")
+        out[4] = index
+    return out
+
+
+def _lookup(table: Mapping[str, int], entity_id: Any, param: str) -> int:
+    slot = table.get(entity_id) if isinstance(entity_id, str) else None
+    if slot is None:
+        raise ValueError(f"{param}={entity_id!r} has no slot")
+    return slot
+
+
+def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
+    """The wire action of a component vector (a ValueError saying which component is wrong).
+    Legality is not checked here (``FactoredLegal.error`` does)."""
+    if len(combo) != len(NVEC):
+        raise ValueError(f"a factored action has {len(NVEC)} components {COMPONENTS}, got {len(combo)}")
+    values = [int(v) for v in combo]
+    for name, v, n in zip(COMPONENTS, values, NVEC, strict=True):
+        if not 0 <= v < n:
+            raise ValueError(f"component {name}={v} is out of range 0..{n - 1}")
+    action_type = ACTION_NAMES[values[0]]
+    if action_type == "maintain_plan":
+        return dict(MAINTAIN_PLAN)
+    wire: dict[str, Any] = {"action_type": action_type}
+    unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
+    if unit_p is not None:
+        wire[unit_p] = UNIT_IDS[values[1]]
+    if case_p is not None and (action_type not in OPTIONAL_CASE or values[4] == 1):
+        case_id = slots.wire_id(values[2], case_p)
+        if case_id is None:
+            raise ValueError(f"{action_type}: case slot {values[2]} holds no {case_p.removesuffix('_id')}")
+        wire[case_p] = case_id
+    if hospital_p is not None:
+        wire[hospital_p] = HOSPITAL_IDS[values[3]]
+    if action_type in PARAMETER_TABLE and action_type not in OPTIONAL_CASE:
+        names, table = PARAMETER_TABLE[action_type]
+        if values[4] >= len(table):
+            raise ValueError(f"{action_type}: parameter {values[4]} is out of range 0..{len(table) - 1}")
+        wire.update(zip(names, table[values[4]], strict=True))
+    elif values[4] > (1 if action_type in OPTIONAL_CASE else 0):
+        raise ValueError(
+            f"{action_type}: parameter must be 0{' or 1' if action_type in OPTIONAL_CASE else ''}"
+        )
+    return wire
+
+
+# --------------------------------------------------------------------------- legal combinations
+def _option_columns(
+    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+) -> list[list[int]]:
+    """Per component (unit, case, hospital, parameter), the values one legal option allows
+    (a case without a slot is left out)."""
+    unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
+    unit = [UNIT_SLOT[u] for u in option[unit_p]] if unit_p else [0]
+    if case_p is not None and case_p in option:
+        case = [slot_of[c] for c in option[case_p] if c in slot_of]
+    else:
+        case = [0]
+    hospital = [HOSPITAL_SLOT[h] for h in option[hospital_p]] if hospital_p else [0]
+    if action_type in OPTIONAL_CASE:
+        parameter = [1 if case_p in option else 0]
+    elif action_type in PARAMETER_TABLE:
+        names, _ = PARAMETER_TABLE[action_type]
+        index = _PARAMETER_INDEX[action_type]
+        parameter = [index[values] for values in itertools.product(*(option[n] for n in names))]
+    else:
+        parameter = [0]
+    return [unit, case, hospital, parameter]
+
+
+def _option_rows(
+    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+) -> np.ndarray:
+    """Every legal component vector of one option (rows; the last component varies fastest)."""
+    t = TYPE_INDEX[action_type]
+    units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of)
+    rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
+    return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
+
+
+def _option_key(action_type: str, option: Mapping[str, Sequence[Any]]) -> tuple[Any, ...]:
+    return (action_type, *((name, tuple(values)) for name, values in option.items()))
+
+
+_MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
+
+
+_DECISIONS = ACTION_NAMES[1:]
+
+
+class FactoredLegal:
+    """The legal component vectors of one episode, step by step (``update``), with the
+    per-type rows kept while that type's options are unchanged (the observation view hands back
+    the same option lists while their inputs are the same)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[str, tuple[Any, list[np.ndarray]]] = {}  # type -> (its options, their rows)
+        self._rows: dict[tuple[Any, ...], np.ndarray] = {}  # an option's content -> its rows
+        self.combos = _MAINTAIN_ROW
+
+    def reset(self) -> None:
+        """A new episode: slots (and so the rows of an option) start again."""
+        self._memo.clear()
+        self._rows.clear()
+
+    def update(
+        self, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]], slot_of: Mapping[str, int]
+    ) -> np.ndarray:
+        """The legal vectors now (rows; ``maintain_plan`` first), from ``legal_actions``; every
+        id in ``legal`` has had its slot given (or refused) already, so rows never go stale."""
+        parts = [_MAINTAIN_ROW]
+        memo, known = self._memo, self._rows
+        for action_type in _DECISIONS:
+            options = legal.get(action_type)
+            if not options:
+                continue
+            kept = memo.get(action_type)
+            if kept is None or (kept[0] is not options and kept[0] != options):
+                rows = []
+                for option in options:
+                    key = _option_key(action_type, option)
+                    found = known.get(key)
+                    if found is None:
+                        found = known[key] = _option_rows(action_type, option, slot_of)
+                    rows.append(found)
+                kept = memo[action_type] = (options, rows)
+            parts += kept[1]
+        self.combos = np.concatenate(parts) if len(parts) > 1 else _MAINTAIN_ROW
+        return self.combos
+
+    def finish(self) -> np.ndarray:
+        self.combos = _MAINTAIN_ROW
+        return self.combos
+
+    def contains(self, combo: np.ndarray) -> bool:
+        return bool((self.combos == combo).all(axis=1).any())
+
+
+def masks_of(combos: np.ndarray, out_flat: np.ndarray, out_types: np.ndarray) -> None:
+    """Write the masks of the legal vectors ``combos``: ``out_types`` (types, ``sum(NVEC[1:])``)
+    per type, the values of each other component that type's legal actions use (exact for the
+    chosen type); ``out_flat`` (``sum(NVEC)``,) the legal types, then per component the values
+    some legal action uses. Every legal vector marks one value of each component, so a type is
+    legal exactly when its row marks anything."""
+    out_types.fill(False)
+    width = out_types.shape[1]
+    cells = combos[:, :1] * width + (combos[:, 1:] + _COLUMN_SHIFT)
+    out_types.reshape(-1)[cells.reshape(-1)] = True
+    out_types.any(axis=1, out=out_flat[: NVEC[0]])
+    out_types.any(axis=0, out=out_flat[NVEC[0] :])
+
+
+_COLUMN_SHIFT = np.array(OFFSETS[1:], np.int64) - NVEC[0]  # component k's first column in a type's row

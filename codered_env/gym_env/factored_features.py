@@ -1,0 +1,470 @@
+"""The factored interface's observation: per-slot rows of units, cases and hospitals, travel
+minutes between them, and the action masks, all read from the observation view.
+
+Each array is written in place into buffers the caller owns (``FactoredBuffers``; the vector
+env hands out its batch rows), and only the rows that can have changed are written: the units,
+the open calls, the patients still in care and those whose status moved, the hospitals whose
+row the view rebuilt. Column names are the ``*_COLUMNS`` tuples below.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..sim.city import NODE_IDS
+from ..sim.conditions import CONDITIONS
+from ..sim.observation import ObservationView
+from ..sim.params import BLOOD_TYPES, PROCEDURES, SPECIALTIES
+from ..sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
+from ..sim.types import AMBULANCE_STATES, FINAL_PATIENT_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES
+from .factored_actions import NVEC, OFFSETS, SLOT_PARAMS, TYPE_INDEX, masks_of
+from .schema import BYSTANDER_CUE, CONDITION_IDS, LARGEST_STEP_BUDGET, LONGEST_HORIZON_MIN, REPORT_CUES
+from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, UNIT_IDS, UNIT_SLOT, SlotTable
+
+GLOBAL_COLUMNS: tuple[str, ...] = (
+    "clock_frac",
+    "step_frac",
+    "phase2",
+    "score_preview",
+    "mutual_aid_remaining",
+    "mutual_aid_limit",
+    "mutual_aid_pending",
+    "peak_hour",
+    "n_alerts",
+    "last_action_error",
+    "query_result",
+    "n_cases",
+    "horizon",
+    "max_steps",
+)
+
+UNIT_COLUMNS: tuple[str, ...] = (
+    "present",
+    "als",
+    "mutual_aid",
+    *(f"status_{s}" for s in AMBULANCE_STATES),
+    "free",
+    "eta",
+    "busy",
+    "has_job",
+    "held",
+)
+
+_CALL_PART = (*(f"triaged_{p}" for p in PRIORITIES), "untriaged", "pending", "dispatched", "call_has_unit")
+
+_REPORT_PART = (
+    "age",
+    "male",
+    "callback",
+    *(f"cue_{name}" for name, _ in REPORT_CUES),
+    f"cue_{BYSTANDER_CUE}",
+)
+
+_PATIENT_PART = (
+    *(f"priority_{p}" for p in PRIORITIES),
+    *(f"condition_{c}" for c in CONDITION_IDS),
+    *(f"status_{s}" for s in PATIENT_STATES),
+    "hr",
+    "sbp",
+    "spo2",
+    "rr",
+    "gcs",
+    "vitals_score",
+    "eta",
+    "has_unit",
+    *(f"dest_{h}" for h in HOSPITAL_IDS),
+    *(f"at_{h}" for h in HOSPITAL_IDS),
+    "waiting_or",
+    "waiting_specialist",
+    "waiting_blood",
+    "waiting_transfer",
+    "blood_type_known",
+    "blood_reserved",
+    "secondary",
+)
+
+CASE_COLUMNS: tuple[str, ...] = (
+    "present",
+    "open_call",
+    "patient",
+    "done",
+    "waited",
+    *_CALL_PART,
+    *_REPORT_PART,
+    *_PATIENT_PART,
+)
+
+# what each hospital can take part in now: its component of the exact masks of every action type
+# with a hospital component
+_HOSPITAL_ACTIONS = tuple(name for name, (_, _, hospital) in SLOT_PARAMS.items() if hospital is not None)
+
+HOSPITAL_COLUMNS: tuple[str, ...] = (
+    "load",
+    "crowded",
+    "diverted",
+    "diversion_left",
+    *(f"or_{s}" for s in OR_STATES),
+    *(f"ready_{p}" for p in PROCEDURES),
+    *(f"can_prepare_{p}" for p in PROCEDURES),
+    *(f"{sp}_{st}" for sp in SPECIALTIES for st in SPECIALIST_STATES),
+    "icu_free",
+    *(f"blood_{t}" for t in BLOOD_TYPES),
+    "blood_total",
+    *(f"can_{a}" for a in _HOSPITAL_ACTIONS),
+)
+
+N_UNITS, N_HOSPITALS = len(UNIT_IDS), len(HOSPITAL_IDS)
+
+#: Minutes that read as 1.0 in the travel arrays (and any longer or cut-off route); design choice:
+#: the longest shortest route of the city at peak hour is under an hour.
+TRAVEL_SCALE_MIN = 60.0
+
+SHAPES: dict[str, tuple[tuple[int, ...], Any]] = {
+    "global": ((len(GLOBAL_COLUMNS),), np.float32),
+    "units": ((N_UNITS, len(UNIT_COLUMNS)), np.float32),
+    "cases": ((MAX_CASES, len(CASE_COLUMNS)), np.float32),
+    "hospitals": ((N_HOSPITALS, len(HOSPITAL_COLUMNS)), np.float32),
+    "unit_case_minutes": ((N_UNITS, MAX_CASES), np.float32),
+    "case_hospital_minutes": ((MAX_CASES, N_HOSPITALS), np.float32),
+    "unit_present": ((N_UNITS,), np.int8),
+    "case_present": ((MAX_CASES,), np.int8),
+    "action_mask": ((sum(NVEC),), np.bool_),
+    "type_masks": ((NVEC[0], sum(NVEC[1:])), np.bool_),
+}
+
+
+def factored_observation_space() -> spaces.Dict:
+    """Every array is a ``Box`` in [0, 1] (float32 features, int8 presence, bool masks)."""
+    return spaces.Dict({name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in SHAPES.items()})
+
+
+class Buffers:
+    """Every observation array (``arrays``, leading ``batch`` dimensions), as views of one zeroed
+    buffer per dtype, so ``copy`` takes one copy per buffer."""
+
+    def __init__(self, batch: tuple[int, ...] = ()) -> None:
+        sizes: dict[Any, int] = {}
+        layout = []
+        for name, (shape, dtype) in SHAPES.items():
+            size = int(np.prod(batch + shape))
+            layout.append((name, dtype, sizes.get(dtype, 0), size, batch + shape))
+            sizes[dtype] = sizes.get(dtype, 0) + size
+        self._bases = {dtype: np.zeros(size, dtype) for dtype, size in sizes.items()}
+        self._layout = tuple(layout)
+        self.arrays = self._views(self._bases)
+
+    def _views(self, bases: Mapping[Any, np.ndarray]) -> dict[str, np.ndarray]:
+        return {
+            name: bases[dtype][start : start + size].reshape(shape)
+            for name, dtype, start, size, shape in self._layout
+        }
+
+    def copy(self) -> dict[str, np.ndarray]:
+        return self._views({dtype: base.copy() for dtype, base in self._bases.items()})
+
+
+def _index(columns: tuple[str, ...]) -> dict[str, int]:
+    return {c: i for i, c in enumerate(columns)}
+
+
+_U, _K, _H = _index(UNIT_COLUMNS), _index(CASE_COLUMNS), _index(HOSPITAL_COLUMNS)
+_NODE = {n: i for i, n in enumerate(NODE_IDS)}
+_CALL_START, _REPORT_START, _PATIENT_START = _K[_CALL_PART[0]], _K["age"], _K[_PATIENT_PART[0]]
+_HOSPITAL_TYPE_ROWS = np.array([TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS])
+_HOSPITAL_MASK_COLUMNS = np.arange(N_HOSPITALS) + OFFSETS[3] - NVEC[0]
+_CAN_START = _H[f"can_{_HOSPITAL_ACTIONS[0]}"]
+_NO_NODE = len(NODE_IDS)  # the index of the all-zero row and column of the padded travel table
+
+
+def _c(x: float) -> float:
+    return 0.0 if x < 0 else 1.0 if x > 1 else x
+
+
+def _one_hot(values: tuple[str, ...], value: Any) -> list[float]:
+    return [1.0 if v == value else 0.0 for v in values]
+
+
+@functools.lru_cache(maxsize=4096)
+def report_columns(report: str) -> tuple[float, ...]:
+    """The report part of a case row: what the caller said (the report model's reading)."""
+    facts = report_facts(report)
+    callback = float(report.startswith(CALLBACK_PREFIX))
+    if facts is None:
+        return (0.0, 0.0, callback, *([0.0] * (len(REPORT_CUES) + 1)))
+    cues = [1.0 if features & facts.features else 0.0 for _, features in REPORT_CUES]
+    return (_c(facts.age / 100), float(facts.sex == "M"), callback, *cues, float(facts.caller == "bystander"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_columns(priority: str | None, status: str, has_unit: bool) -> tuple[float, ...]:
+    return (
+        *_one_hot(PRIORITIES, priority),
+        float(priority is None),
+        float(status == "pending"),
+        float(status == "dispatched"),
+        float(has_unit),
+    )
+
+
+_NO_CALL = (0.0,) * len(_CALL_PART)
+
+
+@functools.lru_cache(maxsize=8192)
+def _patient_static(
+    condition: str, status: str, destination: str | None, hospital: str | None, has_unit: bool
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The patient part's discrete columns before and after the vitals and ETA."""
+    head = (
+        *_one_hot(PRIORITIES, CONDITIONS[condition].true_priority),
+        *_one_hot(CONDITION_IDS, condition),
+        *_one_hot(PATIENT_STATES, status),
+    )
+    tail = (float(has_unit), *_one_hot(HOSPITAL_IDS, destination), *_one_hot(HOSPITAL_IDS, hospital))
+    return head, tail
+
+
+@functools.lru_cache(maxsize=256)
+def _waiting_columns(waiting: tuple[str, ...]) -> tuple[float, ...]:
+    return (
+        float("or" in waiting),
+        float(any(w in SPECIALTIES for w in waiting)),
+        float("blood" in waiting),
+        float(any(w.startswith("transfer") for w in waiting)),
+    )
+
+
+_NO_PATIENT = (0.0,) * len(_PATIENT_PART)
+
+
+def _patient_columns(p: Mapping[str, Any]) -> tuple[float, ...]:
+    head, tail = _patient_static(
+        p["condition"], p["status"], p["destination"], p["hospital"], p["ambulance_id"] is not None
+    )
+    v = p["vitals"]
+    eta = p["eta_min"]
+    reserved = sum(p["blood_reserved"].values())
+    return (
+        *head,
+        _c(v["hr"] / 200),
+        _c(v["sbp"] / 200),
+        _c(v["spo2"] / 100),
+        _c(v["rr"] / 40),
+        _c(v["gcs"] / 15),
+        _c(v["score"]),
+        0.0 if eta is None else _c(eta / 30),
+        *tail,
+        *_waiting_columns(tuple(p["waiting_for"])),
+        float(p["blood_type"] is not None),
+        _c(reserved / 6),
+        float(p["secondary"]),
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _hospital_static(
+    rooms: tuple[tuple[str, str | None, tuple[str, ...]], ...], specialists: tuple[tuple[str, str], ...]
+) -> tuple[float, ...]:
+    """OR state counts, ready rooms and rooms that could be readied per procedure, specialists."""
+    counts = [0.0] * len(OR_STATES)
+    ready = [0.0] * len(PROCEDURES)
+    can_prepare = [0.0] * len(PROCEDURES)
+    for state, procedure, procedures in rooms:
+        counts[OR_STATES.index(state)] += 1 / 3
+        if state == "ready" and procedure in PROCEDURES:
+            ready[PROCEDURES.index(procedure)] = 1.0
+        if state == "idle":
+            for proc in procedures:
+                can_prepare[PROCEDURES.index(proc)] = 1.0
+    staff = dict(specialists)
+    people = [float(staff.get(sp) == st) for sp in SPECIALTIES for st in SPECIALIST_STATES]
+    return (*[min(1.0, c) for c in counts], *ready, *can_prepare, *people)
+
+
+def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
+    rooms = tuple((r["state"], r["procedure"], tuple(r["procedures"])) for r in h["ors"])
+    specialists = tuple((sp, s["state"]) for sp, s in h["specialists"].items())
+    until = h["diverted_until"]
+    blood = h["blood"]
+    return [
+        _c(h["occupancy"] / max(1, h["capacity"])),
+        float(h["crowded"]),
+        float(until is not None),
+        0.0 if until is None else _c((until - clock) / 60),
+        *_hospital_static(rooms, specialists),
+        _c(h["icu_free"] / 4),
+        *(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES),
+        _c(sum(blood.values()) / 60),
+        *([0.0] * len(_HOSPITAL_ACTIONS)),
+    ]
+
+
+@functools.lru_cache(maxsize=8192)
+def _unit_row(
+    kind: str, mutual_aid: bool, status: str, eta: int | None, busy: int | None, has_job: bool, held: bool
+) -> tuple[float, ...]:
+    return (
+        1.0,
+        float(kind == "ALS"),
+        float(mutual_aid),
+        *_one_hot(AMBULANCE_STATES, status),
+        float(status in ("available", "returning")),
+        0.0 if eta is None else _c(eta / 30),
+        0.0 if busy is None else _c(busy / 30),
+        float(has_job),
+        float(held),
+    )
+
+
+class FactoredFeatures:
+    """One episode's observation writer (``reset`` between episodes). ``write(view, legal, out)``
+    fills the arrays of ``out`` (``Buffers().arrays`` or a vector env's rows of its batch)."""
+
+    def __init__(self) -> None:
+        self.slots = SlotTable()
+        self._case_state: dict[int, tuple[Any, ...]] = {}  # slot -> what its row was written from
+        self._case_node = np.full(MAX_CASES, _NO_NODE, np.intp)
+        self._travel: tuple[Any, np.ndarray] | None = None
+        self._hospital_rows: list[Any] = [None] * N_HOSPITALS
+        self._hospital_nodes = np.zeros(N_HOSPITALS, np.intp)
+
+    def reset(self, out: Mapping[str, np.ndarray]) -> None:
+        self.slots = SlotTable()
+        self._case_state.clear()
+        self._case_node.fill(_NO_NODE)
+        self._hospital_rows = [None] * N_HOSPITALS
+        for array in out.values():
+            array.fill(0)
+
+    def update_slots(self, view: ObservationView) -> None:
+        self.slots.update(view["calls"], view["patients"])
+
+    def write(self, view: ObservationView, combos: np.ndarray, out: Mapping[str, np.ndarray]) -> None:
+        """The observation of ``view`` into ``out``; ``update_slots(view)`` came first and
+        ``combos`` are its legal component vectors."""
+        clock = view["clock_min"]
+        masks_of(combos, out["action_mask"], out["type_masks"])
+        unit_nodes = self._units(view, out)
+        self._cases(view, out, clock)
+        self._hospitals(view, out, clock)
+        self._travel_minutes(view, unit_nodes, out)
+        out["global"][:] = self._global(view)
+
+    def _units(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The unit rows; returns each slot's node index (``_NO_NODE``: absent)."""
+        slots, rows = [], []
+        nodes = np.full(N_UNITS, _NO_NODE, np.intp)
+        for a in view["ambulances"]:
+            i = UNIT_SLOT[a["ambulance_id"]]
+            rows.append(
+                _unit_row(
+                    a["kind"],
+                    a["mutual_aid"],
+                    a["status"],
+                    a["eta_min"],
+                    a["busy_min"],
+                    a["patient_id"] is not None or a["call_id"] is not None,
+                    a["held"],
+                )
+            )
+            slots.append(i)
+            nodes[i] = _NODE[a["node"]]
+        out["units"][slots] = rows
+        out["unit_present"][slots] = 1
+        return nodes
+
+    def _cases(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
+        slots, state = self.slots, self._case_state
+        cases, present, node_of = out["cases"], out["case_present"], self._case_node
+        written: set[int] = set()
+        for call in view["calls"]:
+            slot = slots.slot_of.get(call["call_id"])
+            if slot is None or slots.case_patient[slot] is not None:
+                continue
+            written.add(slot)
+            key = (call["priority"], call["status"], call["ambulance_id"] is not None)
+            if state.get(slot) != ("call", *key):
+                if slot not in state:
+                    cases[slot, _REPORT_START:_PATIENT_START] = report_columns(call["report"])
+                    present[slot] = 1
+                    node_of[slot] = _NODE[call["node"]]
+                cases[slot, :_REPORT_START] = (1.0, 1.0, 0.0, 0.0, 0.0, *_call_columns(*key))
+                state[slot] = ("call", *key)
+            cases[slot, 4] = _c(call["waiting_min"] / 120)
+        for p in view["patients"]:
+            slot = slots.slot_of.get(p["patient_id"])
+            if slot is None:
+                continue
+            written.add(slot)
+            status = p["status"]
+            final = status in FINAL_PATIENT_STATES
+            if final and state.get(slot) == ("patient", status):
+                cases[slot, 4] = _c(p["minutes_since_call"] / 120)
+                continue
+            if slot not in state:
+                present[slot] = 1
+                cases[slot, _REPORT_START : _REPORT_START + 2] = (_c(p["age"] / 100), float(p["sex"] == "M"))
+            cases[slot, :_REPORT_START] = (
+                1.0,
+                0.0,
+                1.0,
+                float(final),
+                _c(p["minutes_since_call"] / 120),
+                *_NO_CALL,
+            )
+            cases[slot, _PATIENT_START:] = _patient_columns(p)
+            node_of[slot] = _NO_NODE if final else _NODE[p["node"]]
+            state[slot] = ("patient", status)
+        for slot, kept in list(state.items()):
+            if slot not in written and kept[0] == "call":  # a call closed without a patient
+                cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
+                node_of[slot] = _NO_NODE
+                state[slot] = ("closed",)
+
+    def _hospitals(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
+        hospitals = out["hospitals"]
+        for h in view["hospitals"]:
+            i = HOSPITAL_SLOT[h["hospital_id"]]
+            if self._hospital_rows[i] is not h or h["diverted_until"] is not None:
+                hospitals[i] = _hospital_columns(h, clock)
+                self._hospital_rows[i] = h
+                self._hospital_nodes[i] = _NODE[h["node"]]
+        hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, _HOSPITAL_MASK_COLUMNS].T
+
+    def _travel_minutes(
+        self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]
+    ) -> None:
+        table = view.travel_minutes()
+        if self._travel is None or self._travel[0] is not table:
+            scaled = np.zeros((_NO_NODE + 1, _NO_NODE + 1), np.float32)  # padded: absent reads 0
+            scaled[:_NO_NODE, :_NO_NODE] = np.minimum(np.asarray(table, np.float64) / TRAVEL_SCALE_MIN, 1.0)
+            self._travel = (table, scaled)
+        scaled = self._travel[1]
+        cases = self._case_node
+        out["unit_case_minutes"][:] = scaled[unit_nodes[:, None], cases[None, :]]
+        out["case_hospital_minutes"][:] = scaled[cases[:, None], self._hospital_nodes[None, :]]
+
+    def _global(self, view: ObservationView) -> list[float]:
+        aid = view["mutual_aid"]
+        horizon, max_steps = view["horizon_min"], view["max_steps"]
+        values = (
+            view["clock_min"] / horizon,
+            view["step"] / max_steps,
+            view["phase"] == 2,
+            view["score_preview"],
+            aid["remaining"] / 2,
+            aid["limit"] / 2,
+            len(aid["pending"]) / 2,
+            view["roads"]["peak_hour"],
+            len(view["alerts"]) / 5,
+            view["last_action_error"] is not None,
+            view["query_result"] is not None,
+            len(self.slots) / MAX_CASES,
+            horizon / LONGEST_HORIZON_MIN,
+            max_steps / LARGEST_STEP_BUDGET,
+        )
+        return [_c(float(v)) for v in values]
