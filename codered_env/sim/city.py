@@ -268,6 +268,12 @@ RIVERSIDE_EDGES: tuple[tuple[str, str], ...] = PRAKASHNAGAR.riverside_edges
 EDGE_BASE: dict[tuple[str, str], float] = PRAKASHNAGAR.roads.edge_base
 
 
+def city_key_of(observation: Mapping[str, Any]) -> str:
+    """The name of the city an observation is of (its ``city`` map's id; Prakashnagar without one)."""
+    public = observation.get("city")
+    return PRAKASHNAGAR.key if public is None else public["id"]
+
+
 def road_graph_of(observation: Mapping[str, Any]) -> RoadGraph:
     """The road graph an observation's city has (its ``city`` map; Prakashnagar's without one):
     what an agent routes on. The same graph object for the same map object (cheap per step)."""

@@ -47,6 +47,7 @@ from .cityparams import (
     INNER_RADIUS_RANGE,
     INNER_SHARE,
     MAX_DRAWS,
+    MAX_ROAD_UNITS,
     MIN_INNER_PLACES,
     MIN_ROAD_MIN,
     MINUTES_PER_UNIT,
@@ -265,15 +266,15 @@ def _lay_out(rng: Random, places: list[_Place]) -> None:
     river = rng.uniform(0, _FULL_CIRCLE)
     others = [p for p in places if p.ring == ""]
     for p in others:
-        if p.kind == "riverside" or p.tier == TIER_CHC:
-            p.ring = "outer"
-        elif p.tier == TIER_TERTIARY:
+        p.ring = "outer" if p.kind == "riverside" or p.tier == TIER_CHC else ""
+    free = [p for p in others if p.ring == "" and p.tier != TIER_TERTIARY]
+    rng.shuffle(free)
+    wanted = max(MIN_INNER_PLACES, round(INNER_SHARE * len(free)))
+    for i, p in enumerate(free):
+        p.ring = "inner" if i < wanted - 1 else "outer"
+    for p in others:
+        if p.tier == TIER_TERTIARY:
             p.ring = "inner"
-        else:
-            p.ring = "inner" if rng.random() < INNER_SHARE else "outer"
-    free = [p for p in others if p.ring == "outer" and p.kind != "riverside" and p.tier != TIER_CHC]
-    while sum(p.ring == "inner" for p in others) < MIN_INNER_PLACES and free:
-        free.pop(rng.randrange(len(free))).ring = "inner"
     for ring, radius in (("inner", INNER_RADIUS_RANGE), ("outer", OUTER_RADIUS_RANGE)):
         members = [p for p in others if p.ring == ring]
         _place_ring(rng, members, river, radius)
@@ -340,7 +341,8 @@ def _roads(rng: Random, places: list[_Place]) -> tuple[tuple[Edge, ...], tuple[t
     planned += [(entry, p, True) for p in near_entry[: rng.randint(*ENTRY_LINKS_RANGE)]]
     built: list[tuple[_Place, _Place, bool]] = []
     for a, b, fast in planned:
-        if a is not b and not _joined(built, a, b) and not _crosses(built, a, b):
+        short = _distance(a.xy, b.xy) <= MAX_ROAD_UNITS
+        if short and a is not b and not _joined(built, a, b) and not _crosses(built, a, b):
             built.append((a, b, fast))
     _link_loose_ends(places, built)
     labels = rng.sample(ROAD_NAMES, len(ROAD_NAMES))
@@ -364,7 +366,8 @@ def _link_loose_ends(places: list[_Place], built: list[tuple[_Place, _Place, boo
     for p in places:
         wanted = 1 if p.kind == "hospital" else 2
         for q in sorted((q for q in places if q is not p), key=lambda q: _distance(p.xy, q.xy)):
-            if sum(p in (a, b) for a, b, _ in built) >= wanted:
+            degree = sum(p in (a, b) for a, b, _ in built)
+            if degree >= wanted or (degree and _distance(p.xy, q.xy) > MAX_ROAD_UNITS):
                 break
             if not _joined(built, p, q) and not _crosses(built, p, q):
                 built.append((p, q, False))

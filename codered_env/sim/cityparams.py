@@ -58,7 +58,9 @@ ICU_FIRST_BUSY_DIVISOR = 4
 INNER_RADIUS_RANGE = (2.3, 3.4)  # inner neighbourhoods around the hub [design choice]
 OUTER_RADIUS_RANGE = (4.3, 5.6)  # outer neighbourhoods [design choice]
 ENTRY_RADIUS_RANGE = (5.8, 6.8)  # the highway toll plaza, at the edge of town [design choice]
-INNER_SHARE = 0.55  # share of the other places on the inner ring [design choice]
+# Share of the places free to go either way (not riverside, not a CHC) put on the inner ring,
+# the tertiary centre always among them, at least 3 [design choice].
+INNER_SHARE = 0.55
 MIN_INNER_PLACES = 3
 ANGLE_JITTER = 0.3  # fraction of a ring slot a place may sit off its slot [design choice]
 RIVER_SPREAD_DEG = 40  # riverside places lie within this of the river's bearing [design choice]
@@ -70,6 +72,9 @@ MINUTES_PER_UNIT = 1.5
 # circuity factors run 1.2-1.4 (Ballou et al. 2002, J. Business Logistics 23:1)].
 ROAD_WINDING_RANGE = (1.0, 1.3)
 ARTERIAL_SPEED_FACTOR = 0.8  # ring and highway arterials run faster than streets [design choice]
+# No road longer than this (~9 min; Prakashnagar's longest, the Ring Road Bypass, is 6 units)
+# unless a place would have none [design choice].
+MAX_ROAD_UNITS = 6.0
 MIN_ROAD_MIN = 2  # the shortest road (Prakashnagar's CHC Lane) [design choice]
 RING_LINK_PROBABILITY = 0.8  # a pair of neighbouring inner places is joined [design choice]
 SECOND_LINK_PROBABILITY = 0.7  # an outer place also joins its second inner neighbour [design choice]
