@@ -50,6 +50,7 @@ from .cityparams import (
     MAX_ROAD_UNITS,
     MIN_INNER_PLACES,
     MIN_ROAD_MIN,
+    NODE_CLEARANCE,
     MINUTES_PER_UNIT,
     NEIGHBOURHOODS_RANGE,
     OUTER_ARTERIAL_MAX_DEG,
@@ -175,7 +176,7 @@ def city_problems(city: City) -> list[str]:
 def _draw_city(rng: Random, seed: int) -> City:
     city_name = rng.choice(CITY_NAMES)
     places = _places(rng, city_name)
-    hub, entry = places[0], places[-1]
+    hub, entry = places[0], next(p for p in places if p.kind == "entry")
     _lay_out(rng, places)
     edges, arterial = _roads(rng, places)
     riverside = tuple(
@@ -206,7 +207,7 @@ def _draw_city(rng: Random, seed: int) -> City:
         route_stations=tuple(dict.fromkeys(u.station for u in fleet[:3])),
         cath_room=("H1", "OR1"),
         trauma_room=("H1", "OR2"),
-        positions=tuple((p.node_id, round(p.xy[0], 2), round(p.xy[1], 2)) for p in places),
+        positions=tuple((p.node_id, *p.xy) for p in places),
         seed=seed,
     )
 
@@ -278,7 +279,7 @@ def _lay_out(rng: Random, places: list[_Place]) -> None:
     for ring, radius in (("inner", INNER_RADIUS_RANGE), ("outer", OUTER_RADIUS_RANGE)):
         members = [p for p in others if p.ring == ring]
         _place_ring(rng, members, river, radius)
-    entry = places[len(places) - len([p for p in places if p.kind == "hospital"]) - 1]
+    entry = next(p for p in places if p.kind == "entry")
     spread = math.radians(ENTRY_OPPOSITE_SPREAD_DEG)
     entry.angle = (river + math.pi + rng.uniform(-spread, spread)) % _FULL_CIRCLE
     entry.xy = _polar(rng.uniform(*ENTRY_RADIUS_RANGE), entry.angle)
@@ -306,7 +307,8 @@ def _place_ring(rng: Random, members: list[_Place], river: float, radius: tuple[
 
 
 def _polar(r: float, angle: float) -> Point:
-    return r * math.cos(angle), r * math.sin(angle)
+    """A position, rounded as the city keeps it (so roads are checked on the drawn geometry)."""
+    return round(r * math.cos(angle), 2), round(r * math.sin(angle), 2)
 
 
 def _angle_between(a: float, b: float) -> float:
@@ -342,7 +344,7 @@ def _roads(rng: Random, places: list[_Place]) -> tuple[tuple[Edge, ...], tuple[t
     built: list[tuple[_Place, _Place, bool]] = []
     for a, b, fast in planned:
         short = _distance(a.xy, b.xy) <= MAX_ROAD_UNITS
-        if short and a is not b and not _joined(built, a, b) and not _crosses(built, a, b):
+        if short and a is not b and not _joined(built, a, b) and _fits(places, built, a, b):
             built.append((a, b, fast))
     _link_loose_ends(places, built)
     labels = rng.sample(ROAD_NAMES, len(ROAD_NAMES))
@@ -369,7 +371,7 @@ def _link_loose_ends(places: list[_Place], built: list[tuple[_Place, _Place, boo
             degree = sum(p in (a, b) for a, b, _ in built)
             if degree >= wanted or (degree and _distance(p.xy, q.xy) > MAX_ROAD_UNITS):
                 break
-            if not _joined(built, p, q) and not _crosses(built, p, q):
+            if not _joined(built, p, q) and _fits(places, built, p, q):
                 built.append((p, q, False))
 
 
@@ -377,8 +379,19 @@ def _joined(built: list[tuple[_Place, _Place, bool]], a: _Place, b: _Place) -> b
     return any({a, b} == {x, y} for x, y, _ in built)
 
 
-def _crosses(built: list[tuple[_Place, _Place, bool]], a: _Place, b: _Place) -> bool:
-    return any(not ({a, b} & {x, y}) and _segments_cross(a.xy, b.xy, x.xy, y.xy) for x, y, _ in built)
+def _fits(places: list[_Place], built: list[tuple[_Place, _Place, bool]], a: _Place, b: _Place) -> bool:
+    """A road a-b crosses no road already built and passes no other place closer than
+    ``NODE_CLEARANCE`` (it would look as if it ran through it)."""
+    if any(not ({a, b} & {x, y}) and _segments_cross(a.xy, b.xy, x.xy, y.xy) for x, y, _ in built):
+        return False
+    return all(_distance_to_segment(p.xy, a.xy, b.xy) >= NODE_CLEARANCE for p in places if p is not a and p is not b)
+
+
+def _distance_to_segment(p: Point, a: Point, b: Point) -> float:
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    t = 0.0 if length2 == 0 else max(0.0, min(1.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2))
+    return _distance(p, (a[0] + t * dx, a[1] + t * dy))
 
 
 def _segments_cross(p1: Point, p2: Point, q1: Point, q2: Point) -> bool:

@@ -75,6 +75,7 @@ ARTERIAL_SPEED_FACTOR = 0.8  # ring and highway arterials run faster than street
 # No road longer than this (~9 min; Prakashnagar's longest, the Ring Road Bypass, is 6 units)
 # unless a place would have none [design choice].
 MAX_ROAD_UNITS = 6.0
+NODE_CLEARANCE = 0.6  # a road passes no other place closer than this [design choice: legibility]
 MIN_ROAD_MIN = 2  # the shortest road (Prakashnagar's CHC Lane) [design choice]
 RING_LINK_PROBABILITY = 0.8  # a pair of neighbouring inner places is joined [design choice]
 SECOND_LINK_PROBABILITY = 0.7  # an outer place also joins its second inner neighbour [design choice]
