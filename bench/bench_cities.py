@@ -69,9 +69,10 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     cities = list(split_seeds(args.split)[: args.cities])
-    _print(f"{len(cities)} {args.split} cities (seeds {cities[0]}..{cities[-1]}), {args.seeds} episode seeds each",
-           table(cities, args.seeds))
-    _print(f"Prakashnagar, {args.seeds * len(cities)} episode seeds", table(["prakashnagar"], args.seeds * len(cities)))
+    title = f"{len(cities)} {args.split} cities (seeds {cities[0]}..{cities[-1]}), {args.seeds} seeds each"
+    _print(title, table(cities, args.seeds))
+    episodes = args.seeds * len(cities)
+    _print(f"Prakashnagar, {episodes} episode seeds", table(["prakashnagar"], episodes))
     print(f"\n({time.perf_counter() - start:.0f} s)")
 
 

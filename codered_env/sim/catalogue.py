@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .city import PRAKASHNAGAR, City
 from .params import (
     ACTION_ID_MAX_CHARS,
     BLOOD_TYPE_QUERY_MIN,
@@ -30,7 +31,6 @@ from .params import (
     SPECIALIST_PAGE_DELAY_BY_TIER,
     SPECIALTIES,
 )
-from .city import PRAKASHNAGAR, City
 from .tasks import TASKS
 from .triage import PRIORITIES
 

@@ -5,9 +5,10 @@ A ``City`` is immutable: nodes, roads, hospitals, fleet and the roles the tasks 
 mutual-aid entry, flood-prone roads...). ``citygen.generate_city(seed)`` builds others.
 
 Prakashnagar: a 12-node hub-and-spoke road graph. Nodes ``N0``..``N8`` are neighbourhoods and
-junctions, ``H1``..``H3`` are the hospitals. ``N0`` (Rajiv Chowk) is the hub; ``N3`` (Nadi Ghat) is the flood-prone riverside; ``N7`` (NH-48 toll) is
-where mutual-aid units from the neighbouring district enter; ``N4``-``N7``-``H1`` is the fast
-Ring Road bypass. Base minutes assume 25-35 km/h urban speeds (Hindustan Times 2022).
+junctions, ``H1``..``H3`` are the hospitals. ``N0`` (Rajiv Chowk) is the hub; ``N3`` (Nadi Ghat)
+is the flood-prone riverside; ``N7`` (NH-48 toll) is where mutual-aid units from the neighbouring
+district enter; ``N4``-``N7``-``H1`` is the fast Ring Road bypass. Base minutes assume 25-35 km/h
+urban speeds (Hindustan Times 2022).
 
 A ``RoadNetwork`` holds the current state of every edge of a city's ``RoadGraph`` (open/closed,
 congestion factor) and answers shortest-path queries from an all-pairs table per graph and road
@@ -50,7 +51,9 @@ class RoadGraph:
 
     __slots__ = ("city_key", "edge_base", "edges", "node_ids", "node_index")
 
-    def __init__(self, node_ids: tuple[str, ...], edges: tuple[Edge, ...], city_key: str | None = None) -> None:
+    def __init__(
+        self, node_ids: tuple[str, ...], edges: tuple[Edge, ...], city_key: str | None = None
+    ) -> None:
         self.city_key = city_key  # the city whose graph this is (pickled by that name)
         self.node_ids = node_ids
         self.node_index = {n: i for i, n in enumerate(node_ids)}
@@ -262,10 +265,8 @@ PRAKASHNAGAR = City(
 NODES: tuple[Node, ...] = PRAKASHNAGAR.nodes
 NODE_IDS: tuple[str, ...] = PRAKASHNAGAR.node_ids
 NODE_NAMES: dict[str, str] = PRAKASHNAGAR.node_names
-NODE_INDEX: dict[str, int] = PRAKASHNAGAR.roads.node_index
 EDGES: tuple[Edge, ...] = PRAKASHNAGAR.edges
 RIVERSIDE_EDGES: tuple[tuple[str, str], ...] = PRAKASHNAGAR.riverside_edges
-EDGE_BASE: dict[tuple[str, str], float] = PRAKASHNAGAR.roads.edge_base
 
 
 def city_key_of(observation: Mapping[str, Any]) -> str:
@@ -324,7 +325,8 @@ class RoadNetwork:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._index, self._dist, self._next, self._edges, self._dirty = self.roads.node_index, [], [], {}, True
+        self._index, self._dist, self._next = self.roads.node_index, [], []
+        self._edges, self._dirty = {}, True
 
     # -- state changes -------------------------------------------------------------------
     def close(self, a: str, b: str) -> None:

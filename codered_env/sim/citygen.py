@@ -22,6 +22,7 @@ always gives the same city, in any process):
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from random import Random
 
@@ -50,9 +51,9 @@ from .cityparams import (
     MAX_ROAD_UNITS,
     MIN_INNER_PLACES,
     MIN_ROAD_MIN,
-    NODE_CLEARANCE,
     MINUTES_PER_UNIT,
     NEIGHBOURHOODS_RANGE,
+    NODE_CLEARANCE,
     OUTER_ARTERIAL_MAX_DEG,
     OUTER_ARTERIAL_PROBABILITY,
     OUTER_RADIUS_RANGE,
@@ -232,7 +233,7 @@ def _places(rng: Random, city_name: str) -> list[_Place]:
     tiers += [TIER_CHC if rng.random() < CHC_PROBABILITY else TIER_DISTRICT for _ in range(n_hospitals - 2)]
     district_names = rng.sample(DISTRICT_NAMES, len(DISTRICT_NAMES))
     # a CHC is named after the place it serves: the riverside first, as Prakashnagar's CHC Nadi Ghat
-    served = [p.name for p in places if p.kind == "riverside"] + [p.name for p in places if p.kind == "residential"]
+    served = [p.name for kind in ("riverside", "residential") for p in places if p.kind == kind]
     for i, tier in enumerate(tiers, start=1):
         if tier == TIER_TERTIARY:
             name = rng.choice(TERTIARY_NAMES).format(city=city_name)
@@ -339,7 +340,7 @@ def _roads(rng: Random, places: list[_Place]) -> tuple[tuple[Edge, ...], tuple[t
             rng.random() < OUTER_ARTERIAL_PROBABILITY
         ):
             planned.append((a, b, True))
-    near_entry = sorted((p for p in places if p is not entry and p is not hub), key=lambda q: _distance(entry.xy, q.xy))
+    near_entry = sorted((p for p in places if p not in (entry, hub)), key=lambda q: _distance(entry.xy, q.xy))
     planned += [(entry, p, True) for p in near_entry[: rng.randint(*ENTRY_LINKS_RANGE)]]
     built: list[tuple[_Place, _Place, bool]] = []
     for a, b, fast in planned:
@@ -349,7 +350,8 @@ def _roads(rng: Random, places: list[_Place]) -> tuple[tuple[Edge, ...], tuple[t
     _link_loose_ends(places, built)
     labels = rng.sample(ROAD_NAMES, len(ROAD_NAMES))
     edges = tuple(
-        (a.node_id, b.node_id, _minutes(rng, a, b, fast), _label(labels, a, b, fast, entry)) for a, b, fast in built
+        (a.node_id, b.node_id, _minutes(rng, a, b, fast), _label(labels, a, b, fast, entry))
+        for a, b, fast in built
     )
     arterial = tuple(edge_key(a.node_id, b.node_id) for a, b, fast in built if fast)
     return edges, arterial
@@ -358,8 +360,8 @@ def _roads(rng: Random, places: list[_Place]) -> tuple[tuple[Edge, ...], tuple[t
 def _ring_pairs(ring: list[_Place]) -> list[tuple[_Place, _Place]]:
     if len(ring) < 2:
         return []
-    pairs = list(zip(ring, ring[1:], strict=False))
-    return pairs + [(ring[-1], ring[0])] if len(ring) > 2 else pairs
+    pairs = list(itertools.pairwise(ring))
+    return [*pairs, (ring[-1], ring[0])] if len(ring) > 2 else pairs
 
 
 def _link_loose_ends(places: list[_Place], built: list[tuple[_Place, _Place, bool]]) -> None:
@@ -384,7 +386,7 @@ def _fits(places: list[_Place], built: list[tuple[_Place, _Place, bool]], a: _Pl
     ``NODE_CLEARANCE`` (it would look as if it ran through it)."""
     if any(not ({a, b} & {x, y}) and _segments_cross(a.xy, b.xy, x.xy, y.xy) for x, y, _ in built):
         return False
-    return all(_distance_to_segment(p.xy, a.xy, b.xy) >= NODE_CLEARANCE for p in places if p is not a and p is not b)
+    return all(_distance_to_segment(p.xy, a.xy, b.xy) >= NODE_CLEARANCE for p in places if p not in (a, b))
 
 
 def _distance_to_segment(p: Point, a: Point, b: Point) -> float:
@@ -430,7 +432,7 @@ def _hospital(rng: Random, place: _Place, city_name: str) -> HospitalSpec:
     theatres = rng.randint(*TIER_TRAUMA_THEATRES_RANGE[tier])
     rooms = [_CATH_ROOM] if tier == TIER_TERTIARY else []
     rooms += [_TRAUMA_ROOM] * theatres
-    specialists = SPECIALTIES if tier == TIER_TERTIARY else _DISTRICT_SPECIALISTS if tier == TIER_DISTRICT else ()
+    specialists = {TIER_TERTIARY: SPECIALTIES, TIER_DISTRICT: _DISTRICT_SPECIALISTS}.get(tier, ())
     lo, hi = max(0, capacity - free - 1), capacity - free
     return HospitalSpec(
         place.node_id,

@@ -126,7 +126,9 @@ PLACE_NAMES = {
 }
 HIGHWAY_NUMBERS = (19, 27, 44, 48, 52, 58, 65, 130)
 TERTIARY_NAMES = ("Government Medical College", "AIIMS {city}", "{city} Institute of Medical Sciences")
-DISTRICT_NAMES = ("District Hospital", "Civil Hospital", "ESI Hospital", "Railway Hospital", "Sub-District Hospital")
+DISTRICT_NAMES = (
+    "District Hospital", "Civil Hospital", "ESI Hospital", "Railway Hospital", "Sub-District Hospital",
+)
 ROAD_NAMES = (
     "MG Road", "Station Road", "Nehru Marg", "Tilak Road", "Court Road", "Mall Road", "Canal Road",
     "Jail Road", "College Road", "Hospital Road", "Mandi Road", "Temple Road", "Gurudwara Road",

@@ -88,7 +88,9 @@ class CodeRedSim:
     same (episode state, seed) always gives the same fork.
     """
 
-    def __init__(self, task_id: str = "task1", seed: int = 0, city: str | int | City = "prakashnagar") -> None:
+    def __init__(
+        self, task_id: str = "task1", seed: int = 0, city: str | int | City = "prakashnagar"
+    ) -> None:
         """``city``: ``"prakashnagar"`` (the fixed city), a city seed (``citygen.generate_city``)
         or a ``City``."""
         if task_id not in TASKS:

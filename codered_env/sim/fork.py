@@ -155,7 +155,9 @@ def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     to now, and the incident's first calls once ours has begun (``_incident_future``)."""
     begun = any(pid in world.patients for pid in world.mci)
     shadow_rng = Random(rng.getrandbits(64))
-    return draw_arrivals_after(world.task, shadow_rng, world.clock, drop_incident_calls=begun, city=world.city)
+    return draw_arrivals_after(
+        world.task, shadow_rng, world.clock, drop_incident_calls=begun, city=world.city
+    )
 
 
 # ------------------------------------------------------------------ callers

@@ -60,7 +60,6 @@ from .types import (
 )
 
 # Prakashnagar's, for the adapters that know only the fixed city (the tasks read the episode's City)
-PATIENT_NODES = PRAKASHNAGAR.patient_nodes
 ENTRY_NODE = PRAKASHNAGAR.entry_node
 
 

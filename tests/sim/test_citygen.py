@@ -132,7 +132,8 @@ def test_validity_check_finds_what_is_wrong() -> None:
     city = generate_city(3)
     fields = {f: getattr(city, f) for f in City.__dataclass_fields__ if City.__dataclass_fields__[f].init}
     hub_roads = tuple(e for e in city.edges if city.hub in e[:2])
-    assert "the road graph is not connected" in city_problems(City(**fields | {"edges": hub_roads, "key": "cut"}))
+    cut = City(**fields | {"edges": hub_roads, "key": "cut"})
+    assert "the road graph is not connected" in city_problems(cut)
     slow_roads = tuple((a, b, m * 10, label) for a, b, m, label in city.edges)
     problems = city_problems(City(**fields | {"edges": slow_roads, "key": "slow"}))
     assert problems and all("min from every station" in p for p in problems)
@@ -154,7 +155,8 @@ def test_prakashnagar_is_the_fixed_city() -> None:
     city = PRAKASHNAGAR
     assert city.node_ids == ("N0", "N1", "N2", "N3", "N4", "N5", "N6", "N7", "N8", "H1", "H2", "H3")
     assert len(city.edges) == 20 and city.entry_node == "N7" and city.hub == "N0"
-    assert city.hospital_ids == ("H1", "H2", "H3") and city.unit_ids == ("ALS1", "ALS2", "BLS1", "BLS2", "BLS3")
+    assert city.hospital_ids == ("H1", "H2", "H3")
+    assert city.unit_ids == ("ALS1", "ALS2", "BLS1", "BLS2", "BLS3")
     assert CodeRedSim("task1", 0).city is PRAKASHNAGAR
     assert "city" not in CodeRedSim("task5", 0).observation()  # its map is documented, not shown
     _check_city_roles_only(city)
@@ -174,7 +176,9 @@ def test_resolve_city_accepts_names_seeds_and_cities() -> None:
     assert CodeRedSim("task2", 1, city="gen-9").city is generate_city(9)
 
 
-@pytest.mark.parametrize("bad", [-1, True, 1.5, "gen-x", "gen-07", "gen--1", "mumbai", None, "Prakashnagar", [1]])
+@pytest.mark.parametrize(
+    "bad", [-1, True, 1.5, "gen-x", "gen-07", "gen--1", "mumbai", None, "Prakashnagar", [1]]
+)
 def test_bad_city_is_rejected_clearly(bad: object) -> None:
     with pytest.raises(ValueError, match="valid: 'prakashnagar'"):
         resolve_city(bad)
@@ -329,7 +333,8 @@ def test_response_target_holds_in_every_generated_city() -> None:
         city = generate_city(seed)
         net = RoadNetwork(False, city.roads)
         stations = {u.station for u in city.fleet}
-        assert all(min(net.minutes(s, n) for s in stations) <= RESPONSE_TARGET_MIN for n in city.patient_nodes)
+        for node in city.patient_nodes:
+            assert min(net.minutes(s, node) for s in stations) <= RESPONSE_TARGET_MIN
 
 
 # ------------------------------------------------------------------------------ determinism, copies
@@ -387,3 +392,16 @@ def test_a_city_given_as_a_value_plays_and_copies() -> None:
     while not sim.done:
         sim.step(agent.act(sim.observation()))
     assert sim.grade()["score"] > 0.3
+
+
+def test_any_city_can_be_laid_out_for_drawing() -> None:
+    from codered_env.citymap import map_layout
+
+    for seed in FEW:
+        city = generate_city(seed)
+        layout = map_layout(city)
+        assert set(layout["nodes"]) == set(city.node_ids) and set(layout["cards"]) == set(city.hospital_ids)
+        for node in layout["nodes"].values():
+            assert 0 < node["x"] < layout["width"] and 0 < node["y"] < layout["height"]
+        kinds = {e["id"]: e["kind"] for e in layout["edges"]}
+        assert {"spoke", "riverside"} <= set(kinds.values()) and len(kinds) == len(city.edges)

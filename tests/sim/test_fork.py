@@ -274,8 +274,9 @@ def test_a_snapshot_forks_and_copies_as_the_episode_did_then(task_id: str, steps
     twin = frozen.copy()
     assert episode_bytes(twin) == episode_bytes(sim)  # the hidden truth and the streams included
     assert twin.task is sim.task and twin.action_log is not sim.action_log
+    immutable = (int, float, str, bool, type(None), tuple)
     shared = [name for name, value in vars(sim.world).items()
-              if name not in ("task", "city") and not isinstance(value, (int, float, str, bool, type(None), tuple))
+              if name not in ("task", "city") and not isinstance(value, immutable)
               and value is getattr(twin.world, name)]
     assert shared == [] and twin.world.city is sim.world.city  # the city: immutable, shared
     assert all(twin.world.patients[k] is not p for k, p in sim.world.patients.items())

@@ -1,5 +1,6 @@
 """Mutual aid: a requested unit from the neighbouring district arrives at the city's entry node
-(Prakashnagar: the NH-48 toll plaza N7) and, if the request named a target still waiting, drives there at once (docs/MODEL.md
+(Prakashnagar: the NH-48 toll plaza N7) and, if the request named a target still waiting, drives
+there at once (docs/MODEL.md
 §3.8)."""
 
 from __future__ import annotations
