@@ -17,7 +17,7 @@ state, computed once per process for each one met (``_TABLES``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
@@ -177,13 +177,25 @@ def _rebuilt_city(*values: Any) -> City:
 
 
 def city_by_key(key: str) -> City | None:
-    """The city of that name: Prakashnagar, or a generated city (``"gen-<seed>"``, rebuilt by
-    ``citygen.generate_city`` and kept); None for any other name."""
+    """The city of that name: Prakashnagar, or one a registered namer knows (``citygen``: the
+    generated ``"gen-<seed>"``); None for any other name."""
     if key == PRAKASHNAGAR.key:
         return PRAKASHNAGAR
-    from .citygen import city_for_key  # lazy: citygen builds on this module
+    for namer in _NAMERS:
+        city = namer(key)
+        if city is not None:
+            return city
+    return None
 
-    return city_for_key(key)
+
+def register_city_names(namer: Callable[[str], City | None]) -> None:
+    """Let ``city_by_key`` (and so unpickling) find the cities ``namer`` names. ``citygen``
+    registers its generated cities when the package loads (``codered_env.sim`` imports it)."""
+    if namer not in _NAMERS:
+        _NAMERS.append(namer)
+
+
+_NAMERS: list[Callable[[str], City | None]] = []
 
 
 # (a, b, base minutes, label). Undirected.

@@ -26,7 +26,7 @@ import itertools
 import math
 from random import Random
 
-from .city import PRAKASHNAGAR, City, Edge, Node, RoadGraph, RoadNetwork, Unit, edge_key
+from .city import PRAKASHNAGAR, City, Edge, Node, RoadGraph, RoadNetwork, Unit, edge_key, register_city_names
 from .cityparams import (
     ALS_SHARE_RANGE,
     ANGLE_JITTER,
@@ -463,3 +463,5 @@ def _fleet(rng: Random, population: float, sites: list[str], net: RoadNetwork, h
     fleet += [Unit(f"BLS{i + 1}", "BLS", order[als + i]) for i in range(units - als)]
     return tuple(fleet)
 
+
+register_city_names(city_for_key)
