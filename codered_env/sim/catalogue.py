@@ -260,9 +260,10 @@ def param_spec(param: ParamSpec, fixed: dict[str, tuple[str, ...]] | None = None
     return {**schema, "description": param.help}
 
 
-def input_schema(spec: ActionSpec) -> dict[str, Any]:
-    """JSON Schema (an object) of an action's advertised parameters, for tool definitions."""
-    fixed = fixed_id_choices()
+def input_schema(spec: ActionSpec, city: City = PRAKASHNAGAR) -> dict[str, Any]:
+    """JSON Schema (an object) of an action's advertised parameters, for tool definitions (ids
+    enumerated as ``city`` has them)."""
+    fixed = fixed_id_choices(city)
     return {
         "type": "object",
         "description": spec.help,

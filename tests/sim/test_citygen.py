@@ -405,3 +405,15 @@ def test_any_city_can_be_laid_out_for_drawing() -> None:
             assert 0 < node["x"] < layout["width"] and 0 < node["y"] < layout["height"]
         kinds = {e["id"]: e["kind"] for e in layout["edges"]}
         assert {"spoke", "riverside"} <= set(kinds.values()) and len(kinds) == len(city.edges)
+
+
+def test_tool_schemas_enumerate_the_citys_ids() -> None:
+    from codered_env.sim.catalogue import action_spec, input_schema
+
+    city = next(c for c in map(generate_city, range(50)) if len(c.hospitals) == 5)
+    schema = input_schema(action_spec("assign_hospital"), city)
+    assert schema["properties"]["hospital_id"]["enum"] == list(city.hospital_ids)
+    default = input_schema(action_spec("assign_hospital"))  # Prakashnagar's
+    assert default["properties"]["hospital_id"]["enum"] == ["H1", "H2", "H3"]
+    sim = CodeRedSim("task1", 0, city=city)
+    assert sim.step({"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H5"}).error is None
