@@ -47,7 +47,8 @@ TIER_ICU_BEDS_RANGE = {1: (3, 6), 2: (1, 3), 3: (0, 0)}
 TIER_TRAUMA_THEATRES_RANGE = {1: (1, 2), 2: (1, 2), 3: (0, 0)}
 TIER_BLOOD_UNITS_RANGE = {1: (36, 52), 2: (16, 28), 3: (3, 6)}
 TIER_O_NEG_FLOOR = {1: 2, 2: 1, 3: 1}  # emergency O-neg reserve (params.blood_stock)
-# ED patients already there at t0: capacity minus this range (Prakashnagar: 2-3 trolleys free).
+# Trolleys free at t0: this many, or one more (the episode's draw between the two; Prakashnagar:
+# 2-3 free) [design choice].
 FREE_TROLLEYS_RANGE = (2, 3)
 # ICU beds taken at t0: from a quarter of the beds to all but one (Prakashnagar: 1-3 of 4, 0-1 of 2).
 ICU_FIRST_BUSY_DIVISOR = 4

@@ -15,10 +15,12 @@ from codered_env.sim.city import NODE_NAMES
 from codered_env.sim.render_lines import INLINE_SECTIONS, SECTIONS, lines_text, render_lines
 
 
-def played_states(task: str, seed: int, agent_name: str, every: int = 3) -> Iterator[dict[str, Any]]:
+def played_states(
+    task: str, seed: int, agent_name: str, every: int = 3, city: object = "prakashnagar"
+) -> Iterator[dict[str, Any]]:
     """Every ``every``-th observation of one episode; ``noisy`` is random play with 1 in 5
     decisions replaced by an invalid action (so error lines appear)."""
-    sim = CodeRedSim(task, seed)
+    sim = CodeRedSim(task, seed, city=city)
     agent = make_agent("random" if agent_name == "noisy" else agent_name, seed=seed)
     agent.reset(task, seed)
     rng = random.Random(f"{task}:{seed}:{agent_name}")
@@ -40,6 +42,7 @@ def all_states(seeds: range = range(2)) -> Iterator[dict[str, Any]]:
         for seed in seeds:
             for agent_name in ("random", "heuristic", "noisy"):
                 yield from played_states(task, seed, agent_name)
+    yield from played_states("task5", 0, "heuristic", city=100_000)  # a generated city: its map line
 
 
 STATES = list(all_states())
