@@ -94,10 +94,10 @@ class City:
     read the roles below instead of naming nodes: where patients can be (``patient_nodes``),
     where a crash or a mass-casualty incident can happen (``incident_nodes``), the hub, the
     mutual-aid entry, the flood-prone riverside roads, the stations whose routes a road
-    disruption is drawn on, and the tertiary centre's cath lab and trauma theatre (equipment
-    failures). ``positions`` are layout coordinates for drawing (x east, y north), unused by the
-    simulation. Pickled by name when it has one (``city_by_key`` rebuilds it): a fork or a copy
-    carries a few bytes, never the whole city."""
+    disruption is drawn on, the tertiary centre's cath lab and trauma theatre (equipment
+    failures) and the two hospitals a diversion may hit. ``positions`` are layout coordinates
+    for drawing (x east, y north), unused by the simulation. Pickled by name when it has one
+    (``city_by_key`` rebuilds it): a fork or a copy carries a few bytes, never the whole city."""
 
     key: str
     name: str
@@ -114,6 +114,7 @@ class City:
     route_stations: tuple[str, ...]  # road disruptions fall on routes from these to patients
     cath_room: tuple[str, str]  # (hospital id, OR id) of the tertiary centre's cath lab
     trauma_room: tuple[str, str]  # (hospital id, OR id) of its first trauma theatre
+    diversion_hospitals: tuple[str, str]  # a diversion hits one of these (tertiary, a district hospital)
     positions: tuple[tuple[str, float, float], ...]
     seed: int | None = None  # the generator's seed (None: a fixed city)
     roads: RoadGraph = field(init=False, repr=False)
@@ -269,6 +270,7 @@ PRAKASHNAGAR = City(
     route_stations=("N0", "N6", "N2"),
     cath_room=("H1", "OR1"),
     trauma_room=("H1", "OR2"),
+    diversion_hospitals=("H1", "H2"),
     positions=_PRAKASHNAGAR_POSITIONS,
 )
 

@@ -185,6 +185,8 @@ def _draw_city(rng: Random, seed: int) -> City:
         if any(p.kind == "riverside" and p.node_id in (a, b) for p in places)
     )
     hospitals = tuple(_hospital(rng, p, city_name) for p in places if p.kind == "hospital")
+    tertiary = next(h for h in hospitals if h.tier == TIER_TERTIARY)
+    district = next(h for h in hospitals if h.tier == TIER_DISTRICT)
     neighbourhoods = [p for p in places if p.kind != "hospital"]
     population = sum(rng.uniform(*POPULATION_LAKH_PER_NEIGHBOURHOOD) for _ in neighbourhoods)
     roads = RoadNetwork(False, RoadGraph(tuple(p.node_id for p in places), edges))
@@ -206,11 +208,17 @@ def _draw_city(rng: Random, seed: int) -> City:
         patient_nodes=patient_nodes,
         incident_nodes=incident,
         route_stations=tuple(dict.fromkeys(u.station for u in fleet[:3])),
-        cath_room=("H1", "OR1"),
-        trauma_room=("H1", "OR2"),
+        cath_room=_room_for(tertiary, "cath_lab"),
+        trauma_room=_room_for(tertiary, "trauma_surgery"),
+        diversion_hospitals=(tertiary.hospital_id, district.hospital_id),
         positions=tuple((p.node_id, *p.xy) for p in places),
         seed=seed,
     )
+
+
+def _room_for(hospital: HospitalSpec, procedure: str) -> tuple[str, str]:
+    """(hospital id, id of its first OR that can host ``procedure``)."""
+    return hospital.hospital_id, next(or_id for or_id, procs in hospital.ors if procedure in procs)
 
 
 def places_nodes(places: list[_Place]) -> tuple[Node, ...]:
@@ -231,6 +239,7 @@ def _places(rng: Random, city_name: str) -> list[_Place]:
     n_hospitals = rng.randint(*HOSPITALS_RANGE)
     tiers = [TIER_TERTIARY, TIER_DISTRICT]
     tiers += [TIER_CHC if rng.random() < CHC_PROBABILITY else TIER_DISTRICT for _ in range(n_hospitals - 2)]
+    rng.shuffle(tiers)  # no id is always the tertiary centre: a memorised action list must look
     district_names = rng.sample(DISTRICT_NAMES, len(DISTRICT_NAMES))
     # a CHC is named after the place it serves: the riverside first, as Prakashnagar's CHC Nadi Ghat
     served = [p.name for kind in ("riverside", "residential") for p in places if p.kind == kind]
@@ -432,6 +441,7 @@ def _hospital(rng: Random, place: _Place, city_name: str) -> HospitalSpec:
     theatres = rng.randint(*TIER_TRAUMA_THEATRES_RANGE[tier])
     rooms = [_CATH_ROOM] if tier == TIER_TERTIARY else []
     rooms += [_TRAUMA_ROOM] * theatres
+    rng.shuffle(rooms)  # the cath lab is not always OR1
     specialists = {TIER_TERTIARY: SPECIALTIES, TIER_DISTRICT: _DISTRICT_SPECIALISTS}.get(tier, ())
     lo, hi = max(0, capacity - free - 1), capacity - free
     return HospitalSpec(
@@ -450,7 +460,8 @@ def _hospital(rng: Random, place: _Place, city_name: str) -> HospitalSpec:
 
 
 def _fleet(rng: Random, population: float, sites: list[str], net: RoadNetwork, hub: str) -> tuple[Unit, ...]:
-    """Units from the population; stations spread by farthest point from the hub; ALS first."""
+    """Units from the population; stations spread by farthest point from the hub, handed out to
+    the units in a shuffled order (no unit id is always at the hub)."""
     units = min(max(round(population * rng.uniform(*FLEET_PER_LAKH_RANGE)), FLEET_RANGE[0]), FLEET_RANGE[1])
     als = min(max(round(units * rng.uniform(*ALS_SHARE_RANGE)), 1), units - 1)
     stations = [hub]
@@ -459,6 +470,7 @@ def _fleet(rng: Random, population: float, sites: list[str], net: RoadNetwork, h
                   key=lambda s: (min(net.minutes(s, t) for t in stations), rng.random()))
         stations.append(far)
     order = [stations[i % len(stations)] for i in range(units)]
+    rng.shuffle(order)
     fleet = [Unit(f"ALS{i + 1}", "ALS", order[i]) for i in range(als)]
     fleet += [Unit(f"BLS{i + 1}", "BLS", order[als + i]) for i in range(units - als)]
     return tuple(fleet)

@@ -257,8 +257,8 @@ def _road_disruption(
 def draw_disruption(
     rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec, city: City
 ) -> Disruption:
-    """One disruption of ``kind`` on ``city``: diversions hit one of its first two hospitals (the
-    tertiary centre and a district hospital), equipment failures and absent specialists the
+    """One disruption of ``kind`` on ``city``: diversions hit one of its ``diversion_hospitals``
+    (the tertiary centre and a district hospital), equipment failures and absent specialists the
     tertiary centre."""
     if kind in ("road_closure", "accident_congestion"):
         start = randint(rng, *ROAD_DISRUPTION_WINDOW[0])
@@ -266,7 +266,7 @@ def draw_disruption(
             rng, net, kind, origins, start, start + randint(rng, *ROAD_DISRUPTION_WINDOW[1]), city
         )
     if kind == "hospital_diversion":
-        first, second = city.hospital_ids[:2]
+        first, second = city.diversion_hospitals
         hid = first if rng.random() < 0.5 else second
         start = randint(rng, *DIVERSION_WINDOW[0])
         return Disruption(

@@ -86,15 +86,17 @@ def _check_city(city: City) -> None:
     assert NEIGHBOURHOODS_RANGE[0] <= len(neighbourhoods) <= NEIGHBOURHOODS_RANGE[1]
     assert {"hub", "entry", "riverside", "residential"} <= set(kinds.values())
     assert kinds[city.hub] == "hub" and kinds[city.entry_node] == "entry"
-    # hospitals: 2-5, one tertiary centre (the one with the cath lab), then a district hospital
+    # hospitals: 2-5, one tertiary centre (the one with the cath lab), a district hospital
     assert HOSPITALS_RANGE[0] <= len(city.hospitals) <= HOSPITALS_RANGE[1]
     tiers = [h.tier for h in city.hospitals]
-    assert tiers[:2] == [TIER_TERTIARY, TIER_DISTRICT] and tiers.count(TIER_TERTIARY) == 1
+    assert tiers.count(TIER_TERTIARY) == 1 and TIER_DISTRICT in tiers
     assert all(kinds[h.hospital_id] == "hospital" for h in city.hospitals)
-    tertiary = city.hospitals[0]
+    tertiary = next(h for h in city.hospitals if h.tier == TIER_TERTIARY)
     rooms = dict(tertiary.ors)
     assert "cath_lab" in rooms[city.cath_room[1]] and "trauma_surgery" in rooms[city.trauma_room[1]]
-    assert city.tertiary == tertiary.hospital_id
+    assert city.tertiary == tertiary.hospital_id == city.diversion_hospitals[0]
+    district = {h.hospital_id: h.tier for h in city.hospitals}[city.diversion_hospitals[1]]
+    assert district == TIER_DISTRICT
     # fleet: 3-9 units, both kinds, at neighbourhoods
     kinds_of_units = [u.kind for u in city.fleet]
     assert FLEET_RANGE[0] <= len(city.fleet) <= FLEET_RANGE[1]
@@ -148,6 +150,9 @@ def test_sizes_vary_across_seeds() -> None:
     assert {len(c.hospitals) for c in cities} == set(range(HOSPITALS_RANGE[0], HOSPITALS_RANGE[1] + 1))
     assert len({len(c.fleet) for c in cities}) >= 5
     assert len({c.edges for c in cities}) == len(cities)
+    # no id always names the same role: a memorised action list has to look
+    assert len({c.tertiary for c in cities}) > 2 and len({c.cath_room[1] for c in cities}) > 1
+    assert len({next(u.station for u in c.fleet if u.unit_id == "ALS1") == c.hub for c in cities}) == 2
 
 
 def test_prakashnagar_is_the_fixed_city() -> None:
