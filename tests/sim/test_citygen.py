@@ -422,3 +422,17 @@ def test_tool_schemas_enumerate_the_citys_ids() -> None:
     assert default["properties"]["hospital_id"]["enum"] == ["H1", "H2", "H3"]
     sim = CodeRedSim("task1", 0, city=city)
     assert sim.step({"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": "H5"}).error is None
+
+
+def test_codered_play_takes_a_city() -> None:
+    from typer.testing import CliRunner
+
+    from codered_env.cli import app
+
+    runner = CliRunner()
+    played = runner.invoke(app, ["play", "--task", "task1", "--city", "100003", "--quiet"])
+    assert played.exit_code == 0 and "[END] success=true" in played.output
+    named = runner.invoke(app, ["play", "--task", "task1", "--city", "gen-100003", "--quiet"])
+    assert named.output == played.output
+    bad = runner.invoke(app, ["play", "--task", "task1", "--city", "mumbai", "--quiet"])
+    assert bad.exit_code != 0 and "unknown city" in bad.output
