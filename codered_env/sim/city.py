@@ -291,25 +291,30 @@ def city_key_of(observation: Mapping[str, Any]) -> str:
 
 def road_graph_of(observation: Mapping[str, Any]) -> RoadGraph:
     """The road graph an observation's city has (its ``city`` map; Prakashnagar's without one):
-    what an agent routes on. The same graph object for the same map object (cheap per step)."""
+    what an agent routes on. The same graph object for the same map (the city's own when the
+    map is a known city's), so route tables are shared; cheap when the map object recurs."""
     public = observation.get("city")
     if public is None:
         return PRAKASHNAGAR.roads
-    kept = _GRAPH_OF_MAP.get(id(public))
-    if kept is not None and kept[0] is public:
-        return kept[1]
+    if _LAST_MAP[0] is public:
+        return _LAST_MAP[1]
     node_ids = tuple(n["node_id"] for n in public["nodes"])
     edges = tuple((r["edge"][0], r["edge"][1], r["minutes"], r["label"]) for r in public["roads"])
-    city = city_by_key(public["id"])
-    graph = city.roads if city is not None and city.node_ids == node_ids and city.edges == edges else (
-        RoadGraph(node_ids, edges))
-    if len(_GRAPH_OF_MAP) >= MEMO_ENTRIES:
-        _GRAPH_OF_MAP.clear()
-    _GRAPH_OF_MAP[id(public)] = (public, graph)
+    graph = _GRAPH_OF_MAP.get((node_ids, edges))
+    if graph is None:
+        city = city_by_key(public["id"])
+        known = city is not None and (city.node_ids, city.edges) == (node_ids, edges)
+        graph = city.roads if known and city is not None else RoadGraph(node_ids, edges)
+        if len(_GRAPH_OF_MAP) >= MEMO_ENTRIES:
+            _GRAPH_OF_MAP.clear()
+        _GRAPH_OF_MAP[node_ids, edges] = graph
+    _LAST_MAP[:] = [public, graph]
     return graph
 
 
-_GRAPH_OF_MAP: dict[int, tuple[Mapping[str, Any], RoadGraph]] = {}
+# The graph of each map seen (by content), and the last map object asked about with its graph.
+_GRAPH_OF_MAP: dict[tuple[tuple[str, ...], tuple[Edge, ...]], RoadGraph] = {}
+_LAST_MAP: list[Any] = [None, PRAKASHNAGAR.roads]
 
 
 class RoadNetwork:

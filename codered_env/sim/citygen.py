@@ -145,7 +145,8 @@ def split_seeds(split: str) -> range:
     return CITY_SPLITS[split]
 
 
-@functools.lru_cache(maxsize=256)
+# kept per process: forks and copies name a city by its key and find the same object here
+@functools.lru_cache(maxsize=4096)
 def generate_city(seed: int) -> City:
     """The city of this seed (the same object for the same seed within a process)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

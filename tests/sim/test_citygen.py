@@ -289,6 +289,7 @@ def test_an_agent_can_route_on_a_map_it_was_sent() -> None:
     """A client holding only the observation's JSON (no city object) routes on the same graph."""
     city = generate_city(12)
     obs = json.loads(json.dumps(CodeRedSim("task1", 0, city=city).observation()))
+    assert road_graph_of(obs) is city.roads  # a known city's map: its own graph (shared route tables)
     net = RoadNetwork(False, road_graph_of(obs))
     ref = RoadNetwork(False, city.roads)
     assert all(net.minutes(a, b) == ref.minutes(a, b) for a in city.node_ids for b in city.node_ids)
@@ -390,6 +391,9 @@ def test_a_city_given_as_a_value_plays_and_copies() -> None:
     custom = City(**fields | {"key": "my-town", "name": "My Town", "seed": None})
     sim = CodeRedSim("task2", 0, city=custom)
     assert sim.observation()["city"]["id"] == "my-town"
+    sent = json.loads(json.dumps(sim.observation()))
+    graph = road_graph_of(sent)
+    assert graph.edges == custom.edges and road_graph_of(json.loads(json.dumps(sent))) is graph
     clone = pickle.loads(pickle.dumps(custom))
     assert clone.edges == custom.edges and clone.key == "my-town"
     agent = make_agent("planner", 0, forks=2)
