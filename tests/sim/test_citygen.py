@@ -47,6 +47,8 @@ from codered_env.sim.params import TIER_DISTRICT, TIER_TERTIARY
 slow = pytest.mark.skipif(os.environ.get("CODERED_SLOW") != "1", reason="slow: set CODERED_SLOW=1")
 FEW = range(0, 12)
 MAINTAIN = {"action_type": "maintain_plan"}
+# the heuristic's worst episode over 50 held-out cities x 2 seeds scored 0.27 (task5); noop 0.01
+HEURISTIC_FLOOR = 0.2
 
 
 def _play(task_id: str, seed: int, city: object, policy: str) -> CodeRedSim:
@@ -304,8 +306,9 @@ def _means(cities: list[object], seeds: range) -> dict[str, dict[str, float]]:
             for policy in scores:
                 sim = _play(task_id, seed, city, policy)
                 scores[policy].append(sim.grade()["score"])
-                if policy == "heuristic":
+                if policy == "heuristic":  # solvable: never out of steps, a real score every time
                     assert sim.end_reason != "step_budget", (task_id, seed, city)
+                    assert sim.grade()["score"] > HEURISTIC_FLOOR, (task_id, seed, city)
         out[task_id] = {p: statistics.fmean(v) for p, v in scores.items()}
     return out
 
