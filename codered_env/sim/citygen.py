@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import weakref
 from random import Random
 
 from .city import PRAKASHNAGAR, City, Edge, Node, RoadGraph, RoadNetwork, Unit, edge_key, register_city_names
@@ -84,6 +85,7 @@ from .params import (
 )
 
 GENERATED_PREFIX = "gen-"
+_PLAYABLE: weakref.WeakSet[City] = weakref.WeakSet()  # cities given as values, checked once
 CITY_SPLITS: dict[str, range] = {"train": TRAIN_CITY_SEEDS, "test": TEST_CITY_SEEDS}
 _FULL_CIRCLE = 2 * math.pi
 _CATH_ROOM = ("cath_lab", "stroke_intervention")
@@ -107,6 +109,11 @@ def resolve_city(city: object) -> City:
     """The ``City`` a caller names: ``"prakashnagar"`` (the default city), a city seed (a
     non-negative int, or ``"gen-<seed>"``), or a ``City``. A ValueError says what is valid."""
     if isinstance(city, City):
+        if city not in _PLAYABLE:
+            problems = structure_problems(city)
+            if problems:
+                raise ValueError(f"unknown city {city.key!r}: not playable: {'; '.join(problems)}")
+            _PLAYABLE.add(city)
         return city
     if city == PRAKASHNAGAR.key:
         return PRAKASHNAGAR
@@ -171,6 +178,30 @@ def city_problems(city: City) -> list[str]:
     for node in city.patient_nodes:
         if min(net.minutes(s, node) for s in stations) > RESPONSE_TARGET_MIN:
             problems.append(f"{node} is over {RESPONSE_TARGET_MIN} min from every station")
+    return problems
+
+
+def structure_problems(city: City) -> list[str]:
+    """What makes a hand-built city unplayable: roles naming unknown nodes, hospitals or rooms,
+    too few places for the tasks, or roads that do not connect it (empty when playable)."""
+    nodes, hospitals = set(city.node_ids), {h.hospital_id: h for h in city.hospitals}
+    named = {"hub": [city.hub], "entry_node": [city.entry_node], "patient_nodes": city.patient_nodes,
+             "incident_nodes": city.incident_nodes, "route_stations": city.route_stations,
+             "stations": [u.station for u in city.fleet], "hospitals": list(hospitals)}
+    problems = [f"{role} name unknown nodes" for role, ids in named.items() if not set(ids) <= nodes]
+    if len(city.patient_nodes) < 2 or not city.incident_nodes or not city.route_stations or not city.fleet:
+        problems.append("too few patient places, incident places, stations or units")
+    rooms = {"cath_room": (city.cath_room, "cath_lab"), "trauma_room": (city.trauma_room, "trauma_surgery")}
+    for role, ((hid, or_id), procedure) in rooms.items():
+        spec = hospitals.get(hid)
+        if spec is None or procedure not in dict(spec.ors).get(or_id, ()):
+            problems.append(f"{role} {hid} {or_id} is not a {procedure} room")
+    if not set(city.diversion_hospitals) <= set(hospitals):
+        problems.append("diversion_hospitals name unknown hospitals")
+    if not {edge_key(*e) for e in city.riverside_edges} <= set(city.roads.edge_base):
+        problems.append("riverside_edges name unknown roads")
+    if not problems:
+        problems = [p for p in city_problems(city) if "from every station" not in p]
     return problems
 
 

@@ -443,3 +443,19 @@ def test_codered_play_takes_a_city() -> None:
     assert named.output == played.output
     bad = runner.invoke(app, ["play", "--task", "task1", "--city", "mumbai", "--quiet"])
     assert bad.exit_code != 0 and "unknown city" in bad.output
+
+
+def test_a_hand_built_city_that_cannot_be_played_is_refused() -> None:
+    base = generate_city(16)
+    fields = {f: getattr(base, f) for f in City.__dataclass_fields__ if City.__dataclass_fields__[f].init}
+    broken = {
+        "hub": "N99", "patient_nodes": ("N1",), "cath_room": (base.cath_room[0], "OR9"),
+        "diversion_hospitals": ("H1", "H9"), "riverside_edges": (("N0", "N99"),),
+    }
+    for field, value in broken.items():
+        city = City(**fields | {field: value, "key": "broken"})
+        with pytest.raises(ValueError, match="not playable"):
+            resolve_city(city)
+        with pytest.raises(ValueError, match="not playable"):
+            CodeRedSim("task2", 0, city=city)
+    assert resolve_city(City(**fields | {"key": "fine"})).key == "fine"
