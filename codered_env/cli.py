@@ -31,6 +31,7 @@ from .evaluation.report import SPREAD_LABEL, mean_and_sample_std
 from .evaluation.store import DEFAULT_DB
 from .runner import EpisodeResult, run_episode
 from .sim import TASK_IDS, TASKS
+from .sim.citygen import resolve_city
 from .viewer import view_command
 
 if TYPE_CHECKING:
@@ -104,9 +105,15 @@ def play(
     seed: Annotated[int, typer.Option(min=0)] = 0,
     agent: Annotated[str, typer.Option(help="noop, random, heuristic or planner")] = "heuristic",
     quiet: Annotated[bool, typer.Option(help="no narration on stderr")] = False,
+    city: Annotated[str, typer.Option(
+        help="prakashnagar (the fixed city), a city seed (e.g. 100003) or gen-<seed>")] = "prakashnagar",
 ) -> None:
     """Play one episode and print the agent run log ([START] / [STEP] / [END]) on stdout."""
     parse_tasks(task)
+    try:
+        chosen_city = resolve_city(int(city) if city.isdigit() else city)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     if agent not in BUILTIN_AGENTS:
         raise typer.BadParameter(
             f"unknown agent {agent!r}; valid: {', '.join(BUILTIN_AGENTS)}"
@@ -114,7 +121,8 @@ def play(
         )
     print(runlog.format_start(task, BENCHMARK, agent), flush=True)
     if not quiet:
-        err_console.print(f"[bold]{TASKS[task].name}[/bold] ({task}, seed {seed}): {TASKS[task].description}")
+        err_console.print(f"[bold]{TASKS[task].name}[/bold] ({task}, seed {seed}, {chosen_city.name}): "
+                          f"{TASKS[task].description}")
 
     def on_step(n, action, reward, done, error, sim) -> None:
         print(runlog.format_step(n, action, reward, done, error), flush=True)
@@ -122,7 +130,7 @@ def play(
             for event in sim._events:
                 err_console.print(f"    [dim]{event}[/dim]", highlight=False)
 
-    result = run_episode(task, seed, make_agent(agent, seed), on_step=on_step)
+    result = run_episode(task, seed, make_agent(agent, seed), on_step=on_step, city=chosen_city)
     print(runlog.format_end(result.score >= 0.1, result.steps, result.score, result.rewards), flush=True)
     if not quiet:
         _print_breakdown(result)

@@ -74,15 +74,17 @@ class LocalEnv:
     the field LLM prompts are built from; the built-in agents never read it, so the baselines
     leave it out (it is most of the cost of an observation).  ``observe=False`` hands out empty
     observations, for a :class:`ScriptedAgent` replay that reads none (building an observation
-    costs more than the step itself)."""
+    costs more than the step itself). ``city``: the city every episode plays in (``CodeRedSim``'s
+    ``city``: ``"prakashnagar"``, a city seed or a ``City``)."""
 
-    def __init__(self, text: bool = True, observe: bool = True) -> None:
+    def __init__(self, text: bool = True, observe: bool = True, city: Any = "prakashnagar") -> None:
         self.sim: Any = None
         self.text = text
         self.observe = observe
+        self.city = city
 
     def reset(self, task_id: str, seed: int) -> dict[str, Any]:
-        self.sim = CodeRedSim(task_id=task_id, seed=seed)
+        self.sim = CodeRedSim(task_id=task_id, seed=seed, city=self.city)
         return self._observation()
 
     def _observation(self) -> dict[str, Any]:
@@ -325,13 +327,13 @@ LegacyStepHook = Callable[[int, Any, float, bool, "str | None", CodeRedSim], Non
 
 def run_episode(
     task_id: str, seed: int, agent: Agent, on_step: LegacyStepHook | None = None,
-    max_steps: int | None = None,
+    max_steps: int | None = None, city: Any = "prakashnagar",
 ) -> EpisodeResult:
     """Play ``agent`` on (task, seed) in-process and grade it (the raw final score, as the
     baselines report it).  ``on_step(n, action, reward, done, error, sim)`` is called after every
-    step; ``max_steps`` stops deciding early (the world then plays on)."""
+    step; ``max_steps`` stops deciding early (the world then plays on); ``city`` as ``LocalEnv``'s."""
     start = time.perf_counter()
-    env = LocalEnv(text=False)
+    env = LocalEnv(text=False, city=city)
 
     def hook(step: Step) -> None:
         if on_step is not None:

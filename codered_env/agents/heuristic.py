@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
-from ..sim.city import RoadNetwork
+from ..sim.city import RoadNetwork, road_graph_of
 from ..sim.conditions import CONDITIONS, benefit_kept
 from ..sim.handlers import DISPATCHABLE
 from ..sim.observation import ObservationView
@@ -71,10 +71,10 @@ RULES: tuple[str, ...] = (
 
 
 def road_view(obs: dict[str, Any]) -> RoadNetwork:
-    """The road network as the observation shows it (peak hour, closed and congested roads): what an agent
-    may route on. Shared with the planner."""
+    """The road network as the observation shows it (the city's map, peak hour, closed and
+    congested roads): what an agent may route on. Shared with the planner."""
     roads = obs["roads"]
-    net = RoadNetwork(roads["peak_hour"])
+    net = RoadNetwork(roads["peak_hour"], road_graph_of(obs))
     for r in roads["closed"]:
         net.close(*r["edge"])
     for r in roads["congested"]:
@@ -146,6 +146,7 @@ class HeuristicAgent:
         roads = obs["roads"]
         closed, congested = roads["closed"], roads["congested"]
         state = (
+            road_graph_of(obs),
             roads["peak_hour"],
             tuple(tuple(r["edge"]) for r in closed) if closed else (),
             tuple((*r["edge"], r["factor"]) for r in congested) if congested else (),

@@ -33,6 +33,7 @@ import pickle
 from typing import Any
 
 from ..sim import CodeRedSim, Snapshot
+from ..sim.city import PRAKASHNAGAR
 from .heuristic import HeuristicAgent
 from .planner import PlannerAgent, observation_digest
 
@@ -108,8 +109,8 @@ class OracleAgent(PlannerAgent):
         """An exact copy of the decision's state (``truth_copy``; every fork seed gives the same)."""
         return decision.copy()
 
-    def reset(self, task_id: str, seed: int) -> None:
-        super().reset(task_id, seed)
+    def reset(self, task_id: str, seed: int, city: str = PRAKASHNAGAR.key) -> None:
+        super().reset(task_id, seed, city)
         self._script, self.search_score, self.choice = [], None, "search"
         if self.best_of and self._sim is not None:
             self._script = self._best_play()
@@ -130,6 +131,7 @@ class OracleAgent(PlannerAgent):
         return plays[self.choice][0]
 
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        self._follow_city(obs)
         if self._script:
             self._catch_up()
             step = obs.get("step")

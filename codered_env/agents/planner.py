@@ -59,11 +59,12 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from random import Random
 from typing import Any
 
 from ..sim import CodeRedSim, Snapshot
+from ..sim.city import PRAKASHNAGAR, city_by_key, city_key_of
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
 from .base import MAINTAIN, code_fingerprint
@@ -208,8 +209,10 @@ class PlannerAgent:
                 "reorder": self.reorder, "wait": self.wait,
                 "max_loss": self.max_loss, "pooled": self.pooled}
 
-    def reset(self, task_id: str, seed: int) -> None:
-        self._sim = CodeRedSim(task_id, seed)
+    def reset(self, task_id: str, seed: int, city: str = PRAKASHNAGAR.key) -> None:
+        """``city``: the name of the episode's city; an episode's first observation names it too,
+        and the replica is rebuilt there if it differs (``_follow_city``)."""
+        self._sim = CodeRedSim(task_id, seed, city=city) if city_by_key(city) is not None else None
         self._base = self.base_policy(self._sim)
         self._base.reset(task_id, seed)
         self._pending = None
@@ -233,6 +236,7 @@ class PlannerAgent:
     # ------------------------------------------------------------------ the decision
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
         start, cpu = time.perf_counter(), time.process_time()
+        self._follow_city(obs)
         self._catch_up()
         proposal = self._base.act(obs)
         sim = self._sim
@@ -249,6 +253,13 @@ class PlannerAgent:
         self.decision_rollouts.append(self.rollouts - before)
         self.decision_cpu_seconds.append(time.process_time() - cpu)
         return chosen
+
+    def _follow_city(self, obs: Mapping[str, Any]) -> None:
+        """At an episode's first step, replay it in the observation's city (a city only known by
+        its map, not by a name, leaves no replica: the heuristic plays on alone)."""
+        key = city_key_of(obs)
+        if obs.get("step") == 0 and (self._sim is None or self._sim.city.key != key):
+            self.reset(*self._task, city=key)
 
     def _catch_up(self) -> None:
         if self._sim is not None and self._pending is not None and not self._sim.done:

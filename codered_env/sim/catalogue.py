@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .city import PRAKASHNAGAR, City
 from .params import (
     ACTION_ID_MAX_CHARS,
     BLOOD_TYPE_QUERY_MIN,
     BLOOD_TYPES,
     CATH_LAB_PREP_RANGE,
     CHILDBEARING_AGE_RANGE,
-    FLEET,
     HOSPITAL_SPECS,
     MAX_BLOOD_UNITS_PER_ACTION,
     MUTUAL_AID_DELAY_RANGE,
@@ -120,15 +120,16 @@ _CHILDBEARING = _span(list(CHILDBEARING_AGE_RANGE))
 _MAX_MUTUAL_AID = max(t.mutual_aid_limit for t in TASKS.values())
 
 
-def fixed_id_choices() -> dict[str, tuple[str, ...]]:
-    """``id_of`` -> every id of that kind that can exist in any episode (from the data modules):
-    hospitals, operating rooms, ambulances (own fleet and the mutual-aid units a task may get).
+def fixed_id_choices(city: City = PRAKASHNAGAR) -> dict[str, tuple[str, ...]]:
+    """``id_of`` -> every id of that kind that can exist in any episode in ``city``: hospitals,
+    operating rooms, ambulances (own fleet and the mutual-aid units a task may get), nodes.
     Patients and calls are numbered per episode and have no fixed set."""
     return {
-        "ambulance": tuple(unit_id for unit_id, _, _ in FLEET)
+        "ambulance": city.unit_ids
         + tuple(f"{MUTUAL_AID_UNIT_PREFIX}{n}" for n in range(1, _MAX_MUTUAL_AID + 1)),
-        "hospital": tuple(h.hospital_id for h in HOSPITAL_SPECS),
-        "or": tuple(dict.fromkeys(or_id for h in HOSPITAL_SPECS for or_id, _ in h.ors)),
+        "hospital": city.hospital_ids,
+        "or": tuple(dict.fromkeys(or_id for h in city.hospitals for or_id, _ in h.ors)),
+        "node": city.node_ids,
     }
 
 
@@ -259,9 +260,10 @@ def param_spec(param: ParamSpec, fixed: dict[str, tuple[str, ...]] | None = None
     return {**schema, "description": param.help}
 
 
-def input_schema(spec: ActionSpec) -> dict[str, Any]:
-    """JSON Schema (an object) of an action's advertised parameters, for tool definitions."""
-    fixed = fixed_id_choices()
+def input_schema(spec: ActionSpec, city: City = PRAKASHNAGAR) -> dict[str, Any]:
+    """JSON Schema (an object) of an action's advertised parameters, for tool definitions (ids
+    enumerated as ``city`` has them)."""
+    fixed = fixed_id_choices(city)
     return {
         "type": "object",
         "description": spec.help,

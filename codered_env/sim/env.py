@@ -37,6 +37,8 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from .actions import parse_action
+from .city import City
+from .citygen import resolve_city
 from .fork import fork_rng, fork_world, hidden_future_detached, secondary_pending
 from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
@@ -86,14 +88,19 @@ class CodeRedSim:
     same (episode state, seed) always gives the same fork.
     """
 
-    def __init__(self, task_id: str = "task1", seed: int = 0) -> None:
+    def __init__(
+        self, task_id: str = "task1", seed: int = 0, city: str | int | City = "prakashnagar"
+    ) -> None:
+        """``city``: ``"prakashnagar"`` (the fixed city), a city seed (``citygen.generate_city``)
+        or a ``City``."""
         if task_id not in TASKS:
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.task: TaskSpec = TASKS[task_id]
         self.seed = seed
-        self.world = World(self.task, seed)
+        self.city: City = resolve_city(city)
+        self.world = World(self.task, seed, self.city)
         self.max_steps = self.task.max_steps
         self.step_count = 0
         self.done = False

@@ -50,14 +50,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from random import Random
 
-from .city import NODE_NAMES, RoadNetwork
+from .city import RoadNetwork
 from .conditions import CONDITIONS
 from .dynamics.spawns import callback_spawn
 from .dynamics.travel import draw_noise
 from .dynamics.vitals import band
 from .generator import (
     DISRUPTION_POOLS,
-    PATIENT_NODES,
     ShadowArrivals,
     draw_arrivals_after,
     draw_disruption,
@@ -156,7 +155,9 @@ def _shadow_arrivals(world: World, rng: Random) -> ShadowArrivals:
     to now, and the incident's first calls once ours has begun (``_incident_future``)."""
     begun = any(pid in world.patients for pid in world.mci)
     shadow_rng = Random(rng.getrandbits(64))
-    return draw_arrivals_after(world.task, shadow_rng, world.clock, drop_incident_calls=begun)
+    return draw_arrivals_after(
+        world.task, shadow_rng, world.clock, drop_incident_calls=begun, city=world.city
+    )
 
 
 # ------------------------------------------------------------------ callers
@@ -179,7 +180,7 @@ def _resample_callers(world: World, rng: Random) -> None:
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _posterior(report: str, sources: tuple[str, int, bool, int | None]) -> dict[str, float]:
+def _posterior(report: str, sources: tuple[str, int, bool, int | None, int]) -> dict[str, float]:
     """``triage.condition_posterior`` under ``_call_prior``, memoised (read only): a planner
     forks the same episode, with the same callers waiting, again and again."""
     return condition_posterior({"report": report}, _prior(*sources))
@@ -192,23 +193,24 @@ def _call_prior(world: World, call: Call) -> dict[str, float]:
     return _prior(*_prior_sources(world, call, _known_incident(world)))
 
 
-def _prior_sources(world: World, call: Call, known_incident: bool) -> tuple[str, int, bool, int | None]:
+def _prior_sources(world: World, call: Call, known_incident: bool) -> tuple[str, int, bool, int | None, int]:
     """What ``_call_prior`` depends on: the task, the call's minute, whether a news-cycle surge
-    runs then, and the minutes since a known incident began if the call is at its place."""
+    runs then, the minutes since a known incident began if the call is at its place, and how
+    many places in the city calls come from."""
     t = call.received_at
     surge = world.news_cycle_at
     in_surge = surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN
     at_incident = known_incident and call.node == world.incident_node
-    return world.task.task_id, t, in_surge, t - world.incident_start if at_incident else None
+    since = t - world.incident_start if at_incident else None
+    return world.task.task_id, t, in_surge, since, len(world.city.patient_nodes)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _prior(task_id: str, t: int, in_surge: bool, since_incident: int | None) -> dict[str, float]:
+def _prior(task_id: str, t: int, in_surge: bool, since_incident: int | None, places: int) -> dict[str, float]:
     if task_id not in PHASE2_CALLS:
         return CALL_MIX
     n_calls, last_call = PHASE2_CALLS[task_id]
     sources: list[tuple[float, dict[str, float]]] = []
-    places = len(PATIENT_NODES)
     if t == 0:
         sources.append((1.0 / places, _schedule_mix(n_calls)))
     elif t <= last_call:
@@ -359,7 +361,7 @@ def _replace_future(
     future += [(s, False) for s in regular if s.at > world.clock]
     future += [(s, True) for s in _incident_future(world, pending_secondary, shadow)]
     future += [(s, False) for s in _surge_future(world, rng)]
-    future += [(_redraw_escalation(s, rng), True) for s in carried if s.reason.startswith(_ESCALATION)]
+    future += [(_redraw_escalation(s, rng, world), True) for s in carried if s.reason.startswith(_ESCALATION)]
     world.spawns = []
     world.id_counters = [_max_id(world.patients, "P"), _max_id(world.calls, "C")]
     future.sort(key=lambda item: (item[0].at, item[0].reason))
@@ -405,11 +407,11 @@ def _surge_future(world: World, rng: Random) -> list[PendingSpawn]:
     """An announced news cycle: its surge calls still to come (their number and times are hidden)."""
     if world.news_cycle_at is None:
         return []
-    spawns = surge_calls(rng, 0, world.news_cycle_at)
+    spawns = surge_calls(rng, 0, world.news_cycle_at, world.city)
     return [s for s in spawns if s.at > world.clock]
 
 
-def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
+def _redraw_escalation(spawn: PendingSpawn, rng: Random, world: World) -> PendingSpawn:
     """An announced escalation casualty: its time, place and injury are known, its body and its
     caller's report (phase 2) are not."""
     p = spawn.patient
@@ -418,7 +420,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random) -> PendingSpawn:
     p.hr0, p.sbp0 = randint(rng, *BASELINE_HR_RANGE), randint(rng, *BASELINE_SBP_RANGE)
     p.band = band(p.reserve)
     if spawn.call is not None:
-        spawn.call.report = caller_report(p.condition, NODE_NAMES[p.node], rng)
+        spawn.call.report = caller_report(p.condition, world.city.node_names[p.node], rng)
         facts = parse_report(spawn.call.report)
         if facts is not None:
             p.sex, p.age = facts.sex, facts.age
@@ -448,14 +450,14 @@ def _replace_disruptions(world: World, rng: Random, shadow: ShadowArrivals) -> N
     kinds_seen = {d.kind for d in seen}
     pool = [k for k in DISRUPTION_POOLS.get(world.task.task_id, ()) if k not in kinds_seen]
     kinds = rng.sample(pool, min(missing, len(pool)))
-    net = RoadNetwork(world.peak_hour)
+    net = RoadNetwork(world.peak_hour, world.city.roads)
     origins = list(world.origins)
     if world.task.phase == 2:  # the first call is known; later callers' places are not
         origins = origins[:1] + shadow.places[1:]
     fresh = []
     for kind in kinds:
         for _ in range(_MAX_DRAWS):
-            d = draw_disruption(rng, kind, net, origins, world.task)
+            d = draw_disruption(rng, kind, net, origins, world.task, world.city)
             if d.start > world.clock:
                 break
         if d.start <= world.clock:

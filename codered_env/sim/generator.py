@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from random import Random
 
-from .city import EDGE_BASE, EDGE_LABEL, NODE_NAMES, RIVERSIDE_EDGES, RoadNetwork, edge_key
+from .city import PRAKASHNAGAR, City, RoadGraph, RoadNetwork, edge_key
 from .conditions import CONDITIONS
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
@@ -27,8 +27,6 @@ from .params import (
     DIVERSION_WINDOW,
     ELECTIVE_CASE_PROBABILITY,
     ELECTIVE_REMAINING_RANGE,
-    FLEET,
-    HOSPITAL_SPECS,
     INCIDENT_CALL_RANGE,
     INCIDENT_SECONDARY_DELAY_RANGE,
     MEMO_ENTRIES,
@@ -61,8 +59,8 @@ from .types import (
     Specialist,
 )
 
-PATIENT_NODES = ("N0", "N1", "N2", "N3", "N4", "N5", "N6", "N8")
-ENTRY_NODE = "N7"
+# Prakashnagar's, for the adapters that know only the fixed city (the tasks read the episode's City)
+ENTRY_NODE = PRAKASHNAGAR.entry_node
 
 
 @dataclass
@@ -78,9 +76,9 @@ class Scenario:
     mci_patients: set[str] = field(default_factory=set)
 
 
-def _hospitals(rng: Random) -> dict[str, Hospital]:
+def _hospitals(rng: Random, city: City) -> dict[str, Hospital]:
     cath_prep = rng.randint(*CATH_LAB_PREP_RANGE)
-    hospitals = {spec.hospital_id: _hospital(rng, spec, cath_prep) for spec in HOSPITAL_SPECS}
+    hospitals = {spec.hospital_id: _hospital(rng, spec, cath_prep) for spec in city.hospitals}
     for hospital in hospitals.values():
         for room in hospital.ors:
             if rng.random() < ELECTIVE_CASE_PROBABILITY:
@@ -167,9 +165,9 @@ def _demographics(p: Patient) -> tuple[str, int]:
     return ("M" if rng.random() < REPORT_SHARE_MALE[p.condition] else "F"), age
 
 
-def _call(rng: Random, patient: Patient, secondary: bool = False, surge: bool = False) -> Call:
+def _call(rng: Random, patient: Patient, city: City, secondary: bool = False, surge: bool = False) -> Call:
     """A call whose id is given on arrival (dynamics.spawns.add_spawn), so ids follow arrival order."""
-    report, sex, age = drawn_report(patient.condition, NODE_NAMES[patient.node], rng)
+    report, sex, age = drawn_report(patient.condition, city.node_names[patient.node], rng)
     patient.sex, patient.age = sex, age  # the patient the caller described
     return Call(
         "",
@@ -194,11 +192,11 @@ def _route_edges(net: RoadNetwork, origins: list[str], target: str) -> list[tupl
     return found
 
 
-def _road_state(net: RoadNetwork) -> tuple[float, frozenset, frozenset]:
-    return net.time_factor, frozenset(net.closed), frozenset(net.congestion.items())
+def _road_state(net: RoadNetwork) -> tuple[RoadGraph, float, frozenset, frozenset]:
+    return net.roads, net.time_factor, frozenset(net.closed), frozenset(net.congestion.items())
 
 
-#: Per road state (time factor, closed roads, congestion): the edges of each shortest route
+#: Per road state (city graph, time factor, closed roads, congestion): the edges of each shortest route
 #: and whether the roads stay connected without one more edge. Every reset and every fork
 #: draws its disruptions on a fresh network, so the same few states recur; the values are
 #: functions of the state alone.
@@ -220,7 +218,7 @@ def _route_edge_keys(net: RoadNetwork, state: tuple, origin: str, target: str) -
 
 def _connected_without(net: RoadNetwork, state: tuple, edge: tuple[str, str]) -> bool:
     """``net.is_connected_without([edge])``, memoised per road state."""
-    key = (state[1], edge)
+    key = (state[0], state[2], edge)
     connected = _CONNECTED_WITHOUT.get(key)
     if connected is None:
         connected = net.is_connected_without([edge])
@@ -231,36 +229,45 @@ def _connected_without(net: RoadNetwork, state: tuple, edge: tuple[str, str]) ->
 
 
 def _road_disruption(
-    rng: Random, net: RoadNetwork, kind: str, origins: list[str], start: int, end: int
+    rng: Random, net: RoadNetwork, kind: str, origins: list[str], start: int, end: int, city: City
 ) -> Disruption:
+    """A closure or an accident on a road that matters: on the routes from the patients to the
+    tertiary centre or from the first stations to the first patient (a closure may hit the
+    flood-prone riverside instead); never one that would cut the city in two."""
     state = _road_state(net)
-    candidates = _route_edges(net, origins, "H1") + _route_edges(net, ["N0", "N6", "N2"], origins[0])
+    candidates = _route_edges(net, origins, city.tertiary) + _route_edges(
+        net, list(city.route_stations), origins[0]
+    )
     candidates = [e for e in candidates if _connected_without(net, state, e)]
     if kind == "road_closure":
         if not candidates or rng.random() < RIVERSIDE_CLOSURE_PROBABILITY:
-            riverside = [edge_key(a, b) for a, b in RIVERSIDE_EDGES]
+            riverside = [edge_key(a, b) for a, b in city.riverside_edges]
             candidates = [e for e in riverside if _connected_without(net, state, e)]
         edge = candidates[randbelow(rng, len(candidates))]
-        label = EDGE_LABEL[edge]
+        label = city.edge_label(*edge)
         text = f"Waterlogging closes {label} ({edge[0]}-{edge[1]})"
         return Disruption(kind, start, end, edges=(edge,), text=text)
-    options = candidates or sorted(EDGE_BASE)
+    options = candidates or sorted(city.roads.edge_base)
     edge = options[randbelow(rng, len(options))]
     factor = f"x{ACCIDENT_CONGESTION_FACTOR:g} travel time"
-    text = f"Accident blocks lanes on {EDGE_LABEL[edge]} ({edge[0]}-{edge[1]}), {factor}"
+    text = f"Accident blocks lanes on {city.edge_label(*edge)} ({edge[0]}-{edge[1]}), {factor}"
     return Disruption(kind, start, end, edges=(edge,), text=text)
 
 
 def draw_disruption(
-    rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec
+    rng: Random, kind: str, net: RoadNetwork, origins: list[str], task: TaskSpec, city: City
 ) -> Disruption:
+    """One disruption of ``kind`` on ``city``: diversions hit one of its ``diversion_hospitals``
+    (the tertiary centre and a district hospital), equipment failures and absent specialists the
+    tertiary centre."""
     if kind in ("road_closure", "accident_congestion"):
         start = randint(rng, *ROAD_DISRUPTION_WINDOW[0])
         return _road_disruption(
-            rng, net, kind, origins, start, start + randint(rng, *ROAD_DISRUPTION_WINDOW[1])
+            rng, net, kind, origins, start, start + randint(rng, *ROAD_DISRUPTION_WINDOW[1]), city
         )
     if kind == "hospital_diversion":
-        hid = "H1" if rng.random() < 0.5 else "H2"
+        first, second = city.diversion_hospitals
+        hid = first if rng.random() < 0.5 else second
         start = randint(rng, *DIVERSION_WINDOW[0])
         return Disruption(
             kind,
@@ -270,11 +277,11 @@ def draw_disruption(
             text=f"{hid} on diversion: ED beds full",
         )
     if kind == "or_failure":
-        hid, or_id = ("H1", "OR1") if task.task_id in ("task2", "task4", "task5") else ("H1", "OR2")
+        hid, or_id = city.cath_room if task.task_id in ("task2", "task4", "task5") else city.trauma_room
         if task.task_id == "task5" and rng.random() < 0.5:
-            or_id = "OR2"
+            hid, or_id = city.trauma_room
         start = randint(rng, *OR_FAILURE_WINDOW[0])
-        label = "cath lab" if or_id == "OR1" else "trauma theatre"
+        label = "cath lab" if (hid, or_id) == city.cath_room else "trauma theatre"
         return Disruption(
             kind,
             start,
@@ -291,9 +298,9 @@ def draw_disruption(
         "specialist_unavailable",
         start,
         start + randint(rng, *SPECIALIST_OUT_WINDOW[1]),
-        hospital_id="H1",
+        hospital_id=city.tertiary,
         specialty=specialty,
-        text=f"H1 {specialty} on-call team tied up in another case",
+        text=f"{city.tertiary} {specialty} on-call team tied up in another case",
     )
 
 
@@ -326,25 +333,31 @@ class _Ids:
         return f"P{self.patients}"
 
 
-def generate(task: TaskSpec, seed: int) -> Scenario:
-    rng = Random(f"codered:{task.task_id}:{seed}:scenario")
+def stream_name(city: City, task_id: str, seed: int, stream: str) -> str:
+    """The name a random stream of an episode is seeded from (Prakashnagar's as they always were)."""
+    place = "" if city is PRAKASHNAGAR else f"{city.key}:"
+    return f"codered:{place}{task_id}:{seed}:{stream}"
+
+
+def generate(task: TaskSpec, seed: int, city: City = PRAKASHNAGAR) -> Scenario:
+    rng = Random(stream_name(city, task.task_id, seed, "scenario"))
     peak = rng.random() < PEAK_HOUR_PROBABILITY
-    hospitals = _hospitals(rng)
-    ambulances = {aid: Ambulance(aid, kind, home, home) for aid, kind, home in FLEET}
-    patients, calls, spawns, incident, mci = draw_arrivals(task, rng)
-    net = RoadNetwork(peak)
+    hospitals = _hospitals(rng, city)
+    ambulances = {u.unit_id: Ambulance(u.unit_id, u.kind, u.station, u.station) for u in city.fleet}
+    patients, calls, spawns, incident, mci = draw_arrivals(task, rng, city)
+    net = RoadNetwork(peak, city.roads)
     origins = [p.node for p in patients.values()] or [s.patient.node for s in spawns]
     kinds = rng.sample(DISRUPTION_POOLS.get(task.task_id, ()), task.disruptions) if task.disruptions else []
-    disruptions = [draw_disruption(rng, k, net, origins, task) for k in kinds]
+    disruptions = [draw_disruption(rng, k, net, origins, task, city) for k in kinds]
     return Scenario(peak, hospitals, ambulances, patients, calls, spawns, disruptions, incident, mci)
 
 
-def draw_arrivals(task: TaskSpec, rng: Random):
-    """The task's patients, calls and future arrivals, drawn from ``rng`` (ids from P1 on):
-    ``(patients, calls, spawns, incident node, incident patient ids)``. Reset uses it, and a
+def draw_arrivals(task: TaskSpec, rng: Random, city: City = PRAKASHNAGAR):
+    """The task's patients, calls and future arrivals in ``city``, drawn from ``rng`` (ids from P1
+    on): ``(patients, calls, spawns, incident node, incident patient ids)``. Reset uses it, and a
     fork draws a fresh future with ``draw_arrivals_after``."""
     builder = _PHASE1_BUILDERS.get(task.task_id, _phase2)
-    return builder(rng, _Ids(), task)
+    return builder(rng, _Ids(), task, city)
 
 
 @dataclass
@@ -364,39 +377,39 @@ class ShadowArrivals:
 
 
 def draw_arrivals_after(
-    task: TaskSpec, rng: Random, minute: int, drop_incident_calls: bool = False
+    task: TaskSpec, rng: Random, minute: int, drop_incident_calls: bool = False, city: City = PRAKASHNAGAR
 ) -> ShadowArrivals:
     """``draw_arrivals(task, rng)`` with the same draws, leaving out the scheduled calls
     received at or before ``minute`` and, if ``drop_incident_calls``, the incident's first calls
     (tests/sim/test_fork_speed_equivalence.py)."""
     if task.task_id in _PHASE1_BUILDERS:
-        patients, _, spawns, incident, mci = _PHASE1_BUILDERS[task.task_id](rng, _Ids(), task)
+        patients, _, spawns, incident, mci = _PHASE1_BUILDERS[task.task_id](rng, _Ids(), task, city)
         times = [s.at for s in spawns if s.patient.patient_id in mci]
         times += [p.appeared_at for p in patients.values() if p.patient_id in mci]
         places = [s.patient.node for s in spawns]
         return ShadowArrivals(patients, spawns, places, incident, mci, min(times, default=None))
-    order, incident = _phase2_plan(rng, task)
+    order, incident = _phase2_plan(rng, task, city)
     start = min((at for at, _, _, _, reason in order if reason != "call"), default=None)
-    spawns, mci = _phase2_spawns(rng, _Ids(), order, minute, drop_incident_calls)
+    spawns, mci = _phase2_spawns(rng, _Ids(), order, city, minute, drop_incident_calls)
     return ShadowArrivals({}, spawns, [node for _, _, _, node, _ in order], incident, mci, start)
 
 
-def _task1(rng: Random, ids: _Ids, task: TaskSpec):
-    p = _patient(rng, ids.patient(), "stemi", rng.choice(PATIENT_NODES), 0)
+def _task1(rng: Random, ids: _Ids, task: TaskSpec, city: City):
+    p = _patient(rng, ids.patient(), "stemi", rng.choice(city.patient_nodes), 0)
     return {p.patient_id: p}, {}, [], None, set()
 
 
-def _task2(rng: Random, ids: _Ids, task: TaskSpec):
-    a, b = rng.sample(PATIENT_NODES, 2)
+def _task2(rng: Random, ids: _Ids, task: TaskSpec, city: City):
+    a, b = rng.sample(city.patient_nodes, 2)
     first, second = ("stemi", "stroke") if rng.random() < 0.5 else ("stroke", "stemi")
     p1 = _patient(rng, ids.patient(), first, a, 0)
     p2 = _patient(rng, ids.patient(), second, b, 0)
     return {p1.patient_id: p1, p2.patient_id: p2}, {}, [], None, set()
 
 
-def _task3(rng: Random, ids: _Ids, task: TaskSpec):
-    incident = rng.choice(("N0", "N2", "N4", "N5", "N8"))
-    others = [n for n in PATIENT_NODES if n != incident]
+def _task3(rng: Random, ids: _Ids, task: TaskSpec, city: City):
+    incident = rng.choice(city.incident_nodes)
+    others = [n for n in city.patient_nodes if n != incident]
     casualties = ["trauma_haemorrhage", "trauma_haemorrhage", "trauma_major", "minor_injury"]
     patients = {}
     mci = set()
@@ -418,27 +431,28 @@ def _task3(rng: Random, ids: _Ids, task: TaskSpec):
 _Planned = tuple[int, float, str, str, str]  # (minute, tie-break, condition, node, reason)
 
 
-def _phase2(rng: Random, ids: _Ids, task: TaskSpec):
+def _phase2(rng: Random, ids: _Ids, task: TaskSpec, city: City):
     """The call schedule. Calls are drawn first as (minute, condition, node, kind), then put in
     arrival order with a random tie-break before patients and reports are made, so neither ids
     nor draw order tell an incident call from any other."""
-    order, incident = _phase2_plan(rng, task)
-    spawns, mci = _phase2_spawns(rng, ids, order)
+    order, incident = _phase2_plan(rng, task, city)
+    spawns, mci = _phase2_spawns(rng, ids, order, city)
     return {}, {}, spawns, incident, mci
 
 
-def _phase2_plan(rng: Random, task: TaskSpec) -> tuple[list[_Planned], str | None]:
+def _phase2_plan(rng: Random, task: TaskSpec, city: City) -> tuple[list[_Planned], str | None]:
     n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [randint(rng, 1, last_call) for _ in range(n_calls - 1)])
     conditions = ["stemi", _choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
     conditions += [draw_constant(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
     _shuffle(rng, conditions)
     planned = [
-        (at, cond, _choice(rng, PATIENT_NODES), "call") for at, cond in zip(times, conditions, strict=False)
+        (at, cond, _choice(rng, city.patient_nodes), "call")
+        for at, cond in zip(times, conditions, strict=False)
     ]
     incident = None
     if task.cascades:
-        incident = _choice(rng, ("N0", "N2", "N4", "N5", "N8"))
+        incident = _choice(rng, city.incident_nodes)
         at = randint(rng, *INCIDENT_CALL_RANGE)
         planned += [(at, cond, incident, "incident call") for cond in ("trauma_haemorrhage", "trauma_major")]
         later = at + randint(rng, *INCIDENT_SECONDARY_DELAY_RANGE)
@@ -452,6 +466,7 @@ def _phase2_spawns(
     rng: Random,
     ids: _Ids,
     order: list[_Planned],
+    city: City,
     drop_calls_until: int = -1,
     drop_incident_calls: bool = False,
 ) -> tuple[list[PendingSpawn], set[str]]:
@@ -470,7 +485,7 @@ def _phase2_spawns(
             continue
         secondary = reason.startswith("secondary")
         p = _patient(rng, pid, cond, node, at, secondary=secondary, visible=False, reported=True)
-        spawns.append(PendingSpawn(at, p, _call(rng, p, secondary=secondary), reason))
+        spawns.append(PendingSpawn(at, p, _call(rng, p, city, secondary=secondary), reason))
     return spawns, mci
 
 
@@ -503,7 +518,7 @@ def possible_conditions(task_id: str) -> tuple[str, ...]:
     return tuple(c for c in CONDITIONS if allowed is None or c in allowed)
 
 
-def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpawn]:
+def surge_calls(rng: Random, patients_start: int, start: int, city: City) -> list[PendingSpawn]:
     """The low-acuity calls a news cycle brings (drawn when the cascade fires)."""
     ids = _Ids()
     ids.patients = patients_start
@@ -511,16 +526,16 @@ def surge_calls(rng: Random, patients_start: int, start: int) -> list[PendingSpa
     for _ in range(randint(rng, *NEWS_CYCLE_SURGE_CALLS)):
         at = start + randint(rng, 1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), draw_constant(rng, SURGE_MIX), _choice(rng, PATIENT_NODES), at, visible=False,
-            reported=True,
+            rng, ids.patient(), draw_constant(rng, SURGE_MIX), _choice(rng, city.patient_nodes), at,
+            visible=False, reported=True,
         )
-        spawns.append(PendingSpawn(at, p, _call(rng, p, surge=True), "news-cycle surge"))
+        spawns.append(PendingSpawn(at, p, _call(rng, p, city, surge=True), "news-cycle surge"))
     spawns.sort(key=lambda s: s.at)
     return spawns
 
 
-def escalation_casualty(rng: Random, pid: str, node: str, at: int, phase: int) -> PendingSpawn:
+def escalation_casualty(rng: Random, pid: str, node: str, at: int, phase: int, city: City) -> PendingSpawn:
     """One more casualty at an incident nobody has reached in time (a call in phase 2)."""
     p = _patient(rng, pid, "trauma_major", node, at, secondary=True, visible=phase == 1, reported=phase == 2)
-    call = _call(rng, p, secondary=True) if phase == 2 else None
+    call = _call(rng, p, city, secondary=True) if phase == 2 else None
     return PendingSpawn(at, p, call, "incident escalated: bystander injured")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from typing import Any, NamedTuple
 
+from .city import PRAKASHNAGAR
 from .conditions import CONDITIONS
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
@@ -335,6 +336,15 @@ _PARTS: dict[str, Callable[[World, StepContext], Any]] = {
     "last_action_error": lambda w, c: c.last_error,
     "legal_actions": lambda w, c: {} if c.done else legal_actions(w),
 }
+# Every city but Prakashnagar (whose map is documented) shows its public map as well
+# (``City.public_map``: nodes, roads and base minutes, riverside roads, hub, entry, stations).
+_PARTS_WITH_MAP: dict[str, Callable[[World, StepContext], Any]] = _PARTS | {
+    "city": lambda w, c: w.city.public_map,
+}
+
+
+def _parts_of(world: World) -> dict[str, Callable[[World, StepContext], Any]]:
+    return _PARTS if world.city is PRAKASHNAGAR else _PARTS_WITH_MAP
 
 
 def build_observation(
@@ -348,7 +358,7 @@ def build_observation(
     events: list[str],
 ) -> dict[str, Any]:
     ctx = StepContext(step, max_steps, done, preview, last_error, events)
-    return {key: part(world, ctx) for key, part in _PARTS.items()}
+    return {key: part(world, ctx) for key, part in _parts_of(world).items()}
 
 
 def _patients_reusing_rows(world: World, memo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -545,10 +555,11 @@ class ObservationView(Mapping[str, Any]):
     options while the blood state behind them is the same. A view describes the world when it
     was made: read it before the next step, and never change what it returns."""
 
-    __slots__ = ("_briefs", "_built", "_ctx", "_hospitals", "_memo", "_world")
+    __slots__ = ("_briefs", "_built", "_ctx", "_hospitals", "_memo", "_parts", "_world")
 
     def __init__(self, world: World, ctx: StepContext, memo: dict[str, Any]) -> None:
         self._world, self._ctx, self._memo = world, ctx, memo
+        self._parts = _parts_of(world)
         self._built: dict[str, Any] = {}
         self._briefs: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = {}
         self._hospitals: dict[str, dict[str, Any]] = {}  # rows read one by one (``hospital``)
@@ -572,7 +583,7 @@ class ObservationView(Mapping[str, Any]):
         elif key == "legal_actions":
             value = built[key] = {} if self._ctx.done else LegalActionsView(self._world, self._memo)
         else:
-            value = built[key] = _PARTS[key](self._world, self._ctx)
+            value = built[key] = self._parts[key](self._world, self._ctx)
         return value
 
     def hospital(self, hospital_id: str) -> dict[str, Any]:
@@ -604,16 +615,16 @@ class ObservationView(Mapping[str, Any]):
         return self._world.net.minutes_table()
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in _PARTS else default
+        return self[key] if key in self._parts else default
 
     def __contains__(self, key: object) -> bool:
-        return key in _PARTS
+        return key in self._parts
 
     def __iter__(self) -> Iterator[str]:
-        return iter(_PARTS)
+        return iter(self._parts)
 
     def __len__(self) -> int:
-        return len(_PARTS)
+        return len(self._parts)
 
 
 # ------------------------------------------------------------------------------ legal actions

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 MAX_EVENTS = 12
 #: Sections in the order they are rendered; each shows at most one head line.
 SECTIONS: tuple[str, ...] = (
-    "clock", "error", "events", "alerts", "calls", "patients", "units", "hospitals", "roads",
+    "clock", "error", "events", "alerts", "calls", "patients", "units", "hospitals", "roads", "map",
     "mutual_aid", "or_status", "legal",
 )
 #: Sections whose entities are written inside the head line (``UNITS: a; b``), not one per line.
@@ -182,6 +182,16 @@ def _roads(roads: dict[str, Any]) -> str:
     return "ROADS: " + ("; ".join(bits) or "all open") + (" | peak hour" if roads["peak_hour"] else "")
 
 
+def map_text(public: dict[str, Any]) -> str:
+    """A generated city's map on one line (Prakashnagar's observation has none: its map is
+    documented): places with their kind, roads with base minutes (``~`` flood-prone)."""
+    places = "; ".join(f"{n['node_id']} {n['name']} ({n['kind']})" for n in public["nodes"])
+    roads = ", ".join(
+        f"{'-'.join(r['edge'])} {r['minutes']:g}m{'~' if r['riverside'] else ''}" for r in public["roads"]
+    )
+    return f"MAP {public['name']}: {places} | ROADS (base min, ~ floods): {roads}"
+
+
 def _or_status(q: dict[str, Any]) -> str:
     rooms = "; ".join(
         f"{r['or_id']} {r['state']}"
@@ -222,6 +232,8 @@ def _entities(obs: dict[str, Any], compact: bool, blood_stock: bool) -> Iterator
 
 def _resources(obs: dict[str, Any], legal: bool) -> Iterator[Line]:
     yield Line("roads", None, _roads(obs["roads"]))
+    if obs.get("city"):
+        yield Line("map", None, map_text(obs["city"]))
     ma = obs["mutual_aid"]
     if ma["limit"]:
         pend = ", ".join(f"{r['unit_id']} at t{r['arrives_min']}" for r in ma["pending"])

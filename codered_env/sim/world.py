@@ -14,7 +14,7 @@ import itertools
 import math
 from random import Random
 
-from .city import RoadNetwork
+from .city import PRAKASHNAGAR, City, RoadNetwork
 from .conditions import Care
 from .dynamics import (
     ambulances,
@@ -32,7 +32,7 @@ from .dynamics import (
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
 from .dynamics.spawns import callback_spawn
 from .dynamics.vitals import band
-from .generator import generate
+from .generator import generate, stream_name
 from .tasks import TaskSpec
 from .types import (
     FINAL_PATIENT_STATES,
@@ -70,12 +70,13 @@ class World:
     9. ``cascades.advance``: overcrowding, escalation, news cycle (only in tasks with cascades).
     """
 
-    def __init__(self, task: TaskSpec, seed: int) -> None:
+    def __init__(self, task: TaskSpec, seed: int, city: City = PRAKASHNAGAR) -> None:
         self.task = task
         self.seed = seed
-        scenario = generate(task, seed)
+        self.city = city  # immutable, shared by every copy and fork (pickled by name)
+        scenario = generate(task, seed, city)
         self.peak_hour = scenario.peak_hour
-        self.net = RoadNetwork(scenario.peak_hour)
+        self.net = RoadNetwork(scenario.peak_hour, city.roads)
         self.hospitals: dict[str, Hospital] = scenario.hospitals
         self.ambulances: dict[str, Ambulance] = scenario.ambulances
         self.patients: dict[str, Patient] = scenario.patients
@@ -90,8 +91,8 @@ class World:
         arrivals += [s.at for s in self.spawns if s.patient.patient_id in self.mci]
         self.incident_start = min(arrivals, default=0)
         # None only while CodeRedSim.private_copy pickles the world (a fork redraws both streams)
-        self.travel_rng: Random | None = Random(f"codered:{task.task_id}:{seed}:travel")
-        self.narrative_rng: Random | None = Random(f"codered:{task.task_id}:{seed}:narrative")
+        self.travel_rng: Random | None = Random(stream_name(city, task.task_id, seed, "travel"))
+        self.narrative_rng: Random | None = Random(stream_name(city, task.task_id, seed, "narrative"))
         self.clock = 0
         self.events: list[str] = []
         self.notable = False

@@ -20,8 +20,8 @@ from codered_env.sim.triage import callback_report
 SEED = 1003
 
 
-def advance(task_id: str, seed: int, steps: int) -> CodeRedSim:
-    sim = CodeRedSim(task_id, seed)
+def advance(task_id: str, seed: int, steps: int, city: object = "prakashnagar") -> CodeRedSim:
+    sim = CodeRedSim(task_id, seed, city=city)
     agent = HeuristicAgent(seed)
     agent.reset(task_id, seed)
     while not sim.done and sim.step_count < steps:
@@ -133,8 +133,9 @@ def test_forks_never_contain_a_future_call(task_id: str, steps: int) -> None:
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_a_fork_shows_the_agent_what_the_parent_shows(task_id: str) -> None:
-    sim = advance(task_id, SEED, 10)
+@pytest.mark.parametrize("city", ["prakashnagar", 100_001])  # a held-out generated city too
+def test_a_fork_shows_the_agent_what_the_parent_shows(task_id: str, city: object) -> None:
+    sim = advance(task_id, SEED, 10, city)
 
     def visible(s: CodeRedSim) -> dict:
         obs = s.observation()
@@ -148,9 +149,10 @@ def test_a_fork_shows_the_agent_what_the_parent_shows(task_id: str) -> None:
 
 @pytest.mark.parametrize("task_id", ["task3", "task4", "task5"])
 @pytest.mark.parametrize("steps", [3, 14])
-def test_a_fork_depends_only_on_what_the_agent_knows(task_id: str, steps: int) -> None:
+@pytest.mark.parametrize("city", ["prakashnagar", 100_001])  # a held-out generated city too
+def test_a_fork_depends_only_on_what_the_agent_knows(task_id: str, steps: int, city: object) -> None:
     """Rewrite the parent's hidden parts; the fork must not change."""
-    sim = advance(task_id, SEED, steps)
+    sim = advance(task_id, SEED, steps, city)
     other = copy.deepcopy(sim)
     w = other.world
     for p in w.patients.values():
@@ -272,10 +274,11 @@ def test_a_snapshot_forks_and_copies_as_the_episode_did_then(task_id: str, steps
     twin = frozen.copy()
     assert episode_bytes(twin) == episode_bytes(sim)  # the hidden truth and the streams included
     assert twin.task is sim.task and twin.action_log is not sim.action_log
+    immutable = (int, float, str, bool, type(None), tuple)
     shared = [name for name, value in vars(sim.world).items()
-              if name != "task" and not isinstance(value, (int, float, str, bool, type(None), tuple))
+              if name not in ("task", "city") and not isinstance(value, immutable)
               and value is getattr(twin.world, name)]
-    assert shared == []
+    assert shared == [] and twin.world.city is sim.world.city  # the city: immutable, shared
     assert all(twin.world.patients[k] is not p for k, p in sim.world.patients.items())
     # ... and it plays on exactly as the episode does
     finish_with_heuristic(twin)

@@ -15,10 +15,12 @@ from codered_env.sim.city import NODE_NAMES
 from codered_env.sim.render_lines import INLINE_SECTIONS, SECTIONS, lines_text, render_lines
 
 
-def played_states(task: str, seed: int, agent_name: str, every: int = 3) -> Iterator[dict[str, Any]]:
+def played_states(
+    task: str, seed: int, agent_name: str, every: int = 3, city: object = "prakashnagar"
+) -> Iterator[dict[str, Any]]:
     """Every ``every``-th observation of one episode; ``noisy`` is random play with 1 in 5
     decisions replaced by an invalid action (so error lines appear)."""
-    sim = CodeRedSim(task, seed)
+    sim = CodeRedSim(task, seed, city=city)
     agent = make_agent("random" if agent_name == "noisy" else agent_name, seed=seed)
     agent.reset(task, seed)
     rng = random.Random(f"{task}:{seed}:{agent_name}")
@@ -43,11 +45,22 @@ def all_states(seeds: range = range(2)) -> Iterator[dict[str, Any]]:
 
 
 STATES = list(all_states())
+# a generated city's observations also show its map (Prakashnagar's is documented instead)
+CITY_STATES = list(played_states("task5", 0, "heuristic", city=100_000))
 
 
 def test_states_cover_every_section() -> None:
-    seen = {line.section for obs in STATES for line in render_lines(obs)}
+    seen = {line.section for obs in STATES + CITY_STATES for line in render_lines(obs)}
     assert seen == set(SECTIONS)
+    assert "map" not in {line.section for obs in STATES for line in render_lines(obs)}
+
+
+@pytest.mark.parametrize("obs", CITY_STATES[::9])
+def test_a_generated_citys_lines_keep_section_order(obs: dict[str, Any]) -> None:
+    lines = render_lines(obs)
+    assert lines_text(lines) == render_text(obs)
+    order = [SECTIONS.index(line.section) for line in lines]
+    assert order == sorted(order) and sum(line.section == "map" for line in lines) == 1
 
 
 @pytest.mark.parametrize("obs", STATES[::7])

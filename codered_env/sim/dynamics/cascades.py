@@ -44,7 +44,8 @@ def _maybe_escalate_incident(world: World, t: int) -> None:
     if any(world.patients[pid].first_unit_at is not None for pid in world.mci if pid in world.patients):
         return
     spawn = escalation_casualty(
-        world.narrative_rng, next_patient_id(world), world.incident_node or "N0", t + 1, world.task.phase
+        world.narrative_rng, next_patient_id(world), world.incident_node or world.city.hub, t + 1,
+        world.task.phase, world.city,
     )
     world.mci.add(spawn.patient.patient_id)
     schedule(world, spawn)
@@ -68,7 +69,7 @@ def maybe_news_after_death(world: World, label: str) -> None:
 def news_cycle(world: World, reason: str) -> None:
     world.news_cycle_at, world.news_cycle_reason = world.clock, reason
     world.score_version += 1
-    spawns = surge_calls(world.narrative_rng, world.id_counters[0], world.clock)
+    spawns = surge_calls(world.narrative_rng, world.id_counters[0], world.clock, world.city)
     world.id_counters[0] += len(spawns)
     for spawn in spawns:
         schedule(world, spawn)

@@ -1,5 +1,6 @@
-"""Mutual aid: a requested unit from the neighbouring district arrives at the NH-48 toll plaza
-(N7) and, if the request named a target still waiting, drives there at once (docs/MODEL.md
+"""Mutual aid: a requested unit from the neighbouring district arrives at the city's entry node
+(Prakashnagar: the NH-48 toll plaza N7) and, if the request named a target still waiting, drives
+there at once (docs/MODEL.md
 §3.8)."""
 
 from __future__ import annotations
@@ -7,8 +8,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..city import NODE_NAMES
-from ..generator import ENTRY_NODE
 from ..types import Ambulance
 from .dispatch import send_unit
 
@@ -27,9 +26,10 @@ def arrivals(world: World, t: int) -> None:
             due = min(due, req.arrives_at)
             continue
         req.arrived = True
-        amb = Ambulance(req.unit_id, "ALS", ENTRY_NODE, ENTRY_NODE, mutual_aid=True)
+        entry = world.city.entry_node
+        amb = Ambulance(req.unit_id, "ALS", entry, entry, mutual_aid=True)
         world.ambulances[req.unit_id] = amb
-        world.event(f"MUTUAL AID {req.unit_id} (ALS) arrived at {ENTRY_NODE} {NODE_NAMES[ENTRY_NODE]}")
+        world.event(f"MUTUAL AID {req.unit_id} (ALS) arrived at {entry} {world.city.node_names[entry]}")
         if req.target_id:
             _auto_dispatch(world, amb, req.target_id)
     world.next_aid_at = due
