@@ -35,7 +35,7 @@ assert CONFIG is not None
 
 README_MAX_LINES = 300
 # README, CHANGELOG and docs/*.md together (generated files under docs/results/ not counted)
-DOCS_LINE_BUDGET = 3600
+DOCS_LINE_BUDGET = 4000
 FIRST_COMMANDS = (
     "pip install uv && uv run python inference.py --task task1 --seed 0",
     "pip install uv && uv run pytest",
@@ -110,7 +110,8 @@ WORK_PROCESS = re.compile("|".join((
     r"\bissues? ?#?\d+\b", r"\bissue-\d+\b", r"(?<![&\w(])#\d{1,4}\b(?!-)",
     r"\bthe lead\b", r"\b(?:other|another|eight|six|several) helpers?\b",
     r"\bhelpers?'? (?:work|branch(?:es)?|sessions?|test suites?|benchmarks)\b",
-    r"\bbranch(?:es)? `", r"\b(?:on|this|that|main|another|other) branch\b", r"\bmerged (?:into main|here)\b",
+    r"\bbranch(?:es)? `", r"\b(?:on|this|that|another|other) branch\b", r"(?<!'s )\bmain branch\b",
+    r"\bmerged (?:into main|here)\b",
 )), re.IGNORECASE)
 # a commit hash in prose: hex with a digit and a letter, in backticks or after "commit"
 COMMIT_IN_PROSE = re.compile(r"`(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}`"
@@ -164,7 +165,8 @@ def test_the_work_process_check_catches_each_kind() -> None:
                 "the main branch", "branch `trl` moves"):
         assert work_process_hits(bad, prose=False), bad
     assert work_process_hits("at commit `c521bc8`", prose=True)
-    for fine in ("a helper function", "one branch per action type", "&#34;", "[1. Overview](#1-overview)",
+    for fine in ("a helper function", "one branch per action type", "from OpenEnv's main branch", "&#34;",
+                 "[1. Overview](#1-overview)",
                  "an MCP session is one episode", "`maintain_plan`", "PlannerAgent.branch(sim)"):
         assert not work_process_hits(fine, prose=True), fine
 
