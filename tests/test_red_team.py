@@ -114,7 +114,10 @@ def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
     probe.main(["--tasks", "task1", "--seeds", "7,8", "--policies", "hold-dispatch-5,waste-pages",
                 "--json", str(out), "--quiet"])
     text = capsys.readouterr().out
-    assert "=== task1 (2 seeds) ===" in text and "delay gains" in text and out.exists()
+    assert "=== task1 (2 seeds) ===" in text and "delay gains" in text and "summary:" in text
+    probe.main(["--replay", str(out)])
+    again = capsys.readouterr().out
+    assert again.split("summary:")[1].split("(")[0] == text.split("summary:")[1].split("(")[0]
     with pytest.raises(SystemExit):
         probe.main(["--policies", "no-such-policy"])
 

@@ -57,6 +57,7 @@ SCORE_GAP = 0.01  # an inversion: a score gap at least this ...
 DEATH_GAP = 1.0  # ... against at least this many expected deaths per 100 more
 HEURISTIC_DEATH_GAP = 0.3  # any gain over the heuristic against this many deaths per 100 more
 DELAY_GAIN_MAX = 0.002
+REACH_NEGATIVE_SHARE_MAX = 0.5  # reaching a caller punished "on average": most such steps negative
 Z = 2.0  # "beyond 2 standard errors"
 REFERENCE = "heuristic"
 CEILING = "oracle"
@@ -308,14 +309,54 @@ def violations(analysis: dict[str, Any]) -> list[str]:
     for row in analysis["delay_gains"]:
         if row["gain"] > DELAY_GAIN_MAX:
             out.append(f"delay gain: {row['policy']} +{row['gain']:.4f} over {row['base']}")
-    if analysis["reach"]["steps"] and analysis["reach"]["mean_reward"] < 0:
-        out.append(f"reaching a caller punished: mean reward {analysis['reach']['mean_reward']:+.4f}")
+    reach = analysis["reach"]
+    if reach["steps"] and (reach["mean_reward"] < 0 or reach["negative_share"] > REACH_NEGATIVE_SHARE_MAX):
+        out.append(f"reaching a caller punished: mean reward {reach['mean_reward']:+.4f}, "
+                   f"{reach['negative_share']:.0%} of such steps negative")
     for name in analysis.get("above_ceiling", []):
         out.append(f"oracle not above {name} in mean")
     return out
 
 
+def component_tally(found: list[dict[str, Any]]) -> dict[str, int]:
+    """How many inversions each component leads (the largest paired contribution gap)."""
+    tally: dict[str, int] = {}
+    for inv in found:
+        if inv["components"]:
+            top = inv["components"][0][0]
+            tally[top] = tally.get(top, 0) + 1
+    return dict(sorted(tally.items(), key=lambda kv: -kv[1]))
+
+
+def summary_line(task_id: str, analysis: dict[str, Any]) -> dict[str, Any]:
+    """One task's figures in a row (the closing table)."""
+    rows = {r["policy"]: r for r in analysis["policies"]}
+    reference = rows.get(REFERENCE, {}).get("score", 0.0)
+    best = max((r for r in rows.values() if POLICIES[r["policy"]].fair), key=lambda r: r["score"])
+    gains = [row["gain"] for row in analysis["delay_gains"]]
+    return {
+        "task": task_id, "policies": len(rows),
+        "inversions": len(analysis["inversions"]), "return_inversions": len(analysis["return_inversions"]),
+        "max_delay_gain": max(gains) if gains else None,
+        "spearman_score": analysis["spearman_score"], "spearman_return": analysis["spearman_return"],
+        "reach_negative": analysis["reach"]["negative_share"], "reach_mean": analysis["reach"]["mean_reward"],
+        "best_fair": best["policy"], "best_fair_gain": best["score"] - reference,
+        "culprits": component_tally(analysis["inversions"]),
+    }
+
+
 # ------------------------------------------------------------------------------ printing
+def print_summary(lines: list[dict[str, Any]]) -> None:
+    print("\nsummary: task | inversions score/return | max delay gain | Spearman score/return | "
+          "reach: negative share, mean reward | best fair policy (gain over heuristic) | inversions led by")
+    for x in lines:
+        gain = "-" if x["max_delay_gain"] is None else f"{x['max_delay_gain']:+.4f}"
+        culprits = ", ".join(f"{k} {n}" for k, n in x["culprits"].items()) or "-"
+        print(f"  {x['task']} | {x['inversions']}/{x['return_inversions']} | {gain} | "
+              f"{x['spearman_score']:.2f}/{x['spearman_return']:.2f} | {x['reach_negative']:.0%}, "
+              f"{x['reach_mean']:+.4f} | {x['best_fair']} ({x['best_fair_gain']:+.4f}) | {culprits}")
+
+
 def _component_text(parts: list[tuple[str, float]]) -> str:
     return ", ".join(f"{k} {v:+.3f}" for k, v in parts if v > 0) or "-"
 
@@ -385,6 +426,15 @@ def parse_policies(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def replayed(path: Path) -> tuple[dict[str, dict[str, list[Episode]]], list[int], list[str]]:
+    """The episodes an earlier run wrote with ``--json``."""
+    saved = json.loads(path.read_text())
+    results = {}
+    for task_id, task in saved["tasks"].items():
+        results[task_id] = {name: [Episode(**e) for e in eps] for name, eps in task["episodes"].items()}
+    return results, saved["seeds"], saved["policies"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="See the module docstring for what is measured.")
@@ -396,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every episode's figures and the analyses here")
     ap.add_argument("--workers", type=int, default=1, help="processes (default 1: the machine is shared)")
     ap.add_argument("--list", action="store_true", help="print the family and exit")
+    ap.add_argument("--replay", type=Path, help="analyse an earlier --json's episodes instead of playing")
     ap.add_argument("--quiet", action="store_true", help="no per-policy progress on stderr")
     args = ap.parse_args(argv)
     if args.list:
@@ -404,24 +455,33 @@ def main(argv: list[str] | None = None) -> int:
             base = f" (delayed {p.base}, k={p.hold})" if p.base else ""
             print(f"{name}{base}{'  [' + ', '.join(tags) + ']' if tags else ''}")
         return 0
-    tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(args.policies)
-    bad = [t for t in tasks if t not in TASK_IDS]
-    if bad or not seeds:
-        ap.error(f"unknown tasks {bad} (valid: {', '.join(TASK_IDS)})" if bad else "no seeds")
     started = time.perf_counter()
+    if args.replay:
+        results, seeds, names = replayed(args.replay)
+        tasks = list(results)
+    else:
+        tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(args.policies)
+        bad = [t for t in tasks if t not in TASK_IDS]
+        if bad or not seeds:
+            ap.error(f"unknown tasks {bad} (valid: {', '.join(TASK_IDS)})" if bad else "no seeds")
     print(f"red-team probe: {len(names)} policies, seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), "
           f"tasks {', '.join(tasks)}")
-    results = run(tasks, seeds, names, args.workers, progress=not args.quiet)
+    if not args.replay:
+        results = run(tasks, seeds, names, args.workers, progress=not args.quiet)
     report: dict[str, Any] = {"seeds": seeds, "policies": names, "tasks": {}}
     broken = 0
+    lines = []
     for task_id in tasks:
         analysis = analyse(results[task_id])
         print_task(task_id, analysis, len(seeds))
         problems = violations(analysis)
         broken += len(problems)
         print(f"invariants: {'all hold' if not problems else f'{len(problems)} broken'}")
+        lines.append(summary_line(task_id, analysis))
         episodes = {n: [asdict(e) for e in eps] for n, eps in results[task_id].items()}
         report["tasks"][task_id] = {"analysis": analysis, "problems": problems, "episodes": episodes}
+    print_summary(lines)
+    report["summary"] = lines
     print(f"\n{'every invariant holds' if not broken else f'{broken} invariant violations'} "
           f"({time.perf_counter() - started:.0f} s)")
     if args.json:
