@@ -18,6 +18,7 @@ from redteam.policies import DEFAULT_FAMILY, POLICIES, GreedyRewardAgent  # noqa
 
 from codered_env.agents import HeuristicAgent  # noqa: E402
 from codered_env.sim import TASK_IDS, CodeRedSim  # noqa: E402
+from codered_env.sim.conditions import CONDITIONS  # noqa: E402
 
 SLOW = pytest.mark.skipif(os.environ.get("CODERED_SLOW") != "1", reason="slow: set CODERED_SLOW=1")
 # Seeds of their own: the probe's default seeds (1000-1049) stay unseen by every test.
@@ -74,6 +75,45 @@ def test_the_greedy_maximiser_plays_the_best_one_step_reward_on_its_fork() -> No
         assert rewards[candidates.index(chosen)] == max(rewards)
         sim.step(chosen)
     assert agent._sim is not None  # stayed in step with the episode
+
+
+def _twisted_truth(sim: CodeRedSim, shift: int) -> None:
+    """Give every caller no crew has seen another true condition (the same report)."""
+    world = sim.world
+    people = {p.patient_id: p for p in world.patients.values()}
+    people.update({s.patient.patient_id: s.patient for s in world.spawns})
+    keys = list(CONDITIONS)
+    for p in people.values():
+        if not p.visible:
+            p.condition = keys[(keys.index(p.condition) + shift) % len(keys)]
+            p.reserve, p.onset_min = 0.31, 45 if p.condition == "stroke" else 0
+    for call in list(world.calls.values()) + [s.call for s in world.spawns if s.call]:
+        call.true_priority = CONDITIONS[people[call.patient_id].condition].true_priority
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_the_greedy_maximiser_never_reads_the_hidden_truth(seed: int) -> None:
+    """Two episodes that differ only in unseen callers' truth get the same decisions as long as
+    they look the same: the maximiser looks ahead on forks, which hold only what is known (a look
+    ahead on exact copies fails this: it sees the on-scene report one step early)."""
+    real, twin = CodeRedSim("task4", seed), CodeRedSim("task4", seed)
+    _twisted_truth(twin, 3)
+    agents = [GreedyRewardAgent(seed), GreedyRewardAgent(seed)]
+    for agent in agents:
+        agent.reset("task4", seed)
+    agents[1]._sim = CodeRedSim("task4", seed)
+    _twisted_truth(agents[1]._sim, 3)  # its replica is the twisted episode
+    seen: list[list[list[float]]] = [[], []]
+    for agent, log in zip(agents, seen, strict=True):
+        play = agent._rewards
+        agent._rewards = lambda sim, cands, play=play, out=log: out.append(play(sim, cands)) or out[-1]
+    decisions = 0
+    while not real.done and real.observation() == twin.observation():  # until a crew reports
+        action = agents[0].act(real.observation())
+        assert agents[1].act(twin.observation()) == action and seen[0] == seen[1], decisions
+        real.step(action), twin.step(dict(action))
+        decisions += 1
+    assert decisions >= 3
 
 
 def _episode(seed: int, score: float, deaths: float, **parts: float) -> probe.Episode:
