@@ -61,6 +61,10 @@ class Patient:
     first_unit_at: int | None = None  # crew on scene
     first_hospital_arrival: int | None = None
     arrival_prep: dict[str, float] | None = None  # prep credit measured at first arrival
+    # prep_ready's reference: the earliest minute prompt dispatch could bring them to a door
+    # (care.prompt_arrival), and every hospital's readiness then if they had not arrived by it
+    prompt_arrival_at: int | None = None
+    readiness_at_prompt: dict[str, dict[str, float]] | None = None
     wait_started: int | None = None
     blood_ready_at: int | None = None  # when blood is at hand at the current hospital
     transfer_arrives_at: int | None = None

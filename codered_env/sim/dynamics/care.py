@@ -1,18 +1,25 @@
-"""Hospital care: admission (with the readiness measured on arrival), treatment starting when
-door time, room, specialist and blood allow, the fallback when the lab is unavailable, the end
-of treatment, and inter-facility transfers (docs/MODEL.md §4.4-§4.6)."""
+"""Hospital care: admission (with the readiness measured on arrival, or at the prompt-arrival
+reference if that came first), treatment starting when door time, room, specialist and blood
+allow, the fallback when the lab is unavailable, the end of treatment, and inter-facility
+transfers (docs/MODEL.md §4.4-§4.6, §8.1)."""
 
 from __future__ import annotations
 
+import bisect
+import math
 from typing import TYPE_CHECKING
 
 from ..conditions import CONDITIONS, Care, expected_outcome
 from ..params import (
     CATH_LAB_PREP_RANGE,
     CROWDED_DOOR_FACTOR,
+    DECISION_COST_MIN,
+    LIGHTS_AND_SIRENS_FACTOR,
+    MIN_SCENE_MIN,
     NO_BLOOD_QUALITY,
     NO_BLOOD_SURGERY_WAIT_MIN,
     OR_PREP_MIN_BY_TIER,
+    PROMPT_REFERENCE_NOISE,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
@@ -81,7 +88,6 @@ def note_destination(world: World, p: Patient, hospital_id: str) -> None:
     partial = best is not None and (care is None or care.quality < best.quality)
     p.destination = hospital_id
     p.relaxed_target = partial and not best_care_available(world, p)
-    world.score_dirty.add(p.patient_id)  # read by the grade once treated (a bump comes then)
 
 
 def admit(world: World, p: Patient, h: Hospital) -> None:
@@ -91,7 +97,6 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     h.ed_patients.append(p.patient_id)
     care = care_for(p, h)
     if p.first_hospital_arrival is None:
-        world.score_changed(p)
         p.first_hospital_arrival = world.clock
         p.arrival_prep = measure_prep(world, p, h, care)
     issue_awaiting_sample(world, p, h)
@@ -108,21 +113,71 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     claim(world, p, h, care, activated=care.activation_min == 0)
 
 
+def prompt_arrival(world: World, p: Patient) -> int | None:
+    """The earliest minute prompt dispatch could plausibly bring ``p`` to a hospital door, from
+    what the dispatcher sees when the patient becomes known: the nearest unit of the fleet at
+    lights-and-sirens speed, the shortest scene, the nearest hospital, one decision minute, the
+    trips at a traffic factor (``PROMPT_REFERENCE_NOISE``) faster than nearly every real trip.
+    None when the patient is cut off. The caller's condition plays no part."""
+    net, node = world.net, p.node
+    response = min((net.minutes(a.node, node) for a in world.ambulances.values()), default=math.inf)
+    transport = min((net.minutes(node, h.node) for h in world.hospitals.values()), default=math.inf)
+    if math.isinf(response) or math.isinf(transport):
+        return None
+    drive = LIGHTS_AND_SIRENS_FACTOR * response + TRANSPORT_FACTOR * transport
+    return world.clock + DECISION_COST_MIN + MIN_SCENE_MIN + math.floor(PROMPT_REFERENCE_NOISE * drive)
+
+
+def note_prompt_reference(world: World, p: Patient) -> None:
+    """Fix ``p``'s prompt-arrival reference and schedule the readiness snapshot taken then."""
+    at = prompt_arrival(world, p)
+    p.prompt_arrival_at = at
+    if at is not None:
+        bisect.insort(world.prompt_refs, (at, p.patient_id))
+
+
+def readiness_at_prompt(world: World, t: int) -> None:
+    """Tick step 8: every hospital's readiness for each patient whose prompt-arrival reference
+    is this minute and who has not reached a hospital yet (read by ``measure_prep`` on arrival)."""
+    refs = world.prompt_refs
+    while refs and refs[0][0] <= t:
+        _, pid = refs.pop(0)
+        p = world.patients.get(pid)
+        if p is None or p.first_hospital_arrival is not None:
+            continue
+        p.readiness_at_prompt = {h.hospital_id: readiness_now(world, p, h) for h in world.hospitals.values()}
+
+
+def readiness_now(world: World, p: Patient, h: Hospital) -> dict[str, float]:
+    """Readiness of every room procedure and specialty at ``h`` now, and of ``p``'s blood there
+    (keys ``or:<procedure>``, ``specialist:<specialty>``, ``blood``)."""
+    parts = {f"or:{proc}": or_readiness(world, h, proc) for proc in sorted({x for r in h.ors for x in r.procedures})}
+    for name, spec in h.specialists.items():
+        parts[f"specialist:{name}"] = specialist_readiness(world, spec)
+    parts["blood"] = blood_readiness(world, p, h)
+    return parts
+
+
 def measure_prep(world: World, p: Patient, h: Hospital, care: Care | None) -> dict[str, float]:
-    """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing)."""
+    """Readiness when ``p`` reached ``h``, or at the prompt-arrival reference if that came first
+    (so arriving late never raises it): OR, specialist and blood, each 0..1 (partial while
+    preparing)."""
     cond = CONDITIONS[p.condition]
     if not cond.needs_prep:
         return {}
     zeros = {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
     if care is None:
         return zeros
+    then = (p.readiness_at_prompt or {}).get(h.hospital_id)
     parts: dict[str, float] = {}
     if care.procedure:
-        parts["or"] = or_readiness(world, h, care.procedure)
+        parts["or"] = then.get(f"or:{care.procedure}", 0.0) if then else or_readiness(world, h, care.procedure)
     if care.specialist:
-        parts["specialist"] = specialist_readiness(world, h.specialists.get(care.specialist))
+        key = f"specialist:{care.specialist}"
+        spec = h.specialists.get(care.specialist)
+        parts["specialist"] = then.get(key, 0.0) if then else specialist_readiness(world, spec)
     if cond.needs_blood:
-        parts["blood"] = blood_readiness(world, p, h)
+        parts["blood"] = then["blood"] if then else blood_readiness(world, p, h)
     best = cond.best_care
     partial = best is not None and care.quality < best.quality
     if parts or not partial or p.relaxed_target or p.fallback:
@@ -184,7 +239,6 @@ def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
     transfuse(world, p, h)  # blood given to stabilise before the transfer counts as used
     h.ed_patients.remove(p.patient_id)
     p.status, p.hospital, p.transferred = "transferring", None, True
-    world.score_dirty.add(p.patient_id)  # read by the grade once treated (a bump comes then)
     p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
     eta = p.transfer_arrives_at
     world.event(f"{p.patient_id} leaves {h.hospital_id} for {target.hospital_id}, ETA t{eta}")
@@ -219,7 +273,6 @@ def _start_treatment(
     world: World, p: Patient, h: Hospital, care: Care, room: OperatingRoom | None, quality: float
 ) -> None:
     cond = CONDITIONS[p.condition]
-    world.score_changed(p)
     p.status, p.treatment_start = "in_treatment", world.clock
     p.treatment_quality, p.therapy = quality, care.therapy
     p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
