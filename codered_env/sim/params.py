@@ -40,10 +40,10 @@ MCI_EXTRA_SCENE_MIN = 5  # mass-casualty scenes take ~5 min longer (PubMed 33843
 NO_TRANSPORT_SCENE_MIN = 10  # treat-and-release on scene (anxiety / panic)
 FOUND_DEAD_SCENE_MIN = 5  # a crew that finds the patient dead clears the scene quickly [assumption]
 MIN_SCENE_MIN = 3  # floor on any jittered scene time [assumption]
-# prep_ready's prompt-arrival reference drives at this traffic factor: below the lognormal
-# noise's 1st percentile (CV 0.20: exp(-2.33 sigma - sigma^2/2) = 0.62), so a real trip is
-# almost never faster [design choice]
-PROMPT_REFERENCE_NOISE = 0.6
+# prep_ready: a readiness part ready this many minutes after its prompt reference earns no
+# credit (linear from 1 on time) -- a cath lab's whole activation window (CATH_LAB_PREP_RANGE)
+# [design choice]
+PREP_LATE_ZERO_MIN = 30
 HANDOVER_MIN = 12  # median offload 11-16 min (NSW 2012; intjem)
 HANDOVER_JITTER_MIN = 3
 # Handover x 1.28 at a crowded hospital [assumption]. Schull 2003 (CMAJ 168:277) measured +28 % in

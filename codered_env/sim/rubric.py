@@ -62,7 +62,7 @@ import math
 from typing import Any, NamedTuple
 
 from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, expected_death, expected_outcome
-from .dynamics.care import measure_prep
+from .dynamics.care import prep_credit
 from .dynamics.rooms import care_for
 from .params import (
     CONDITION_NUMBERS,
@@ -195,7 +195,8 @@ def _response_credit(minutes: int) -> float:
 
 def _hope(appeared_at: int, t: int, horizon: int) -> float:
     """The share of the patient's time to the horizon still left at minute ``t``: the preview's
-    value of care not given yet falls to 0 by the horizon, where the final grade puts it."""
+    value of a patient no crew has reached falls to 0 by the horizon, where the final grade puts
+    the untreated; reaching them restores it (so reaching a caller is rewarded, not punished)."""
     span = horizon - appeared_at
     return 1.0 if span <= 0 else min(1.0, max(0.0, (horizon - t) / span))
 
@@ -223,13 +224,21 @@ _ZERO = _Entry(*([0.0] * len(_Entry._fields)))
 
 
 def _prep(world: World, p: Patient, final: bool) -> float | None:
-    """Readiness credited to ``p`` (None: their care needed nothing prepared)."""
-    parts = p.arrival_prep
-    if p.first_hospital_arrival is None:
-        if final or p.destination is None or p.status in FINAL_PATIENT_STATES:
-            return 0.0
-        h = world.hospitals[p.destination]
-        parts = measure_prep(world, p, h, care_for(p, h))
+    """Readiness credited to ``p`` (None: their care needed nothing prepared): the mean of the
+    parts' credit when treatment began; in the preview, for a patient not treated yet, the
+    credit were treatment to begin now at the hospital they are in or headed for."""
+    if p.prep_credit is not None:
+        return sum(p.prep_credit.values()) / len(p.prep_credit) if p.prep_credit else None
+    if p.first_hospital_arrival is not None and not p.arrival_prep:
+        return None
+    where = p.hospital or p.destination
+    if final or p.prep_rule_zero or where is None or p.status in FINAL_PATIENT_STATES:
+        return 0.0
+    h = world.hospitals[where]
+    care = care_for(p, h)
+    if care is None:
+        return 0.0
+    parts = prep_credit(world, p, h, care, world.clock)
     return sum(parts.values()) / len(parts) if parts else None
 
 
@@ -238,7 +247,12 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     cond = CONDITIONS[p.condition]
     t = world.clock
     w = stake(p.condition, p.onset_min)
-    hope = 0.0 if final or p.status in FINAL_PATIENT_STATES else _hope(p.appeared_at, t, world.task.horizon_min)
+    if final or p.status in FINAL_PATIENT_STATES:
+        hope = 0.0
+    elif p.first_unit_at is not None:
+        hope = 1.0  # a crew is with them: care is under way
+    else:
+        hope = _hope(p.appeared_at, t, world.task.horizon_min)
     if p.treatment_start is not None:
         kept, vitals = _time_score(p), p.reserve_at_treatment or 0.0
     else:
@@ -447,7 +461,7 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
 def _patient_record(p: Patient) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
-    prep = None if not cond.needs_prep or p.first_hospital_arrival is None else p.arrival_prep
+    prep = p.prep_credit if cond.needs_prep else None
     time_score = round(_time_score(p), 4)
     return {
         "patient_id": p.patient_id,
@@ -465,8 +479,8 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "time_score": time_score,
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
         "prep": round(sum(prep.values()) / len(prep), 4) if prep else None,
-        "prep_parts": dict(p.arrival_prep or {}),
-        "prompt_arrival_min": None if p.prompt_arrival_at is None else p.prompt_arrival_at - p.appeared_at,
+        "prep_parts": dict(p.prep_credit or {}),
+        "readiness_on_arrival": dict(p.arrival_prep or {}),
         "expected_outcome": round(_outcome(p), 4),
         "first_unit_min": None if p.first_unit_at is None else p.first_unit_at - p.appeared_at,
     }

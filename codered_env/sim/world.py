@@ -102,8 +102,6 @@ class World:
         # waste and response charges (rubric PENALTY keys): whole counts, and the chance, given the
         # caller's report, that a response was too much or too little (dispatch.charge_response)
         self.ledger: dict[str, float] = {}
-        # (minute, patient id) of the prompt-arrival references still to come (care.prompt_arrival)
-        self.prompt_refs: list[tuple[int, str]] = []
         # bumped wherever an OR's state, procedure or elective flag or a specialist's state is
         # set: what the legal room actions and the Gymnasium hospital rows read of the rooms
         self.rooms_version = 0
@@ -166,8 +164,6 @@ class World:
         physiology.deteriorate(self)
         if self.task.cascades:
             cascades.advance(self, t)
-        if self.prompt_refs and self.prompt_refs[0][0] <= t:
-            care.readiness_at_prompt(self, t)
 
     # ------------------------------------------------------------------ bookkeeping
     def event(self, text: str) -> None:

@@ -5,7 +5,6 @@ transfers (docs/MODEL.md §4.4-§4.6, §8.1)."""
 
 from __future__ import annotations
 
-import bisect
 import math
 from typing import TYPE_CHECKING
 
@@ -15,11 +14,12 @@ from ..params import (
     CROWDED_DOOR_FACTOR,
     DECISION_COST_MIN,
     LIGHTS_AND_SIRENS_FACTOR,
-    MIN_SCENE_MIN,
+    O_NEG_RELEASE_MIN,
     NO_BLOOD_QUALITY,
     NO_BLOOD_SURGERY_WAIT_MIN,
     OR_PREP_MIN_BY_TIER,
-    PROMPT_REFERENCE_NOISE,
+    PREP_LATE_ZERO_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
@@ -113,75 +113,81 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     claim(world, p, h, care, activated=care.activation_min == 0)
 
 
-def prompt_arrival(world: World, p: Patient) -> int | None:
-    """The earliest minute prompt dispatch could plausibly bring ``p`` to a hospital door, from
-    what the dispatcher sees when the patient becomes known: the nearest unit of the fleet at
-    lights-and-sirens speed, the shortest scene, the nearest hospital, one decision minute, the
-    trips at a traffic factor (``PROMPT_REFERENCE_NOISE``) faster than nearly every real trip.
-    None when the patient is cut off. The caller's condition plays no part."""
+def note_prompt_reference(world: World, p: Patient) -> None:
+    """What prep_ready's prompt reference needs from the moment ``p`` becomes known: the nearest
+    unit's minutes to them and every hospital's minutes from them (the condition plays no part)."""
     net, node = world.net, p.node
     response = min((net.minutes(a.node, node) for a in world.ambulances.values()), default=math.inf)
-    transport = min((net.minutes(node, h.node) for h in world.hospitals.values()), default=math.inf)
-    if math.isinf(response) or math.isinf(transport):
-        return None
-    drive = LIGHTS_AND_SIRENS_FACTOR * response + TRANSPORT_FACTOR * transport
-    return world.clock + DECISION_COST_MIN + MIN_SCENE_MIN + math.floor(PROMPT_REFERENCE_NOISE * drive)
+    p.prompt_legs = (response, {h.hospital_id: net.minutes(node, h.node) for h in world.hospitals.values()})
 
 
-def note_prompt_reference(world: World, p: Patient) -> None:
-    """Fix ``p``'s prompt-arrival reference and schedule the readiness snapshot taken then."""
-    at = prompt_arrival(world, p)
-    p.prompt_arrival_at = at
-    if at is not None:
-        bisect.insort(world.prompt_refs, (at, p.patient_id))
+def prompt_reference(world: World, p: Patient, part_min: int) -> float:
+    """The minute by which a part needing ``part_min`` minutes to ready could have been ready for
+    ``p`` under prompt dispatch and preparation: not before the prompt arrival (the nearest unit
+    at lights-and-sirens speed, the condition's scene time, the nearest hospital giving its best
+    care; decision minutes), and not before ``part_min`` after the condition could first be known
+    (at once in phase 1; when the prompt crew would reach a caller in phase 2)."""
+    cond = CONDITIONS[p.condition]
+    response, legs = p.prompt_legs or (0.0, {})
+    best = cond.best_care
+    best_q = best.quality if best else 1.0
+    capable = [m for hid, m in legs.items()
+               if (care := cond.care_at(world.hospitals[hid].tier)) is not None and care.quality >= best_q]
+    transport = min(capable or legs.values() or [0.0])
+    reach = DECISION_COST_MIN + LIGHTS_AND_SIRENS_FACTOR * response
+    arrival = p.appeared_at + reach + cond.scene_min + TRANSPORT_FACTOR * transport
+    known = p.appeared_at if p.call_id is None else p.appeared_at + reach
+    return max(arrival, known + DECISION_COST_MIN + part_min)
 
 
-def readiness_at_prompt(world: World, t: int) -> None:
-    """Tick step 8: every hospital's readiness for each patient whose prompt-arrival reference
-    is this minute and who has not reached a hospital yet (read by ``measure_prep`` on arrival)."""
-    refs = world.prompt_refs
-    while refs and refs[0][0] <= t:
-        _, pid = refs.pop(0)
-        p = world.patients.get(pid)
-        if p is None or p.first_hospital_arrival is not None:
-            continue
-        p.readiness_at_prompt = {h.hospital_id: readiness_now(world, p, h) for h in world.hospitals.values()}
-
-
-def readiness_now(world: World, p: Patient, h: Hospital) -> dict[str, float]:
-    """Readiness of every room procedure and specialty at ``h`` now, and of ``p``'s blood there
-    (keys ``or:<procedure>``, ``specialist:<specialty>``, ``blood``)."""
-    parts = {f"or:{proc}": or_readiness(world, h, proc) for proc in sorted({x for r in h.ors for x in r.procedures})}
-    for name, spec in h.specialists.items():
-        parts[f"specialist:{name}"] = specialist_readiness(world, spec)
-    parts["blood"] = blood_readiness(world, p, h)
+def prep_credit(world: World, p: Patient, h: Hospital, care: Care, t: int) -> dict[str, float]:
+    """Each readiness part the care needs, credited by how late it was ready against the prompt
+    reference (1 on time, 0 at ``PREP_LATE_ZERO_MIN`` late): the room's ready minute, the
+    specialist's arrival, the blood's issue; a part not ready by ``t`` counts as ready at ``t``.
+    Arriving late never raises it: the reference does not move with the dispatch."""
+    parts: dict[str, float] = {}
+    if care.procedure:
+        room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
+        ready = room.ready_at if room is not None and room.state in ("ready", "in_use") else t
+        need = CATH_LAB_PREP_RANGE[0] if care.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[h.tier]
+        parts["or"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, need))
+    if care.specialist:
+        spec = h.specialists.get(care.specialist)
+        ready = spec.present_since if spec is not None and spec.state == "present" else t
+        need = SPECIALIST_PAGE_DELAY_BY_TIER[h.tier][0]
+        parts["specialist"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, need))
+    if CONDITIONS[p.condition].needs_blood:
+        ready = p.blood_ready_at if p.blood_ready_at is not None and p.blood_ready_at <= t else t
+        parts["blood"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, O_NEG_RELEASE_MIN))
     return parts
 
 
+def _lateness_credit(late: float) -> float:
+    return round(min(1.0, max(0.0, 1.0 - late / PREP_LATE_ZERO_MIN)), 4)
+
+
 def measure_prep(world: World, p: Patient, h: Hospital, care: Care | None) -> dict[str, float]:
-    """Readiness when ``p`` reached ``h``, or at the prompt-arrival reference if that came first
-    (so arriving late never raises it): OR, specialist and blood, each 0..1 (partial while
-    preparing)."""
+    """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing); marks
+    ``prep_rule_zero`` where no preparation can earn credit (the grade reads ``prep_credit``)."""
     cond = CONDITIONS[p.condition]
     if not cond.needs_prep:
         return {}
     zeros = {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
     if care is None:
+        p.prep_rule_zero = True
         return zeros
-    then = (p.readiness_at_prompt or {}).get(h.hospital_id)
     parts: dict[str, float] = {}
     if care.procedure:
-        parts["or"] = then.get(f"or:{care.procedure}", 0.0) if then else or_readiness(world, h, care.procedure)
+        parts["or"] = or_readiness(world, h, care.procedure)
     if care.specialist:
-        key = f"specialist:{care.specialist}"
-        spec = h.specialists.get(care.specialist)
-        parts["specialist"] = then.get(key, 0.0) if then else specialist_readiness(world, spec)
+        parts["specialist"] = specialist_readiness(world, h.specialists.get(care.specialist))
     if cond.needs_blood:
-        parts["blood"] = then["blood"] if then else blood_readiness(world, p, h)
+        parts["blood"] = blood_readiness(world, p, h)
     best = cond.best_care
     partial = best is not None and care.quality < best.quality
     if parts or not partial or p.relaxed_target or p.fallback:
         return parts  # empty: the care given needs nothing prepared and was the best on offer
+    p.prep_rule_zero = True
     return zeros  # thrombolysis chosen while a hospital able to give PCI could take them
 
 
@@ -276,6 +282,8 @@ def _start_treatment(
     p.status, p.treatment_start = "in_treatment", world.clock
     p.treatment_quality, p.therapy = quality, care.therapy
     p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
+    if p.arrival_prep and not p.prep_rule_zero:
+        p.prep_credit = prep_credit(world, p, h, care, world.clock)
     p.treatment_end = world.clock + cond.treatment_minutes(care)
     if room is not None:
         room.state, room.until, room.procedure = "in_use", p.treatment_end, care.procedure
