@@ -234,13 +234,14 @@ class CodeRedSim:
             preview=self.score_preview,
             last_error=self.last_error,
             events=self._events,
+            minutes=self.last_minutes,
         )
 
     def observation_view(self) -> ObservationView:
         """The observation as a read-only mapping whose parts are built when first read; equal
         to ``observation()`` when read whole, valid until the next step."""
         ctx = StepContext(self.step_count, self.max_steps, self.done, self.score_preview, self.last_error,
-                          self._events)
+                          self._events, self.last_minutes)
         return ObservationView(self.world, ctx, self._view_memo)
 
     def render_text(self) -> str:
