@@ -458,10 +458,10 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- reports
-def _patient_record(p: Patient) -> dict[str, Any]:
+def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
-    prep = p.prep_credit if cond.needs_prep else None
+    prep = _prep(world, p, final) if cond.needs_prep else None
     time_score = round(_time_score(p), 4)
     return {
         "patient_id": p.patient_id,
@@ -478,7 +478,7 @@ def _patient_record(p: Patient) -> dict[str, Any]:
         "benefit_kept": time_score,
         "time_score": time_score,
         "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
-        "prep": round(sum(prep.values()) / len(prep), 4) if prep else None,
+        "prep": None if prep is None else round(prep, 4),
         "prep_parts": dict(p.prep_credit or {}),
         "readiness_on_arrival": dict(p.arrival_prep or {}),
         "expected_outcome": round(_outcome(p), 4),
@@ -539,6 +539,6 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "coverage": round(s["coverage"], 4),
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
-        "patients": [_patient_record(p) for p in s["scored"]],
+        "patients": [_patient_record(world, p, final) for p in s["scored"]],
         "outcomes": clinical_outcomes(s["scored"]),
     }
