@@ -94,10 +94,9 @@ def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return _treated_outcome(
-            p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p, p.treatment_start),
-            _door(p),
-        )
+        cpr = _cpr_minutes(p, p.treatment_start)
+        quality, door = p.treatment_quality, _door(p)
+        return _treated_outcome(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
 
 
@@ -269,8 +268,9 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     if p.secondary:
         sec_w, sec_n = w, 1.0
         if p.treatment_start is not None:
-            sec_wg = w * _gain(p.condition, p.treatment_start - p.appeared_at, p.treatment_quality, p.onset_min,
-                               p.therapy, _cpr_minutes(p, p.treatment_start), _door(p))
+            start = p.treatment_start
+            quality, cpr = p.treatment_quality, _cpr_minutes(p, start)
+            sec_wg = w * _gain(p.condition, start - p.appeared_at, quality, p.onset_min, p.therapy, cpr, _door(p))
         elif hope:
             sec_wg = w * _secondary_gain_now(p, t) * hope
         reached_at = p.first_unit_at
@@ -300,8 +300,8 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
         weight = chance * stake(condition, onset)
         n += chance
         w += weight
-        wk += weight * _benefit(condition, delay, quality, onset, therapy, cpr if condition == "cardiac_arrest"
-                                else 0.0, delay)
+        telephone_cpr = cpr if condition == "cardiac_arrest" else 0.0
+        wk += weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
         wv += weight * reserve
         prep_w += weight if cond.needs_prep else 0.0
         load_w += weight if cond.transport else 0.0
@@ -361,7 +361,10 @@ def _penalties(world: World, final: bool) -> dict[str, float]:
             for a in world.allocations
             if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
         )
-        for key, n in (("wasted_page", extra_pages), ("unused_or_prep", extra_preps), ("unneeded_blood", unused_blood)):
+        outstanding = (
+            ("wasted_page", extra_pages), ("unused_or_prep", extra_preps), ("unneeded_blood", unused_blood)
+        )
+        for key, n in outstanding:
             if n:
                 counts[key] = counts.get(key, 0) + n
     return counts
@@ -391,7 +394,8 @@ def _cascade(world: World, total: _Entry) -> float:
     delivered = total.load_wd / total.load_w if total.load_w else 0.0
     subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
     if world.task.phase == 2:
-        subs.append(_triage_mean(world) * (NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0))
+        news = NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0
+        subs.append(_triage_mean(world) * news)
     return sum(subs) / len(subs)
 
 

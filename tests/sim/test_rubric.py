@@ -29,8 +29,8 @@ from codered_env.sim.params import (
     SCORE_CEIL,
     SCORE_FLOOR,
 )
-from codered_env.sim.triage import report_priority_posterior
 from codered_env.sim.rubric import grade
+from codered_env.sim.triage import report_priority_posterior
 
 WAIT: dict[str, Any] = {"action_type": "maintain_plan"}
 NULLABLE = ("secondary_harm", "cascade_score")
@@ -273,7 +273,8 @@ def test_per_patient_breakdown(task_id: str) -> None:
     prepped = {i: r for i, r in records.items() if r["prep"] is not None}
     prep = sum(weights[i] * r["time_score"] * r["prep"] for i, r in prepped.items())
     prep_weight = sum(weights[i] for i in prepped)
-    assert g["components"]["prep_ready"] == pytest.approx(prep / prep_weight if prep_weight else 0.0, abs=2e-3)
+    expected_prep = prep / prep_weight if prep_weight else 0.0
+    assert g["components"]["prep_ready"] == pytest.approx(expected_prep, abs=2e-3)
     reached = [r["first_unit_min"] is not None for r in records.values()]
     assert g["coverage"] == pytest.approx(sum(reached) / len(reached), abs=1e-4)
     assert any(r["time_score"] > 0 for r in records.values()), "the heuristic treats someone"
@@ -466,7 +467,8 @@ def test_over_triage_is_charged_by_what_the_report_supports() -> None:
     for seed in range(40):
         sim = CodeRedSim("task4", seed)
         for _ in range(15):
-            low = [c for c in sim.world.calls.values() if c.status == "pending" and c.true_priority in ("P3", "P4")]
+            calls = sim.world.calls.values()
+            low = [c for c in calls if c.status == "pending" and c.true_priority in ("P3", "P4")]
             if low:
                 chances = report_priority_posterior(low[0].report)
                 play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=low[0].call_id)])

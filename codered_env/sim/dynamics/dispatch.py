@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..conditions import CONDITIONS
 from ..params import (
     HOT_PRIORITIES,
     LIGHTS_AND_SIRENS_FACTOR,
@@ -13,7 +14,6 @@ from ..params import (
     NON_URGENT_TURNOUT_MIN,
     UNTRIAGED_RESPONSE,
 )
-from ..conditions import CONDITIONS
 from ..triage import report_priority_posterior
 from ..types import Ambulance, Call, Patient
 from .travel import departure_point, draw_noise, plan_trip
