@@ -24,6 +24,8 @@ Usage::
     uv run python bench/redteam/probe.py --tasks task1,task4 --seeds 1000-1019
     uv run python bench/redteam/probe.py --policies heuristic,hold-dispatch-5,oracle --json out.json
     uv run python bench/redteam/probe.py --list                 # the family
+    uv run python bench/redteam/probe.py --policies oracle --seeds 1000-1009 --json oracle.json
+    uv run python bench/redteam/probe.py --replay family.json,oracle.json   # analyse both together
 
 Exit status 0 when every invariant holds (zero inversions in score and return, no delay gain above
 0.002, reaching a caller not punished on average, the oracle, if played, above every policy in
@@ -426,13 +428,22 @@ def parse_policies(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def replayed(path: Path) -> tuple[dict[str, dict[str, list[Episode]]], list[int], list[str]]:
-    """The episodes an earlier run wrote with ``--json``."""
-    saved = json.loads(path.read_text())
-    results = {}
-    for task_id, task in saved["tasks"].items():
-        results[task_id] = {name: [Episode(**e) for e in eps] for name, eps in task["episodes"].items()}
-    return results, saved["seeds"], saved["policies"]
+def replayed(paths: list[Path]) -> tuple[dict[str, dict[str, list[Episode]]], list[int], list[str]]:
+    """The episodes earlier runs wrote with ``--json``, merged: each (task, policy) from the first
+    file that has it, on the seeds every file played (so an expensive policy can be played
+    separately and analysed with the rest)."""
+    saved = [json.loads(path.read_text()) for path in paths]
+    seeds = sorted(set.intersection(*(set(run["seeds"]) for run in saved)))
+    results: dict[str, dict[str, list[Episode]]] = {}
+    names: list[str] = []
+    for run in saved:
+        for task_id, task in run["tasks"].items():
+            for name, episodes in task["episodes"].items():
+                kept = [Episode(**e) for e in episodes if e["seed"] in seeds]
+                results.setdefault(task_id, {}).setdefault(name, kept)
+                names += [] if name in names else [name]
+    tasks = [t for t in results if all(t in run["tasks"] for run in saved)]
+    return {t: results[t] for t in tasks}, seeds, names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -446,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every episode's figures and the analyses here")
     ap.add_argument("--workers", type=int, default=1, help="processes (default 1: the machine is shared)")
     ap.add_argument("--list", action="store_true", help="print the family and exit")
-    ap.add_argument("--replay", type=Path, help="analyse an earlier --json's episodes instead of playing")
+    ap.add_argument("--replay", help="analyse earlier --json files' episodes (comma list) instead of playing")
     ap.add_argument("--quiet", action="store_true", help="no per-policy progress on stderr")
     args = ap.parse_args(argv)
     if args.list:
@@ -457,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.perf_counter()
     if args.replay:
-        results, seeds, names = replayed(args.replay)
+        results, seeds, names = replayed([Path(p) for p in args.replay.split(",")])
         tasks = list(results)
     else:
         tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(args.policies)
