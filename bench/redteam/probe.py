@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -161,8 +162,12 @@ def run(tasks: Sequence[str], seeds: Sequence[int], names: Sequence[str], worker
 def paired(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """Mean of the paired differences a - b and its standard error."""
     diffs = [x - y for x, y in zip(a, b, strict=True)]
-    se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
-    return statistics.fmean(diffs), se
+    n = len(diffs)
+    mean = math.fsum(diffs) / n
+    if n < 2:
+        return mean, 0.0
+    variance = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)  # floats: statistics.stdev is slow
+    return mean, math.sqrt(variance / n)
 
 
 def beyond(mean: float, se: float, at_least: float) -> bool:
