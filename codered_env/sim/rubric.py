@@ -270,7 +270,8 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         if p.treatment_start is not None:
             start = p.treatment_start
             quality, cpr = p.treatment_quality, _cpr_minutes(p, start)
-            sec_wg = w * _gain(p.condition, start - p.appeared_at, quality, p.onset_min, p.therapy, cpr, _door(p))
+            delay, door = start - p.appeared_at, _door(p)
+            sec_wg = w * _gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
         elif hope:
             sec_wg = w * _secondary_gain_now(p, t) * hope
         reached_at = p.first_unit_at
