@@ -378,10 +378,13 @@ def _waste(counts: dict[str, float]) -> float:
 def triage_accuracy(call: Call) -> float:
     """1 minus the expected triage cost of the code given, under the posterior given the report
     (what the code could be judged on when it was given); 0 if untriaged."""
-    if call.priority is None:
-        return 0.0
-    chances = report_priority_posterior(call.report)
-    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(call.priority, level) for level in PRIORITIES)
+    return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _expected_accuracy(report: str, code: str) -> float:
+    chances = report_priority_posterior(report)
+    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(code, level) for level in PRIORITIES)
 
 
 def _triage_mean(world: World) -> float:
