@@ -230,7 +230,9 @@ def report(task_id: str, runs: dict[str, list[dict[str, Any]]]) -> None:
         gap = _mean_se([x["score"] - y["score"] for x, y in zip(eps, base, strict=True)])
         harm = _mean_se([x["deaths"] - y["deaths"] for x, y in zip(eps, base, strict=True)])
         reach = [r for e in eps for r in e["reach"]]
-        negative = f"{sum(r < -1e-12 for r in reach)}/{len(reach)}" if reach else "-"
+        negative = "-"
+        if reach:
+            negative = f"{sum(r < -1e-12 for r in reach)}/{len(reach)} mean {statistics.fmean(reach):+.4f}"
         print(f"{name:17s} {statistics.fmean(e['score'] for e in eps):7.4f} "
               f"{statistics.fmean(e['deaths'] for e in eps):6.2f} {gap[0]:+.4f}±{gap[1]:.4f} "
               f"{harm[0]:+6.2f}±{harm[1]:.2f} {statistics.fmean(e['return'] for e in eps):7.3f} {negative}")
