@@ -148,8 +148,10 @@ def _relaxed(p: Patient) -> bool:
 
 
 def transfer_allowance(p: Patient) -> int:
+    if not _relaxed(p):
+        return 0
     cond = CONDITIONS[p.condition]
-    return cond.target_for(_relaxed(p)) - cond.target_min
+    return cond.target_for(True) - cond.target_min
 
 
 def _cpr_minutes(p: Patient, until: int) -> float:
@@ -313,9 +315,10 @@ def _caller_entry(world: World, call: Call) -> _Entry:
     """An unseen caller in the preview: the posterior expectation, nothing hidden."""
     t = world.clock
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
-    bound = _caller_bound(call.report, t - call.received_at, cpr)
+    b = _caller_bound(call.report, t - call.received_at, cpr)
     hope = _hope(call.received_at, t, world.task.horizon_min)
-    return bound._replace(wk=bound.wk * hope, wv=bound.wv * hope, load_wd=bound.load_wd * hope)
+    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_w, 0.0, b.load_w, b.load_wd * hope,
+                  0.0, 0.0, 0.0, 0.0)
 
 
 def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
@@ -337,7 +340,7 @@ def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
 def _add_up(entries: list[_Entry]) -> _Entry:
     if not entries:
         return _ZERO
-    return _Entry(*(math.fsum(column) for column in zip(*entries, strict=True)))
+    return _Entry(*map(sum, zip(*entries, strict=True)))
 
 
 # ---------------------------------------------------------------- episode-level terms
