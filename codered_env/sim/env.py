@@ -15,9 +15,12 @@ Action
 Time
     A decision costs 1 simulated minute. ``maintain_plan`` advances minute by minute to the next
     event (arrival, call, disruption, resource ready, vitals band, death...), at most 10 minutes.
+    ``StepResult.minutes`` (and the observation's ``minutes``) is what the decision took, so a
+    discount meant per minute is ``gamma_minute ** minutes`` per decision.
 Reward
     The change in the running score preview (rubric.py), so an episode's rewards add up to its
-    final score, which lies in [0.01, 0.99].
+    final score, which lies in [0.01, 0.99]. The preview charges benefit lost minute by minute
+    and values callers no crew has seen by the posterior given their reports.
 Termination
     When every patient is in treatment, treated, released or dead and no call is still to come
     (``end_reason`` "resolved"); when the clock reaches the task's horizon ("horizon"); or when the

@@ -148,8 +148,10 @@ def _relaxed(p: Patient) -> bool:
 
 
 def transfer_allowance(p: Patient) -> int:
+    if not _relaxed(p):
+        return 0
     cond = CONDITIONS[p.condition]
-    return cond.target_for(_relaxed(p)) - cond.target_min
+    return cond.target_for(True) - cond.target_min
 
 
 def _cpr_minutes(p: Patient, until: int) -> float:
@@ -270,7 +272,8 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         if p.treatment_start is not None:
             start = p.treatment_start
             quality, cpr = p.treatment_quality, _cpr_minutes(p, start)
-            sec_wg = w * _gain(p.condition, start - p.appeared_at, quality, p.onset_min, p.therapy, cpr, _door(p))
+            delay, door = start - p.appeared_at, _door(p)
+            sec_wg = w * _gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
         elif hope:
             sec_wg = w * _secondary_gain_now(p, t) * hope
         reached_at = p.first_unit_at
@@ -312,9 +315,10 @@ def _caller_entry(world: World, call: Call) -> _Entry:
     """An unseen caller in the preview: the posterior expectation, nothing hidden."""
     t = world.clock
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
-    bound = _caller_bound(call.report, t - call.received_at, cpr)
+    b = _caller_bound(call.report, t - call.received_at, cpr)
     hope = _hope(call.received_at, t, world.task.horizon_min)
-    return bound._replace(wk=bound.wk * hope, wv=bound.wv * hope, load_wd=bound.load_wd * hope)
+    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_w, 0.0, b.load_w, b.load_wd * hope,
+                  0.0, 0.0, 0.0, 0.0)
 
 
 def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
@@ -336,7 +340,7 @@ def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
 def _add_up(entries: list[_Entry]) -> _Entry:
     if not entries:
         return _ZERO
-    return _Entry(*(math.fsum(column) for column in zip(*entries, strict=True)))
+    return _Entry(*map(sum, zip(*entries, strict=True)))
 
 
 # ---------------------------------------------------------------- episode-level terms
@@ -377,10 +381,13 @@ def _waste(counts: dict[str, float]) -> float:
 def triage_accuracy(call: Call) -> float:
     """1 minus the expected triage cost of the code given, under the posterior given the report
     (what the code could be judged on when it was given); 0 if untriaged."""
-    if call.priority is None:
-        return 0.0
-    chances = report_priority_posterior(call.report)
-    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(call.priority, level) for level in PRIORITIES)
+    return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _expected_accuracy(report: str, code: str) -> float:
+    chances = report_priority_posterior(report)
+    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(code, level) for level in PRIORITIES)
 
 
 def _triage_mean(world: World) -> float:

@@ -65,7 +65,7 @@ class Patient:
     # hospital's minutes from them when they became known; the credit of each readiness part,
     # judged against that reference when treatment began (care.prep_credit); rule_zero: no
     # credit (a hospital that could not treat them, or worse care while better was on offer)
-    prompt_legs: tuple[float, dict[str, float]] | None = None
+    prompt_legs: tuple[float, tuple[tuple[int, float], ...]] | None = None
     prep_credit: dict[str, float] | None = None
     prep_rule_zero: bool = False
     wait_started: int | None = None

@@ -87,7 +87,7 @@ def _check_versions(sim: CodeRedSim) -> None:
 def _check(sim: CodeRedSim) -> None:
     world = sim.world
     _check_versions(sim)
-    if not sim.done:
+    if not sim.done and sim.step_count:  # the preview starts at 0 (the rewards add up to the final score)
         assert sim.score_preview == rubric.preview_score(world), "reported preview is stale"
     calls = list(world.calls.values())  # World.oldest_pending_call's premises
     assert all(a.received_at <= b.received_at for a, b in itertools.pairwise(calls))

@@ -5,6 +5,7 @@ transfers (docs/MODEL.md §4.4-§4.6, §8.1)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from ..params import (
     CROWDED_DOOR_FACTOR,
     DECISION_COST_MIN,
     LIGHTS_AND_SIRENS_FACTOR,
+    MEMO_ENTRIES,
     NO_BLOOD_QUALITY,
     NO_BLOOD_SURGERY_WAIT_MIN,
     O_NEG_RELEASE_MIN,
@@ -118,7 +120,7 @@ def note_prompt_reference(world: World, p: Patient) -> None:
     unit's minutes to them and every hospital's minutes from them (the condition plays no part)."""
     net, node = world.net, p.node
     response = min((net.minutes(a.node, node) for a in world.ambulances.values()), default=math.inf)
-    p.prompt_legs = (response, {h.hospital_id: net.minutes(node, h.node) for h in world.hospitals.values()})
+    p.prompt_legs = (response, tuple((h.tier, net.minutes(node, h.node)) for h in world.hospitals.values()))
 
 
 def prompt_reference(world: World, p: Patient, part_min: int) -> float:
@@ -127,16 +129,22 @@ def prompt_reference(world: World, p: Patient, part_min: int) -> float:
     at lights-and-sirens speed, the condition's scene time, the nearest hospital giving its best
     care; decision minutes), and not before ``part_min`` after the condition could first be known
     (at once in phase 1; when the prompt crew would reach a caller in phase 2)."""
-    cond = CONDITIONS[p.condition]
-    response, legs = p.prompt_legs or (0.0, {})
+    response, legs = p.prompt_legs or (0.0, ())
+    return p.appeared_at + _prompt_offset(p.condition, p.call_id is not None, response, legs, part_min)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _prompt_offset(condition: str, caller: bool, response: float, legs: tuple[tuple[int, float], ...],
+                   part_min: int) -> float:
+    """``prompt_reference`` minus the minute the patient became known (read only, memoised)."""
+    cond = CONDITIONS[condition]
     best = cond.best_care
     best_q = best.quality if best else 1.0
-    capable = [m for hid, m in legs.items()
-               if (care := cond.care_at(world.hospitals[hid].tier)) is not None and care.quality >= best_q]
-    transport = min(capable or legs.values() or [0.0])
+    capable = [m for tier, m in legs if (care := cond.care_at(tier)) is not None and care.quality >= best_q]
+    transport = min(capable or [m for _, m in legs] or [0.0])
     reach = DECISION_COST_MIN + LIGHTS_AND_SIRENS_FACTOR * response
-    arrival = p.appeared_at + reach + cond.scene_min + TRANSPORT_FACTOR * transport
-    known = p.appeared_at if p.call_id is None else p.appeared_at + reach
+    arrival = reach + cond.scene_min + TRANSPORT_FACTOR * transport
+    known = reach if caller else 0.0
     return max(arrival, known + DECISION_COST_MIN + part_min)
 
 
