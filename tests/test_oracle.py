@@ -55,8 +55,8 @@ def test_truth_triage_reads_the_hidden_priority() -> None:
 
 
 def test_oracle_is_reproducible() -> None:
-    first = run_episode("task2", 1002, OracleAgent(1002))
-    second = run_episode("task2", 1002, OracleAgent(1002))
+    first = run_episode("task1", 1002, OracleAgent(1002))
+    second = run_episode("task1", 1002, OracleAgent(1002))
     assert first.actions == second.actions and first.score == second.score
 
 
