@@ -484,6 +484,10 @@ def main(argv: list[str] | None = None) -> int:
           f"tasks {', '.join(tasks)}")
     if not args.replay:
         results = run(tasks, seeds, names, args.workers, progress=not args.quiet)
+        if args.json:  # the episodes first: a long run survives an interrupted analysis
+            played = {t: {"episodes": {n: [asdict(e) for e in eps] for n, eps in results[t].items()}}
+                      for t in tasks}
+            args.json.write_text(json.dumps({"seeds": seeds, "policies": names, "tasks": played}))
     report: dict[str, Any] = {"seeds": seeds, "policies": names, "tasks": {}}
     broken = 0
     lines = []
