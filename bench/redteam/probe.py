@@ -289,7 +289,7 @@ def analyse(results: dict[str, list[Episode]]) -> dict[str, Any]:
     if CEILING in results:
         ceiling = statistics.fmean(_values(results[CEILING], "score"))
         analysis["above_ceiling"] = [
-            r["policy"] for r in rows if r["policy"] != CEILING and r["score"] >= ceiling]
+            r["policy"] for r in rows if r["policy"] != CEILING and r["score"] > ceiling]  # ties: equal plays
         analysis["ceiling_beaten_on"] = beaten_seeds(results)
     return analysis
 
@@ -321,7 +321,7 @@ def violations(analysis: dict[str, Any]) -> list[str]:
         out.append(f"reaching a caller punished: mean reward {reach['mean_reward']:+.4f}, "
                    f"{reach['negative_share']:.0%} of such steps negative")
     for name in analysis.get("above_ceiling", []):
-        out.append(f"oracle not above {name} in mean")
+        out.append(f"{name} above the oracle in mean")
     return out
 
 
@@ -398,7 +398,7 @@ def print_task(task_id: str, analysis: dict[str, Any], n_seeds: int) -> None:
     if "above_ceiling" in analysis:
         beaten = analysis["ceiling_beaten_on"]
         seeds = sorted({s for v in beaten.values() for s in v})
-        print(f"oracle: above every policy in mean: {not analysis['above_ceiling']}; beaten by a fair "
+        print(f"oracle: no policy above it in mean: {not analysis['above_ceiling']}; beaten by a fair "
               f"policy on {len(seeds)} of {n_seeds} seeds" + (f" ({', '.join(beaten)})" if beaten else ""))
 
 
