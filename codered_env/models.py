@@ -309,6 +309,10 @@ class CodeRedObservation(Observation):
     step: int
     max_steps: int
     clock_min: int = Field(description="Simulated minutes since the emergency began.")
+    minutes: int = Field(
+        default=0,
+        description="Simulated minutes the last decision took (discount per minute: gamma ** minutes).",
+    )
     horizon_min: int
     phase: int = Field(description="1: patients known at the start; 2: patients arrive as calls.")
     patients: list[PatientView]

@@ -171,6 +171,7 @@ class CodeRedGymEnv(gymnasium.Env):
             "last_action_error": self.sim.last_error,
             "step": self.sim.step_count,
             "clock_min": self.sim.clock,
+            "minutes": self.sim.last_minutes,  # per-minute discounting: gamma_minute ** minutes
         }
         if self.info_actions:
             info["actions"] = self.legal_wire_actions()

@@ -15,9 +15,12 @@ Action
 Time
     A decision costs 1 simulated minute. ``maintain_plan`` advances minute by minute to the next
     event (arrival, call, disruption, resource ready, vitals band, death...), at most 10 minutes.
+    ``StepResult.minutes`` (and the observation's ``minutes``) is what the decision took, so a
+    discount meant per minute is ``gamma_minute ** minutes`` per decision.
 Reward
     The change in the running score preview (rubric.py), so an episode's rewards add up to its
-    final score, which lies in [0.01, 0.99].
+    final score, which lies in [0.01, 0.99]. The preview charges benefit lost minute by minute
+    and values callers no crew has seen by the posterior given their reports.
 Termination
     When every patient is in treatment, treated, released or dead and no call is still to come
     (``end_reason`` "resolved"); when the clock reaches the task's horizon ("horizon"); or when the
@@ -44,7 +47,7 @@ from .handlers import apply_action
 from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
-from .rubric import PreviewMemo, final_score, grade, preview_score
+from .rubric import final_score, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .world import World
 
@@ -55,6 +58,7 @@ class StepResult(NamedTuple):
     reward: float
     done: bool
     error: str | None
+    minutes: int  # simulated minutes the decision took (the play-on to the end included)
 
 
 def _as_logged(action: object) -> Any:
@@ -114,12 +118,11 @@ class CodeRedSim:
         self._final_score: float | None = None
         self._final: dict[str, Any] | None = None
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
-        self._preview_version, self._preview_value = -1, 0.0
+        self.last_minutes = 0  # simulated minutes the last decision took
         self._view_memo: dict[str, Any] = {}  # observation_view's reusable parts
-        self._shares = PreviewMemo()  # what the running grade reuses (rubric.PreviewMemo)
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (``private_copy``) starts with no reusable observation parts or shares."""
+        """A copy (``private_copy``) starts with no reusable observation parts."""
         self._final_breakdown()  # a fork redraws the copy's world: the grade is of this one
         return self.__dict__ | self._fresh_parts()
 
@@ -130,8 +133,9 @@ class CodeRedSim:
     # ------------------------------------------------------------------ stepping
     def step(self, action: object) -> StepResult:
         if self.done:
-            return StepResult(0.0, True, "the episode is over; reset to start a new one")
+            return StepResult(0.0, True, "the episode is over; reset to start a new one", 0)
         world = self.world
+        clock_before = world.clock
         world.events, world.notable, world.query_result = [], False, None
         self.action_log.append(_as_logged(action))
         parsed, error = parse_action(action)
@@ -150,17 +154,9 @@ class CodeRedSim:
         self._events = world.events
         previous = self.score_preview
         final = self._final_score
-        self.score_preview = self._preview() if final is None else final
-        return StepResult(self.score_preview - previous, self.done, error)
-
-    def _preview(self) -> float:
-        """``rubric.preview_score``, recomputed only when one of its inputs changed since the last
-        time (``World.score_version``; tests/sim/test_incremental_core.py checks every step)."""
-        world = self.world
-        if world.score_version != self._preview_version:
-            self._preview_value = preview_score(world, self._shares)
-            self._preview_version = world.score_version
-        return self._preview_value
+        self.score_preview = preview_score(world) if final is None else final
+        self.last_minutes = world.clock - clock_before
+        return StepResult(self.score_preview - previous, self.done, error, self.last_minutes)
 
     def _end_reason(self) -> str | None:
         if self.world.resolved():
@@ -196,7 +192,7 @@ class CodeRedSim:
         while not world.resolved() and world.clock < self.task.horizon_min:
             world.tick()
         self.done = True
-        self._final_score = score = final_score(world, self._shares)
+        self._final_score = score = final_score(world)
         return score
 
     def _final_breakdown(self) -> dict[str, Any] | None:
@@ -228,8 +224,8 @@ class CodeRedSim:
 
     @staticmethod
     def _fresh_parts() -> dict[str, Any]:
-        """What a copy starts without: reusable observation parts and the running grade's shares."""
-        return {"_view_memo": {}, "_shares": PreviewMemo()}
+        """What a copy starts without: reusable observation parts."""
+        return {"_view_memo": {}}
 
     # ------------------------------------------------------------------ views
     def grade(self) -> dict[str, Any]:
@@ -248,13 +244,14 @@ class CodeRedSim:
             preview=self.score_preview,
             last_error=self.last_error,
             events=self._events,
+            minutes=self.last_minutes,
         )
 
     def observation_view(self) -> ObservationView:
         """The observation as a read-only mapping whose parts are built when first read; equal
         to ``observation()`` when read whole, valid until the next step."""
         ctx = StepContext(self.step_count, self.max_steps, self.done, self.score_preview, self.last_error,
-                          self._events)
+                          self._events, self.last_minutes)
         return ObservationView(self.world, ctx, self._view_memo)
 
     def render_text(self) -> str:

@@ -132,7 +132,6 @@ def secondary_pending(world: World) -> bool:
 def fork_world(world: World, rng: Random, pending_secondary: bool) -> None:
     """Redraw every hidden part of ``world`` (a ``CodeRedSim.private_copy``) in place;
     ``pending_secondary`` is ``secondary_pending`` of the parent episode."""
-    world.score_version += 1  # the preview counts only what the agent sees; re-derived anyway
     world.travel_rng = Random(rng.getrandbits(64))
     world.narrative_rng = Random(rng.getrandbits(64))
     _resample_callers(world, rng)

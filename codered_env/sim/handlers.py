@@ -13,6 +13,7 @@ from typing import Any
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
+from .dynamics.dispatch import charge_advice
 from .params import (
     BLOOD_COURIER_DISPATCH_MIN,
     MUTUAL_AID_DELAY_RANGE,
@@ -150,15 +151,12 @@ def triage_call(world: World, a: Any) -> str | None:
     call.priority = a.priority
     world.calls_version += 1
     p = world.patients[call.patient_id]
-    world.score_dirty.add(p.patient_id)  # cpr_from may change below
-    if p.visible:  # the running grade judges the triage of callers a crew has seen
-        world.score_version += 1
-        world.triage_version += 1
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
     if a.priority == "P1" and p.cpr_from is None and CONDITIONS[p.condition].key == "cardiac_arrest":
         p.cpr_from = world.clock  # a coded Echo call gets telephone CPR instructions
     if a.priority == "P4":
+        charge_advice(world, call)
         call.status, call.closed_at = "closed_advice", world.clock
         world.calls_version += 1
         if call.true_priority == "P4":
@@ -364,7 +362,6 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     unit_id = f"{MUTUAL_AID_UNIT_PREFIX}{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
     world.next_aid_at = min(world.next_aid_at, world.clock + delay)
-    world.score_version += 1
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None
 

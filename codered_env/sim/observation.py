@@ -311,6 +311,7 @@ class StepContext(NamedTuple):
     preview: float
     last_error: str | None
     events: list[str]
+    minutes: int = 0  # simulated minutes the last decision took
 
 
 # key -> how it is built, in the observation's key order (one source for the dict and the view)
@@ -320,6 +321,7 @@ _PARTS: dict[str, Callable[[World, StepContext], Any]] = {
     "step": lambda w, c: c.step,
     "max_steps": lambda w, c: c.max_steps,
     "clock_min": lambda w, c: w.clock,
+    "minutes": lambda w, c: c.minutes,
     "horizon_min": lambda w, c: w.task.horizon_min,
     "phase": lambda w, c: w.task.phase,
     "done": lambda w, c: c.done,
@@ -356,8 +358,9 @@ def build_observation(
     preview: float,
     last_error: str | None,
     events: list[str],
+    minutes: int = 0,
 ) -> dict[str, Any]:
-    ctx = StepContext(step, max_steps, done, preview, last_error, events)
+    ctx = StepContext(step, max_steps, done, preview, last_error, events, minutes)
     return {key: part(world, ctx) for key, part in _parts_of(world).items()}
 
 

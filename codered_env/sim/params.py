@@ -40,6 +40,10 @@ MCI_EXTRA_SCENE_MIN = 5  # mass-casualty scenes take ~5 min longer (PubMed 33843
 NO_TRANSPORT_SCENE_MIN = 10  # treat-and-release on scene (anxiety / panic)
 FOUND_DEAD_SCENE_MIN = 5  # a crew that finds the patient dead clears the scene quickly [assumption]
 MIN_SCENE_MIN = 3  # floor on any jittered scene time [assumption]
+# prep_ready: a readiness part ready this many minutes after its prompt reference earns no
+# credit (linear from 1 on time) -- a cath lab's whole activation window (CATH_LAB_PREP_RANGE)
+# [design choice]
+PREP_LATE_ZERO_MIN = 30
 HANDOVER_MIN = 12  # median offload 11-16 min (NSW 2012; intjem)
 HANDOVER_JITTER_MIN = 3
 # Handover x 1.28 at a crowded hospital [assumption]. Schull 2003 (CMAJ 168:277) measured +28 % in
@@ -137,19 +141,28 @@ RUBRIC_WEIGHTS = {
     "cascade_score": 0.10,
 }
 PRIORITY_WEIGHT = {"P1": 3.0, "P2": 2.0, "P3": 1.0}
+# Waste per scored patient discounts ``efficiency`` as exp(-waste): continuous, never free past a
+# floor. Each weight is sized below the outcome cost of what the waste could buy: one STEMI
+# death per 100 patients moves a task1 score by ~0.08 and a haemorrhage death by ~0.01 (stake
+# weights, docs/MODEL.md §8.1), while one unit of waste per patient costs at most
+# 0.22 x (1 - exp(-w)) ~ 0.2 w [design choice, re-measured by bench/probe_grading.py].
 PENALTY = {
-    "invalid_action": 0.03,
-    "wasted_page": 0.08,
-    "unused_or_prep": 0.08,
-    "preempt_or": 0.05,
-    "unneeded_blood": 0.05,
-    "over_triage": 0.06,
-    "dispatch_no_need": 0.04,
-    "under_triage": 0.08,  # a true P1 sent cold or advised at P4 (params: "Triage accuracy")
+    "invalid_action": 0.02,
+    "wasted_page": 0.03,
+    "unused_or_prep": 0.03,
+    "preempt_or": 0.03,
+    "unneeded_blood": 0.02,
+    # response charges, each counted as the chance given the report that the response was wrong
+    "over_triage": 0.03,  # ALS sent: P(P3 or P4)
+    "dispatch_no_need": 0.02,  # any unit sent: P(P4)
+    "under_triage": 0.06,  # cold or BLS response: P(P1); advice: P(P1 or P2). Dearer than over
 }
-MUTUAL_AID_PENALTY_UNNEEDED = 0.04
-MUTUAL_AID_PENALTY_UNUSED = 0.03
-MUTUAL_AID_PENALTY_CAP = 0.10
+# A mutual-aid unit is a neighbouring district's ALS crew; borrowing one needlessly costs that
+# district cover, which no patient of this episode pays for: kept below one unnecessary unit
+# dispatch's charge so it never outweighs an outcome difference [design choice]
+MUTUAL_AID_PENALTY_UNNEEDED = 0.005
+MUTUAL_AID_PENALTY_UNUSED = 0.005
+MUTUAL_AID_PENALTY_CAP = 0.02
 SECONDARY_RESPONSE_FULL_MIN = 10  # a secondary casualty reached within this earns full credit
 SECONDARY_RESPONSE_ZERO_MIN = 40
 SCORE_FLOOR = 0.01

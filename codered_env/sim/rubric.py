@@ -1,5 +1,4 @@
-"""The grading rubric (docs/MODEL.md#grading): a pure function of
-the episode's world state.
+"""The grading rubric (docs/MODEL.md#grading): a pure function of the episode's world state.
 
 ::
 
@@ -7,45 +6,49 @@ the episode's world state.
                 + 0.16 x prep_ready + 0.10 x vitals_score_avg + 0.10 x cascade_score
                 - mutual_aid_penalty
 
-Scored patients are those with a real need (true priority P1-P3). The final grade includes
-callers whose call has come in but whom no crew has seen yet; the running preview counts only
-patients the agent can see, so it never leaks a caller's true condition (the difference lands in
-the last step's reward). P4 callers are not patients for grading.
+Outcome first. Every per-patient mean is weighted by the patient's *stake*: the priority weight
+(P1 x3, P2 x2, P3 x1) times the outcome at stake, ``O(0, best care) - O_untreated`` on the
+condition's own cited curve (conditions.py). A stake-weighted mean of the benefit kept is then the
+priority-weighted share of the achievable outcome gain obtained, so between two policies on the
+same patients ``time_score`` moves exactly as the priority-weighted expected outcome does, and
+process credit (readiness, vitals) is weighted by the benefit the patient kept. Scored patients
+are those with a real need (true priority P1-P3); P4 callers are not patients for grading.
 
-* ``time_score`` -- priority-weighted (P1 x3, P2 x2, P3 x1) mean over scored patients of the
-  *benefit kept*: the share of the achievable benefit of treatment still obtained at the delay
-  ``d`` (minutes from the call to the start of definitive care), read off the condition's own
-  cited outcome curve ``O`` (conditions.py, docs/MODEL.md#calibration)::
+* ``time_score`` -- stake-weighted mean of the *benefit kept*
+  ``clip((O(d - a, care given) - O_untreated) / (O(0, best care) - O_untreated), 0, 1)``, with
+  ``d`` minutes from the call to definitive care and ``a`` the transfer allowance (30 min, STEMI
+  120 instead of 90, for a patient transferred while no PCI-capable hospital could take them).
+  Never treated: 0.
+* ``efficiency`` -- ``time_score x exp(-waste)``: the benefit delivered, discounted continuously
+  (never free past a floor) by the waste per scored patient, ``sum(PENALTY[k] x count_k) / n``.
+  Waste: invalid actions, specialist pages and OR preparations never used, pre-empted elective
+  cases, blood reserved needlessly, and the response charges, each the chance *given what the
+  dispatcher knew* (the posterior given the caller's report; the known priority in phase 1)
+  that a response was wrong: ALS to a non-urgent caller, any unit to an advice-only caller, a
+  cold or BLS response or advice to a caller who needed more.
+* ``prep_ready`` -- over patients whose care needs an OR, a specialist or blood, the stake-weighted
+  mean of ``benefit kept x readiness``, the readiness (each of OR / specialist / blood in 0..1)
+  measured when they first reached a hospital or at their prompt-arrival reference if that came
+  first (``dynamics.care.prompt_arrival``), so arriving late never raises it. Care that needs
+  nothing prepared leaves a patient out when it was the best on offer to them, and scores 0 when a
+  better-equipped hospital could have taken them.
+* ``vitals_score_avg`` -- stake-weighted mean reserve (0..1) at the start of treatment; 0 untreated.
+* ``secondary_harm`` -- stake-weighted mean over secondary casualties of the outcome gain
+  ``(O - O_untreated) / (O_best - O_untreated)``, clipped to 0..1 (``O_best``: care at 40 % of target).
+* ``cascade_score`` -- mean of: secondary casualties reached in time (1 within 10 min, 0 at 40);
+  hospital load handled (stake-weighted share of patients to be taken to hospital who got
+  there x (1 - 0.5 x overcrowding diversions)); in phase 2 the triage accuracy, the mean over
+  received calls of ``1 - E[cost(code, level) | report]`` (0 untriaged), halved after a news cycle.
+* ``mutual_aid_penalty`` -- per request made while free units outnumbered the waiting patients
+  and calls, and per mutual-aid unit never given a job; capped.
 
-      benefit_kept = clip((O(d - a, care given) - O_untreated) / (O(0, best care) - O_untreated), 0, 1)
-
-  so the grade falls steeply where minutes cost lives (haemorrhage, STEMI) and gently where
-  they do not (non-shock trauma, labour). The care given enters through its therapy and
-  quality (thrombolysis instead of PCI, surgery without blood ...). ``a`` is the transfer
-  allowance: 30 min (STEMI 120 instead of 90) for a patient transferred after being sent to a
-  non-PCI hospital while no PCI-capable hospital could take them (diverted, lab out of
-  service or occupied at the time of assignment); 0 otherwise. Never treated: 0.
-* ``efficiency`` -- ``coverage x max(0, 1 - penalties)``; coverage is the share of scored
-  patients a crew reached. Penalties: invalid action 0.03, wasted specialist page 0.08, OR
-  preparation never used 0.08, pre-empted elective case 0.05, blood reserved for a patient who
-  does not need it or never used 0.05, ALS sent to a P3/P4 caller 0.06, any unit sent to a P4
-  caller 0.04.
-* ``prep_ready`` -- mean over patients whose condition needs an OR, a specialist or blood, of the
-  readiness measured when they first reached a hospital (each of OR / specialist / blood in 0..1;
-  partial while preparing; 0 at a hospital that cannot treat them; 0 if they never arrived).
-  Credit comes only from preparation that happened: a patient given care that needs nothing
-  prepared (thrombolysis, a CHC delivery) is left out when that care was the best available
-  to them, and scores 0 when a better-equipped hospital could have taken them.
-* ``vitals_score_avg`` -- mean vitals score (0..1) at the start of treatment; 0 if never treated.
-* ``secondary_harm`` -- mean over secondary casualties of their outcome gain, normalised:
-  (expected outcome - untreated outcome) / (best outcome - untreated outcome), clipped to 0..1.
-* ``cascade_score`` -- mean of: secondary casualties reached in time (1 within 10 min, 0 at 40),
-  hospital load handled (share of patients delivered x (1 - 0.5 x overcrowding diversions)),
-  and in phase 2 the triage accuracy over received calls (1 for the right level, 0.5 one level
-  off, 0 otherwise or untriaged), halved if a news cycle broke out.
-* ``mutual_aid_penalty`` -- 0.04 per request made while the free units (plus mutual-aid units
-  already on their way) outnumbered the patients and calls waiting for one, 0.03 per mutual-aid
-  unit never given a job; capped at 0.10.
+The running preview (the step reward is its change) is the same computation on the world now,
+from what the agent can see: a patient not yet treated is valued at the benefit they would keep
+if care began this minute, times the share of the horizon still left to give it
+(``_hope``) -- so benefit lost is charged minute by minute -- and a caller no crew has seen
+enters at the expectation of that value under the posterior given the report
+(``triage.condition_posterior``), never by the hidden condition. A crew reaching a caller swaps
+the expectation for the truth: no change on average. The final grade values the untreated at 0.
 
 ``secondary_harm`` and ``cascade_score`` are ``None`` (not applicable) in tasks without
 cascades; their weight is shared out over the other components in proportion. The score is
@@ -55,11 +58,14 @@ rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import math
 from typing import Any, NamedTuple
 
-from .conditions import CONDITIONS, benefit_kept, best_outcome, expected_death, expected_outcome
+from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, expected_death, expected_outcome
+from .dynamics.care import prep_credit
+from .dynamics.rooms import care_for
 from .params import (
+    CONDITION_NUMBERS,
     DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
@@ -74,27 +80,61 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
+    STROKE_ONSET_BEFORE_CALL_RANGE,
 )
-from .triage import PRIORITIES, triage_cost
-from .types import Patient
+from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
+from .types import FINAL_PATIENT_STATES, Call, Patient
 from .world import World
 
+_NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 
+
+# ---------------------------------------------------------------- one patient's outcome
 def _outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        return _treated_outcome(
-            p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p)
-        )
+        cpr = _cpr_minutes(p, p.treatment_start)
+        quality, door = p.treatment_quality, _door(p)
+        return _treated_outcome(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _treated_outcome(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
                      cpr: float, door: int | None) -> float:
-    """``expected_outcome`` memoised like ``_benefit`` (every grade asks it of every patient)."""
     return expected_outcome(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+             cpr: float, door: int | None) -> float:
+    """``benefit_kept`` memoised (asked of every patient at every grade)."""
+    return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float,
+          door: int | None) -> float:
+    """A secondary casualty's outcome gain, normalised to the best outcome (care at 40 % of target)."""
+    cond = CONDITIONS[condition]
+    base, best = cond.untreated_outcome, best_outcome(cond, onset)
+    if best <= base:
+        return 0.0
+    got = expected_outcome(cond, delay, quality, onset, therapy, cpr, door)
+    return min(1.0, max(0.0, (got - base) / (best - base)))
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def stake(condition: str, onset: int) -> float:
+    """The patient's weight in every mean: priority weight x the outcome at stake,
+    ``O(0, best care) - O_untreated`` (0 for a P4 caller)."""
+    cond = CONDITIONS[condition]
+    if cond.true_priority not in PRIORITY_WEIGHT:
+        return 0.0
+    best = cond.best_care
+    ceiling = expected_outcome(cond, 0.0, 1.0, onset, best.therapy if best else "definitive")
+    return PRIORITY_WEIGHT[cond.true_priority] * max(0.0, ceiling - cond.untreated_outcome)
 
 
 def _door(p: Patient) -> int | None:
@@ -108,78 +148,204 @@ def _relaxed(p: Patient) -> bool:
 
 
 def transfer_allowance(p: Patient) -> int:
+    if not _relaxed(p):
+        return 0
     cond = CONDITIONS[p.condition]
-    return cond.target_for(_relaxed(p)) - cond.target_min
+    return cond.target_for(True) - cond.target_min
+
+
+def _cpr_minutes(p: Patient, until: int) -> float:
+    """Minutes of the call-to-``until`` delay a cardiac arrest spent under telephone CPR."""
+    if p.cpr_from is None:
+        return 0.0
+    return float(max(0, until - max(p.cpr_from, p.appeared_at)))
 
 
 def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
         return 0.0
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    cpr, door = _cpr_minutes(p), _door(p)
-    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, cpr, door)
+    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy,
+                    _cpr_minutes(p, p.treatment_start), _door(p))
 
 
-@functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
-             cpr: float, door: int | None) -> float:
-    """``benefit_kept`` memoised: a treated patient's inputs never change, yet the running preview
-    asks for them every step."""
-    return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
+def _best_therapy(cond: Condition) -> tuple[float, str]:
+    best = cond.best_care
+    return (best.quality, best.therapy) if best else (1.0, "definitive")
 
 
-def _cpr_minutes(p: Patient) -> float:
-    """Minutes of the call-to-treatment delay a cardiac arrest spent under telephone CPR."""
-    if p.cpr_from is None or p.treatment_start is None:
-        return 0.0
-    return float(max(0, p.treatment_start - max(p.cpr_from, p.appeared_at)))
+def _kept_if_treated_now(p: Patient, t: int) -> float:
+    """The benefit ``p`` would keep if the best care began at minute ``t``."""
+    quality, therapy = _best_therapy(CONDITIONS[p.condition])
+    delay = t - p.appeared_at
+    door = delay if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
+    return _benefit(p.condition, delay - transfer_allowance(p), quality, p.onset_min, therapy,
+                    _cpr_minutes(p, t), door)
 
 
-def _prep(p: Patient) -> float | None:
-    if not CONDITIONS[p.condition].needs_prep:
+def _secondary_gain_now(p: Patient, t: int) -> float:
+    quality, therapy = _best_therapy(CONDITIONS[p.condition])
+    delay = t - p.appeared_at
+    return _gain(p.condition, delay, quality, p.onset_min, therapy, _cpr_minutes(p, t), delay)
+
+
+def _response_credit(minutes: int) -> float:
+    span = SECONDARY_RESPONSE_ZERO_MIN - SECONDARY_RESPONSE_FULL_MIN
+    return min(1.0, max(0.0, 1.0 - (minutes - SECONDARY_RESPONSE_FULL_MIN) / span))
+
+
+def _hope(appeared_at: int, t: int, horizon: int) -> float:
+    """The share of the patient's time to the horizon still left at minute ``t``: the preview's
+    value of a patient no crew has reached falls to 0 by the horizon, where the final grade puts
+    the untreated; reaching them restores it (so reaching a caller is rewarded, not punished)."""
+    span = horizon - appeared_at
+    return 1.0 if span <= 0 else min(1.0, max(0.0, (horizon - t) / span))
+
+
+# ---------------------------------------------------------------- per-patient terms
+class _Entry(NamedTuple):
+    """One scored patient's (or the expectation over an unseen caller's) terms in the grade's sums."""
+
+    n: float  # scored mass: 1, or the chance an unseen caller has a real need
+    reached: float  # a crew reached them
+    w: float  # stake weight
+    wk: float  # w x benefit kept
+    wv: float  # w x vitals at treatment
+    prep_w: float  # w, if their care needs preparation
+    prep_wkr: float  # w x benefit kept x readiness
+    load_w: float  # w, if they are to be taken to hospital
+    load_wd: float  # w x delivered
+    sec_w: float  # secondary casualties: stake, stake x gain, count, response credit
+    sec_wg: float
+    sec_n: float
+    sec_r: float
+
+
+_ZERO = _Entry(*([0.0] * len(_Entry._fields)))
+
+
+def _prep(world: World, p: Patient, final: bool) -> float | None:
+    """Readiness credited to ``p`` (None: their care needed nothing prepared): the mean of the
+    parts' credit when treatment began; in the preview, for a patient not treated yet, the
+    credit were treatment to begin now at the hospital they are in or headed for."""
+    if p.prep_credit is not None:
+        return sum(p.prep_credit.values()) / len(p.prep_credit) if p.prep_credit else None
+    if p.first_hospital_arrival is not None and not p.arrival_prep:
         return None
-    if p.first_hospital_arrival is None:
+    where = p.hospital or p.destination
+    if final or p.prep_rule_zero or where is None or p.status in FINAL_PATIENT_STATES:
         return 0.0
-    parts = p.arrival_prep or {}
+    h = world.hospitals[where]
+    care = care_for(p, h)
+    if care is None:
+        return 0.0
+    parts = prep_credit(world, p, h, care, world.clock)
     return sum(parts.values()) / len(parts) if parts else None
 
 
-def _patient_record(p: Patient) -> dict[str, Any]:
+def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
+    """The terms of a patient whose condition the grade may read (a crew has seen them, or final)."""
     cond = CONDITIONS[p.condition]
-    treated = p.treatment_start is not None
-    prep = _prep(p)
-    time_score = round(_time_score(p), 4)
-    return {
-        "patient_id": p.patient_id,
-        "condition": p.condition,
-        "priority": cond.true_priority,
-        "secondary": p.secondary,
-        "status": p.status,
-        "hospital": p.hospital,
-        "delay_min": p.treatment_start - p.appeared_at if treated else None,
-        "target_min": cond.target_for(_relaxed(p)),
-        "therapy": p.therapy if treated else None,
-        "quality": round(p.treatment_quality, 3),
-        "benefit_kept": time_score,
-        "time_score": time_score,
-        "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
-        "prep": None if prep is None else round(prep, 4),
-        "prep_parts": dict(p.arrival_prep or {}),
-        "expected_outcome": round(_outcome(p), 4),
-        "first_unit_min": None if p.first_unit_at is None else p.first_unit_at - p.appeared_at,
-    }
+    t = world.clock
+    w = stake(p.condition, p.onset_min)
+    if final or p.status in FINAL_PATIENT_STATES:
+        hope = 0.0
+    elif p.first_unit_at is not None:
+        hope = 1.0  # a crew is with them: care is under way
+    else:
+        hope = _hope(p.appeared_at, t, world.task.horizon_min)
+    if p.treatment_start is not None:
+        kept, vitals = _time_score(p), p.reserve_at_treatment or 0.0
+    else:
+        kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
+        vitals = max(0.0, p.reserve) * hope
+    prep_w = prep_wkr = 0.0
+    if cond.needs_prep:
+        prep = _prep(world, p, final)
+        if prep is not None:
+            prep_w, prep_wkr = w, w * kept * prep
+    load_w = w if cond.transport else 0.0
+    delivered = 1.0 if p.first_hospital_arrival is not None else hope
+    sec_w = sec_wg = sec_n = sec_r = 0.0
+    if p.secondary:
+        sec_w, sec_n = w, 1.0
+        if p.treatment_start is not None:
+            start = p.treatment_start
+            quality, cpr = p.treatment_quality, _cpr_minutes(p, start)
+            delay, door = start - p.appeared_at, _door(p)
+            sec_wg = w * _gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
+        elif hope:
+            sec_wg = w * _secondary_gain_now(p, t) * hope
+        reached_at = p.first_unit_at
+        sec_r = _response_credit(reached_at - p.appeared_at) if reached_at is not None else (
+            _response_credit(t - p.appeared_at) * hope)
+    return _Entry(1.0, float(p.first_unit_at is not None), w, w * kept, w * vitals, prep_w, prep_wkr, load_w,
+                  load_w * delivered, sec_w, sec_wg, sec_n, sec_r)
 
 
-def _scored(world: World, final: bool) -> list[Patient]:
-    """Patients with a real need. The running preview counts only those the agent can see, so it
-    never reveals what a caller really has; the final grade counts every caller."""
-    return [p for p in world.patients.values() if p.condition not in _NOT_SCORED and (final or p.visible)]
+_STROKE_ONSET_NOMINAL = sum(STROKE_ONSET_BEFORE_CALL_RANGE) // 2  # the mean onset lead of a stroke call
 
 
-_NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
+    """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
+    after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
+    minutes of telephone CPR, which follows the agent's own P1 code)."""
+    n = w = wk = wv = prep_w = load_w = 0.0
+    for condition, chance in report_condition_posterior(report).items():
+        if condition in _NOT_SCORED or chance <= 0.0:
+            continue
+        cond = CONDITIONS[condition]
+        onset = _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
+        numbers = CONDITION_NUMBERS[condition]
+        reserve = max(0.0, sum(numbers.initial_reserve) / 2 - numbers.deterioration_per_min * delay)
+        quality, therapy = _best_therapy(cond)
+        weight = chance * stake(condition, onset)
+        n += chance
+        w += weight
+        telephone_cpr = cpr if condition == "cardiac_arrest" else 0.0
+        wk += weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
+        wv += weight * reserve
+        prep_w += weight if cond.needs_prep else 0.0
+        load_w += weight if cond.transport else 0.0
+    return _Entry(n, 0.0, w, wk, wv, prep_w, 0.0, load_w, load_w, 0.0, 0.0, 0.0, 0.0)
 
 
-def _penalties(world: World, final: bool) -> dict[str, int]:
+def _caller_entry(world: World, call: Call) -> _Entry:
+    """An unseen caller in the preview: the posterior expectation, nothing hidden."""
+    t = world.clock
+    cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
+    b = _caller_bound(call.report, t - call.received_at, cpr)
+    hope = _hope(call.received_at, t, world.task.horizon_min)
+    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_w, 0.0, b.load_w, b.load_wd * hope,
+                  0.0, 0.0, 0.0, 0.0)
+
+
+def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
+    """The scored patients the grade may name, and the terms of every scored patient: in the final
+    grade every patient with a real need; in the preview the patients a crew has seen and, for
+    each caller no crew has seen, the posterior expectation given their latest call's report."""
+    known = [p for p in world.patients.values() if p.condition not in _NOT_SCORED and (final or p.visible)]
+    entries = [_known_entry(world, p, final) for p in known]
+    if not final:
+        patients = world.patients
+        unseen: dict[str, Call] = {}
+        for call in world.calls.values():
+            if not patients[call.patient_id].visible:
+                unseen[call.patient_id] = call  # calls in arrival order: the latest wins
+        entries += [_caller_entry(world, call) for call in unseen.values()]
+    return known, entries
+
+
+def _add_up(entries: list[_Entry]) -> _Entry:
+    if not entries:
+        return _ZERO
+    return _Entry(*map(sum, zip(*entries, strict=True)))
+
+
+# ---------------------------------------------------------------- episode-level terms
+def _penalties(world: World, final: bool) -> dict[str, float]:
+    """The ledger, plus (final) the waste still outstanding when the episode ends."""
     counts = dict(world.ledger)
     if final:
         extra_pages = sum(
@@ -199,237 +365,49 @@ def _penalties(world: World, final: bool) -> dict[str, int]:
             for a in world.allocations
             if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
         )
-        advised_p1 = sum(  # true P1 callers sent away with advice whom no crew ever reached
-            1
-            for c in world.calls.values()
-            if c.status == "closed_advice"
-            and c.true_priority == "P1"
-            and world.patients[c.patient_id].first_unit_at is None
-            and c.callback_of is None
+        outstanding = (
+            ("wasted_page", extra_pages), ("unused_or_prep", extra_preps), ("unneeded_blood", unused_blood)
         )
-        for key, n in (
-            ("under_triage", advised_p1),
-            ("wasted_page", extra_pages),
-            ("unused_or_prep", extra_preps),
-            ("unneeded_blood", unused_blood),
-        ):
+        for key, n in outstanding:
             if n:
                 counts[key] = counts.get(key, 0) + n
     return counts
 
 
-def _secondary_gain(p: Patient) -> float:
-    if p.treatment_start is None:
-        return 0.0
-    delay = p.treatment_start - p.appeared_at
-    return _gain(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy, _cpr_minutes(p), _door(p))
+def _waste(counts: dict[str, float]) -> float:
+    return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
+
+
+def triage_accuracy(call: Call) -> float:
+    """1 minus the expected triage cost of the code given, under the posterior given the report
+    (what the code could be judged on when it was given); 0 if untriaged."""
+    return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float,
-          door: int | None) -> float:
-    """A treated secondary casualty's outcome gain, memoised like ``_benefit``."""
-    cond = CONDITIONS[condition]
-    base = cond.untreated_outcome
-    best = best_outcome(cond, onset)
-    if best <= base:
-        return 0.0
-    got = expected_outcome(cond, delay, quality, onset, therapy, cpr, door)
-    return min(1.0, max(0.0, (got - base) / (best - base)))
+def _expected_accuracy(report: str, code: str) -> float:
+    chances = report_priority_posterior(report)
+    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(code, level) for level in PRIORITIES)
 
 
-def _secondary_response(p: Patient) -> float:
-    if p.first_unit_at is None:
-        return 0.0
-    r = p.first_unit_at - p.appeared_at
-    span = SECONDARY_RESPONSE_ZERO_MIN - SECONDARY_RESPONSE_FULL_MIN
-    return min(1.0, max(0.0, 1.0 - (r - SECONDARY_RESPONSE_FULL_MIN) / span))
-
-
-def _mean(values: list[float]) -> float:
+def _triage_mean(world: World) -> float:
+    values = [triage_accuracy(c) for c in world.calls.values() if c.callback_of is None]
     return sum(values) / len(values) if values else 0.0
 
 
-def _triage_accuracy(given: str | None, truth: str) -> float:
-    """1 for the right level, less per level of mistriage -- under-triage (a lower acuity than
-    the truth) costs more per level than over-triage; 0 if untriaged."""
-    if given is None:
-        return 0.0
-    return 1.0 - triage_cost(given, truth)
-
-
-# every (given, truth) pair's accuracy, computed once by the function above
-_ACCURACY = {
-    (given, truth): _triage_accuracy(given, truth) for given in (None, *PRIORITIES) for truth in PRIORITIES
-}
-
-
-class _Share(NamedTuple):
-    """One scored patient's inputs to the grade's sums (``_summary`` adds them up in order;
-    a named tuple: built at C speed, equal when every field is)."""
-
-    weight: float
-    weighted_time: float | None  # weight x time score, None if never treated
-    vitals: float
-    prep: float | None
-    covered: bool  # a crew reached them
-    delivered: bool  # reached a hospital
-    secondary_gain: float | None  # secondary casualties only
-    secondary_response: float | None
-
-
-def _share(p: Patient) -> _Share:
-    w = PRIORITY_WEIGHT[CONDITIONS[p.condition].true_priority]
-    treated = p.treatment_start is not None
-    return _Share(
-        w,
-        w * _time_score(p) if treated else None,
-        (p.reserve_at_treatment or 0.0) if treated else 0.0,
-        _prep(p),
-        p.first_unit_at is not None,
-        p.first_hospital_arrival is not None,
-        _secondary_gain(p) if p.secondary else None,
-        _secondary_response(p) if p.secondary else None,
-    )
-
-
-@dataclass
-class PreviewMemo:
-    """What the running grade keeps between steps (one per episode, ``CodeRedSim``): each
-    scored patient's share, and the sums over the last list of shares. A share is recomputed
-    only for a patient marked in ``World.score_dirty`` (the places that change a field a share
-    reads mark it), the sums only when a share did (tests/sim/test_incremental_core.py checks
-    every step)."""
-
-    shares: dict[str, _Share] = field(default_factory=dict)
-    sums: _Sums | None = None
-    terms: _Terms | None = None  # what the components take from ``sums``
-    accuracy: tuple[int, float] | None = None  # (World.triage_version, the triage accuracy)
-    index: dict[str, int] = field(default_factory=dict)  # patient id -> place in sums.shares
-    penalty: tuple[int, float] | None = None  # (World.ledger_version, the ledger's penalty)
-
-
-class _Sums(NamedTuple):
-    """The shares added up, in patient order."""
-
-    shares: tuple[_Share, ...]
-    total_weight: float
-    weighted_time: float
-    vitals: float
-    covered: float
-    delivered: int
-    preps: list[float]
-    secondary_gains: list[float]
-    secondary_responses: list[float]
-
-
-def _add_up(shares: tuple[_Share, ...]) -> _Sums:
-    total_w = time_sum = vitals_sum = covered = 0.0
-    delivered = 0
-    preps: list[float] = []
-    gains: list[float] = []
-    responses: list[float] = []
-    for weight, weighted_time, vitals, prep, was_covered, was_delivered, gain, response in shares:
-        total_w += weight
-        if weighted_time is not None:
-            time_sum += weighted_time
-            vitals_sum += vitals
-        if prep is not None:
-            preps.append(prep)
-        if was_covered:
-            covered += 1
-        if was_delivered:
-            delivered += 1
-        if gain is not None:
-            gains.append(gain)
-        if response is not None:
-            responses.append(response)
-    return _Sums(shares, total_w, time_sum, vitals_sum, covered, delivered, preps, gains, responses)
-
-
-def _memo_sums(world: World, memo: PreviewMemo) -> _Sums:
-    """The sums of the scored patients' shares, reusing every share whose patient is not marked
-    dirty, and the sums themselves when no share changed."""
-    dirty = world.score_dirty
-    kept = memo.sums
-    if kept is not None and not dirty:
-        return kept
-    if kept is not None:
-        replaced = _replace_dirty(world, memo, kept)
-        if replaced is not None:
-            dirty.clear()
-            return replaced
-    known, index = memo.shares, {}
-    shares = []
-    for p in world.patients.values():
-        if not p.visible or p.condition in _NOT_SCORED:
-            continue
-        pid = p.patient_id
-        share = known.get(pid)
-        if share is None or kept is None or pid in dirty:
-            share = known[pid] = _share(p)
-        index[pid] = len(shares)
-        shares.append(share)
-    dirty.clear()
-    memo.index = index
-    ordered = tuple(shares)
-    if kept is None or kept.shares != ordered:
-        kept = memo.sums = _add_up(ordered)
-    return kept
-
-
-def _replace_dirty(world: World, memo: PreviewMemo, kept: _Sums) -> _Sums | None:
-    """The sums with the dirty patients' shares replaced in place, or None when a patient joined
-    the scored ones (the caller rebuilds the order)."""
-    patients, index = world.patients, memo.index
-    shares: list[_Share] | None = None
-    for pid in world.score_dirty:
-        p = patients.get(pid)
-        if p is None or not p.visible or p.condition in _NOT_SCORED:
-            continue
-        i = index.get(pid)
-        if i is None:
-            return None
-        share = _share(p)
-        if share != kept.shares[i]:
-            if shares is None:
-                shares = list(kept.shares)
-            shares[i] = memo.shares[pid] = share
-    if shares is None:
-        return kept
-    memo.sums = _add_up(tuple(shares))
-    return memo.sums
-
-
-def _cascade(world: World, terms: _Terms, final: bool, memo: PreviewMemo | None = None) -> float:
-    subs = [terms.secondary_response]
-    events = 0
-    for h in world.hospitals.values():  # a loop: no generator for three hospitals every step
-        events += h.overcrowding_events
-    subs.append(terms.delivered_share * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events))
+def _cascade(world: World, total: _Entry) -> float:
+    response = total.sec_r / total.sec_n if total.sec_n else 0.0
+    events = sum(h.overcrowding_events for h in world.hospitals.values())
+    delivered = total.load_wd / total.load_w if total.load_w else 0.0
+    subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
     if world.task.phase == 2:
-        if memo is not None and memo.accuracy is not None and memo.accuracy[0] == world.triage_version:
-            accuracy = memo.accuracy[1]
-        else:
-            accuracy = _triage_accuracy_mean(world, final)
-            if memo is not None:
-                memo.accuracy = (world.triage_version, accuracy)
-        subs.append(accuracy * (NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0))
-    return _mean(subs)
+        news = NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0
+        subs.append(_triage_mean(world) * news)
+    return sum(subs) / len(subs)
 
 
-def _triage_accuracy_mean(world: World, final: bool) -> float:
-    patients = world.patients
-    return _mean([
-        _ACCURACY[c.priority, c.true_priority]
-        for c in world.calls.values()
-        # the preview judges only triage the crews have already checked
-        if c.callback_of is None and (final or patients[c.patient_id].visible)
-    ])
-
-
-def _mutual_aid_penalty(world: World, final: bool) -> float | int:
-    total: float | int = sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
+def _mutual_aid_penalty(world: World, final: bool) -> float:
+    total = sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
     if final:
         for r in world.mutual_aid:
             amb = world.ambulances.get(r.unit_id)
@@ -450,84 +428,73 @@ def _effective_weights(cascades: bool) -> dict[str, float]:
     return {k: (w / norm if applies[k] else 0.0) for k, w in RUBRIC_WEIGHTS.items()}
 
 
-def _summary(world: World, final: bool, memo: PreviewMemo | None = None) -> dict[str, Any]:
-    """Components, effective weights, penalties and the raw score (no per-patient records); with
-    the running grade's ``memo``, the shares it holds of patients not marked dirty are reused."""
-    scored = _scored(world, final)
-    if memo is None:
-        shares = [_share(p) for p in scored]
-    else:
-        known, dirty = memo.shares, world.score_dirty
-        shares = [known[p.patient_id] if p.patient_id in known and p.patient_id not in dirty else _share(p)
-                  for p in scored]
-    terms = _terms(_add_up(tuple(shares)))
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
+
+
+def _components(world: World, total: _Entry, waste: float) -> dict[str, float | None]:
+    cascades = world.task.cascades
+    time_score = _ratio(total.wk, total.w)
+    return {
+        "time_score": time_score,
+        "efficiency": time_score * math.exp(-waste / max(1.0, total.n)),
+        "secondary_harm": _ratio(total.sec_wg, total.sec_w) if cascades else None,
+        "prep_ready": _ratio(total.prep_wkr, total.prep_w),
+        "vitals_score_avg": _ratio(total.wv, total.w),
+        "cascade_score": _cascade(world, total) if cascades else None,
+    }
+
+
+def _summary(world: World, final: bool) -> dict[str, Any]:
+    """Components, effective weights, penalties and the raw score: the one computation behind
+    the final grade and the running preview."""
+    known, entries = _entries(world, final)
+    total = _add_up(entries)
     counts = _penalties(world, final)
-    components = _components(world, terms, _penalty(counts), final)
+    waste = _waste(counts)
+    components = _components(world, total, waste)
     effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
     return {
-        "scored": scored,
+        "scored": known,
         "components": components,
         "effective": effective,
         "counts": counts,
-        "coverage": terms.coverage,
+        "waste": waste / max(1.0, total.n),
+        "coverage": _ratio(total.reached, total.n),
         "ma_penalty": ma_penalty,
         "raw": raw,
     }
 
 
-class _Terms(NamedTuple):
-    """What the components take from the patients' shares (``_terms``)."""
-
-    sums: _Sums
-    coverage: float
-    time_score: float
-    prep: float
-    vitals: float
-    secondary_gain: float
-    secondary_response: float
-    delivered_share: float
-
-
-def _terms(sums: _Sums) -> _Terms:
-    n = len(sums.shares)
-    return _Terms(
-        sums,
-        sums.covered / n if n else 0.0,
-        sums.weighted_time / sums.total_weight if sums.total_weight else 0.0,
-        _mean(sums.preps),
-        sums.vitals / n if n else 0.0,
-        _mean(sums.secondary_gains),
-        _mean(sums.secondary_responses),
-        sums.delivered / n if n else 0.0,
-    )
-
-
-def _penalty(counts: dict[str, int]) -> float:
-    if not counts:
-        return 0  # what the sum below gives (most steps of a good episode)
-    return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
-
-
-def _components(world: World, terms: _Terms, penalty: float, final: bool) -> dict[str, float | None]:
-    return dict(zip(RUBRIC_WEIGHTS, _component_values(world, terms, penalty, final), strict=True))
-
-
-def _component_values(
-    world: World, terms: _Terms, penalty: float, final: bool, memo: PreviewMemo | None = None
-) -> tuple[float | None, ...]:
-    """The components in the order of ``RUBRIC_WEIGHTS`` (time score, efficiency, secondary
-    harm, prep ready, vitals score, cascade score)."""
-    cascades = world.task.cascades
-    return (
-        terms.time_score,
-        terms.coverage * max(0.0, 1.0 - penalty),
-        terms.secondary_gain if cascades else None,
-        terms.prep,
-        terms.vitals,
-        _cascade(world, terms, final, memo) if cascades else None,
-    )
+# ---------------------------------------------------------------- reports
+def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
+    cond = CONDITIONS[p.condition]
+    treated = p.treatment_start is not None
+    prep = _prep(world, p, final) if cond.needs_prep else None
+    time_score = round(_time_score(p), 4)
+    return {
+        "patient_id": p.patient_id,
+        "condition": p.condition,
+        "priority": cond.true_priority,
+        "stake": round(stake(p.condition, p.onset_min), 4),
+        "secondary": p.secondary,
+        "status": p.status,
+        "hospital": p.hospital,
+        "delay_min": p.treatment_start - p.appeared_at if treated else None,
+        "target_min": cond.target_for(_relaxed(p)),
+        "therapy": p.therapy if treated else None,
+        "quality": round(p.treatment_quality, 3),
+        "benefit_kept": time_score,
+        "time_score": time_score,
+        "vitals_at_treatment": p.reserve_at_treatment if treated else 0.0,
+        "prep": None if prep is None else round(prep, 4),
+        "prep_parts": dict(p.prep_credit or {}),
+        "readiness_on_arrival": dict(p.arrival_prep or {}),
+        "expected_outcome": round(_outcome(p), 4),
+        "first_unit_min": None if p.first_unit_at is None else p.first_unit_at - p.appeared_at,
+    }
 
 
 def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
@@ -554,41 +521,14 @@ def _clamp(raw: float, final: bool) -> float:
     return min(SCORE_CEIL, max(SCORE_FLOOR if final else 0.0, round(raw, 4)))
 
 
-def final_score(world: World, memo: PreviewMemo | None = None) -> float:
-    """The score ``grade(world, True)`` reports, without its per-patient breakdown (``memo``:
-    as ``_summary`` takes it)."""
-    return _clamp(_summary(world, True, memo)["raw"], final=True)
+def final_score(world: World) -> float:
+    """The score ``grade(world, True)`` reports, without its per-patient breakdown."""
+    return _clamp(_summary(world, True)["raw"], final=True)
 
 
-def preview_score(world: World, memo: PreviewMemo | None = None) -> float:
-    """The running score now (the same number ``grade(world, False)["score"]`` reports); with
-    ``memo`` (kept by the episode) unchanged patients' shares are reused."""
-    if memo is None:
-        return _clamp(_summary(world, final=False)["raw"], final=False)
-    return _clamp(_preview_raw(world, memo), final=False)
-
-
-def _preview_raw(world: World, memo: PreviewMemo) -> float:
-    """``_summary(world, False)["raw"]`` without the breakdown it also returns: the same terms
-    added in the same order (tests/sim/test_incremental_core.py compares every step)."""
-    sums = _memo_sums(world, memo)
-    terms = memo.terms
-    if terms is None or terms.sums is not sums:
-        terms = memo.terms = _terms(sums)
-    penalty = memo.penalty
-    if penalty is None or penalty[0] != world.ledger_version:
-        penalty = memo.penalty = (world.ledger_version, _penalty(world.ledger))
-    values = _component_values(world, terms, penalty[1], False, memo)
-    weights = _weights_in_order(world.task.cascades)
-    raw = sum([w * (v or 0.0) for w, v in zip(weights, values, strict=True)])
-    return raw - _mutual_aid_penalty(world, False) if world.mutual_aid else raw
-
-
-@functools.cache
-def _weights_in_order(cascades: bool) -> tuple[float, ...]:
-    """The effective weights in the rubric's order, the order ``_summary`` adds them."""
-    effective = _effective_weights(cascades)
-    return tuple(effective[k] for k in RUBRIC_WEIGHTS)
+def preview_score(world: World) -> float:
+    """The running score now (the number ``grade(world, False)["score"]`` reports)."""
+    return _clamp(_summary(world, False)["raw"], final=False)
 
 
 def grade(world: World, final: bool) -> dict[str, Any]:
@@ -604,11 +544,12 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "raw_score": round(s["raw"], 4),
         "components": {k: (None if v is None else round(v, 4)) for k, v in s["components"].items()},
         "weights": {k: round(v, 4) for k, v in s["effective"].items()},
-        "penalties": {k: counts[k] for k in sorted(counts)},
+        "penalties": {k: round(counts[k], 4) for k in sorted(counts)},
+        "waste_per_patient": round(s["waste"], 4),
         "mutual_aid_penalty": round(s["ma_penalty"], 4),
         "coverage": round(s["coverage"], 4),
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
-        "patients": [_patient_record(p) for p in s["scored"]],
+        "patients": [_patient_record(world, p, final) for p in s["scored"]],
         "outcomes": clinical_outcomes(s["scored"]),
     }

@@ -395,6 +395,18 @@ def _report_posterior(report: str) -> dict[str, float]:
     return condition_posterior({"report": report})
 
 
+def report_condition_posterior(report: str) -> dict[str, float]:
+    """``condition_posterior`` of a report under the call mix, memoised (read only)."""
+    return _report_posterior(report)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def report_priority_posterior(report: str) -> dict[str, float]:
+    """``priority_posterior`` of a report under the call mix, memoised (read only): the rubric
+    asks it of every call at every dispatch and every grade."""
+    return priority_posterior({"report": report})
+
+
 def triage_cost(given: str, truth: str) -> float:
     """Credit lost for coding a call ``given`` when it is ``truth`` (the rubric's triage cost):
     under-triage (a lower acuity than the truth) costs more per level than over-triage."""

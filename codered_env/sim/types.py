@@ -61,6 +61,13 @@ class Patient:
     first_unit_at: int | None = None  # crew on scene
     first_hospital_arrival: int | None = None
     arrival_prep: dict[str, float] | None = None  # prep credit measured at first arrival
+    # prep_ready's reference (care.prompt_legs): the nearest unit's minutes to them and each
+    # hospital's minutes from them when they became known; the credit of each readiness part,
+    # judged against that reference when treatment began (care.prep_credit); rule_zero: no
+    # credit (a hospital that could not treat them, or worse care while better was on offer)
+    prompt_legs: tuple[float, tuple[tuple[int, float], ...]] | None = None
+    prep_credit: dict[str, float] | None = None
+    prep_rule_zero: bool = False
     wait_started: int | None = None
     blood_ready_at: int | None = None  # when blood is at hand at the current hospital
     transfer_arrives_at: int | None = None
@@ -178,6 +185,7 @@ class Specialist:
     until: int = 0  # arrival time (paged) / leave time (present) / end of unavailability
     agent_paged: bool = False
     used: bool = False  # a patient needing them was treated during this presence
+    present_since: int = 0  # when they last arrived (state "present")
 
 
 @dataclass(slots=True)

@@ -100,8 +100,9 @@ class World:
         self.transfers: list[BloodTransfer] = []
         self.initial_blood = blood.totals_by_type(self)
         self.mutual_aid: list[MutualAidRequest] = []
-        self.ledger: dict[str, int] = {}
-        self.ledger_version = 0  # bumped by ``count``, the only place that writes the ledger
+        # waste and response charges (rubric PENALTY keys): whole counts, and the chance, given the
+        # caller's report, that a response was too much or too little (dispatch.charge_response)
+        self.ledger: dict[str, float] = {}
         # bumped wherever an OR's state, procedure or elective flag or a specialist's state is
         # set: what the legal room actions and the Gymnasium hospital rows read of the rooms
         self.rooms_version = 0
@@ -115,18 +116,6 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
-        # bumped wherever an input of the running grade (rubric.preview_score) changes: a visible
-        # patient arriving, a crew reaching a patient, a first hospital arrival, a treatment
-        # starting (the moment the fields it reads -- transfer, destination, CPR -- are read), the
-        # triage of a visible caller, the ledger, mutual aid, overcrowding and the news cycle; and
-        # a fork (the grade counts only the callers a crew has seen, so hidden ones bump nothing)
-        self.score_version = 0
-        # patients a field of whose grade share may have changed since the running grade last
-        # looked (rubric.PreviewMemo): marked where those fields are set, cleared by the preview
-        self.score_dirty: set[str] = set()
-        # bumped where the triage the running grade judges can change: a visible caller's
-        # triage or new call, a caller seen by a crew
-        self.triage_version = 0
         # calls before this place in ``calls`` have left "pending", which no call re-enters
         self.first_pending_call = 0
         self.next_lab_at: float = math.inf  # the first blood-type result due (request_blood_type)
@@ -152,6 +141,7 @@ class World:
     def _start(self) -> None:
         for p in self.patients.values():
             p.band = band(p.reserve)
+            care.note_prompt_reference(self, p)
         disruptions.start_and_end(self, 0)
         spawns.release_due(self, 0)
 
@@ -181,11 +171,6 @@ class World:
         self.events.append(f"t{self.clock} {text}")
         self.notable = True
 
-    def score_changed(self, p: Patient) -> None:
-        """An input of the running grade changed for ``p`` (see ``score_version``)."""
-        self.score_version += 1
-        self.score_dirty.add(p.patient_id)
-
     def timer_set(self, at: int) -> None:
         """An OR or specialist timer now runs to minute ``at``."""
         if at < self.next_timer_at:
@@ -201,10 +186,8 @@ class World:
         if at < self.next_unit_at:
             self.next_unit_at = at
 
-    def count(self, key: str, n: int = 1) -> None:
+    def count(self, key: str, n: float = 1) -> None:
         self.ledger[key] = self.ledger.get(key, 0) + n
-        self.ledger_version += 1
-        self.score_version += 1
 
     # ------------------------------------------------------------------ questions
     def diverted(self, hospital_id: str) -> bool:

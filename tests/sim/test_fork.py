@@ -14,7 +14,6 @@ from codered_env.agents import HeuristicAgent
 from codered_env.sim import TASK_IDS, CodeRedSim, Snapshot
 from codered_env.sim.fork import _call_prior
 from codered_env.sim.params import CALL_MIX, SURGE_MIX
-from codered_env.sim.rubric import PreviewMemo
 from codered_env.sim.triage import callback_report
 
 SEED = 1003
@@ -254,10 +253,10 @@ def test_p4_advised_callers_in_a_fork(steps: int) -> None:
 
 # ------------------------------------------------------------------ snapshots
 def episode_bytes(sim: CodeRedSim) -> bytes:
-    """``state_bytes`` without what every copy starts afresh (reusable observation parts, the
-    running grade's shares: caches of values the episode's state determines)."""
+    """``state_bytes`` without what every copy starts afresh (reusable observation parts: caches
+    of values the episode's state determines)."""
     twin = copy.copy(sim)
-    twin._view_memo, twin._shares = {}, PreviewMemo()
+    twin._view_memo = {}
     return state_bytes(twin)
 
 

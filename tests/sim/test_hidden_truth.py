@@ -154,3 +154,33 @@ def test_bayes_posterior_matches_the_generator() -> None:
     for b, hits in bins.items():
         if len(hits) >= 300:
             assert abs(sum(hits) / len(hits) - (b + 0.5) / 10) < 0.08, (b, sum(hits) / len(hits))
+
+
+@pytest.mark.parametrize("task_id", ["task4", "task5"])
+def test_the_running_preview_reads_no_unseen_callers_truth(task_id: str) -> None:
+    """Mid-episode, with some callers seen and others not: twisting the hidden truth of the unseen
+    ones (condition, reserve, a hidden death, blood type, stroke onset) leaves the preview and its
+    breakdown unchanged -- it values them by the posterior given their reports."""
+    from codered_env.sim.rubric import grade, preview_score
+
+    compared = 0
+    for seed in (1000, 1001):
+        sim = CodeRedSim(task_id, seed)
+        agent = make_agent("heuristic", seed)
+        agent.reset(task_id, seed)
+        for step in range(40):
+            if sim.done:
+                break
+            sim.step(agent.act(sim.observation()))
+            unseen = [p for p in sim.world.patients.values() if not p.visible]
+            if step % 5 or not unseen:
+                continue
+            twin = sim.snapshot().copy()
+            _twist(twin, shift=2 + step % 7)
+            for p in twin.world.patients.values():
+                if not p.visible and p.patient_id.endswith(("1", "3", "5")):
+                    p.status, p.died_at = "deceased", twin.world.clock
+            assert preview_score(twin.world) == preview_score(sim.world)
+            assert grade(twin.world, final=False) == grade(sim.world, final=False)
+            compared += 1
+    assert compared >= 4

@@ -5,8 +5,10 @@ from __future__ import annotations
 from random import Random
 from typing import Any
 
+import pytest
+
 from codered_env.sim import CodeRedSim
-from codered_env.sim.triage import callback_plan
+from codered_env.sim.triage import callback_plan, report_priority_posterior
 from codered_env.sim.types import Disruption
 
 WAIT = {"action_type": "maintain_plan"}
@@ -93,7 +95,8 @@ def test_prepared_or_and_paged_specialist_earn_prep_credit_and_time() -> None:
     run_until_done(cold)
     g_ready, g_cold = ready.grade(), cold.grade()
     assert g_ready["components"]["prep_ready"] > 0.5
-    assert g_cold["components"]["prep_ready"] == 0.0
+    # unprepared, the hospital readies the lab itself after arrival: credited only as late as that is
+    assert g_cold["components"]["prep_ready"] < 0.25
     assert patient(ready).treatment_start < patient(cold).treatment_start
     assert g_ready["score"] > g_cold["score"]
 
@@ -266,7 +269,8 @@ def test_p4_advice_callbacks_follow_the_report_not_the_truth() -> None:
     assert 0 < rang_back < 30 and len(set(delays)) > 3
 
 
-def test_a_true_p1_advised_and_never_reached_counts_as_under_triage() -> None:
+def test_advice_to_a_likely_urgent_caller_counts_as_under_triage() -> None:
+    """Charged when the call is closed, as the chance given the report that it needed a hot response."""
     for seed in range(60):
         sim = CodeRedSim("task4", seed)
         call = sim.world.calls["C1"]
@@ -274,9 +278,12 @@ def test_a_true_p1_advised_and_never_reached_counts_as_under_triage() -> None:
             continue
         if callback_plan(call.report, Random(f"codered:task4:{seed}:callback:C1")) is not None:
             continue
+        chances = report_priority_posterior(call.report)
         play(sim, [{"action_type": "triage_call", "call_id": "C1", "priority": "P4"}])
+        charged = sim.grade()["penalties"].get("under_triage", 0)
+        assert charged == pytest.approx(chances["P1"] + chances["P2"], abs=1e-4)
         sim.finish()
-        assert sim.grade()["penalties"].get("under_triage", 0) >= 1
+        assert sim.grade()["penalties"].get("under_triage", 0) == charged
         return
     raise AssertionError("no seed with a P1 first caller who does not ring back")
 

@@ -30,6 +30,7 @@ from codered_env.sim.params import (
     SCORE_FLOOR,
 )
 from codered_env.sim.rubric import grade
+from codered_env.sim.triage import report_priority_posterior
 
 WAIT: dict[str, Any] = {"action_type": "maintain_plan"}
 NULLABLE = ("secondary_harm", "cascade_score")
@@ -74,8 +75,11 @@ def test_noop_scores_the_floor(task_id: str, seed: int) -> None:
         else:
             assert value == 0.0, (key, value)
     assert g["coverage"] == 0.0
-    # the running preview gives nothing either: only the final floor shows up in the rewards
-    assert all(r == 0.0 for r in rewards[:-1])
+    # the running preview values the callers at the benefit care could still keep and charges
+    # the waiting minute by minute: with nobody reached, nearly all of it before the last step
+    assert rewards[0] >= 0.0
+    gained = max(rewards[0], 0.0) + sum(r for r in rewards[1:-1] if r > 0)
+    assert -math.fsum(rewards[1:-1]) >= 0.5 * gained - 1e-9
     assert math.fsum(rewards) == pytest.approx(SCORE_FLOOR, abs=1e-9)
 
 
@@ -154,7 +158,7 @@ def test_score_is_clamped_at_the_ceiling() -> None:
     p.treatment_start, p.treatment_end, p.treatment_quality = p.appeared_at, p.appeared_at + 60, 1.0
     p.therapy = "pci"
     p.reserve_at_treatment, p.first_unit_at, p.first_hospital_arrival = 1.0, 0, 0
-    p.arrival_prep = {"or": 1.0, "specialist": 1.0}
+    p.arrival_prep = p.prep_credit = {"or": 1.0, "specialist": 1.0}
     g = grade(sim.world, final=True)
     assert g["raw_score"] == 1.0
     assert g["score"] == SCORE_CEIL
@@ -259,14 +263,18 @@ def test_per_patient_breakdown(task_id: str) -> None:
         assert (rec["delay_min"] is None) == (p.treatment_start is None)
         if p.treatment_start is None:
             assert rec["time_score"] == 0.0 and rec["vitals_at_treatment"] == 0.0
-    # the components are the aggregates of the breakdown
-    weights = {i: PRIORITY_WEIGHT[r["priority"]] for i, r in records.items()}
+    # the components are the stake-weighted aggregates of the breakdown
+    weights = {i: r["stake"] for i, r in records.items()}
+    assert all(w > 0 for w in weights.values())
     time_score = sum(weights[i] * r["time_score"] for i, r in records.items()) / sum(weights.values())
     assert g["components"]["time_score"] == pytest.approx(time_score, abs=1e-3)
-    vitals = sum(r["vitals_at_treatment"] for r in records.values()) / len(records)
+    vitals = sum(weights[i] * r["vitals_at_treatment"] for i, r in records.items()) / sum(weights.values())
     assert g["components"]["vitals_score_avg"] == pytest.approx(vitals, abs=1e-3)
-    preps = [r["prep"] for r in records.values() if r["prep"] is not None]
-    assert g["components"]["prep_ready"] == pytest.approx(sum(preps) / len(preps) if preps else 0.0, abs=1e-3)
+    prepped = {i: r for i, r in records.items() if r["prep"] is not None}
+    prep = sum(weights[i] * r["time_score"] * r["prep"] for i, r in prepped.items())
+    prep_weight = sum(weights[i] for i in prepped)
+    expected_prep = prep / prep_weight if prep_weight else 0.0
+    assert g["components"]["prep_ready"] == pytest.approx(expected_prep, abs=2e-3)
     reached = [r["first_unit_min"] is not None for r in records.values()]
     assert g["coverage"] == pytest.approx(sum(reached) / len(reached), abs=1e-4)
     assert any(r["time_score"] > 0 for r in records.values()), "the heuristic treats someone"
@@ -356,7 +364,9 @@ def test_invalid_action_lowers_efficiency(task_id: str) -> None:
     assert g_bad["penalties"]["invalid_action"] == g_ref["penalties"].get("invalid_action", 0) + 1
     eff_ref, eff_bad = g_ref["components"]["efficiency"], g_bad["components"]["efficiency"]
     assert eff_ref > 0
-    assert eff_bad == pytest.approx(eff_ref - g_ref["coverage"] * PENALTY["invalid_action"], abs=2e-4)
+    # waste per scored patient discounts the benefit delivered: exp(-penalty / patients)
+    expected = eff_ref * math.exp(-PENALTY["invalid_action"] / len(g_ref["patients"]))
+    assert eff_bad == pytest.approx(expected, abs=2e-4)
     assert g_bad["score"] < g_ref["score"]
     assert {k: v for k, v in g_bad["components"].items() if k != "efficiency"} == {
         k: v for k, v in g_ref["components"].items() if k != "efficiency"
@@ -409,7 +419,7 @@ def test_waste_is_counted_once_the_episode_ends(key: str, waste: dict[str, Any])
     assert key not in g_ref["penalties"]
     assert g_ref["components"]["time_score"] > 0  # the patient was treated in both
     eff_ref, eff = g_ref["components"]["efficiency"], g["components"]["efficiency"]
-    assert eff == pytest.approx(eff_ref - g_ref["coverage"] * PENALTY[key], abs=2e-4)
+    assert eff == pytest.approx(eff_ref * math.exp(-PENALTY[key] / len(g_ref["patients"])), abs=2e-4)
     assert g["score"] < g_ref["score"]
 
 
@@ -451,22 +461,22 @@ def test_mutual_aid_that_is_needed_and_used_costs_nothing() -> None:
     assert g["mutual_aid_penalty"] == 0.0
 
 
-def test_over_triage_is_penalised() -> None:
-    """An ALS unit sent to a low-acuity (P3/P4) caller costs efficiency."""
+def test_over_triage_is_charged_by_what_the_report_supports() -> None:
+    """An ALS unit sent to a call costs the chance, given the report, that the caller is P3/P4:
+    charged at dispatch (from what the dispatcher knew), unchanged when the crew finds the truth."""
     for seed in range(40):
         sim = CodeRedSim("task4", seed)
         for _ in range(15):
-            low = [
-                c.call_id
-                for c in sim.world.calls.values()
-                if c.status == "pending" and c.true_priority in ("P3", "P4")
-            ]
+            calls = sim.world.calls.values()
+            low = [c for c in calls if c.status == "pending" and c.true_priority in ("P3", "P4")]
             if low:
-                play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=low[0])])
-                assert sim.grade()["penalties"].get("over_triage") is None  # not known before the scene
-                while sim.world.calls[low[0]].status != "on_scene":
+                chances = report_priority_posterior(low[0].report)
+                play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=low[0].call_id)])
+                charged = sim.grade()["penalties"].get("over_triage")
+                assert charged == pytest.approx(chances["P3"] + chances["P4"], abs=1e-4)
+                while sim.world.calls[low[0].call_id].status != "on_scene":
                     sim.step(WAIT)
-                assert sim.grade()["penalties"].get("over_triage") == 1
+                assert sim.grade()["penalties"].get("over_triage") == charged
                 return
             sim.step(WAIT)
     raise AssertionError("no low-acuity call found")
@@ -480,26 +490,39 @@ def _first_call_with(priority: str) -> tuple[int, str]:
     raise AssertionError(f"no task4 seed opens with a {priority} call")
 
 
-@pytest.mark.parametrize(("coded", "counted"), [("P1", 0), ("P2", 0), ("P3", 1), (None, 1)])
-def test_a_true_p1_sent_cold_counts_as_under_triage(coded: str | None, counted: int) -> None:
+@pytest.mark.parametrize(("coded", "cold"), [("P1", False), ("P2", False), ("P3", True), (None, True)])
+def test_a_cold_response_is_charged_the_chance_the_caller_needed_more(coded: str | None, cold: bool) -> None:
     seed, cid = _first_call_with("P1")
     sim = CodeRedSim("task4", seed)
     if coded:
         play(sim, [act("triage_call", call_id=cid, priority=coded)])
     play(sim, [act("dispatch_als", ambulance_id="ALS1", call_id=cid)])
-    while sim.world.calls[cid].status == "dispatched" and not sim.done:
+    p1 = report_priority_posterior(sim.world.calls[cid].report)["P1"]
+    assert p1 > 0
+    assert sim.grade()["penalties"].get("under_triage", 0) == pytest.approx(p1 if cold else 0.0, abs=1e-4)
+
+
+def test_triage_accuracy_is_the_expected_cost_under_the_report_posterior() -> None:
+    """Judged on what the report supports, never on the hidden truth; under-triage dearer."""
+    from codered_env.sim.rubric import triage_accuracy
+    from codered_env.sim.triage import PRIORITIES, triage_cost
+
+    assert triage_cost("P3", "P1") > triage_cost("P1", "P3")
+    assert triage_cost("P2", "P1") > triage_cost("P1", "P2")
+    sim = CodeRedSim("task4", 3)
+    while len(sim.world.calls) < 5:
         sim.step(WAIT)
-    assert sim.grade()["penalties"].get("under_triage", 0) == counted
-
-
-def test_under_triage_costs_more_triage_accuracy_than_over_triage() -> None:
-    from codered_env.sim.rubric import _triage_accuracy
-
-    assert _triage_accuracy("P1", "P1") == 1.0
-    assert _triage_accuracy(None, "P3") == 0.0
-    assert _triage_accuracy("P3", "P1") < _triage_accuracy("P1", "P3")  # P1 sent as P3 vs P3 as P1
-    assert _triage_accuracy("P2", "P1") < _triage_accuracy("P1", "P2")
-    assert _triage_accuracy("P4", "P1") == 0.0
+    for call in sim.world.calls.values():
+        assert triage_accuracy(call) == 0.0  # untriaged
+        chances = report_priority_posterior(call.report)
+        for code in PRIORITIES:
+            call.priority = code
+            expected = 1.0 - sum(chances[level] * triage_cost(code, level) for level in PRIORITIES)
+            assert triage_accuracy(call) == pytest.approx(expected)
+            truth = call.true_priority
+            call.true_priority = "P4" if truth != "P4" else "P1"
+            assert triage_accuracy(call) == pytest.approx(expected)  # the truth plays no part
+            call.true_priority = truth
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)

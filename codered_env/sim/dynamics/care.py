@@ -1,18 +1,27 @@
-"""Hospital care: admission (with the readiness measured on arrival), treatment starting when
-door time, room, specialist and blood allow, the fallback when the lab is unavailable, the end
-of treatment, and inter-facility transfers (docs/MODEL.md §4.4-§4.6)."""
+"""Hospital care: admission (with the readiness measured on arrival, or at the prompt-arrival
+reference if that came first), treatment starting when door time, room, specialist and blood
+allow, the fallback when the lab is unavailable, the end of treatment, and inter-facility
+transfers (docs/MODEL.md §4.4-§4.6, §8.1)."""
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import TYPE_CHECKING
 
 from ..conditions import CONDITIONS, Care, expected_outcome
 from ..params import (
     CATH_LAB_PREP_RANGE,
     CROWDED_DOOR_FACTOR,
+    DECISION_COST_MIN,
+    LIGHTS_AND_SIRENS_FACTOR,
+    MEMO_ENTRIES,
     NO_BLOOD_QUALITY,
     NO_BLOOD_SURGERY_WAIT_MIN,
+    O_NEG_RELEASE_MIN,
     OR_PREP_MIN_BY_TIER,
+    PREP_LATE_ZERO_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
@@ -81,7 +90,6 @@ def note_destination(world: World, p: Patient, hospital_id: str) -> None:
     partial = best is not None and (care is None or care.quality < best.quality)
     p.destination = hospital_id
     p.relaxed_target = partial and not best_care_available(world, p)
-    world.score_dirty.add(p.patient_id)  # read by the grade once treated (a bump comes then)
 
 
 def admit(world: World, p: Patient, h: Hospital) -> None:
@@ -91,7 +99,6 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     h.ed_patients.append(p.patient_id)
     care = care_for(p, h)
     if p.first_hospital_arrival is None:
-        world.score_changed(p)
         p.first_hospital_arrival = world.clock
         p.arrival_prep = measure_prep(world, p, h, care)
     issue_awaiting_sample(world, p, h)
@@ -108,13 +115,74 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     claim(world, p, h, care, activated=care.activation_min == 0)
 
 
+def note_prompt_reference(world: World, p: Patient) -> None:
+    """What prep_ready's prompt reference needs from the moment ``p`` becomes known: the nearest
+    unit's minutes to them and every hospital's minutes from them (the condition plays no part)."""
+    net, node = world.net, p.node
+    response = min((net.minutes(a.node, node) for a in world.ambulances.values()), default=math.inf)
+    p.prompt_legs = (response, tuple((h.tier, net.minutes(node, h.node)) for h in world.hospitals.values()))
+
+
+def prompt_reference(world: World, p: Patient, part_min: int) -> float:
+    """The minute by which a part needing ``part_min`` minutes to ready could have been ready for
+    ``p`` under prompt dispatch and preparation: not before the prompt arrival (the nearest unit
+    at lights-and-sirens speed, the condition's scene time, the nearest hospital giving its best
+    care; decision minutes), and not before ``part_min`` after the condition could first be known
+    (at once in phase 1; when the prompt crew would reach a caller in phase 2)."""
+    response, legs = p.prompt_legs or (0.0, ())
+    return p.appeared_at + _prompt_offset(p.condition, p.call_id is not None, response, legs, part_min)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _prompt_offset(condition: str, caller: bool, response: float, legs: tuple[tuple[int, float], ...],
+                   part_min: int) -> float:
+    """``prompt_reference`` minus the minute the patient became known (read only, memoised)."""
+    cond = CONDITIONS[condition]
+    best = cond.best_care
+    best_q = best.quality if best else 1.0
+    capable = [m for tier, m in legs if (care := cond.care_at(tier)) is not None and care.quality >= best_q]
+    transport = min(capable or [m for _, m in legs] or [0.0])
+    reach = DECISION_COST_MIN + LIGHTS_AND_SIRENS_FACTOR * response
+    arrival = reach + cond.scene_min + TRANSPORT_FACTOR * transport
+    known = reach if caller else 0.0
+    return max(arrival, known + DECISION_COST_MIN + part_min)
+
+
+def prep_credit(world: World, p: Patient, h: Hospital, care: Care, t: int) -> dict[str, float]:
+    """Each readiness part the care needs, credited by how late it was ready against the prompt
+    reference (1 on time, 0 at ``PREP_LATE_ZERO_MIN`` late): the room's ready minute, the
+    specialist's arrival, the blood's issue; a part not ready by ``t`` counts as ready at ``t``.
+    Arriving late never raises it: the reference does not move with the dispatch."""
+    parts: dict[str, float] = {}
+    if care.procedure:
+        room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
+        ready = room.ready_at if room is not None and room.state in ("ready", "in_use") else t
+        need = CATH_LAB_PREP_RANGE[0] if care.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[h.tier]
+        parts["or"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, need))
+    if care.specialist:
+        spec = h.specialists.get(care.specialist)
+        ready = spec.present_since if spec is not None and spec.state == "present" else t
+        need = SPECIALIST_PAGE_DELAY_BY_TIER[h.tier][0]
+        parts["specialist"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, need))
+    if CONDITIONS[p.condition].needs_blood:
+        ready = p.blood_ready_at if p.blood_ready_at is not None and p.blood_ready_at <= t else t
+        parts["blood"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, O_NEG_RELEASE_MIN))
+    return parts
+
+
+def _lateness_credit(late: float) -> float:
+    return round(min(1.0, max(0.0, 1.0 - late / PREP_LATE_ZERO_MIN)), 4)
+
+
 def measure_prep(world: World, p: Patient, h: Hospital, care: Care | None) -> dict[str, float]:
-    """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing)."""
+    """Readiness on arrival: OR, specialist and blood, each 0..1 (partial while preparing); marks
+    ``prep_rule_zero`` where no preparation can earn credit (the grade reads ``prep_credit``)."""
     cond = CONDITIONS[p.condition]
     if not cond.needs_prep:
         return {}
     zeros = {"or": 0.0, "specialist": 0.0} | ({"blood": 0.0} if cond.needs_blood else {})
     if care is None:
+        p.prep_rule_zero = True
         return zeros
     parts: dict[str, float] = {}
     if care.procedure:
@@ -127,6 +195,7 @@ def measure_prep(world: World, p: Patient, h: Hospital, care: Care | None) -> di
     partial = best is not None and care.quality < best.quality
     if parts or not partial or p.relaxed_target or p.fallback:
         return parts  # empty: the care given needs nothing prepared and was the best on offer
+    p.prep_rule_zero = True
     return zeros  # thrombolysis chosen while a hospital able to give PCI could take them
 
 
@@ -184,7 +253,6 @@ def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
     transfuse(world, p, h)  # blood given to stabilise before the transfer counts as used
     h.ed_patients.remove(p.patient_id)
     p.status, p.hospital, p.transferred = "transferring", None, True
-    world.score_dirty.add(p.patient_id)  # read by the grade once treated (a bump comes then)
     p.transfer_arrives_at = t + max(1, round(minutes * TRANSPORT_FACTOR))
     eta = p.transfer_arrives_at
     world.event(f"{p.patient_id} leaves {h.hospital_id} for {target.hospital_id}, ETA t{eta}")
@@ -219,10 +287,11 @@ def _start_treatment(
     world: World, p: Patient, h: Hospital, care: Care, room: OperatingRoom | None, quality: float
 ) -> None:
     cond = CONDITIONS[p.condition]
-    world.score_changed(p)
     p.status, p.treatment_start = "in_treatment", world.clock
     p.treatment_quality, p.therapy = quality, care.therapy
     p.reserve_at_treatment = round(max(0.0, p.reserve), 3)
+    if p.arrival_prep and not p.prep_rule_zero:
+        p.prep_credit = prep_credit(world, p, h, care, world.clock)
     p.treatment_end = world.clock + cond.treatment_minutes(care)
     if room is not None:
         room.state, room.until, room.procedure = "in_use", p.treatment_end, care.procedure

@@ -26,7 +26,6 @@ def advance(world: World, t: int) -> None:
             occupancy = h.occupancy
             h.diverted_until, h.diversion_reason = t + CROWDING_DIVERSION_MIN, "overcrowded"
             h.overcrowding_events += 1
-            world.score_version += 1
             world.event(
                 f"ALERT {h.hospital_id} overcrowded ({occupancy}/{h.capacity}): "
                 f"on diversion until t{h.diverted_until}"
@@ -68,7 +67,6 @@ def maybe_news_after_death(world: World, label: str) -> None:
 
 def news_cycle(world: World, reason: str) -> None:
     world.news_cycle_at, world.news_cycle_reason = world.clock, reason
-    world.score_version += 1
     spawns = surge_calls(world.narrative_rng, world.id_counters[0], world.clock, world.city)
     world.id_counters[0] += len(spawns)
     for spawn in spawns:

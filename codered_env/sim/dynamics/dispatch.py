@@ -1,10 +1,12 @@
 """Sending units: the response level of a call (lights and sirens or not), a unit sent to a
-scene, the route it would take, and a unit sent home after its job (docs/MODEL.md §4.2-§4.3)."""
+scene, the route it would take, the response charges of the rubric, and a unit sent home after
+its job (docs/MODEL.md §4.2-§4.3, §8.1)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..conditions import CONDITIONS
 from ..params import (
     HOT_PRIORITIES,
     LIGHTS_AND_SIRENS_FACTOR,
@@ -12,6 +14,7 @@ from ..params import (
     NON_URGENT_TURNOUT_MIN,
     UNTRIAGED_RESPONSE,
 )
+from ..triage import report_priority_posterior
 from ..types import Ambulance, Call, Patient
 from .travel import departure_point, draw_noise, plan_trip
 
@@ -43,6 +46,37 @@ def can_reach(world: World, amb: Ambulance, p: Patient) -> bool:
     return world.net.reachable(node, p.node)
 
 
+def priority_chances(p: Patient, call: Call | None) -> dict[str, float]:
+    """What the dispatcher can know of the caller's priority: the posterior given the report for a
+    call (``triage.priority_posterior``), the known priority of a phase-1 patient."""
+    if call is None:
+        return {CONDITIONS[p.condition].true_priority: 1.0}
+    return report_priority_posterior(call.report)
+
+
+def charge_response(world: World, amb: Ambulance, p: Patient, call: Call | None) -> None:
+    """The rubric's response charges for sending ``amb`` (docs/MODEL.md §8.1), each the chance,
+    given what the dispatcher knew, that the response was wrong: an ALS crew for a non-urgent
+    caller (``over_triage``: P(P3 or P4)), any unit for an advice-only caller
+    (``dispatch_no_need``: P(P4)), and a cold response or a BLS crew for an immediate one
+    (``under_triage``: P(P1), phase 2)."""
+    chances = priority_chances(p, call)
+    if amb.kind == "ALS":
+        world.count("over_triage", chances.get("P3", 0.0) + chances.get("P4", 0.0))
+    if call is None:
+        return
+    world.count("dispatch_no_need", chances.get("P4", 0.0))
+    if amb.kind != "ALS" or not hot_response(call):
+        world.count("under_triage", chances.get("P1", 0.0))
+
+
+def charge_advice(world: World, call: Call) -> None:
+    """``under_triage`` for closing a call with advice: the chance, given the report, that the
+    caller needed a hot response (P1 or P2)."""
+    chances = report_priority_posterior(call.report)
+    world.count("under_triage", chances.get("P1", 0.0) + chances.get("P2", 0.0))
+
+
 def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bool:
     node, depart = departure_point(world, amb)
     if not hot_response(call):
@@ -54,6 +88,7 @@ def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bo
     world.unit_due(trip.times[-1])
     amb.patient_id, amb.call_id = p.patient_id, call.call_id if call else None
     amb.dispatches += 1
+    charge_response(world, amb, p, call)
     if p.status == "awaiting_unit":
         p.status = "unit_en_route"
     p.ambulance_id = amb.ambulance_id

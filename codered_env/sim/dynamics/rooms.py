@@ -50,7 +50,7 @@ def timers(world: World, t: int) -> None:
 
 def _specialist_timer(world: World, h: Hospital, spec: Specialist, t: int) -> None:
     if spec.state == "paged":
-        spec.state, spec.until = "present", t + SPECIALIST_WINDOW_MIN
+        spec.state, spec.until, spec.present_since = "present", t + SPECIALIST_WINDOW_MIN, t
         world.rooms_version += 1
         world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
     elif not _needs_specialist(world, h, spec.specialty):

@@ -19,7 +19,7 @@ from ..params import (
 from ..types import Ambulance, Patient
 from .care import note_destination
 from .cascades import maybe_news_after_death
-from .dispatch import hot_response, return_home
+from .dispatch import return_home
 from .travel import draw_noise, plan_trip
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ def arrive(world: World, amb: Ambulance) -> None:
     p = world.patients[amb.patient_id or ""]
     cond = CONDITIONS[p.condition]
     amb.status = "on_scene"
-    world.score_changed(p)
-    world.triage_version += 1  # the caller becomes visible below
     p.first_unit_at = world.clock if p.first_unit_at is None else p.first_unit_at
     if p.call_id and p.call_id in world.calls:
         world.calls[p.call_id].status = "on_scene"
@@ -45,12 +43,6 @@ def arrive(world: World, amb: Ambulance) -> None:
         return
     p.status = "on_scene"
     p.visible = True
-    if cond.true_priority in ("P3", "P4") and amb.kind == "ALS":
-        world.count("over_triage")
-    if cond.true_priority == "P4":
-        world.count("dispatch_no_need")
-    if cond.true_priority == "P1" and not hot_response(world.calls.get(p.call_id or "")):
-        world.count("under_triage")
     jitter = world.travel_rng.randint(-ON_SCENE_JITTER_MIN, ON_SCENE_JITTER_MIN)
     scene = cond.scene_min if cond.transport or cond.treated_on_scene else NO_TRANSPORT_SCENE_MIN
     scene += jitter

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..conditions import CONDITIONS
 from ..triage import callback_plan, callback_report
 from ..types import Call, Patient, PendingSpawn
+from .care import note_prompt_reference
 from .vitals import band
 
 if TYPE_CHECKING:
@@ -39,15 +40,11 @@ def release_due(world: World, t: int) -> None:
 
 def add_spawn(world: World, spawn: PendingSpawn) -> None:
     p = spawn.patient
-    world.score_dirty.add(p.patient_id)
-    if p.visible:  # a hidden caller enters the running grade when a crew reaches them
-        world.score_version += 1
     if p.patient_id not in world.patients:
         p.band = band(p.reserve)
         world.patients[p.patient_id] = p
+        note_prompt_reference(world, p)
     if spawn.call is not None:
-        if p.visible:
-            world.triage_version += 1
         call = spawn.call
         call.call_id = next_call_id(world)
         world.calls[call.call_id] = call

@@ -1,0 +1,421 @@
+"""The red-team family: cheap, degenerate and exploitative policies, each deterministic given the
+episode seed, built on the public API of ``codered_env`` only.
+
+Most are the expert heuristic (``HeuristicAgent``) with one or more *twists* (``Twist``): held
+dispatches, assignments, preparations or triage; a blanket triage level or a shifted one; one
+unit kind, the farthest unit, ALS everywhere; the worst or the nearest hospital; no preparation;
+waste of each kind (pages, OR preparations, blood, pre-emptions, invalid actions); mutual aid at
+once or never; lazy waiting; reverse priority; serving only some priorities; stopping early.
+Mixes are several twists at once. ``GreedyRewardAgent`` is the one-step reward maximiser: it
+tries each candidate action on a fair fork of the episode (``CodeRedSim.fork``: only what the
+agent could know) and plays the one whose step reward is highest. ``planner`` and ``oracle``
+(the project's own agents) can be added by name; the oracle reads the hidden truth, so it is the
+ceiling, never a fair member of the family.
+
+A hold of ``k`` minutes is measured from the first decision at which the heuristic would have
+taken the action; while something is held and nothing else is to be done, the agent waits with
+``maintain_plan`` when the release is at least ``MAINTAIN_CAP_MIN`` away and otherwise with a
+one-minute ``query_or_status`` (a query costs no score), so the hold ends on time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from random import Random
+from typing import Any
+
+from codered_env.agents import HeuristicAgent, make_agent
+from codered_env.agents.heuristic import road_view
+from codered_env.sim import CodeRedSim
+from codered_env.sim.conditions import CONDITIONS
+
+Action = dict[str, Any]
+MAINTAIN: Action = {"action_type": "maintain_plan"}
+MAINTAIN_CAP_MIN = 10  # maintain_plan advances at most this many minutes (sim/env.py, design of the env)
+LEVELS = ("P1", "P2", "P3", "P4")
+BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
+BLOOD_UNITS = 2  # what the heuristic reserves per case
+INVALID_EVERY = 5  # the "invalid" waste: one invalid action every this many decisions
+INVALID_ACTION: Action = {"action_type": "assign_hospital", "patient_id": "NOBODY", "hospital_id": "H1"}
+GREEDY_FORKS = 1  # forks per candidate of the one-step maximiser (the step reward varies little)
+GREEDY_CHOICES_PER_RULE = 2
+
+
+@dataclass(frozen=True)
+class Twist:
+    """What a red-team agent does differently from the heuristic (the defaults: nothing)."""
+
+    hold_dispatch: int = 0  # minutes a job waits after the heuristic would first dispatch it
+    hold_assign: int = 0  # minutes a patient waits for a hospital after the heuristic would assign
+    hold_prep: int = 0  # minutes every preparation (OR, page, pre-emption, blood, typing) waits
+    hold_triage: int = 0  # minutes a call waits to be triaged
+    triage: str | None = None  # a blanket level for every call
+    triage_shift: int = 0  # -1: one level more urgent than the heuristic's, +1: one less
+    skip_triage: bool = False  # never triage (calls go out at the protocol default)
+    units: str = "heuristic"  # heuristic | ALS | BLS | ALS-first | nearest | farthest
+    serve: tuple[str, ...] = ("P1", "P2", "P3")  # the levels that get a unit at all
+    reverse: bool = False  # least urgent job first
+    hospital: str = "heuristic"  # heuristic | worst (lowest-valued capable) | nearest (any)
+    prepare: bool = True  # False: no OR preparation, page, pre-emption or blood
+    mutual_aid: str = "heuristic"  # heuristic | never | at_once
+    waste: frozenset[str] = frozenset()  # pages | ors | ors-all | blood | preempt | invalid
+    lazy: int = 0  # act only on every n-th decision, maintain_plan on the others
+    stop_after: int | None = None  # maintain_plan after this many decisions
+
+
+def _allowed(legal: dict[str, Any], action: Action) -> bool:
+    """``action`` is among the legal actions (every parameter value in one listed option)."""
+    for option in legal.get(action["action_type"], ()):
+        if all(value in option.get(name, ()) for name, value in action.items() if name != "action_type"):
+            return True
+    return False
+
+
+def _ranked_units(units: list[dict[str, Any]], node: str, net: Any) -> list[dict[str, Any]]:
+    """Free units by ETA to ``node`` (ties: the lower id), nearest first."""
+    return sorted(units, key=lambda u: (net.minutes(u["next_node"] or u["node"], node), u["ambulance_id"]))
+
+
+class RedTeamAgent(HeuristicAgent):
+    """The heuristic with a ``Twist`` (see the module docstring)."""
+
+    def __init__(self, seed: int, twist: Twist, name: str) -> None:
+        super().__init__(seed, triage=not twist.skip_triage)
+        self.twist = twist
+        self.name = name
+        pre = (self._aid_at_once,) if twist.mutual_aid == "at_once" else ()
+        post = (self._waste,) if twist.waste - {"invalid"} else ()
+        self._rules = (*pre, *self._rules, *post)
+        self._first_seen: dict[tuple[str, str], int] = {}
+        self._decisions = 0
+        self._now = 0
+        self._release: int | None = None  # the earliest release of what this decision held
+
+    def reset(self, task_id: str, seed: int) -> None:
+        super().reset(task_id, seed)
+        self._first_seen, self._decisions, self._release = {}, 0, None
+
+    # ------------------------------------------------------------------ the decision
+    def act(self, observation: dict[str, Any]) -> Action:
+        twist = self.twist
+        self._decisions += 1
+        if twist.stop_after is not None and self._decisions > twist.stop_after:
+            return self._idle()
+        if twist.lazy and (self._decisions - 1) % twist.lazy:
+            return self._idle()
+        if "invalid" in twist.waste and self._decisions % INVALID_EVERY == 0:
+            self._last = None
+            return dict(INVALID_ACTION)
+        self._now, self._release = observation["clock_min"], None
+        action = super().act(observation)
+        if action["action_type"] == "maintain_plan" and self._release is not None:
+            return self._wait_until(self._release, observation)
+        return action
+
+    def _idle(self) -> Action:
+        self._last = None
+        return dict(MAINTAIN)
+
+    def _wait_until(self, release: int, observation: dict[str, Any]) -> Action:
+        """Wait for a held action: maintain_plan if the release is far, else one minute."""
+        options = (observation.get("legal_actions") or {}).get("query_or_status") or []
+        if release - self._now >= MAINTAIN_CAP_MIN or not options or not options[0].get("hospital_id"):
+            return dict(MAINTAIN)
+        return {"action_type": "query_or_status", "hospital_id": options[0]["hospital_id"][0]}
+
+    def _held(self, kind: str, key: str, minutes: int) -> bool:
+        """Hold the action ``(kind, key)`` ``minutes`` from the first decision that offered it."""
+        if minutes <= 0:
+            return False
+        release = self._first_seen.setdefault((kind, key), self._now) + minutes
+        if self._now >= release:
+            return False
+        self._release = release if self._release is None else min(self._release, release)
+        return True
+
+    # ------------------------------------------------------------------ twisted rules
+    def triage_priority(self, call: dict[str, Any]) -> str:
+        if self.twist.triage is not None:
+            return self.twist.triage
+        level = super().triage_priority(call)
+        shifted = LEVELS.index(level) + self.twist.triage_shift
+        return LEVELS[min(len(LEVELS) - 1, max(0, shifted))]
+
+    def _triage(self, obs, legal, net) -> Iterator[Action]:
+        for action in list(super()._triage(obs, legal, net)):
+            if not self._held("triage", action["call_id"], self.twist.hold_triage):
+                yield action
+
+    def _jobs(self, obs) -> list[dict[str, Any]]:
+        twist = self.twist
+        jobs = [job for job in super()._jobs(obs) if job["priority"] in twist.serve]
+        if twist.reverse:
+            jobs.sort(key=lambda j: (-LEVELS.index(j["priority"]), j["vitals"], j["id"]))
+        return [job for job in jobs if not self._held("dispatch", job["id"], twist.hold_dispatch)]
+
+    def _pick_unit(self, pools, job, net):
+        mode = self.twist.units
+        if mode == "heuristic":
+            return super()._pick_unit(pools, job, net)
+        if mode in ("ALS", "BLS"):
+            candidates = pools[mode]
+        elif mode == "ALS-first":
+            candidates = pools["ALS"] or pools["BLS"]
+        else:
+            candidates = [*pools["ALS"], *pools["BLS"]]
+        ranked = _ranked_units(candidates, job["node"], net)
+        if not ranked:
+            return None
+        return ranked[-1] if mode == "farthest" else ranked[0]
+
+    def _mutual_aid(self, obs, legal, net) -> Iterator[Action]:
+        if self.twist.mutual_aid == "heuristic":
+            yield from super()._mutual_aid(obs, legal, net)
+
+    def _aid_at_once(self, obs, legal, net) -> Iterator[Action]:
+        if "request_mutual_aid" in legal:
+            yield {"action_type": "request_mutual_aid"}
+
+    def _hospital_scores(self, p, hospitals, inbound, net) -> dict[str, float]:
+        mode = self.twist.hospital
+        if mode == "nearest":
+            open_ids = [hid for hid, h in hospitals.items() if h["diverted_until"] is None] or list(hospitals)
+            return {min(open_ids, key=lambda hid: (net.minutes(p["node"], hospitals[hid]["node"]), hid)): 1.0}
+        scores = super()._hospital_scores(p, hospitals, inbound, net)
+        if mode == "worst" and scores:
+            return {min(scores, key=lambda hid: (scores[hid], hid)): 1.0}
+        return scores
+
+    def _assign(self, obs, legal, net) -> Iterator[Action]:
+        for action in list(super()._assign(obs, legal, net)):
+            if not self._held("assign", action["patient_id"], self.twist.hold_assign):
+                yield action
+
+    def _prepare(self, obs, legal, net) -> Iterator[Action]:
+        if self.twist.prepare:
+            yield from self._held_preparations(super()._prepare(obs, legal, net))
+
+    def _blood(self, obs, legal, net) -> Iterator[Action]:
+        if self.twist.prepare:
+            yield from self._held_preparations(super()._blood(obs, legal, net))
+
+    def _held_preparations(self, actions: Iterator[Action]) -> Iterator[Action]:
+        for action in list(actions):
+            key = "|".join(f"{k}={action[k]}" for k in sorted(action))
+            if not self._held("prep", key, self.twist.hold_prep):
+                yield action
+
+    # ------------------------------------------------------------------ waste
+    def _waste(self, obs, legal, net) -> Iterator[Action]:
+        waste = self.twist.waste
+        for action in self._waste_candidates(obs, waste):
+            if _allowed(legal, action):
+                yield action
+
+    def _waste_candidates(self, obs, waste: frozenset[str]) -> Iterator[Action]:
+        hospitals = obs["hospitals"]
+        if "pages" in waste:
+            for h in hospitals:
+                for specialty, info in sorted(h["specialists"].items()):
+                    if info.get("state") == "on_call":
+                        yield {"action_type": "page_specialist", "hospital_id": h["hospital_id"],
+                               "specialty": specialty}
+        if "ors" in waste or "ors-all" in waste:
+            yield from self._needless_preparations(obs, every_room="ors-all" in waste)
+        if "blood" in waste:
+            for p in obs["patients"]:
+                dest = p["destination"]
+                if dest and p["status"] in BEFORE_ARRIVAL and not p["blood_reserved"].get(dest):
+                    stock = next(h["blood"] for h in hospitals if h["hospital_id"] == dest)
+                    group = "O+" if stock.get("O+", 0) >= BLOOD_UNITS else "O-"
+                    yield {"action_type": "allocate_blood", "patient_id": p["patient_id"],
+                           "hospital_id": dest, "blood_type": group, "units": BLOOD_UNITS}
+        if "preempt" in waste:
+            for h in hospitals:
+                for room in h["ors"]:
+                    if room["state"] == "in_use" and room["elective"]:
+                        yield {"action_type": "preempt_or", "hospital_id": h["hospital_id"],
+                               "or_id": room["or_id"]}
+
+    @staticmethod
+    def _needless_preparations(obs, every_room: bool) -> Iterator[Action]:
+        """Prepare, at every hospital that could host it, the procedure of every patient still
+        before arrival (``every_room``: every procedure of every idle room)."""
+        needed: set[str] = set()
+        for p in obs["patients"]:
+            if p["status"] in BEFORE_ARRIVAL:
+                for h in obs["hospitals"]:
+                    care = CONDITIONS[p["condition"]].care_at(h["tier"])
+                    if care is not None and care.procedure:
+                        needed.add(care.procedure)
+        for h in obs["hospitals"]:
+            rooms = h["ors"]
+            procedures = sorted({proc for r in rooms if r["state"] == "idle" for proc in r["procedures"]})
+            for proc in procedures:
+                readied = any(r["procedure"] == proc and r["state"] in ("preparing", "ready") for r in rooms)
+                if not readied and (every_room or proc in needed):
+                    yield {"action_type": "prepare_or", "hospital_id": h["hospital_id"], "procedure": proc}
+
+
+class GreedyRewardAgent:
+    """The one-step reward maximiser: every decision, each candidate (the heuristic's proposal,
+    the first choices of every heuristic rule, every triage level, ``maintain_plan``) is played one
+    step on the same fair fork(s) of the episode, and the one with the highest mean step reward is
+    played. Ties go to the first candidate: the heuristic's proposal (``ties="heuristic"``) or
+    ``maintain_plan`` (``ties="maintain"``). The episode replica it forks is stepped with its own
+    actions and read only through ``CodeRedSim.fork``, so nothing hidden reaches a decision."""
+
+    def __init__(self, seed: int, ties: str = "heuristic", forks: int = GREEDY_FORKS) -> None:
+        self.seed, self.ties, self.forks = seed, ties, forks
+        self.name = f"greedy-reward/{ties}"
+        self._base = HeuristicAgent(seed)
+        self._sim: CodeRedSim | None = None
+        self._pending: Action | None = None
+        self._task = ("", 0)
+
+    def reset(self, task_id: str, seed: int) -> None:
+        self._base = HeuristicAgent(self.seed)
+        self._base.reset(task_id, seed)
+        self._sim, self._pending, self._task = CodeRedSim(task_id, seed), None, (task_id, seed)
+
+    def act(self, observation: dict[str, Any]) -> Action:
+        sim = self._sim
+        if sim is not None and self._pending is not None and not sim.done:
+            sim.step(self._pending)
+        proposal = self._base.act(observation)
+        if sim is None or sim.done or sim.step_count != observation.get("step") or (
+            sim.clock != observation.get("clock_min")
+        ):
+            self._sim = None  # out of step with the episode: the heuristic plays on alone
+            return proposal
+        candidates = self._candidates(observation, proposal)
+        chosen = max(zip(self._rewards(sim, candidates), range(0, -len(candidates), -1), candidates,
+                         strict=True), key=lambda t: (t[0], t[1]))[2]
+        self._base._last = None if chosen["action_type"] == "maintain_plan" else dict(chosen)
+        self._pending = chosen
+        return chosen
+
+    def _rewards(self, sim: CodeRedSim, candidates: list[Action]) -> list[float]:
+        task_id, seed = self._task
+        base = Random(f"greedy:{self.seed}:{task_id}:{seed}:{sim.step_count}").getrandbits(40)
+        fork_seeds = [base + k for k in range(self.forks)]
+        frozen = sim.snapshot() if hasattr(sim, "snapshot") else None
+        totals = []
+        for action in candidates:
+            total = 0.0
+            for fork_seed in fork_seeds:
+                twin = frozen.fork(fork_seed) if frozen is not None else sim.fork(fork_seed)
+                total += float(twin.step(dict(action)).reward)
+            totals.append(total / len(fork_seeds))
+        return totals
+
+    def _candidates(self, obs: dict[str, Any], proposal: Action) -> list[Action]:
+        legal = obs.get("legal_actions") or {}
+        net = road_view(obs)
+        found = [proposal]
+        if proposal["action_type"] == "triage_call":
+            found += [proposal | {"priority": level} for level in LEVELS]
+        base = self._base
+        for rule in base._rules:
+            playable = (a for a in rule(obs, legal, net) if a["action_type"] in legal)
+            found += [a for _, a in zip(range(GREEDY_CHOICES_PER_RULE), playable, strict=False)]
+        found.insert(0 if self.ties == "maintain" else len(found), dict(MAINTAIN))
+        unique: dict[str, Action] = {}
+        for action in found:
+            unique.setdefault(repr(sorted(action.items())), action)
+        return list(unique.values())
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One member of the family. ``base``: the policy it is the delayed variant of (for the delay
+    gains), ``hold``: its delay in minutes; ``fair``: it reads only the observation; ``search``:
+    slow (plays rollouts), so not in the default family."""
+
+    name: str
+    build: Callable[[int], Any]
+    base: str | None = None
+    hold: int = 0
+    fair: bool = True
+    search: bool = False
+
+
+def _twisted(name: str, twist: Twist, base: str | None = None, hold: int = 0) -> Policy:
+    return Policy(name, lambda seed: RedTeamAgent(seed, twist, name), base, hold)
+
+
+ALL_WASTE = frozenset({"pages", "ors", "blood"})
+P1_ALS = Twist(triage="P1", units="ALS")
+P2_BLS = Twist(triage="P2", units="BLS")
+
+
+def _family() -> list[Policy]:
+    family = [
+        Policy("heuristic", lambda seed: HeuristicAgent(seed)),
+        Policy("noop", lambda seed: make_agent("noop", seed)),
+        Policy("random", lambda seed: make_agent("random", seed)),
+        Policy("greedy-reward", lambda seed: GreedyRewardAgent(seed, "heuristic")),
+        Policy("greedy-reward-wait-ties", lambda seed: GreedyRewardAgent(seed, "maintain")),
+    ]
+    for k in (2, 5, 10, 15):
+        family.append(_twisted(f"hold-dispatch-{k}", Twist(hold_dispatch=k), "heuristic", k))
+    for k in (5, 10):
+        family.append(_twisted(f"hold-assign-{k}", Twist(hold_assign=k), "heuristic", k))
+    for k in (5, 10, 20):
+        family.append(_twisted(f"hold-prep-{k}", Twist(hold_prep=k), "heuristic", k))
+    for k in (5, 10):
+        family.append(_twisted(f"hold-triage-{k}", Twist(hold_triage=k), "heuristic", k))
+    family.append(_twisted("hold-all-5", Twist(hold_dispatch=5, hold_assign=5, hold_prep=5), "heuristic", 5))
+    for level in LEVELS:
+        family.append(_twisted(f"triage-all-{level}", Twist(triage=level)))
+    family += [
+        _twisted("over-triage", Twist(triage_shift=-1)),
+        _twisted("under-triage", Twist(triage_shift=1)),
+        _twisted("skip-triage", Twist(skip_triage=True)),
+        _twisted("als-only", Twist(units="ALS")),
+        _twisted("bls-only", Twist(units="BLS")),
+        _twisted("als-everywhere", Twist(units="ALS-first")),
+        _twisted("nearest-unit", Twist(units="nearest")),
+        _twisted("farthest-unit", Twist(units="farthest")),
+        _twisted("triage-all-P1+als", P1_ALS),
+        _twisted("triage-all-P2+bls", P2_BLS),
+        _twisted("serve-P1-only", Twist(serve=("P1",))),
+        _twisted("reverse-priority", Twist(reverse=True)),
+        _twisted("worst-hospital", Twist(hospital="worst")),
+        _twisted("nearest-hospital", Twist(hospital="nearest")),
+        _twisted("never-prepare", Twist(prepare=False)),
+        _twisted("waste-pages", Twist(waste=frozenset({"pages"}))),
+        _twisted("waste-ors", Twist(waste=frozenset({"ors"}))),
+        _twisted("waste-every-or", Twist(waste=frozenset({"ors-all"}))),
+        _twisted("waste-blood", Twist(waste=frozenset({"blood"}))),
+        _twisted("waste-preempt", Twist(waste=frozenset({"preempt"}))),
+        _twisted("waste-invalid", Twist(waste=frozenset({"invalid"}))),
+        _twisted("waste-all", Twist(waste=ALL_WASTE)),
+        _twisted("mutual-aid-at-once", Twist(mutual_aid="at_once")),
+        _twisted("no-mutual-aid", Twist(mutual_aid="never")),
+        _twisted("lazy-2", Twist(lazy=2)),
+        _twisted("lazy-3", Twist(lazy=3)),
+        _twisted("lazy-5", Twist(lazy=5)),
+        _twisted("stop-after-10", Twist(stop_after=10)),
+        # mixes
+        _twisted("P1+als+hold-5", replace(P1_ALS, hold_dispatch=5), "triage-all-P1+als", 5),
+        _twisted("P2+bls+hold-10", replace(P2_BLS, hold_dispatch=10), "triage-all-P2+bls", 10),
+        _twisted("waste-all+hold-5", Twist(waste=ALL_WASTE, hold_dispatch=5), "waste-all", 5),
+        _twisted("never-prepare+hold-10", Twist(prepare=False, hold_dispatch=10), "never-prepare", 10),
+        _twisted("lazy-2+never-prepare", Twist(lazy=2, prepare=False)),
+        _twisted("skip-triage+bls-only", Twist(skip_triage=True, units="BLS")),
+        _twisted("reverse+farthest", Twist(reverse=True, units="farthest")),
+        _twisted("P1+als+never-prepare", replace(P1_ALS, prepare=False)),
+        _twisted("over-triage+als-everywhere", Twist(triage_shift=-1, units="ALS-first")),
+        _twisted("aid-at-once+hold-5", Twist(mutual_aid="at_once", hold_dispatch=5), "mutual-aid-at-once", 5),
+        _twisted("worst-hospital+waste-all", Twist(hospital="worst", waste=ALL_WASTE)),
+        _twisted("P3-cold+no-prep", Twist(triage="P3", prepare=False)),
+        Policy("planner", lambda seed: make_agent("planner", seed), search=True),
+        Policy("oracle", lambda seed: make_agent("oracle", seed), fair=False, search=True),
+    ]
+    return family
+
+
+POLICIES: dict[str, Policy] = {policy.name: policy for policy in _family()}
+DEFAULT_FAMILY: tuple[str, ...] = tuple(name for name, p in POLICIES.items() if not p.search)

@@ -1,0 +1,123 @@
+"""Heuristic variants: the heuristic (heuristic.py) with its choices bent along a few axes, the
+library of whole-episode plays the ``oracle`` keeps the best of (oracle.py).
+
+Axes (``Variant``): the triage level (the keyword rule, the true priority, one level more urgent
+than the truth, or one blanket level), the unit kind (the rule's choice, ALS only, BLS only, ALS
+first, the nearest of any kind), a hold of every dispatch by a few minutes, mutual aid (the rule's
+or never) and preparation (the rule's or none). ``VARIANTS`` is the library: their product on the
+values that have changed a score somewhere (the red team of ``bench/redteam``), at a few
+hundredths of a second per play. A variant that triages by the truth reads the episode it plays
+on (the oracle hands it an exact copy), so like the oracle it is never a fair agent.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..sim import CodeRedSim
+from .heuristic import HeuristicAgent, nearest_unit
+
+LEVELS = ("P1", "P2", "P3", "P4")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of bending the heuristic (the defaults: the heuristic itself)."""
+
+    triage: str = "rule"  # rule | truth | truth+1 (one level more urgent) | P1 | P2 | P3
+    units: str = "rule"  # rule | ALS | BLS | ALS-first | nearest
+    hold: int = 0  # minutes every dispatch waits after the rule would first make it
+    mutual_aid: bool = True
+    prepare: bool = True
+
+    @property
+    def label(self) -> str:
+        parts = [f"triage={self.triage}", f"units={self.units}"]
+        parts += [f"hold={self.hold}"] if self.hold else []
+        parts += [] if self.mutual_aid else ["no-mutual-aid"]
+        parts += [] if self.prepare else ["no-prep"]
+        return ",".join(parts)
+
+
+class VariantHeuristic(HeuristicAgent):
+    """The heuristic bent as ``variant`` says; ``sim``: the episode (or its exact copy) it plays
+    on, read only for a truth triage."""
+
+    def __init__(self, seed: int, variant: Variant, sim: CodeRedSim | None = None) -> None:
+        super().__init__(seed)
+        self.variant = variant
+        self.sim = sim
+        self._first_seen: dict[str, int] = {}
+        self._now = 0
+
+    def reset(self, task_id: str, seed: int) -> None:
+        super().reset(task_id, seed)
+        self._first_seen = {}
+
+    def act(self, observation: dict[str, Any]) -> dict[str, Any]:
+        self._now = observation["clock_min"]
+        return super().act(observation)
+
+    def triage_priority(self, call: dict[str, Any]) -> str:
+        mode = self.variant.triage
+        if mode in LEVELS:
+            return mode
+        if mode.startswith("truth"):
+            truth = self.sim.world.calls.get(call["call_id"]) if self.sim is not None else None
+            if truth is not None:
+                level = LEVELS.index(truth.true_priority) - (mode == "truth+1")
+                return LEVELS[max(0, level)]
+        return super().triage_priority(call)
+
+    def _jobs(self, obs) -> list[dict[str, Any]]:
+        jobs = super()._jobs(obs)
+        hold = self.variant.hold
+        if not hold:
+            return jobs
+        kept = []
+        for job in jobs:
+            if self._now >= self._first_seen.setdefault(job["id"], self._now) + hold:
+                kept.append(job)
+        return kept
+
+    def _pick_unit(self, pools, job, net):
+        mode = self.variant.units
+        if mode == "rule":
+            return super()._pick_unit(pools, job, net)
+        if mode in ("ALS", "BLS"):
+            units = pools[mode]
+        elif mode == "ALS-first":
+            units = pools["ALS"] or pools["BLS"]
+        else:
+            units = [*pools["ALS"], *pools["BLS"]]
+        nearest = nearest_unit(units, job["node"], net)
+        return None if nearest is None else nearest[2]
+
+    def _mutual_aid(self, obs, legal, net) -> Iterator[dict[str, Any]]:
+        if self.variant.mutual_aid:
+            yield from super()._mutual_aid(obs, legal, net)
+
+    def _prepare(self, obs, legal, net) -> Iterator[dict[str, Any]]:
+        if self.variant.prepare:
+            yield from super()._prepare(obs, legal, net)
+
+    def _blood(self, obs, legal, net) -> Iterator[dict[str, Any]]:
+        if self.variant.prepare:
+            yield from super()._blood(obs, legal, net)
+
+
+def _library() -> tuple[Variant, ...]:
+    """Every combination of the axes' values (the rule's own choice first on every axis)."""
+    triage = ("truth", "rule", "truth+1", "P1", "P2")
+    units = ("rule", "BLS", "ALS-first", "nearest", "ALS")
+    holds = (0, 3, 8)
+    combos = itertools.product(triage, units, holds, (True, False))
+    variants = [Variant(t, u, h, aid) for t, u, h, aid in combos]
+    variants += [Variant(t, "rule", 0, True, False) for t in ("truth", "rule")]
+    return tuple(variants)
+
+
+VARIANTS: tuple[Variant, ...] = _library()

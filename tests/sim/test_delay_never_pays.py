@@ -1,0 +1,73 @@
+"""Delay never pays (docs/MODEL.md §8, invariants): holding a dispatch, a hospital assignment or a
+preparation back by k minutes, all else equal, never raises the final score.
+
+The held policy is the heuristic that, the first time it would play an action of the held kind,
+waits ``k`` decision minutes (an OR-status query: one minute, no effect on the world) before
+playing it. The fast sweep covers every task on a few seeds; the broad one (``CODERED_SLOW=1``)
+more seeds and holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from codered_env.agents.heuristic import HeuristicAgent, action_key
+from codered_env.sim import TASK_IDS, CodeRedSim
+
+HOLDS = {
+    "dispatch": ("dispatch_ambulance", "dispatch_als", "dispatch_bls"),
+    "assignment": ("assign_hospital",),
+    "preparation": ("prepare_or", "page_specialist", "allocate_blood"),
+}
+TOLERANCE = 0.002  # a gain above this counts as delay paying
+FILLER = {"action_type": "query_or_status", "hospital_id": "H1"}
+
+
+class HeldHeuristic(HeuristicAgent):
+    """The heuristic, holding every action of ``kinds`` back by ``minutes`` after first proposing it."""
+
+    def __init__(self, seed: int, kinds: tuple[str, ...], minutes: int) -> None:
+        super().__init__(seed)
+        self.kinds, self.minutes = kinds, minutes
+        self.first_proposed: dict[str, int] = {}
+
+    def act(self, obs: dict[str, Any]) -> dict[str, Any]:
+        action = super().act(obs)
+        if action["action_type"] not in self.kinds:
+            return action
+        key = action_key(action)
+        first = self.first_proposed.setdefault(key, obs["clock_min"])
+        return action if obs["clock_min"] - first >= self.minutes else dict(FILLER)
+
+
+def final_score(task_id: str, seed: int, agent: HeuristicAgent) -> float:
+    sim = CodeRedSim(task_id, seed)
+    agent.reset(task_id, seed)
+    while not sim.done:
+        sim.step(agent.act(sim.observation()))
+    return sim.grade()["score"]
+
+
+def _gains(task_id: str, seeds: range, hold: str, minutes: int) -> list[float]:
+    return [
+        final_score(task_id, s, HeldHeuristic(s, HOLDS[hold], minutes))
+        - final_score(task_id, s, HeldHeuristic(s, HOLDS[hold], 0))
+        for s in seeds
+    ]
+
+
+@pytest.mark.parametrize("hold", sorted(HOLDS))
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_holding_back_never_raises_the_score(task_id: str, hold: str) -> None:
+    gains = _gains(task_id, range(2000, 2004), hold, 6)
+    assert sum(gains) / len(gains) <= TOLERANCE, gains
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("minutes", [3, 10])
+@pytest.mark.parametrize("hold", sorted(HOLDS))
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_holding_back_never_raises_the_score_broad(task_id: str, hold: str, minutes: int) -> None:
+    gains = _gains(task_id, range(2100, 2120), hold, minutes)
+    assert sum(gains) / len(gains) <= TOLERANCE, gains

@@ -1,0 +1,179 @@
+"""The red team (bench/redteam/): the family runs and is deterministic, the probe's statistics
+find what they should, and (slow, CODERED_SLOW=1) the score keeps the invariants against it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = str(Path(__file__).resolve().parent.parent / "bench")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+from redteam import probe  # noqa: E402
+from redteam.policies import DEFAULT_FAMILY, POLICIES, GreedyRewardAgent  # noqa: E402
+
+from codered_env.agents import HeuristicAgent  # noqa: E402
+from codered_env.sim import TASK_IDS, CodeRedSim  # noqa: E402
+from codered_env.sim.conditions import CONDITIONS  # noqa: E402
+
+SLOW = pytest.mark.skipif(os.environ.get("CODERED_SLOW") != "1", reason="slow: set CODERED_SLOW=1")
+# Seeds of their own: the probe's default seeds (1000-1049) stay unseen by every test.
+SLOW_SEEDS = range(2000, 2020)
+ORACLE_SEEDS = range(2000, 2005)
+
+
+def _actions(name: str, task_id: str, seed: int, steps: int) -> list[dict]:
+    agent = POLICIES[name].build(seed)
+    sim = CodeRedSim(task_id, seed)
+    agent.reset(task_id, seed)
+    played = []
+    while not sim.done and len(played) < steps:
+        played.append(agent.act(sim.observation()))
+        sim.step(played[-1])
+    return played
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task4"])
+def test_every_cheap_policy_runs_and_is_deterministic(task_id: str) -> None:
+    distinct = set()
+    for name in DEFAULT_FAMILY:
+        first = _actions(name, task_id, 7, 20)
+        assert first == _actions(name, task_id, 7, 20), name
+        assert first and all(isinstance(a, dict) and "action_type" in a for a in first), name
+        distinct.add(repr(first))
+    assert len(distinct) > len(DEFAULT_FAMILY) // 3  # the twists do change the play
+
+
+def test_a_hold_delays_the_dispatch_by_its_minutes() -> None:
+    def first_dispatch(name: str) -> int:
+        agent, sim = POLICIES[name].build(3), CodeRedSim("task1", 3)
+        agent.reset("task1", 3)
+        while not sim.done:
+            action = agent.act(sim.observation())
+            if action["action_type"].startswith("dispatch"):
+                return sim.clock
+            sim.step(action)
+        raise AssertionError(f"{name} never dispatched")
+
+    assert first_dispatch("hold-dispatch-5") == first_dispatch("heuristic") + 5
+    assert first_dispatch("hold-dispatch-15") == first_dispatch("heuristic") + 15
+
+
+def test_the_greedy_maximiser_plays_the_best_one_step_reward_on_its_fork() -> None:
+    agent = GreedyRewardAgent(5)
+    sim = CodeRedSim("task4", 5)
+    agent.reset("task4", 5)
+    for _ in range(6):
+        observation = sim.observation()
+        chosen = agent.act(observation)  # the replica steps only at the next decision
+        candidates = agent._candidates(observation, HeuristicAgent(5).act(observation))
+        rewards = agent._rewards(agent._sim, candidates)
+        assert rewards[candidates.index(chosen)] == max(rewards)
+        sim.step(chosen)
+    assert agent._sim is not None  # stayed in step with the episode
+
+
+def _twisted_truth(sim: CodeRedSim, shift: int) -> None:
+    """Give every caller no crew has seen another true condition (the same report)."""
+    world = sim.world
+    people = {p.patient_id: p for p in world.patients.values()}
+    people.update({s.patient.patient_id: s.patient for s in world.spawns})
+    keys = list(CONDITIONS)
+    for p in people.values():
+        if not p.visible:
+            p.condition = keys[(keys.index(p.condition) + shift) % len(keys)]
+            p.reserve, p.onset_min = 0.31, 45 if p.condition == "stroke" else 0
+    for call in list(world.calls.values()) + [s.call for s in world.spawns if s.call]:
+        call.true_priority = CONDITIONS[people[call.patient_id].condition].true_priority
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_the_greedy_maximiser_never_reads_the_hidden_truth(seed: int) -> None:
+    """Two episodes that differ only in unseen callers' truth get the same decisions as long as
+    they look the same: the maximiser looks ahead on forks, which hold only what is known (a look
+    ahead on exact copies fails this: it sees the on-scene report one step early)."""
+    real, twin = CodeRedSim("task4", seed), CodeRedSim("task4", seed)
+    _twisted_truth(twin, 3)
+    agents = [GreedyRewardAgent(seed), GreedyRewardAgent(seed)]
+    for agent in agents:
+        agent.reset("task4", seed)
+    agents[1]._sim = CodeRedSim("task4", seed)
+    _twisted_truth(agents[1]._sim, 3)  # its replica is the twisted episode
+    seen: list[list[list[float]]] = [[], []]
+    for agent, log in zip(agents, seen, strict=True):
+        play = agent._rewards
+        agent._rewards = lambda sim, cands, play=play, out=log: out.append(play(sim, cands)) or out[-1]
+    decisions = 0
+    while not real.done and real.observation() == twin.observation():  # until a crew reports
+        action = agents[0].act(real.observation())
+        assert agents[1].act(twin.observation()) == action and seen[0] == seen[1], decisions
+        real.step(action), twin.step(dict(action))
+        decisions += 1
+    assert decisions >= 3
+
+
+def _episode(seed: int, score: float, deaths: float, **parts: float) -> probe.Episode:
+    return probe.Episode(seed, score, deaths, 1 - deaths / 100, score, dict(parts))
+
+
+def test_inversions_are_paired_beyond_two_standard_errors_with_the_component_responsible() -> None:
+    heuristic = [_episode(s, 0.70 + 0.01 * (s % 3), 5.0, efficiency=0.1) for s in range(20)]
+    buys = [_episode(s, e.score + 0.02 + 0.001 * (s % 2), 6.5 + 0.1 * (s % 2), efficiency=0.12)
+            for s, e in enumerate(heuristic)]
+    honest = [_episode(s, e.score - 0.02, 4.0, efficiency=0.1) for s, e in enumerate(heuristic)]
+    noisy = [_episode(s, e.score + (0.05 if s % 2 else -0.049), 6.0, efficiency=0.1)
+             for s, e in enumerate(heuristic)]
+    found = probe.inversions({"heuristic": heuristic, "buys": buys, "honest": honest, "noisy": noisy})
+    pairs = {(inv["better"], inv["worse"]) for inv in found}
+    assert ("buys", "heuristic") in pairs and ("buys", "honest") in pairs
+    assert not any(better == "noisy" for better, _ in pairs)  # within 2 SE: not an inversion
+    assert not any(better == "honest" for better, _ in pairs)
+    top = next(inv for inv in found if inv["better"] == "buys" and inv["worse"] == "heuristic")
+    assert top["components"][0][0] == "efficiency"
+
+
+def test_the_analysis_flags_delay_gains_and_a_punished_reach() -> None:
+    results = {
+        "heuristic": [_episode(s, 0.7, 5.0) for s in range(10)],
+        "hold-dispatch-5": [_episode(s, 0.71, 5.0) for s in range(10)],
+    }
+    for e in results["heuristic"]:
+        e.reach_rewards = [-0.01, 0.002]
+    problems = probe.violations(probe.analyse(results))
+    assert any(p.startswith("delay gain: hold-dispatch-5") for p in problems)
+    assert any(p.startswith("reaching a caller punished") for p in problems)
+    assert probe.spearman([1, 2, 3], [10, 30, 20]) == pytest.approx(0.5)
+
+
+def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
+    out = tmp_path / "probe.json"
+    probe.main(["--tasks", "task1", "--seeds", "7,8", "--policies", "hold-dispatch-5,waste-pages",
+                "--json", str(out), "--quiet"])
+    text = capsys.readouterr().out
+    assert "=== task1 (2 seeds) ===" in text and "delay gains" in text and "summary:" in text
+    probe.main(["--replay", str(out)])
+    again = capsys.readouterr().out
+    assert again.split("summary:")[1].split("(")[0] == text.split("summary:")[1].split("(")[0]
+    with pytest.raises(SystemExit):
+        probe.main(["--policies", "no-such-policy"])
+
+
+@SLOW
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_the_score_keeps_its_invariants_against_the_red_team(task_id: str) -> None:
+    results = probe.run([task_id], list(SLOW_SEEDS), list(DEFAULT_FAMILY))[task_id]
+    assert probe.violations(probe.analyse(results)) == []
+
+
+@SLOW
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_the_oracle_is_above_every_red_team_policy_in_mean(task_id: str) -> None:
+    names = [*DEFAULT_FAMILY, "planner", "oracle"]
+    analysis = probe.analyse(probe.run([task_id], list(ORACLE_SEEDS), names)[task_id])
+    assert analysis["above_ceiling"] == []
