@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from typing import Any, NamedTuple
 
 from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, expected_death, expected_outcome
@@ -283,7 +284,8 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
                   load_w * delivered, sec_w, sec_wg, sec_n, sec_r)
 
 
-_STROKE_ONSET_NOMINAL = sum(STROKE_ONSET_BEFORE_CALL_RANGE) // 2  # the mean onset lead of a stroke call
+# a stroke call's mean onset lead (the preview's nominal caller)
+_STROKE_ONSET_NOMINAL = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
@@ -298,7 +300,7 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
         cond = CONDITIONS[condition]
         onset = _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
         numbers = CONDITION_NUMBERS[condition]
-        reserve = max(0.0, sum(numbers.initial_reserve) / 2 - numbers.deterioration_per_min * delay)
+        reserve = max(0.0, statistics.fmean(numbers.initial_reserve) - numbers.deterioration_per_min * delay)
         quality, therapy = _best_therapy(cond)
         weight = chance * stake(condition, onset)
         n += chance

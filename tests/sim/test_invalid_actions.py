@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -200,15 +201,17 @@ def assert_refused(task_id: str, seed: int, build: Callable[[CodeRedSim], tuple[
     pen_bad, pen_ref = dict(g_bad["penalties"]), dict(g_ref["penalties"])
     assert pen_bad.pop("invalid_action", 0) == pen_ref.pop("invalid_action", 0) + 1
     assert pen_bad == pen_ref
-    # efficiency = coverage x (1 - penalties): exactly one invalid-action penalty lower
+    # efficiency = time_score x exp(-waste per patient): exactly one invalid-action penalty more
     eff_bad, eff_ref = g_bad["components"]["efficiency"], g_ref["components"]["efficiency"]
     assert eff_bad <= eff_ref
+    extra = g_bad["waste_per_patient"] - g_ref["waste_per_patient"]
+    assert 0 < extra <= PENALTY["invalid_action"] + 1e-4
     if eff_ref and eff_bad:
-        assert eff_ref - eff_bad == pytest.approx(g_ref["coverage"] * PENALTY["invalid_action"], abs=2e-4)
+        assert eff_bad == pytest.approx(eff_ref * math.exp(-extra), abs=2e-4)
     assert g_bad["score"] <= g_ref["score"]
     g_bad["components"].pop("efficiency")
     g_ref["components"].pop("efficiency")
-    for key in ("score", "raw_score", "penalties"):
+    for key in ("score", "raw_score", "penalties", "waste_per_patient"):
         g_bad.pop(key)
         g_ref.pop(key)
     assert g_bad == g_ref
