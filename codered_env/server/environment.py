@@ -18,7 +18,7 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
-from openenv.core.rubrics import Rubric
+from openenv.core.rubrics.base import Rubric
 
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState, WireObservation
 from codered_env.server.rubric_tree import CodeRedRubric
