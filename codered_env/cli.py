@@ -273,10 +273,13 @@ def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], se
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    host: Annotated[str | None, typer.Option(
+        help="interface to bind [default: HOST or 127.0.0.1]", show_default=False)] = None,
+    port: Annotated[int | None, typer.Option(
+        min=1, max=65535, help="port [default: PORT or 8000]", show_default=False)] = None,
 ) -> None:
-    """Serve the environment over HTTP/WebSocket (OpenEnv protocol)."""
+    """Serve the environment over HTTP/WebSocket (OpenEnv protocol); the same server as the
+    ``server`` command (docs/SERVER.md)."""
     from .server.app import serve as run_server
 
     run_server(host, port)
