@@ -23,6 +23,7 @@ whose answer was lost is answered again by the server rather than applied twice
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -72,17 +73,14 @@ class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
                     await asyncio.sleep(min(float(wait or pause), max(0.0, deadline - time.monotonic())))
                     pause = min(MAX_PAUSE_S, pause * 2)
                     continue
-                raise RuntimeError(
-                    f"Server error: {data.get('message', 'Unknown error')} (code: {data.get('code', 'UNKNOWN')})"
-                )
+                message_text, code = data.get("message", "Unknown error"), data.get("code", "UNKNOWN")
+                raise RuntimeError(f"Server error: {message_text} (code: {code})")
             self._remember(message, response)
             return response
 
     async def _exchange(self, message: dict[str, Any]) -> dict[str, Any]:
-        try:
+        with contextlib.suppress(ConnectionClosed):  # a refusal frame may be queued: read it below
             await self._send(message)
-        except ConnectionClosed:
-            pass  # a refusal frame may be queued before the close (read it below)
         return await self._receive()
 
     async def _drop_socket(self) -> None:

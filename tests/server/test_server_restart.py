@@ -46,7 +46,7 @@ def _expected(task_id: str, seed: int) -> list[dict[str, Any]]:
 def _same_steps(seen: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
     """Served step payloads equal the in-process observations, field by field, and rewards."""
     assert len(seen) == len(expected)
-    for payload, reference in zip(seen, expected):
+    for payload, reference in zip(seen, expected, strict=True):
         observation = {k: v for k, v in payload["observation"].items() if k != "metadata"}
         assert observation == {k: v for k, v in reference.items() if k not in ("reward", "done")}
         assert payload["reward"] == reference["reward"] and payload["done"] == reference["done"]
@@ -62,6 +62,13 @@ def _ws_step(ws: Any, action: dict[str, Any], expect: int | None = None) -> dict
     return reply["data"]
 
 
+def _http_step(http: httpx.Client, episode: str, action: dict[str, Any]) -> dict[str, Any]:
+    answer = http.post("/step", json={"episode_id": episode, "action": action})
+    assert answer.status_code == 200, answer.text
+    payload: dict[str, Any] = answer.json()
+    return payload
+
+
 def _restart(server: RunningServer) -> tuple[RunningServer, float]:
     started = time.monotonic()
     again = launch({}, port=server.port, state_dir=server.state_dir)
@@ -74,7 +81,7 @@ def test_every_kind_of_session_resumes_after_sigkill() -> None:
     try:
         http = httpx.Client(base_url=server.base_url, timeout=60)
         episode = http.post("/reset", json={"task_id": "task2", "seed": 4}).json()["episode_id"]
-        http_seen = [http.post("/step", json={"episode_id": episode, "action": a}).json() for a in ACTIONS[:3]]
+        http_seen = [_http_step(http, episode, a) for a in ACTIONS[:3]]
         ws = connect(server.ws_url, open_timeout=30)
         ws.send(json.dumps({"type": "reset", "data": {"task_id": "task2", "seed": 4, "episode_id": "x"}}))
         ws_id = json.loads(ws.recv(timeout=60))["data"]["session_id"]
@@ -95,7 +102,7 @@ def test_every_kind_of_session_resumes_after_sigkill() -> None:
         ws.close()
         server, took = _restart(server)
         http = httpx.Client(base_url=server.base_url, timeout=60)
-        http_seen += [http.post("/step", json={"episode_id": episode, "action": a}).json() for a in ACTIONS[3:]]
+        http_seen += [_http_step(http, episode, a) for a in ACTIONS[3:]]
         _same_steps(http_seen, expected)
         with connect(f"{server.ws_url}?session_id={ws_id}", open_timeout=30) as ws:
             repeated = _ws_step(ws, ACTIONS[2], expect=2)  # its reply was "lost": answered again
