@@ -174,6 +174,9 @@ def evaluate(
     reuse: Annotated[str, typer.Option(
         help="stored episodes to reuse: match (same agent and simulation fingerprints), "
              "stale (any stored row, even from another agent version or simulation), never")] = "match",
+    env_url: Annotated[str | None, typer.Option(
+        help="play every episode on this CodeRedEnv server (WebSocket), e.g. http://127.0.0.1:8000; "
+             "the client resumes episodes if the server restarts")] = None,
 ) -> None:
     """Evaluate agents over tasks and seeds: a table of mean ± sample std, or --json per episode.
 
@@ -202,7 +205,7 @@ def evaluate(
     total = len(agent_names) * len(task_ids) * len(seed_list)
     try:
         summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total,
-                                     reuse)
+                                     reuse, env_url)
     except (StoreError, RuntimeError) as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(code=1) from None
@@ -232,7 +235,7 @@ def evaluate(
 
 def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
                        config: LLMConfig | None, execution: Execution, total: int,
-                       reuse: str = "match") -> EvalSummary:
+                       reuse: str = "match", env_url: str | None = None) -> EvalSummary:
     """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
     from .evaluation.evaluate import run_evaluation, stats_line
 
@@ -253,7 +256,7 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
                 progress.console.print(stats, highlight=False, markup=False, soft_wrap=True)
 
         return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
-                              progress=advance, execution=execution, reuse=reuse)
+                              progress=advance, execution=execution, reuse=reuse, env_url=env_url)
 
 
 def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int]) -> Table:

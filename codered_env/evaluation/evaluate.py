@@ -171,12 +171,15 @@ def run_evaluation(
     max_steps: int | None = None,
     execution: Execution | None = None,
     reuse: str = "match",
+    env_url: str | None = None,
 ) -> EvalSummary:
     """Evaluate every (agent, task, seed) not stored by the same agent and simulation; store each
     episode as it finishes (see the module docstring for ``reuse``).
 
     ``summary.events`` ends up in plan order (agent, task, seed) whatever order episodes
-    finished in; ``progress`` sees them as they happen."""
+    finished in; ``progress`` sees them as they happen.  ``env_url`` plays every episode on that
+    server (:func:`codered_env.evaluation.episode.job_env`); the rows are the same as local ones
+    (same store, same provenance), so local and remote runs resume each other."""
     if reuse not in REUSE_POLICIES:
         raise ValueError(f"unknown reuse policy {reuse!r}; valid: {', '.join(REUSE_POLICIES)}")
     execution = execution or Execution()
@@ -201,7 +204,7 @@ def run_evaluation(
         def pending() -> Iterator[EpisodeJob]:
             for agent_name, task_id, seed in plan:
                 job = EpisodeJob(agent_name, task_id, seed, max_steps,
-                                 llm_config if agent_name == "llm" else None, *limits)
+                                 llm_config if agent_name == "llm" else None, *limits, env_url=env_url)
                 stored = None if reuse == "never" else store.get(
                     agent_name, job.model, task_id, seed, version)
                 fresh = stored is not None and expected[agent_name] is not None and \
