@@ -203,6 +203,7 @@ async def _sweep(app: FastAPI, lifetimes: dict[str, float]) -> None:
         }
         for kind, ids in live.items():
             await asyncio.to_thread(journal.expire_detached, kind, lifetimes[kind], ids)
+        journal.collect()
 
 
 def _register_openenv_info(app: FastAPI) -> None:

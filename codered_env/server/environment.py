@@ -241,6 +241,30 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
     def step_count(self) -> int:
         return self._episode.step_count
 
+    def step_summary(self, action: Any, logged: Mapping[str, Any]) -> dict[str, Any]:
+        """A step answered without building the observation: reward, done, the step's error, the
+        running score and the clock (``/ws?observation=none``)."""
+        with self._lock:
+            sim = self._require_sim()
+            result = sim.step(action)
+            wire_action = dict(logged)
+            self._episode.record(float(result.reward), result.error, wire_action)
+            if self.recorder is not None:
+                self.recorder({"op": "step", "action": wire_action})
+            return {
+                "observation": {
+                    "last_action_error": result.error,
+                    "score_preview": float(sim.score_preview),
+                    "clock_min": int(sim.clock),
+                },
+                "reward": float(result.reward),
+                "done": bool(result.done),
+            }
+
+    def step_without_text(self, action: Any, logged: Mapping[str, Any]) -> CodeRedObservation:
+        """``step_wire`` without rendering the LLM text (``text`` is empty)."""
+        return self._step(action, wire=True, logged=logged, text=False)
+
     def last_step_matches(self, action: Mapping[str, Any]) -> bool:
         """Whether ``action`` is the episode's last step (a retried request after a restart)."""
         with self._lock:
@@ -303,7 +327,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             return self._observe(reward=None, error=None, wire=wire)
 
     def _step(
-        self, action: Any, wire: bool, logged: Mapping[str, Any] | None = None
+        self, action: Any, wire: bool, logged: Mapping[str, Any] | None = None, text: bool = True
     ) -> CodeRedObservation:
         raw = action.to_wire() if isinstance(action, CodeRedAction) else action
         with self._lock:
@@ -313,7 +337,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             self._episode.record(float(result.reward), result.error, wire_action)
             if self.recorder is not None:
                 self.recorder({"op": "step", "action": wire_action})
-            return self._observe(reward=float(result.reward), error=result.error, wire=wire)
+            return self._observe(reward=float(result.reward), error=result.error, wire=wire, text=text)
 
     def _ensure_open(self) -> None:
         if self._closed is not None:
@@ -325,12 +349,14 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             raise RuntimeError("no episode: send reset before step")
         return self._sim
 
-    def _observe(self, reward: float | None, error: str | None, wire: bool) -> CodeRedObservation:
+    def _observe(
+        self, reward: float | None, error: str | None, wire: bool, text: bool = True
+    ) -> CodeRedObservation:
         sim = self._require_sim()
         data = sim.observation()
         data["last_action_error"] = error
         build = WireObservation.from_sim if wire else CodeRedObservation.from_sim
-        return build(data, render_text(data), reward=reward)
+        return build(data, render_text(data) if text else "", reward=reward)
 
 
 def _loggable(raw: Any) -> Any:

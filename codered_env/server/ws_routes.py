@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse, WSStateResponse
+from pydantic_core import to_json
 
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import CodeRedEnvironment, validate_action
@@ -57,7 +58,9 @@ from codered_env.server.ws_sessions import (
 )
 
 RESET_OPTIONS = ("task_id", "seed", "episode_id", "split", "index")
-MESSAGE_TYPES = "reset, step, state, grade, mcp, close"
+MESSAGE_TYPES = "reset, step, state, observe, grade, mcp, close"
+# ``/ws?observation=``: what a step reply carries (docs/SERVER.md, "WebSocket").
+OBSERVATION_MODES = ("full", "without_text", "none")
 __all__ = ["CLOSE_RESTART", "WsSession", "WsSessions", "handle_frame", "register_ws_route"]
 
 
@@ -81,10 +84,15 @@ class _Close(Exception):
     pass
 
 
+def _dumps(value: Any) -> str:
+    """Compact JSON text (pydantic-core's encoder: a third of ``json.dumps``' cost per step)."""
+    return to_json(value).decode()
+
+
 def _observation_reply(observation: Any, **extra: Any) -> str:
     data = serialize_observation(observation)
     data.update(extra)
-    return json.dumps({"type": "observation", "data": data}, separators=(",", ":"))
+    return _dumps({"type": "observation", "data": data})
 
 
 # ---------------------------------------------------------------------------- frames
@@ -115,7 +123,16 @@ def _step(session: WsSession, data: dict[str, Any], expect_step: Any) -> str:
         retried = _retried_step(env, data, expect_step)
         if retried is not None:
             return retried
-    observation = env.step_wire(parsed, logged=data)
+    # The simulation gets the wire dict (its check of it is a cache hit now); handing it the
+    # parsed model would cost a model_dump for its action log.
+    if session.observation == "none":
+        reply = env.step_summary(data, data)
+        reply["step_count"] = env.step_count
+        return _dumps({"type": "observation", "data": reply})
+    if session.observation == "without_text":
+        observation = env.step_without_text(data, data)
+    else:
+        observation = env.step_wire(data, logged=data)
     return _observation_reply(observation, step_count=env.step_count)
 
 
@@ -184,6 +201,8 @@ async def _dispatch(session: WsSession, mcp: McpService | None, message: dict[st
         return WSStateResponse(data=env.state.model_dump()).model_dump_json()
     if kind == "grade":
         return json.dumps({"type": "grade", "data": env.grade()})
+    if kind == "observe":
+        return _observation_reply(env.current_observation(), step_count=env.step_count)
     if kind == "mcp":
         return _mcp_frame(session, mcp, message)
     if kind not in ("reset", "step"):
@@ -284,6 +303,12 @@ async def _run_connection(route: _Route, websocket: WebSocket) -> None:
         settings.trusted_proxies,
     )
     wanted = websocket.query_params.get("session_id")
+    observation = websocket.query_params.get("observation", "full")
+    if observation not in OBSERVATION_MODES:
+        await _refuse(websocket, WSErrorCode.VALIDATION_ERROR,
+                      f"unknown observation mode {observation[:40]!r}; valid: {', '.join(OBSERVATION_MODES)}",
+                      CLOSE_POLICY)
+        return
     refusal = await sessions.admit(owner, replacing=wanted)
     if refusal is not None:
         await _refuse(websocket, WSErrorCode.CAPACITY_REACHED, refusal.message, CLOSE_TRY_LATER,
@@ -294,6 +319,7 @@ async def _run_connection(route: _Route, websocket: WebSocket) -> None:
     if session is None:
         return
     session.websocket = websocket
+    session.observation = observation
     sessions.register(session)
     try:
         await _serve(route, websocket, session)

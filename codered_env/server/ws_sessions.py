@@ -47,6 +47,7 @@ class WsSession:
     close_request: tuple[int, str] | None = None
     handed_over: bool = False
     ended_by_client: bool = False
+    observation: str = "full"  # what step replies carry (ws_routes.OBSERVATION_MODES)
 
     def tool_session(self) -> ToolSession:
         if self.tools is None:
