@@ -248,10 +248,6 @@ class Journal:
             "e.id >= s.first_id AND e.key = s.key ORDER BY e.id", (key,))
         return [json.loads(body) for (body,) in rows]
 
-    def live_keys(self, kind: str) -> list[str]:
-        rows = self._read("SELECT key FROM sessions WHERE kind = ? AND gone IS NULL", (kind,))
-        return [key for (key,) in rows]
-
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         if self._reader is None:
             return []
