@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -170,10 +171,8 @@ async def ws_worker(url: str, index: int, stop_at: float, report: Report) -> Non
         except Exception as exc:
             _failure(report, "ws", exc)
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 await env.close()
-            except Exception:
-                pass
 
 
 def _failure(report: Report, kind: str, exc: BaseException) -> None:
@@ -249,10 +248,13 @@ async def mcp_worker(url: str, index: int, stop_at: float, report: Report) -> No
                 _failure(report, "mcp", exc)
 
 
-async def _tool(http: httpx.AsyncClient, headers: dict[str, str], steps: int, report: Report) -> dict[str, Any]:
+async def _tool(
+    http: httpx.AsyncClient, headers: dict[str, str], steps: int, report: Report
+) -> dict[str, Any]:
     """One maintain_plan call; after a failure, view_full_state (read-only) says whether it was
     applied before the call is repeated."""
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "maintain_plan", "arguments": {}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "maintain_plan", "arguments": {}}}
     view = {**call, "params": {"name": "view_full_state", "arguments": {}}}
     deadline = time.monotonic() + RETRY_WINDOW_S
     failed = False
@@ -312,7 +314,8 @@ def markdown(report: Report, args: argparse.Namespace) -> str:
         "|---|---:|---:|---:|",
     ]
     for kind in ("ws", "http", "mcp"):
-        lines.append(f"| {kind} | {report.completed[kind]} | {report.lost[kind]} | {report.mismatched[kind]} |")
+        row = (report.completed[kind], report.lost[kind], report.mismatched[kind])
+        lines.append(f"| {kind} | {row[0]} | {row[1]} | {row[2]} |")
     errors = ", ".join(f"{k} {v}" for k, v in sorted(report.errors.items())) or "none"
     lines += ["", f"Client-visible errors (each retried): {errors}.",
               f"Time from SIGKILL to a healthy server: {report.recovery_s:.2f} s (first start "
