@@ -53,7 +53,7 @@ from codered_env.server.environment import (
 )
 from codered_env.server.episode_routes import rebuild_episode, register_episode_routes
 from codered_env.server.errors import register_error_handlers
-from codered_env.server.http_sessions import HttpSessionStore
+from codered_env.server.http_sessions import HttpSessionStore, LeaseClock
 from codered_env.server.journal import Journal, KindJournal
 from codered_env.server.limits import RequestGuardMiddleware
 from codered_env.server.mcp_routes import register_mcp_routes
@@ -101,8 +101,10 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.state.settings = settings
     journal = Journal()
     drain = Drain(settings.shutdown_grace_s)
+    clock = LeaseClock()
+    app.state.lease_clock = clock
     app.state.journal, app.state.drain = journal, drain
-    app.state.mcp = register_mcp_routes(app, settings, journal)
+    app.state.mcp = register_mcp_routes(app, settings, journal, clock)
     ws_sessions = _ws_sessions(settings, journal)
     app.state.ws_sessions = ws_sessions
     register_ws_route(app, settings, ws_sessions, journal, drain, app.state.mcp)
@@ -120,6 +122,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
         fresh_grace_s=settings.http_fresh_grace_s,
         per_client=settings.http_per_client,
         journal=http_journal,
+        clock=clock,
     )
     app.state.http_sessions = store
     if _server_mode() is ServerMode.SIMULATION:
@@ -141,6 +144,7 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_middleware(DrainMiddleware, drain=drain)
     app.router.on_startup.append(jobs.start)
     app.router.on_startup.append(functools.partial(_open_journal, app))
+    app.router.on_startup.append(functools.partial(_start_lease_clock, app))
     app.router.on_shutdown.append(store.close_all)
     app.router.on_shutdown.append(app.state.mcp.store.close_all)
     app.router.on_shutdown.append(journal.close)
@@ -171,6 +175,10 @@ def _rebuild_ws(
         env.replay(events)
     env.recorder = journal.recorder(session_id, owner, options)
     return restored, True
+
+
+async def _start_lease_clock(app: FastAPI) -> None:
+    app.state.lease_ticker = asyncio.get_running_loop().create_task(app.state.lease_clock.run())
 
 
 def journal_path(settings: ServerSettings, name: str) -> Path | None:

@@ -361,6 +361,39 @@ class HttpSessionStore(Generic[EnvT]):
         return session.env, reason
 
 
+class LeaseClock:
+    """Monotonic time that stands still while the server's event loop is frozen (a paused
+    process, a swapped-out machine): leases count only time the server could have answered, so
+    an episode whose step was already queued when the server stalled does not expire.
+
+    :meth:`run` ticks every ``tick_s`` on the event loop; a gap between ticks longer than
+    ``stall_s`` is a stall, and its excess is not counted."""
+
+    def __init__(self, tick_s: float = 0.5, stall_s: float = 2.0,
+                 source: Callable[[], float] = time.monotonic) -> None:
+        self.tick_s, self.stall_s = tick_s, stall_s
+        self._source = source
+        self._stalled = 0.0
+        self._last_tick = source()
+
+    def __call__(self) -> float:
+        now = self._source()
+        ongoing = max(0.0, now - self._last_tick - self.stall_s)  # a stall not yet ticked
+        return now - self._stalled - ongoing
+
+    def tick(self) -> None:
+        now = self._source()
+        self._stalled += max(0.0, now - self._last_tick - self.stall_s)
+        self._last_tick = now
+
+    async def run(self) -> None:
+        import asyncio
+
+        while True:
+            self.tick()
+            await asyncio.sleep(self.tick_s)
+
+
 def _close_all(envs: list[tuple[EnvT, str]]) -> None:
     for env, reason in envs:
         env.close(reason)

@@ -25,6 +25,8 @@ client to initialize again.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
@@ -130,7 +132,10 @@ def _episode_choice(source: Any) -> tuple[str, int]:
 class McpService:
     """The MCP sessions of one app and the JSON-RPC methods over them."""
 
-    def __init__(self, settings: ServerSettings, journal: Journal | None = None) -> None:
+    def __init__(
+        self, settings: ServerSettings, journal: Journal | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.journal = journal or Journal()
         self.kind_journal: KindJournal[ToolSession] = KindJournal(
             self.journal, "mcp", lambda *args: _rebuild(self.kind_journal, *args)
@@ -144,6 +149,7 @@ class McpService:
             fresh_grace_s=settings.mcp_fresh_grace_s,
             per_client=settings.mcp_per_client,
             journal=self.kind_journal,
+            clock=clock,
         )
         self.limiter = RateLimiter(settings.mcp_sessions_per_minute, what="MCP sessions")
         self.call_timeout_s = settings.mcp_call_timeout_s
@@ -339,8 +345,11 @@ def _timed_out(message: Any, timeout_s: float) -> dict[str, Any]:
     )
 
 
-def register_mcp_routes(app: FastAPI, settings: ServerSettings, journal: Journal | None = None) -> McpService:
-    service = McpService(settings, journal)
+def register_mcp_routes(
+    app: FastAPI, settings: ServerSettings, journal: Journal | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> McpService:
+    service = McpService(settings, journal, clock)
 
     @app.post("/mcp", tags=["MCP"], summary="MCP JSON-RPC: standard streamable HTTP and OpenEnv sessions")
     async def mcp_post(request: Request) -> Response:

@@ -9,6 +9,7 @@ import pytest
 from codered_env.server.http_sessions import (
     AdmissionRefused,
     HttpSessionStore,
+    LeaseClock,
     Restored,
     SessionGone,
     SessionNotFound,
@@ -180,3 +181,22 @@ def test_restart_resets_the_lease_and_close_all_closes() -> None:
     other = store.create()
     store.close_all()
     assert other.env.closed and len(store) == 0
+
+
+def test_the_lease_clock_does_not_count_a_stall() -> None:
+    source = Clock()
+    clock = LeaseClock(tick_s=0.5, stall_s=2.0, source=source)
+    source.now = 1.0
+    clock.tick()
+    assert clock() == 1.0
+    source.now = 81.0  # the process was frozen for 80 s: only the first 2 s count
+    assert clock() == 3.0
+    clock.tick()
+    assert clock() == 3.0
+    source.now = 81.4
+    assert clock() == pytest.approx(3.4)
+    store: HttpSessionStore[FakeEnv] = HttpSessionStore(
+        FakeEnv, max_sessions=2, ttl_s=10.0, unstepped_ttl_s=30.0, clock=clock)
+    queued = store.create()
+    source.now = 200.0  # another stall: the reset's lease (30 s) is not used up by it
+    assert store.get(queued.episode_id, renew=True) is queued

@@ -227,3 +227,18 @@ def test_killing_the_uv_run_wrapper_stops_the_server(tmp_path: Path) -> None:
     finally:
         if wrapper.poll() is None:
             wrapper.kill()
+
+
+def test_a_reset_waiting_out_a_server_freeze_does_not_expire() -> None:
+    server = launch({"CODERED_HTTP_UNSTEPPED_TTL_S": "3"})
+    try:
+        http = httpx.Client(base_url=server.base_url, timeout=60)
+        episode = http.post("/reset").json()["episode_id"]
+        server.proc.send_signal(signal.SIGSTOP)  # the whole server freezes for longer than the TTL
+        time.sleep(5.0)
+        server.proc.send_signal(signal.SIGCONT)
+        step = http.post("/step", json={"episode_id": episode, "action": ACTIONS[0]})
+        assert step.status_code == 200, step.text
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+        server.stop()
