@@ -59,7 +59,8 @@ async def flooder(base: str, index: int, stop: float, answers: Counter[int]) -> 
         while time.monotonic() < stop:
             seed += 1
             try:
-                answer = await http.post("/grader", json={"task_id": "task3", "seed": seed, "actions": REPLAY})
+                body = {"task_id": "task3", "seed": seed, "actions": REPLAY}
+                answer = await http.post("/grader", json=body)
                 answers[answer.status_code] += 1
             except httpx.HTTPError:
                 answers[0] += 1
