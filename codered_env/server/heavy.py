@@ -27,7 +27,7 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
-WORKER_NICENESS = 15  # agent runs and replays yield the CPU to the event loop on a busy machine (design choice)
+WORKER_NICENESS = 15  # replays and agent runs yield the CPU to the sessions when busy (design choice)
 
 
 def worker_init() -> None:
