@@ -85,3 +85,14 @@ _.forward  # unused method (codered_env/server/rubric_tree.py)
 _.padding_side  # unused attribute (codered_env/trl/local_models.py)
 _.__signature__  # unused attribute (codered_env/trl/tools.py)
 _.on_log  # unused method (examples/grpo_codered.py)
+
+# Server restarts and shutdown: OpenEnv client hook, importlib loader hooks and module
+# attributes set for the import system, the sweep task kept on app.state, sqlite3's setting.
+_._send_and_receive  # unused method (codered_env/client.py)
+_._ws_loop  # unused attribute (codered_env/client.py)
+_.__class__  # unused attribute (codered_env/openenv_lazy.py)
+_.__loader__  # unused attribute (codered_env/openenv_lazy.py)
+_.create_module  # unused method (codered_env/openenv_lazy.py)
+_.sweeper  # unused attribute (codered_env/server/app.py)
+_.isolation_level  # unused attribute (codered_env/server/journal.py)
+_.lease_ticker  # unused attribute (codered_env/server/app.py)

@@ -49,6 +49,7 @@ class Target:
     command: list[str]
     reset_data: Callable[[int], dict[str, Any]]
     action: dict[str, Any]
+    query: str = ""  # appended to /ws
 
 
 @dataclass
@@ -74,7 +75,7 @@ class LevelResult:
         return values[index]
 
 
-def targets() -> list[Target]:
+def targets(observation: str = "full") -> list[Target]:
     py = sys.executable
     return [
         Target(
@@ -88,6 +89,7 @@ def targets() -> list[Target]:
             [py, "-m", "codered_env.server.app", "--log-level", "warning"],
             lambda i: {"seed": i, "episode_id": f"bench-{i}", "task_id": TASKS[i % len(TASKS)]},
             {"action_type": "maintain_plan"},
+            "" if observation == "full" else f"?observation={observation}",
         ),
     ]
 
@@ -98,9 +100,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+STATE_DIR = tempfile.mkdtemp(prefix="codered-bench-state-")  # the session journal, as deployed
+
+
 def start(target: Target) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
-    env = {**os.environ, "MAX_CONCURRENT_ENVS": "64", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "MAX_CONCURRENT_ENVS": "64", "PYTHONUNBUFFERED": "1",
+           "CODERED_STATE_DIR": os.environ.get("CODERED_STATE_DIR", STATE_DIR)}
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
             [*target.command, "--host", "127.0.0.1", "--port", str(port)],
@@ -167,7 +173,7 @@ async def _session(
 
 
 async def run_level(port: int, target: Target, sessions: int, total_steps: int) -> LevelResult:
-    url = f"ws://127.0.0.1:{port}/ws"
+    url = f"ws://127.0.0.1:{port}/ws{target.query}"
     steps = max(20, total_steps // sessions)
     result = LevelResult(target.name, sessions, 0, 0.0, [], [])
     gate = asyncio.Event()
@@ -296,7 +302,7 @@ def write_report(path: Path, report: str) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> list[LevelResult]:
-    servers = {t.name: (t, *start(t)) for t in targets()}
+    servers = {t.name: (t, *start(t)) for t in targets(args.observation)}
     results: list[LevelResult] = []
     per_round = max(1, args.total_steps // args.rounds)
     try:
@@ -328,6 +334,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per level")
     parser.add_argument("--write", type=Path, help="also write the markdown report here")
     parser.add_argument("--json", type=Path, help="write raw summary numbers as JSON")
+    parser.add_argument("--observation", default="full", choices=["full", "without_text", "none"],
+                        help="what CodeRedEnv step replies carry (/ws?observation=; default full)")
     args = parser.parse_args()
     results = asyncio.run(main_async(args))
     report = markdown(results, args)

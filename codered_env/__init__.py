@@ -5,6 +5,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from codered_env.openenv_lazy import install as _defer_heavy_openenv_packages
+
+# OpenEnv's package __init__s import gradio, fastmcp and openai, which CodeRedEnv never uses
+# (seconds of start-up); its submodules are loaded on their own (openenv_lazy.py).
+_defer_heavy_openenv_packages()
+
 # Lazy exports: ``import codered_env`` (and ``codered_env.sim``) never imports openenv; the
 # client and the wire models load it on first use.
 _LAZY_EXPORTS = {

@@ -185,6 +185,9 @@ def evaluate(
     repeats: Annotated[int, typer.Option(
         min=1, help="runs of each (task, seed) for the llm agent, with the model's sampling "
                     "(pass^k in codered report)")] = 1,
+    env_url: Annotated[str | None, typer.Option(
+        help="play every episode on this CodeRedEnv server (WebSocket), e.g. http://127.0.0.1:8000; "
+             "the client resumes episodes if the server restarts")] = None,
 ) -> None:
     """Evaluate agents over tasks and seeds: a table of mean ± sample std, or --json per episode.
 
@@ -213,7 +216,7 @@ def evaluate(
     total = _planned_episodes(agent_names, task_ids, seed_list, repeats, config)
     try:
         summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total,
-                                     reuse, repeats)
+                                     reuse, repeats, env_url)
     except (StoreError, RuntimeError) as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(code=1) from None
@@ -266,7 +269,8 @@ def _exit_on_endpoint_failure(summary: EvalSummary) -> None:
 
 def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
                        config: LLMConfig | None, execution: Execution, total: int,
-                       reuse: str = "match", repeats: int = 1) -> EvalSummary:
+                       reuse: str = "match", repeats: int = 1,
+                       env_url: str | None = None) -> EvalSummary:
     """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
     from .evaluation.evaluate import run_evaluation, stats_line
 
@@ -287,7 +291,8 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
                 progress.console.print(stats, highlight=False, markup=False, soft_wrap=True)
 
         return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
-                              progress=advance, execution=execution, reuse=reuse, repeats=repeats)
+                              progress=advance, execution=execution, reuse=reuse, repeats=repeats,
+                              env_url=env_url)
 
 
 def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int]) -> Table:
@@ -307,10 +312,13 @@ def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], se
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    host: Annotated[str | None, typer.Option(
+        help="interface to bind [default: HOST or 127.0.0.1]", show_default=False)] = None,
+    port: Annotated[int | None, typer.Option(
+        min=1, max=65535, help="port [default: PORT or 8000]", show_default=False)] = None,
 ) -> None:
-    """Serve the environment over HTTP/WebSocket (OpenEnv protocol)."""
+    """Serve the environment over HTTP/WebSocket (OpenEnv protocol); the same server as the
+    ``server`` command (docs/SERVER.md)."""
     from .server.app import serve as run_server
 
     run_server(host, port)

@@ -21,6 +21,7 @@ import dataclasses
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -40,6 +41,7 @@ from codered_env.evaluation.ratelimit import RateLimiter
 
 MAX_POOL_RESTARTS = 2  # a local pool whose worker process died is rebuilt at most this often
 MIN_PARALLEL_WORK_S = 5.0  # below this much serial work, worker start-up costs more than it saves
+PARENT_POLL_S = 1.0  # how often a worker checks that the evaluation process is alive
 RAY_CPU_TASK = {"num_cpus": 1.0}
 RAY_LLM_TASK = {"num_cpus": 0.25}  # an LLM episode mostly waits on the endpoint
 # A task is re-run when its worker process or node dies.  Exceptions raised *inside* an episode
@@ -133,6 +135,26 @@ def local_results(jobs: Iterable[EpisodeJob], *, workers: int, concurrency: int 
             executor.shutdown(wait=finished, cancel_futures=True)
 
 
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_S)
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # the pid was reused by another user's process: parent is gone
+            os._exit(1)
+
+
+def exit_with_parent(parent: int) -> None:
+    """Worker initializer: exit as soon as the evaluation process ``parent`` is gone.  Workers
+    are children of the fork server, not of the evaluation, so a SIGKILLed ``codered eval``
+    would otherwise leave them running; once they exit, the fork server and the resource
+    tracker see their pipes close and exit too."""
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
+                     name="codered-exit-with-parent").start()
+
+
 def _broke(future: Future[JobResult]) -> bool:
     return isinstance(future.exception(), BrokenProcessPool)
 
@@ -165,7 +187,8 @@ class _CpuPool:
             return
         if self._executor is None:
             self._executor = (
-                ProcessPoolExecutor(self._workers, mp_context=_process_context())
+                ProcessPoolExecutor(self._workers, mp_context=_process_context(),
+                                    initializer=exit_with_parent, initargs=(os.getpid(),))
                 if self._workers > 1 else
                 ThreadPoolExecutor(1, thread_name_prefix="codered-episode"))
             self._executors.append(self._executor)

@@ -187,7 +187,8 @@ class EpisodeJob:
     ``ppo:PATH`` ...) or ``llm``.  An ``llm_config`` whose ``api_key`` is empty reads the key from
     the environment of the process that plays the episode (how a Ray worker gets it).
     ``requests_per_min``/``tokens_per_min`` build a rate limiter inside that process when none is
-    handed to :func:`run_job` (the threads of one process share theirs instead)."""
+    handed to :func:`run_job` (the threads of one process share theirs instead).  ``env_url``
+    plays the episode on that server (WebSocket) instead of in process (:func:`job_env`)."""
 
     agent: str
     task_id: str
@@ -197,6 +198,7 @@ class EpisodeJob:
     requests_per_min: float | None = None
     tokens_per_min: float | None = None
     repeat: int = 0  # which run of this (task, seed): codered eval --repeats
+    env_url: str | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -351,17 +353,28 @@ def _job_limiter(job: EpisodeJob) -> Any:
     return RateLimiter(job.requests_per_min, job.tokens_per_min)
 
 
+def job_env(job: EpisodeJob) -> EpisodeEnv:
+    """Where a job is played: in process, or on the server at ``job.env_url`` (the typed client,
+    which reconnects and resumes the episode if the server restarts mid-episode).  The episode
+    and its grade are the same either way: the server runs the same simulation."""
+    return RemoteEnv(job.env_url) if job.env_url else LocalEnv()
+
+
 def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
     """Play one job in this process.  A bad agent spec or missing key is returned as ``error``;
     other exceptions propagate (a Ray task is then retried or reported failed)."""
     started = time.monotonic()
     try:
         agent, model = build_agent(job, rate_limiter or _job_limiter(job))
-        env = LocalEnv()
+        env = job_env(job)
         outcome = EpisodeOutcome(task_id=job.task_id, seed=job.seed)
-        play_episode(env, agent, job.task_id, job.seed, job.max_steps or 10**6, outcome=outcome)
-        end_reason = env.sim.end_reason if env.sim is not None else None
-        finish(env, outcome)
+        try:
+            play_episode(env, agent, job.task_id, job.seed, job.max_steps or 10**6, outcome=outcome)
+            sim = getattr(env, "sim", None)
+            end_reason = sim.end_reason if sim is not None else None
+            finish(env, outcome)
+        finally:
+            env.close()
     except _JOB_ERRORS as exc:
         return JobResult(job, error=" ".join(str(exc).split())[:200],
                          wall_time_s=time.monotonic() - started)

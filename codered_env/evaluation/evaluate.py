@@ -187,12 +187,15 @@ def run_evaluation(
     execution: Execution | None = None,
     reuse: str = "match",
     repeats: int = 1,
+    env_url: str | None = None,
 ) -> EvalSummary:
     """Evaluate every (agent, task, seed) not stored by the same agent and simulation; store each
     episode as it finishes (see the module docstring for ``reuse``).
 
     ``summary.events`` ends up in plan order (agent, task, seed) whatever order episodes
-    finished in; ``progress`` sees them as they happen."""
+    finished in; ``progress`` sees them as they happen.  ``env_url`` plays every episode on that
+    server (:func:`codered_env.evaluation.episode.job_env`); the rows are the same as local ones
+    (same store, same provenance), so local and remote runs resume each other."""
     if reuse not in REUSE_POLICIES:
         raise ValueError(f"unknown reuse policy {reuse!r}; valid: {', '.join(REUSE_POLICIES)}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -220,7 +223,8 @@ def run_evaluation(
         def pending() -> Iterator[EpisodeJob]:
             for agent_name, task_id, seed, repeat in plan:
                 job = EpisodeJob(agent_name, task_id, seed, max_steps,
-                                 llm_config if agent_name == "llm" else None, *limits, repeat=repeat)
+                                 llm_config if agent_name == "llm" else None, *limits, repeat=repeat,
+                                 env_url=env_url)
                 stored = None if reuse == "never" else store.get(
                     agent_name, job.model, task_id, seed, version, repeat)
                 fresh = stored is not None and expected[agent_name] is not None and \

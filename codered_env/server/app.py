@@ -13,16 +13,21 @@ Routes:
 
 * OpenEnv's Task API: ``/list_environments``, ``/codered_env/splits`` ... (``task_api.py``).
 Limits (docs/SERVER.md, "Limits") come from environment variables (see ``ServerSettings``).
+Live sessions are journaled (``journal.py``) and resumed after a restart; SIGTERM drains
+(``shutdown.py``).
 
-Run it with ``server --host 0.0.0.0 --port 8000``, ``codered serve`` or
-``python -m codered_env.server.app``.
+Run it with ``server --port 8000``, ``codered serve`` (the same entry point, :func:`serve`; both
+bind 127.0.0.1 unless ``--host`` or ``HOST`` says otherwise) or ``python -m codered_env.server.app``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import functools
 import logging
 import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import uvicorn
@@ -39,26 +44,31 @@ from openenv.core.env_server.types import (
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState
 from codered_env.server.agent_routes import register_agent_routes
 from codered_env.server.benchmark_routes import register_benchmark_routes
-from codered_env.server.config import ServerSettings
+from codered_env.server.config import ServerSettings, default_host, default_port
 from codered_env.server.environment import (
     DESCRIPTION,
     ENV_NAME,
     CodeRedEnvironment,
     package_version,
 )
-from codered_env.server.episode_routes import register_episode_routes
+from codered_env.server.episode_routes import rebuild_episode, register_episode_routes
 from codered_env.server.errors import register_error_handlers
-from codered_env.server.http_sessions import HttpSessionStore
+from codered_env.server.http_sessions import HttpSessionStore, LeaseClock
+from codered_env.server.journal import Journal, KindJournal
 from codered_env.server.limits import RequestGuardMiddleware
 from codered_env.server.mcp_routes import register_mcp_routes
+from codered_env.server.mcp_tools import ToolSession
 from codered_env.server.protocol import effective_max_connections, make_protocol, raise_fd_limit
+from codered_env.server.shutdown import Drain, DrainingServer, DrainMiddleware, exit_with_wrapper
 from codered_env.server.task_api import register_task_routes
 from codered_env.server.viewer_routes import register_viewer_routes
 from codered_env.server.web_routes import POST_ROUTES as WEB_POST_ROUTES
 from codered_env.server.web_routes import register_web_routes
-from codered_env.server.ws_routes import register_ws_route
+from codered_env.server.ws_routes import CLOSE_RESTART, register_ws_route
+from codered_env.server.ws_sessions import WsSessions
 
 logger = logging.getLogger("codered_env.server")
+SWEEP_EVERY_S = 60.0  # how often ended sessions' journals are pruned (design choice)
 
 ENDPOINTS = {
     "ws": "WS /ws - OpenEnv sessions: reset / step / state / grade / mcp / close frames",
@@ -89,18 +99,34 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings.from_env()
     app = FastAPI(title="CodeRedEnv", version=package_version(), description=DESCRIPTION)
     app.state.settings = settings
-    app.state.mcp = register_mcp_routes(app, settings)
-    app.state.ws_sessions = register_ws_route(app, settings, app.state.mcp)
+    journal = Journal()
+    drain = Drain(settings.shutdown_grace_s)
+    clock = LeaseClock()
+    app.state.lease_clock = clock
+    app.state.journal, app.state.drain = journal, drain
+    app.state.mcp = register_mcp_routes(app, settings, journal, clock)
+    ws_sessions = _ws_sessions(settings, journal)
+    app.state.ws_sessions = ws_sessions
+    register_ws_route(app, settings, ws_sessions, journal, drain, app.state.mcp)
+    drain.close_websockets = lambda: ws_sessions.close_all(CLOSE_RESTART, "server restarting")
+    drain.websockets_open = lambda: ws_sessions.active
     _register_openenv_info(app)
+    http_journal: KindJournal[CodeRedEnvironment] = KindJournal(
+        journal, "http", lambda *args: rebuild_episode(http_journal, *args)
+    )
     store: HttpSessionStore[CodeRedEnvironment] = HttpSessionStore(
         CodeRedEnvironment,
         settings.http_max_sessions,
         settings.http_idle_ttl_s,
         settings.http_unstepped_ttl_s,
+        fresh_grace_s=settings.http_fresh_grace_s,
+        per_client=settings.http_per_client,
+        journal=http_journal,
+        clock=clock,
     )
     app.state.http_sessions = store
     if _server_mode() is ServerMode.SIMULATION:
-        register_episode_routes(app, store)
+        register_episode_routes(app, store, http_journal)
     jobs = register_benchmark_routes(app, settings, store)
     app.state.jobs = jobs
     register_viewer_routes(app)
@@ -115,10 +141,77 @@ def create_codered_app(settings: ServerSettings | None = None) -> FastAPI:
         route_max_bytes=dict.fromkeys(("/grader", *WEB_POST_ROUTES), settings.grader_max_body_bytes),
         body_timeout_s=settings.body_timeout_s,
     )
+    app.add_middleware(DrainMiddleware, drain=drain)
     app.router.on_startup.append(jobs.start)
+    app.router.on_startup.append(functools.partial(_open_journal, app))
+    app.router.on_startup.append(functools.partial(_start_lease_clock, app))
     app.router.on_shutdown.append(store.close_all)
+    app.router.on_shutdown.append(app.state.mcp.store.close_all)
+    app.router.on_shutdown.append(journal.close)
     app.router.on_shutdown.append(jobs.shutdown)
     return app
+
+
+def _ws_sessions(settings: ServerSettings, journal: Journal) -> WsSessions:
+    ws_journal: KindJournal[ToolSession | CodeRedEnvironment] = KindJournal(
+        journal, "ws", lambda *args: _rebuild_ws(ws_journal, *args)
+    )
+    return WsSessions(
+        settings.max_concurrent_envs, settings.ws_per_client, settings.ws_evict_idle_s, ws_journal
+    )
+
+
+def _rebuild_ws(
+    journal: KindJournal[ToolSession | CodeRedEnvironment], session_id: str, owner: str,
+    options: dict[str, Any], events: list[dict[str, Any]],
+) -> tuple[ToolSession | CodeRedEnvironment, bool]:
+    """A WebSocket session re-built from its journal (with its tool view if it used tools)."""
+    env = CodeRedEnvironment()
+    restored: ToolSession | CodeRedEnvironment = env
+    if any(event["op"] == "shown" for event in events):
+        restored = ToolSession(env)
+        restored.replay(events)
+    else:
+        env.replay(events)
+    env.recorder = journal.recorder(session_id, owner, options)
+    return restored, True
+
+
+async def _start_lease_clock(app: FastAPI) -> None:
+    app.state.lease_ticker = asyncio.get_running_loop().create_task(app.state.lease_clock.run())
+
+
+def journal_path(settings: ServerSettings, name: str) -> Path | None:
+    return None if settings.state_dir is None else settings.state_dir / f"{name}.db"
+
+
+async def _open_journal(app: FastAPI) -> None:
+    """Open the journal (its file is per port: two servers never share one) and start the
+    periodic sweep of ended sessions."""
+    settings: ServerSettings = app.state.settings
+    path = journal_path(settings, getattr(app.state, "journal_name", "server"))
+    if path is None:
+        return
+    lifetimes = {"http": settings.http_idle_ttl_s, "mcp": settings.mcp_ttl_s, "ws": settings.ws_resume_ttl_s}
+    if app.state.journal.open(path, lifetimes):
+        logger.info("session journal: %s", path)
+        app.state.sweeper = asyncio.get_running_loop().create_task(_sweep(app, lifetimes))
+
+
+async def _sweep(app: FastAPI, lifetimes: dict[str, float]) -> None:
+    journal: Journal = app.state.journal
+    while True:
+        await asyncio.sleep(SWEEP_EVERY_S)
+        app.state.http_sessions.purge_expired()
+        app.state.mcp.store.purge_expired()
+        live = {
+            "ws": set(app.state.ws_sessions.live),
+            "http": app.state.http_sessions.ids(),
+            "mcp": app.state.mcp.store.ids(),
+        }
+        for kind, ids in live.items():
+            await asyncio.to_thread(journal.expire_detached, kind, lifetimes[kind], ids)
+        journal.collect()
 
 
 def _register_openenv_info(app: FastAPI) -> None:
@@ -176,10 +269,16 @@ def _register_index(app: FastAPI) -> None:
 app = create_codered_app()
 
 
-def serve(host: str = "0.0.0.0", port: int = 8000, log_level: str = "info") -> None:
-    """Serve ``app`` with uvicorn (one process: sessions live in memory), with the socket cap,
-    header deadline and WebSocket frame limit of ``ServerSettings``."""
+def serve(host: str | None = None, port: int | None = None, log_level: str = "info") -> None:
+    """Serve ``app`` with uvicorn (one process: sessions live in memory and in the journal), with
+    the socket cap, header deadline and WebSocket frame limit of ``ServerSettings``; SIGTERM
+    drains (``shutdown.py``). ``host`` defaults to ``HOST`` or 127.0.0.1, ``port`` to ``PORT``
+    or 8000."""
+    host = host or default_host()
+    port = port or default_port()
+    exit_with_wrapper()
     settings: ServerSettings = app.state.settings
+    app.state.journal_name = f"server-{port}"
     fd_limit = raise_fd_limit()
     max_connections = effective_max_connections(settings.max_connections, fd_limit)
     logging.getLogger("uvicorn.error").info(
@@ -194,17 +293,18 @@ def serve(host: str = "0.0.0.0", port: int = 8000, log_level: str = "info") -> N
         ws_max_size=settings.ws_max_frame_bytes,
         limit_concurrency=max_connections + 1,  # uvicorn answers 503 at >= this
         timeout_keep_alive=5,
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=5,  # after the drain (Drain.run) has had its own grace
+        proxy_headers=False,  # X-Forwarded-For is trusted only from CODERED_TRUSTED_PROXIES
     )
-    uvicorn.Server(config).run()
+    DrainingServer(config, app.state.drain).run()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="server", description="Serve CodeRedEnv (OpenEnv) over HTTP and WebSocket."
     )
-    parser.add_argument("--host", default=os.environ.get("HOST", "0.0.0.0"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--host", default=None, help="interface to bind (default: HOST or 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port (default: PORT or 8000)")
     parser.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )

@@ -1,14 +1,16 @@
 """Benchmark routes: ``GET /tasks``, ``POST /grader``, ``POST /baseline``.
 
 Grading is a pure function of (task, seed, actions) (``codered_env.sim.grade_episode``), so
-``/grader`` answers are deterministic. Agent runs go through :class:`jobs.HeavyJobs` (worker
-processes, bounded queue, cache, per-client rate limit); the action list and the seed list are
-capped by the request schemas, and replayed actions must pass the same schema as a live step.
+``/grader`` answers are deterministic. Everything that plays an episode (agent runs, action
+replays, the reference outcomes) goes through :class:`jobs.HeavyJobs` (worker processes, bounded
+queue, cache, per-client rate limit); the action list and the seed list are capped by the request
+schemas, and replayed actions must pass the same schema as a live step.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import statistics
 from typing import Annotated, Any
 
@@ -17,11 +19,12 @@ from starlette.concurrency import run_in_threadpool
 
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import DEFAULT_SEED, DEFAULT_TASK_ID
-from codered_env.server.heavy import builtin_episode, builtin_scores, reference_outcomes
+from codered_env.server.heavy import builtin_episode, builtin_scores, graded_actions, reference_outcomes
 from codered_env.server.http_sessions import HttpSessionStore
 from codered_env.server.jobs import HeavyJobs
+from codered_env.server.limits import client_address
 from codered_env.server.schemas import BaselineBody, GraderBody
-from codered_env.sim import TASKS, grade_episode
+from codered_env.sim import TASKS
 from codered_env.sim.actions import PHASE_OF, action_json_schemas
 
 TAGS = ["Benchmark"]
@@ -40,7 +43,11 @@ LLM_DISABLED = (
 
 
 def client_of(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The client address rate limits and quotas count by (``limits.client_address``)."""
+    settings: ServerSettings | None = getattr(request.app.state, "settings", None)
+    proxies = settings.trusted_proxies if settings is not None else ()
+    peer = request.client.host if request.client else None
+    return client_address(peer, request.headers.get("x-forwarded-for"), proxies)
 
 
 def task_listing() -> dict[str, Any]:
@@ -151,14 +158,14 @@ def register_benchmark_routes(
             task_id = body.task_id or DEFAULT_TASK_ID
             seed = DEFAULT_SEED if body.seed is None else body.seed
             if body.actions is not None:
-                actions = [action.to_wire() for action in body.actions]
-                grade = await run_in_threadpool(grade_episode, task_id, seed, actions)
+                actions = json.dumps([action.to_wire() for action in body.actions], separators=(",", ":"))
+                grade = await jobs.run(client_of(request), graded_actions, task_id, seed, actions)
                 answer = {"source": "actions", **grade}
             else:
                 agent = body.agent or "heuristic"
                 result = await jobs.run(client_of(request), builtin_episode, agent, task_id, seed)
                 answer = {"source": "agent", "agent": agent, **result}
-        references = await run_in_threadpool(reference_outcomes, answer["task_id"], answer["seed"])
+        references = await jobs.run_free(reference_outcomes, answer["task_id"], answer["seed"])
         return {**answer, "reference_outcomes": references}
 
     @app.post(

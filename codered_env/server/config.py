@@ -5,10 +5,31 @@ docs/SERVER.md lists every variable with its default; the numbers here are the d
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 KIB = 1024
+DEFAULT_HOST = "127.0.0.1"  # loopback: a server is public only when asked (--host 0.0.0.0)
+DEFAULT_PORT = 8000
+STATE_DIR_OFF = ("off", "none", "memory", ":memory:")
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def default_host() -> str:
+    """``HOST`` from the environment, else loopback (shared by ``server`` and ``codered serve``)."""
+    return os.environ.get("HOST", "").strip() or DEFAULT_HOST
+
+
+def default_port() -> int:
+    return _int_env("PORT", DEFAULT_PORT)
+
+
+def three_quarters(cap: int) -> int:
+    """Default per-client share of a capped pool: one client can never hold every slot
+    (design choice)."""
+    return max(1, cap - cap // 4)
 
 
 def _int_env(name: str, default: int, minimum: int = 1) -> int:
@@ -37,6 +58,28 @@ def _float_env(name: str, default: float) -> float:
     return value
 
 
+def _proxies_env(name: str) -> tuple[Network, ...]:
+    raw = os.environ.get(name, "").strip()
+    networks = []
+    for part in (p.strip() for p in raw.split(",")):
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError as exc:
+            raise ValueError(f"{name}: {part!r} is not an IP address or network") from exc
+    return tuple(networks)
+
+
+def _state_dir_env(name: str) -> Path | None:
+    from codered_env.server.journal import default_state_dir
+
+    raw = os.environ.get(name, "").strip()
+    if raw.lower() in STATE_DIR_OFF:
+        return None
+    return Path(raw).expanduser() if raw else default_state_dir()
+
+
 def _origins_env(name: str) -> tuple[str, ...]:
     raw = os.environ.get(name, "*").strip() or "*"
     return tuple(part.strip().rstrip("/") for part in raw.split(",") if part.strip())
@@ -48,17 +91,32 @@ class ServerSettings:
 
     Attributes:
         max_concurrent_envs: WebSocket sessions served at once (``MAX_CONCURRENT_ENVS``).
+        ws_per_client: WebSocket sessions one client address may hold at once (default: all;
+            clients behind one proxy or NAT share an address).
+        ws_evict_idle_s: at the cap, a new connection takes the slot of the connection silent
+            the longest, if it has been silent this long (it can resume later).
+        ws_resume_ttl_s: a WebSocket session whose connection dropped can be resumed
+            (``/ws?session_id=``) for this long.
         ws_idle_timeout_s: a WebSocket that sends nothing this long is closed (1001).
         ws_max_frame_bytes: larger WebSocket frames close the socket (1009).
         http_max_sessions: stateful HTTP episodes kept at once; at the cap the least
             recently stepped idle one is evicted (never-stepped ones first).
         http_idle_ttl_s: a stepped HTTP episode not stepped for this long expires.
         http_unstepped_ttl_s: a reset that is never stepped expires after this long.
+        http_fresh_grace_s: a new HTTP episode is never evicted before its first step within
+            this time (at a full server, resets are refused with 503 instead).
+        http_per_client: HTTP episodes one client address may hold.
         mcp_max_sessions: MCP sessions (``initialize`` or ``openenv/session/create`` on ``/mcp``)
             kept at once; at the cap the least recently used one is evicted (never-called first).
         mcp_ttl_s: an MCP session without a tool call (or attached ``/ws`` frame) this long expires.
         mcp_unused_ttl_s: an MCP session never used for a tool call expires after this long.
         mcp_sessions_per_minute: MCP sessions one client address may open a minute.
+        mcp_fresh_grace_s / mcp_per_client: as for HTTP episodes.
+        mcp_call_timeout_s: an MCP request not answered within this time gets a JSON-RPC error.
+        trusted_proxies: peers whose ``X-Forwarded-For`` names the client (else it is ignored).
+        state_dir: where the session journal lives (None: no journal, sessions in memory only).
+        shutdown_grace_s: on SIGTERM, in-flight requests and WebSocket steps get this long to
+            finish; what cannot finish is answered 503.
         max_body_bytes: body cap of every HTTP route except /grader.
         grader_max_body_bytes: body cap of ``POST /grader`` (500 actions fit).
         body_timeout_s: a request body must arrive completely within this time (else 408).
@@ -78,15 +136,26 @@ class ServerSettings:
     """
 
     max_concurrent_envs: int = 64
+    ws_per_client: int = 64
+    ws_evict_idle_s: float = 30.0
+    ws_resume_ttl_s: float = 600.0
     ws_idle_timeout_s: float = 300.0
     ws_max_frame_bytes: int = 64 * KIB
     http_max_sessions: int = 64
     http_idle_ttl_s: float = 600.0
     http_unstepped_ttl_s: float = 30.0
+    http_fresh_grace_s: float = 10.0
+    http_per_client: int = 48
     mcp_max_sessions: int = 64
     mcp_ttl_s: float = 1800.0
     mcp_unused_ttl_s: float = 300.0
     mcp_sessions_per_minute: int = 30
+    mcp_fresh_grace_s: float = 10.0
+    mcp_per_client: int = 48
+    mcp_call_timeout_s: float = 30.0
+    trusted_proxies: tuple[Network, ...] = ()
+    state_dir: Path | None = field(default=None)
+    shutdown_grace_s: float = 20.0
     max_body_bytes: int = 16 * KIB
     grader_max_body_bytes: int = 64 * KIB
     body_timeout_s: float = 10.0
@@ -104,13 +173,24 @@ class ServerSettings:
     @classmethod
     def from_env(cls) -> ServerSettings:
         return cls(
-            max_concurrent_envs=_int_env("MAX_CONCURRENT_ENVS", 64),
+            max_concurrent_envs=(ws_cap := _int_env("MAX_CONCURRENT_ENVS", 64)),
+            ws_per_client=_int_env("CODERED_WS_PER_CLIENT", ws_cap),
+            ws_evict_idle_s=_float_env("CODERED_WS_EVICT_IDLE_S", 30.0),
+            ws_resume_ttl_s=_float_env("CODERED_WS_RESUME_TTL_S", 600.0),
             ws_idle_timeout_s=_float_env("CODERED_WS_IDLE_TIMEOUT_S", 300.0),
             ws_max_frame_bytes=_int_env("CODERED_WS_MAX_FRAME_BYTES", 64 * KIB, minimum=1024),
-            http_max_sessions=_int_env("CODERED_HTTP_MAX_SESSIONS", 64),
+            http_max_sessions=(http_cap := _int_env("CODERED_HTTP_MAX_SESSIONS", 64)),
+            http_fresh_grace_s=_float_env("CODERED_HTTP_FRESH_GRACE_S", 10.0),
+            http_per_client=_int_env("CODERED_HTTP_PER_CLIENT", three_quarters(http_cap)),
             http_idle_ttl_s=_float_env("CODERED_HTTP_TTL_S", 600.0),
             http_unstepped_ttl_s=_float_env("CODERED_HTTP_UNSTEPPED_TTL_S", 30.0),
-            mcp_max_sessions=_int_env("CODERED_MCP_MAX_SESSIONS", 64),
+            mcp_max_sessions=(mcp_cap := _int_env("CODERED_MCP_MAX_SESSIONS", 64)),
+            mcp_fresh_grace_s=_float_env("CODERED_MCP_FRESH_GRACE_S", 10.0),
+            mcp_per_client=_int_env("CODERED_MCP_PER_CLIENT", three_quarters(mcp_cap)),
+            mcp_call_timeout_s=_float_env("CODERED_MCP_CALL_TIMEOUT_S", 30.0),
+            trusted_proxies=_proxies_env("CODERED_TRUSTED_PROXIES"),
+            state_dir=_state_dir_env("CODERED_STATE_DIR"),
+            shutdown_grace_s=_float_env("CODERED_SHUTDOWN_GRACE_S", 20.0),
             mcp_ttl_s=_float_env("CODERED_MCP_TTL_S", 1800.0),
             mcp_unused_ttl_s=_float_env("CODERED_MCP_UNUSED_TTL_S", 300.0),
             mcp_sessions_per_minute=_int_env("CODERED_MCP_SESSIONS_PER_MINUTE", 30),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata as importlib_metadata
@@ -18,12 +18,13 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
-from openenv.core.rubrics import Rubric
+from openenv.core.rubrics.base import Rubric
 
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState, WireObservation
 from codered_env.server.rubric_tree import CodeRedRubric
 from codered_env.server.task_api import TaskProviderMixin, get_task
 from codered_env.sim import TASK_IDS, CodeRedSim, render_text
+from codered_env.sim.actions import parse_action
 
 ENV_NAME = "codered_env"
 DEFAULT_TASK_ID = "task1"
@@ -49,11 +50,15 @@ class _Episode:
     step_count: int = 0
     total_reward: float = 0.0
     invalid_actions: int = 0
+    last_reward: float = 0.0
+    last_error: str | None = None
+    last_action: Any = None
 
-    def record(self, reward: float, error: str | None) -> None:
+    def record(self, reward: float, error: str | None, action: Any) -> None:
         self.step_count += 1
         self.total_reward += reward
         self.invalid_actions += error is not None
+        self.last_reward, self.last_error, self.last_action = reward, error, action
 
     def state(self, sim: CodeRedSim | None) -> CodeRedState:
         return CodeRedState(
@@ -71,7 +76,21 @@ class _Episode:
 
 
 class SessionClosedError(RuntimeError):
-    """The session was closed (idle timeout or server shutdown) and cannot be used again."""
+    """The session was closed (expired, evicted, closed by its owner or at shutdown) and
+    cannot be used again; the message says which."""
+
+
+Recorder = Callable[[dict[str, Any]], None]
+
+
+def validate_action(raw: Any) -> tuple[Any | None, str | None]:
+    """The simulation's own check of a wire action, once: ``(parsed action, None)`` or
+    ``(None, why it is not a valid action)``. The parsed action goes to the simulation as is."""
+    if isinstance(raw, dict):
+        units = raw.get("units")
+        if isinstance(units, float) and units.is_integer():  # JSON Schema: 2.0 is 2
+            raw = {**raw, "units": int(units)}
+    return parse_action(raw)
 
 
 def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[str, Any]) -> None:
@@ -116,7 +135,9 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         self._lock = threading.RLock()
         self._sim: CodeRedSim | None = None
         self._episode = _Episode()
-        self._closed = False
+        self._closed: str | None = None
+        # Called with every reset and step (journal.py persists them); None: not recorded.
+        self.recorder: Recorder | None = None
 
     # ------------------------------------------------------------------ OpenEnv API
 
@@ -180,9 +201,11 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             author="CodeRedEnv developers",
         )
 
-    def close(self) -> None:
+    def close(self, reason: str | None = None) -> None:
+        """End the session; later calls raise :class:`SessionClosedError` with ``reason``
+        (a phrase such as "was evicted: ...")."""
         with self._lock:
-            self._closed = True
+            self._closed = reason or "was closed"
             self._sim = None
 
     @property
@@ -209,9 +232,64 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         with self._lock:
             return self._sim is None or bool(self._sim.done)
 
-    def step_wire(self, action: Mapping[str, Any]) -> CodeRedObservation:
-        """``step_async`` as a plain call (for callers that hold their own lock)."""
-        return self._step(action, wire=True)
+    def step_wire(self, action: Any, logged: Mapping[str, Any] | None = None) -> CodeRedObservation:
+        """``step_async`` as a plain call (for callers that hold their own lock); ``action``
+        may be already parsed by :func:`validate_action`, ``logged`` is then its wire dict."""
+        return self._step(action, wire=True, logged=logged)
+
+    @property
+    def step_count(self) -> int:
+        return self._episode.step_count
+
+    def step_summary(self, action: Any, logged: Mapping[str, Any]) -> dict[str, Any]:
+        """A step answered without building the observation: reward, done, the step's error, the
+        running score and the clock (``/ws?observation=none``)."""
+        with self._lock:
+            sim = self._require_sim()
+            result = sim.step(action)
+            wire_action = dict(logged)
+            self._episode.record(float(result.reward), result.error, wire_action)
+            if self.recorder is not None:
+                self.recorder({"op": "step", "action": wire_action})
+            return {
+                "observation": {
+                    "last_action_error": result.error,
+                    "score_preview": float(sim.score_preview),
+                    "clock_min": int(sim.clock),
+                },
+                "reward": float(result.reward),
+                "done": bool(result.done),
+            }
+
+    def step_without_text(self, action: Any, logged: Mapping[str, Any]) -> CodeRedObservation:
+        """``step_wire`` without rendering the LLM text (``text`` is empty)."""
+        return self._step(action, wire=True, logged=logged, text=False)
+
+    def last_step_matches(self, action: Mapping[str, Any]) -> bool:
+        """Whether ``action`` is the episode's last step (a retried request after a restart)."""
+        with self._lock:
+            return self._episode.step_count > 0 and self._episode.last_action == dict(action)
+
+    def last_step_observation(self) -> CodeRedObservation:
+        """The observation the last step returned (same reward and error), without stepping:
+        the answer to a step retried after its reply was lost."""
+        with self._lock:
+            episode = self._episode
+            return self._observe(reward=episode.last_reward, error=episode.last_error, wire=True)
+
+    def replay(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Re-play a recorded log (``{"op": "reset", ...}`` and ``{"op": "step", "action"}``
+        events) without building observations: the episode ends exactly where it was."""
+        with self._lock:
+            self._ensure_open()
+            for event in events:
+                if event["op"] == "reset":
+                    self._sim = CodeRedSim(task_id=event["task_id"], seed=event["seed"])
+                    self._episode = _Episode(event["episode_id"], event["task_id"], event["seed"])
+                elif event["op"] == "step":
+                    action = event["action"]
+                    result = self._require_sim().step(action)
+                    self._episode.record(float(result.reward), result.error, action)
 
     def current_observation(self) -> CodeRedObservation:
         """The observation now, without a step (reward None; no error shown)."""
@@ -242,21 +320,28 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             self._ensure_open()
             self._sim = CodeRedSim(task_id=task_id, seed=seed)
             self._episode = _Episode(episode_id or str(uuid.uuid4()), task_id, seed)
+            if self.recorder is not None:
+                self.recorder(
+                    {"op": "reset", "task_id": task_id, "seed": seed, "episode_id": self._episode.episode_id}
+                )
             return self._observe(reward=None, error=None, wire=wire)
 
-    def _step(self, action: CodeRedAction | Mapping[str, Any], wire: bool) -> CodeRedObservation:
+    def _step(
+        self, action: Any, wire: bool, logged: Mapping[str, Any] | None = None, text: bool = True
+    ) -> CodeRedObservation:
         raw = action.to_wire() if isinstance(action, CodeRedAction) else action
         with self._lock:
             sim = self._require_sim()
             result = sim.step(raw)
-            self._episode.record(float(result.reward), result.error)
-            return self._observe(reward=float(result.reward), error=result.error, wire=wire)
+            wire_action = dict(logged) if logged is not None else _loggable(raw)
+            self._episode.record(float(result.reward), result.error, wire_action)
+            if self.recorder is not None:
+                self.recorder({"op": "step", "action": wire_action})
+            return self._observe(reward=float(result.reward), error=result.error, wire=wire, text=text)
 
     def _ensure_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                "this session was closed (idle timeout or shutdown); open a new connection"
-            )
+        if self._closed is not None:
+            raise SessionClosedError(f"this session {self._closed}; start a new one")
 
     def _require_sim(self) -> CodeRedSim:
         self._ensure_open()
@@ -264,12 +349,22 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             raise RuntimeError("no episode: send reset before step")
         return self._sim
 
-    def _observe(self, reward: float | None, error: str | None, wire: bool) -> CodeRedObservation:
+    def _observe(
+        self, reward: float | None, error: str | None, wire: bool, text: bool = True
+    ) -> CodeRedObservation:
         sim = self._require_sim()
         data = sim.observation()
         data["last_action_error"] = error
         build = WireObservation.from_sim if wire else CodeRedObservation.from_sim
-        return build(data, render_text(data), reward=reward)
+        return build(data, render_text(data) if text else "", reward=reward)
+
+
+def _loggable(raw: Any) -> Any:
+    """A step's action as JSON data (what the journal stores and a replay feeds back)."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    dump = getattr(raw, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else raw
 
 
 @lru_cache(maxsize=1)

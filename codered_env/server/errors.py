@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from codered_env.server.environment import SessionClosedError
-from codered_env.server.http_sessions import SessionGone, SessionNotFound
+from codered_env.server.http_sessions import AdmissionRefused, SessionGone, SessionNotFound
 
 logger = logging.getLogger("codered_env.server")
 
@@ -64,6 +64,14 @@ def register_error_handlers(app: FastAPI) -> None:
     async def gone(_: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": _short(exc, 400)}, status_code=410)
 
+    async def refused(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, AdmissionRefused)
+        return JSONResponse(
+            {"detail": _short(exc.message, 400), "retry_after_s": exc.retry_after_s},
+            status_code=exc.status,
+            headers={"Retry-After": str(exc.retry_after_s)},
+        )
+
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.error(
             "unhandled %s on %s %s: %s",
@@ -82,4 +90,5 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SessionNotFound, not_found)
     app.add_exception_handler(SessionGone, gone)
     app.add_exception_handler(SessionClosedError, gone)
+    app.add_exception_handler(AdmissionRefused, refused)
     app.add_exception_handler(Exception, unexpected)

@@ -1,7 +1,7 @@
 """The CPU-heavy work behind /grader (agent mode), /baseline and the console's /web routes.
 
 These functions run in the server's worker processes (``jobs.HeavyJobs``), never on the event
-loop's process, so an agent run cannot starve WebSocket sessions of the GIL. They import only
+loop's process, so an agent run or a replay cannot starve WebSocket sessions of the GIL. They import only
 the simulation, the built-in agents and the viewer. Their arguments are hashable (the pool
 caches by them: action lists travel as canonical JSON text), and the console's answers come
 back as JSON text, so a cached replay costs its size in bytes, not a tree of Python objects.
@@ -9,6 +9,7 @@ back as JSON text, so a cached replay costs its size in bytes, not a tree of Pyt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -26,12 +27,17 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
+WORKER_NICENESS = 15  # replays and agent runs yield the CPU to the sessions when busy (design choice)
+
+
 def worker_init() -> None:
-    """In a forked worker: forget the server's signal handlers and event-loop wakeup fd, and
-    exit as soon as the server process is gone."""
+    """In a forked worker: forget the server's signal handlers and event-loop wakeup fd, run
+    at a lower priority than the server, and exit as soon as the server process is gone."""
     signal.set_wakeup_fd(-1)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     parent = os.getppid()
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
 
@@ -61,6 +67,13 @@ def builtin_scores(agent: str, tasks: tuple[str, ...], seeds: tuple[int, ...]) -
     return {
         task: [float(_builtin_episode(agent, task, seed)[0]["score"]) for seed in seeds] for task in tasks
     }
+
+
+def graded_actions(task_id: str, seed: int, actions_json: str) -> dict[str, Any]:
+    """``/grader`` replay mode: the grade of an action list played from the reset."""
+    from codered_env.sim import grade_episode
+
+    return dict(grade_episode(task_id, seed, json.loads(actions_json)))
 
 
 def _json(value: Any) -> str:

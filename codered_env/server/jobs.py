@@ -10,6 +10,8 @@
   repeated request costs nothing; a client address may start ``per_minute`` uncached runs a
   minute (429 after that). The console's replays (``/web/*``, one short call per step of play)
   count against their own, larger allowance, ``console_per_minute``.
+* A refused run is answered after a one-second pause, so a client flooding a heavy route gets
+  at most one answer a second per connection and costs the event loop next to nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ T = TypeVar("T")
 logger = logging.getLogger("codered_env.server")
 _CACHE_ENTRIES = 256
 _TRACKED_CLIENTS = 4096
+REFUSAL_PAUSE_S = 1.0  # a refused heavy request waits this long for its 429 (design choice)
 
 
 class RateLimiter:
@@ -47,23 +50,33 @@ class RateLimiter:
         self._clock = clock
         self._starts: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def check(self, client: str) -> None:
+    def retry_after(self, client: str) -> int | None:
+        """Seconds until ``client`` may start another run (None: it may now); uses nothing."""
         now = self._clock()
-        starts = self._starts.pop(client, None) or deque()
+        starts = self._starts.get(client)
+        if starts is None:
+            return None
         while starts and now - starts[0] >= 60.0:
             starts.popleft()
+        if len(starts) < self.per_minute:
+            return None
+        return max(1, int(60.0 - (now - starts[0])) + 1)
+
+    def message(self) -> str:
+        return (
+            f"too many uncached {self.what} from this client ({self.per_minute} a minute); "
+            "repeat requests are cached and free"
+        )
+
+    def check(self, client: str) -> None:
+        retry = self.retry_after(client)
+        if retry is not None:
+            raise HTTPException(429, self.message(), {"Retry-After": str(retry)})
+        starts = self._starts.pop(client, None) or deque()
         self._starts[client] = starts
         while len(self._starts) > _TRACKED_CLIENTS:
             self._starts.popitem(last=False)
-        if len(starts) >= self.per_minute:
-            retry = max(1, int(60.0 - (now - starts[0])) + 1)
-            raise HTTPException(
-                429,
-                f"too many uncached {self.what} from this client ({self.per_minute} a minute); "
-                "repeat requests are cached and free",
-                {"Retry-After": str(retry)},
-            )
-        starts.append(now)
+        starts.append(self._clock())
 
 
 class HeavyJobs:
@@ -77,8 +90,8 @@ class HeavyJobs:
         self._max_waiting = queue
         self._waiting = 0
         self._wait_s = wait_s
-        self._limiter = RateLimiter(per_minute)
-        self._console_limiter = RateLimiter(console_per_minute, what="console replays")
+        self.limiter = RateLimiter(per_minute)
+        self.console_limiter = RateLimiter(console_per_minute, what="console replays")
         self._cache: OrderedDict[Hashable, Any] = OrderedDict()
         self._pool: ProcessPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -104,17 +117,25 @@ class HeavyJobs:
 
     async def run(self, client: str, fn: Callable[..., T], *args: Hashable) -> T:
         """``fn(*args)`` in a worker process (cached by arguments)."""
-        return await self._run(self._limiter, client, fn, *args)
+        return await self._run(self.limiter, client, fn, *args)
+
+    async def run_free(self, fn: Callable[..., T], *args: Hashable) -> T:
+        """Like :meth:`run`, not counted against any client: the reference outcomes that
+        accompany every grade (one set per task and seed, cached)."""
+        return await self._run(None, "", fn, *args)
 
     async def run_console(self, client: str, fn: Callable[..., T], *args: Hashable) -> T:
         """Like :meth:`run`, for the console's per-step replays (their own rate allowance)."""
-        return await self._run(self._console_limiter, client, fn, *args)
+        return await self._run(self.console_limiter, client, fn, *args)
 
-    async def _run(self, limiter: RateLimiter, client: str, fn: Callable[..., T], *args: Hashable) -> T:
+    async def _run(
+        self, limiter: RateLimiter | None, client: str, fn: Callable[..., T], *args: Hashable
+    ) -> T:
         hit = self.cached(fn, *args)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
-        limiter.check(client)
+        if limiter is not None:
+            await _admit(limiter, client)
         async with self._slot():
             result = await self._in_worker(fn, *args)
         self._cache[(fn.__qualname__, args)] = result
@@ -124,7 +145,7 @@ class HeavyJobs:
 
     async def run_in_thread(self, client: str, fn: Callable[..., T], *args: Any) -> T:
         """Network-bound work (the LLM agent): a slot, but a thread, and no cache."""
-        self._limiter.check(client)
+        await _admit(self.limiter, client)
         async with self._slot():
             return await run_in_threadpool(fn, *args)
 
@@ -148,6 +169,13 @@ class HeavyJobs:
             logger.error("agent worker process died; starting a new one")
             self.shutdown()
             raise HTTPException(503, "agent worker restarted; retry shortly", {"Retry-After": "5"}) from exc
+
+
+async def _admit(limiter: RateLimiter, client: str) -> None:
+    """Count one run for ``client``, or refuse it (429) after :data:`REFUSAL_PAUSE_S`."""
+    if limiter.retry_after(client) is not None:
+        await asyncio.sleep(REFUSAL_PAUSE_S)
+    limiter.check(client)
 
 
 class _Slot:
@@ -174,3 +202,4 @@ class _Slot:
 
     async def __aexit__(self, *exc: object) -> None:
         self._jobs._semaphore.release()
+

@@ -7,15 +7,20 @@
   sees them, so nothing can reach a 500 or echo a large input back.
 * Response headers: ``X-Content-Type-Options: nosniff`` everywhere and a Content Security
   Policy on HTML (routes may set a stricter one of their own).
+
+:func:`client_address` is the one place a request's client address is decided (rate limits
+and per-client quotas count by it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
+from codered_env.server.config import Network
 from codered_env.server.safe_json import JsonRejected, parse_json
 
 Scope = MutableMapping[str, Any]
@@ -34,12 +39,15 @@ DEFAULT_CSP = (
 _NO_DEFAULT_CSP = ("/docs", "/redoc")
 
 
-async def send_json(send: Send, status: int, detail: str, close: bool = True) -> None:
+async def send_json(
+    send: Send, status: int, detail: str, close: bool = True, extra_headers: dict[str, str] | None = None
+) -> None:
     body = json.dumps({"detail": detail}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
         (b"x-content-type-options", b"nosniff"),
+        *((k.lower().encode(), v.encode()) for k, v in (extra_headers or {}).items()),
     ]
     if close:
         headers.append((b"connection", b"close"))
@@ -150,3 +158,30 @@ def _with_headers(scope: Scope, send: Send) -> Send:
         await send(message)
 
     return wrapped
+
+
+def _trusted(address: str, proxies: tuple[Network, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in proxies)
+
+
+def client_address(peer: str | None, forwarded_for: str | None, proxies: tuple[Network, ...]) -> str:
+    """The client's address: the TCP peer, or, when the peer is one of the configured
+    ``proxies`` (``CODERED_TRUSTED_PROXIES``), the nearest ``X-Forwarded-For`` hop that is not a
+    trusted proxy. Without configured proxies the header is ignored, so no client can choose
+    the address its rate limits and quotas are counted under."""
+    if not peer:
+        return "unknown"
+    if not proxies or not forwarded_for or not _trusted(peer, proxies):
+        return peer
+    hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _trusted(hop, proxies):
+            try:
+                return str(ipaddress.ip_address(hop))
+            except ValueError:
+                return peer  # a malformed hop: count the request under the proxy itself
+    return peer

@@ -12,19 +12,26 @@ One URL speaks both protocols (docs/SERVER.md, "MCP"):
   ``tools/list`` / ``tools/call`` carry ``session_id`` in their params;
   ``openenv/session/close`` ends it.
 
-Sessions of both kinds live in one :class:`HttpSessionStore` (server-issued ids, a cap with LRU
-eviction, leases renewed by tool calls and attached WebSocket frames) and a client address may
-open ``mcp_sessions_per_minute`` of them a minute. Every failure is a JSON-RPC error or an
-``isError`` tool result, never a 500; only an unknown ``Mcp-Session-Id`` answers HTTP 404, which
-tells a standard client to initialize again.
+Sessions of both kinds live in one :class:`HttpSessionStore` (server-issued ids, a cap with fair
+eviction and per-client quotas, leases renewed by tool calls and attached WebSocket frames), are
+journaled (a restarted server resumes them: same ``Mcp-Session-Id``, same episode), and a client
+address may open ``mcp_sessions_per_minute`` of them a minute. Every failure is a JSON-RPC error
+or an ``isError`` tool result, never a 500; a request with an ``id`` that is not a string or an
+integer is refused unexecuted (-32600); a request not answered within ``mcp_call_timeout_s`` gets
+a JSON-RPC error; only an unknown ``Mcp-Session-Id`` answers HTTP 404, which tells a standard
+client to initialize again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from codered_env.server.benchmark_routes import client_of
 from codered_env.server.config import ServerSettings
@@ -35,21 +42,28 @@ from codered_env.server.environment import (
     CodeRedEnvironment,
     package_version,
 )
-from codered_env.server.http_sessions import HttpSessionStore, SessionNotFound, StoreWording
+from codered_env.server.http_sessions import (
+    AdmissionRefused,
+    HttpSessionStore,
+    SessionNotFound,
+    StoreWording,
+)
 from codered_env.server.jobs import RateLimiter
+from codered_env.server.journal import Journal, KindJournal
 from codered_env.server.mcp_tools import ToolSession, tool_list
 from codered_env.server.safe_json import JsonRejected, parse_json
 
 SESSION_HEADER = "Mcp-Session-Id"
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-SERVER_ERROR, SESSION_NOT_FOUND = -32000, -32001
+SERVER_ERROR, SESSION_NOT_FOUND, TIMED_OUT = -32000, -32001, -32002
 METHODS = "initialize, ping, tools/list, tools/call, openenv/session/create, openenv/session/close"
 WORDING = StoreWording(
     id_name="MCP session",
     entries="MCP sessions",
     issued_by="initialize or openenv/session/create on /mcp",
     how_to_start="open a new session (initialize or openenv/session/create)",
+    used="used for a tool call",
 )
 INSTRUCTIONS = (
     "This MCP session is one CodeRedEnv episode ({task_id}, seed {seed}): you are the dispatcher "
@@ -85,6 +99,25 @@ def _request_id(message: dict[str, Any]) -> str | int | None:
     return request_id
 
 
+def _bad_id(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The error for a request whose ``id`` is not a string or an integer (MCP: never null)."""
+    request_id = message.get("id")
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    kind = "null" if request_id is None else type(request_id).__name__
+    return rpc_error(None, INVALID_REQUEST, f"invalid request id ({kind}): an id must be a string or an "
+                     "integer; the request was not executed")
+
+
+def _rebuild(journal: KindJournal[ToolSession], session_id: str, owner: str, options: dict[str, Any],
+             events: list[dict[str, Any]]) -> tuple[ToolSession, bool]:
+    tools = ToolSession(CodeRedEnvironment(), resettable=bool(options.get("resettable", True)))
+    tools.replay(events)
+    tools.env.recorder = journal.recorder(session_id, owner, options)
+    used = any(event["op"] in ("step", "shown") for event in events)
+    return tools, used
+
+
 def _episode_choice(source: Any) -> tuple[str, int]:
     """task_id and seed from query parameters or params (defaults task1, seed 0)."""
     task_id = source.get("task_id", DEFAULT_TASK_ID)
@@ -99,15 +132,27 @@ def _episode_choice(source: Any) -> tuple[str, int]:
 class McpService:
     """The MCP sessions of one app and the JSON-RPC methods over them."""
 
-    def __init__(self, settings: ServerSettings) -> None:
+    def __init__(
+        self, settings: ServerSettings, journal: Journal | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.journal = journal or Journal()
+        self.kind_journal: KindJournal[ToolSession] = KindJournal(
+            self.journal, "mcp", lambda *args: _rebuild(self.kind_journal, *args)
+        )
         self.store: HttpSessionStore[ToolSession] = HttpSessionStore(
             lambda: ToolSession(CodeRedEnvironment()),
             settings.mcp_max_sessions,
             settings.mcp_ttl_s,
             settings.mcp_unused_ttl_s,
             wording=WORDING,
+            fresh_grace_s=settings.mcp_fresh_grace_s,
+            per_client=settings.mcp_per_client,
+            journal=self.kind_journal,
+            clock=clock,
         )
         self.limiter = RateLimiter(settings.mcp_sessions_per_minute, what="MCP sessions")
+        self.call_timeout_s = settings.mcp_call_timeout_s
 
     # ------------------------------------------------------------------ sessions
 
@@ -123,7 +168,14 @@ class McpService:
             env.reset(seed=seed, task_id=task_id)
         except ValueError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)[:300]) from None
-        session = self.store.create(ToolSession(env, resettable=resettable))
+        try:
+            session = self.store.create(ToolSession(env, resettable=resettable), owner=client)
+        except AdmissionRefused as exc:
+            raise RpcError(SERVER_ERROR, exc.message, data={"retry_after_s": exc.retry_after_s}) from None
+        if self.journal.enabled:  # journal the episode from its reset on
+            options = {"resettable": resettable}
+            env.recorder = self.kind_journal.recorder(session.episode_id, client, options)
+            env.recorder({"op": "reset", "task_id": task_id, "seed": seed, "episode_id": env.episode_id})
         return session.episode_id, session.env
 
     def lookup(self, session_id: str, renew: bool = False) -> ToolSession:
@@ -155,6 +207,9 @@ class McpService:
             return 200, rpc_error(None, INVALID_REQUEST, "'method' must be a string"), {}
         if "id" not in message:
             return 202, None, {}  # notifications (initialized, cancelled, ...) need no answer
+        bad_id = _bad_id(message)
+        if bad_id is not None:
+            return 200, bad_id, {}
         request_id = _request_id(message)
         headers: dict[str, str] = {}
         try:
@@ -258,6 +313,9 @@ class McpService:
         request_id = _request_id(message) if isinstance(message, dict) else None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return rpc_error(None, INVALID_REQUEST, "'data' of an mcp frame must be a JSON-RPC 2.0 request")
+        bad_id = _bad_id(message)
+        if bad_id is not None:
+            return bad_id
         method, params = message.get("method"), message.get("params") or {}
         if not isinstance(params, dict):
             return rpc_error(request_id, INVALID_PARAMS, "'params' must be an object")
@@ -277,8 +335,21 @@ class McpService:
                          "tools/call, ping")
 
 
-def register_mcp_routes(app: FastAPI, settings: ServerSettings) -> McpService:
-    service = McpService(settings)
+def _timed_out(message: Any, timeout_s: float) -> dict[str, Any]:
+    request_id = _request_id(message) if isinstance(message, dict) else None
+    return rpc_error(
+        request_id, TIMED_OUT,
+        f"the server could not answer within {timeout_s:g} s (overloaded); a tools/call may still "
+        "take effect: look with view_full_state before repeating it",
+        data={"retry_after_s": 5},
+    )
+
+
+def register_mcp_routes(
+    app: FastAPI, settings: ServerSettings, journal: Journal | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> McpService:
+    service = McpService(settings, journal, clock)
 
     @app.post("/mcp", tags=["MCP"], summary="MCP JSON-RPC: standard streamable HTTP and OpenEnv sessions")
     async def mcp_post(request: Request) -> Response:
@@ -287,9 +358,15 @@ def register_mcp_routes(app: FastAPI, settings: ServerSettings) -> McpService:
             message = parse_json(body) if body.strip() else None
         except JsonRejected as exc:
             return JSONResponse(rpc_error(None, PARSE_ERROR, exc.message))
-        status, answer, headers = service.handle(
-            message, client_of(request), request.query_params, request.headers.get(SESSION_HEADER)
+        work = run_in_threadpool(
+            service.handle, message, client_of(request), request.query_params,
+            request.headers.get(SESSION_HEADER),
         )
+        try:
+            status, answer, headers = await asyncio.wait_for(work, service.call_timeout_s)
+        except asyncio.TimeoutError:
+            return JSONResponse(_timed_out(message, service.call_timeout_s), headers={"Retry-After": "5"})
+        await service.journal.barrier()
         if answer is None:
             return Response(status_code=status)
         return JSONResponse(answer, status_code=status, headers=headers)
@@ -313,5 +390,4 @@ def register_mcp_routes(app: FastAPI, settings: ServerSettings) -> McpService:
             return JSONResponse({"detail": exc.message}, status_code=404)
         return JSONResponse({"session_id": session_id, "closed": True})
 
-    app.router.on_shutdown.append(service.store.close_all)
     return service

@@ -30,12 +30,8 @@ from codered_env.server.environment import CodeRedEnvironment
 from codered_env.sim import TASKS, parse_action
 from codered_env.sim.catalogue import ACTIONS, ActionSpec, input_schema
 
-# The TRL tool environment's reply helpers (one definition of "what changed"); branch `trl` moves
-# them into the package codered_env.trl.env.
-try:
-    from codered_env.trl.env import _TICKING, _keyed_lines  # type: ignore[import-not-found]
-except ImportError:
-    from codered_env.trl import _TICKING, _keyed_lines
+# The TRL tool environment's reply helpers: one definition of "what changed".
+from codered_env.trl.env import _TICKING, _keyed_lines
 
 VIEW_TOOL = "view_full_state"
 VIEW_HELP = (
@@ -170,8 +166,26 @@ class ToolSession:
         self._shown: dict[str, str] = {}
         self._shown_episode: str | None = None
 
-    def close(self) -> None:
-        self.env.close()
+    def close(self, reason: str | None = None) -> None:
+        self.env.close(reason)
+
+    def replay(self, events: list[dict[str, Any]]) -> None:
+        """Re-build the session from its journal (``journal.py``): the episode, and the text
+        the last reply showed (what the next reply's "what changed" compares against)."""
+        last_reset = max((i for i, e in enumerate(events) if e["op"] == "reset"), default=0)
+        shown = max((i for i, e in enumerate(events) if e["op"] == "shown" and i > last_reset), default=None)
+        if shown is None:
+            self.env.replay(events)
+            return
+        self.env.replay(events[:shown])
+        after_step = shown > 0 and events[shown - 1]["op"] == "step"
+        view = self.env.last_step_observation() if after_step else self.env.current_observation()
+        self._remember(view.text)
+        self.env.replay(events[shown + 1 :])
+
+    def _shown_recorded(self) -> None:
+        if self.env.recorder is not None:
+            self.env.recorder({"op": "shown"})
 
     def call(self, name: Any, arguments: Any) -> ToolOutcome:
         """Run one tool call (refusals never change anything but the decision minute)."""
@@ -190,10 +204,12 @@ class ToolSession:
             if name == VIEW_TOOL:
                 text = self.env.current_observation().text
                 self._remember(text)
+                self._shown_recorded()
                 return self._outcome(0.0, None, text, is_error=False)
             observation = self.env.step_wire({"action_type": name, **arguments})
             reward, error = float(observation.reward or 0.0), observation.last_action_error
             text = self._delta(reward, error, observation.text)
+            self._shown_recorded()
             return self._outcome(reward, error, text, is_error=error is not None)
 
     # ------------------------------------------------------------------ internals

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from openenv.core.rubrics import Rubric
+from openenv.core.rubrics.base import Rubric
 
 from codered_env.sim.params import RUBRIC_WEIGHTS
 

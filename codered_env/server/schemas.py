@@ -57,6 +57,16 @@ class StepBody(_Body):
         default=None, gt=0, description="Accepted for OpenEnv compatibility; a step never takes long."
     )
     request_id: str | None = Field(default=None, max_length=255)
+    expect_step: int | None = Field(
+        default=None,
+        ge=0,
+        le=100_000,
+        description=(
+            "The episode's step count as the client last saw it. A retry of a step whose answer was "
+            "lost (the step count is one more and the last action is this one) is answered again "
+            "instead of applied twice; any other mismatch is a 409 and nothing is applied."
+        ),
+    )
 
 
 class EpisodeResponse(BaseModel):

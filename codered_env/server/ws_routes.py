@@ -9,11 +9,17 @@ socket to an MCP session opened on ``/mcp`` (mcp_routes.py), so a reset here and
 there act on the same episode. OpenEnv's handler ends
 the session on a JSON value that is not an object, deep nesting, huge integers, binary frames
 or surrogates; here every such frame gets an ``error`` reply and the session stays open.
-The socket is closed only for:
+Every session has a server-issued ``session_id`` (in each ``reset`` reply); ``/ws?session_id=``
+re-attaches a dropped session, after a restart too (``ws_sessions.py``), and a ``step`` frame
+may carry ``expect_step`` (the step count the client last saw), so a step retried after its
+reply was lost is answered again instead of being applied twice. The socket is closed only for:
 
 * a frame over the size limit (uvicorn closes with 1009, a protocol violation);
-* the client's ``close`` message (1000) or silence for ``ws_idle_timeout_s`` (1001);
-* a full server (one ``CAPACITY_REACHED`` frame, then 1013 "try again later");
+* the client's ``close`` message (1000; the session ends) or silence for ``ws_idle_timeout_s``
+  (1001; resumable);
+* a full server (one ``CAPACITY_REACHED`` frame, then 1013 "try again later"), or, at the cap,
+  eviction of a connection silent for ``ws_evict_idle_s`` (1013; resumable);
+* server shutdown (1012, "service restart"; resumable; the reason says how);
 * a browser page from an origin not in the allow-list (handshake refused with 403).
 """
 
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,27 +35,34 @@ from urllib.parse import urlsplit
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from openenv.core.env_server.serialization import serialize_observation
-from openenv.core.env_server.types import (
-    WSErrorCode,
-    WSErrorResponse,
-    WSObservationResponse,
-    WSStateResponse,
-)
-from pydantic import ValidationError
+from openenv.core.env_server.types import WSErrorCode, WSErrorResponse, WSStateResponse
+from pydantic_core import to_json
 
-from codered_env.models import CodeRedAction
 from codered_env.server import validation
 from codered_env.server.config import ServerSettings
-from codered_env.server.environment import CodeRedEnvironment
-from codered_env.server.errors import compact_errors
-from codered_env.server.http_sessions import SessionNotFound
+from codered_env.server.environment import CodeRedEnvironment, validate_action
+from codered_env.server.http_sessions import SessionNotFound, shown_id
+from codered_env.server.journal import Journal
+from codered_env.server.limits import client_address
 from codered_env.server.mcp_routes import McpService
-from codered_env.server.mcp_tools import ToolSession, tool_list
+from codered_env.server.mcp_tools import tool_list
 from codered_env.server.safe_json import JsonRejected, parse_json
+from codered_env.server.shutdown import Drain
+from codered_env.server.ws_sessions import (
+    CLOSE_GOING_AWAY,
+    CLOSE_NORMAL,
+    CLOSE_POLICY,
+    CLOSE_RESTART,
+    CLOSE_TRY_LATER,
+    WsSession,
+    WsSessions,
+)
 
 RESET_OPTIONS = ("task_id", "seed", "episode_id", "split", "index")
-MESSAGE_TYPES = "reset, step, state, grade, mcp, close"
-CLOSE_NORMAL, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TRY_LATER = 1000, 1001, 1008, 1013
+MESSAGE_TYPES = "reset, step, state, observe, grade, mcp, close"
+# ``/ws?observation=``: what a step reply carries (docs/SERVER.md, "WebSocket").
+OBSERVATION_MODES = ("full", "without_text", "none")
+__all__ = ["CLOSE_RESTART", "WsSession", "WsSessions", "handle_frame", "register_ws_route"]
 
 
 def origin_allowed(headers: Mapping[str, str], allowed: tuple[str, ...]) -> bool:
@@ -63,39 +77,29 @@ def origin_allowed(headers: Mapping[str, str], allowed: tuple[str, ...]) -> bool
     return bool(host) and urlsplit(origin).netloc.lower() == host
 
 
-def error_frame(code: WSErrorCode, message: str, **extra: Any) -> str:
+def error_frame(code: WSErrorCode | str, message: str, **extra: Any) -> str:
     return WSErrorResponse(data={"message": message, "code": code, **extra}).model_dump_json()
-
-
-class WsSessions:
-    """Counts live sessions (one event loop: no lock needed)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.active = 0
 
 
 class _Close(Exception):
     pass
 
 
-@dataclass
-class WsSession:
-    """One connection's episode; ``session_id`` is set when it is attached to an MCP session."""
-
-    env: CodeRedEnvironment
-    tools: ToolSession | None = None
-    session_id: str | None = None
-    mcp: McpService | None = None
-    validation_state: validation.SocketValidation = field(default_factory=validation.SocketValidation)
-
-    def tool_session(self) -> ToolSession:
-        if self.tools is None:
-            self.tools = ToolSession(self.env)
-        return self.tools
+def _dumps(value: Any) -> str:
+    """Compact JSON text (pydantic-core's encoder: a third of ``json.dumps``' cost per step)."""
+    return to_json(value).decode()
 
 
-async def _reset(env: CodeRedEnvironment, data: dict[str, Any]) -> str:
+def _observation_reply(observation: Any, **extra: Any) -> str:
+    data = serialize_observation(observation)
+    data.update(extra)
+    return _dumps({"type": "observation", "data": data})
+
+
+# ---------------------------------------------------------------------------- frames
+
+
+async def _reset(session: WsSession, data: dict[str, Any]) -> str:
     extra = sorted(k for k in data if k not in RESET_OPTIONS)
     if extra:
         shown = ", ".join(repr(k[:40]) for k in extra[:5])
@@ -103,19 +107,52 @@ async def _reset(env: CodeRedEnvironment, data: dict[str, Any]) -> str:
             WSErrorCode.EXECUTION_ERROR,
             f"unknown reset option(s): {shown}; accepted: {', '.join(RESET_OPTIONS)}",
         )
-    observation = await env.reset_async(**{k: data[k] for k in RESET_OPTIONS if k in data})
-    return WSObservationResponse(data=serialize_observation(observation)).model_dump_json()
+    observation = await session.env.reset_async(**{k: data[k] for k in RESET_OPTIONS if k in data})
+    return _observation_reply(observation, session_id=session.session_id, step_count=0)
 
 
-async def _step(env: CodeRedEnvironment, data: dict[str, Any]) -> str:
-    try:
-        action = CodeRedAction.model_validate(data)
-    except ValidationError as exc:
+def _step(session: WsSession, data: dict[str, Any], expect_step: Any) -> str:
+    env = session.env
+    parsed, problem = validate_action(data)
+    if parsed is None:
         return error_frame(
-            WSErrorCode.VALIDATION_ERROR, "invalid action", errors=compact_errors(exc.errors())
+            WSErrorCode.VALIDATION_ERROR,
+            "invalid action",
+            errors=[{"loc": [], "msg": str(problem)[:400], "type": "invalid_action"}],
         )
-    observation = await env.step_async(action)
-    return WSObservationResponse(data=serialize_observation(observation)).model_dump_json()
+    if expect_step is not None:
+        retried = _retried_step(env, data, expect_step)
+        if retried is not None:
+            return retried
+    # The simulation gets the wire dict (its check of it is a cache hit now); handing it the
+    # parsed model would cost a model_dump for its action log.
+    if session.observation == "none":
+        reply = env.step_summary(data, data)
+        reply["step_count"] = env.step_count
+        return _dumps({"type": "observation", "data": reply})
+    if session.observation == "without_text":
+        observation = env.step_without_text(data, data)
+    else:
+        observation = env.step_wire(data, logged=data)
+    return _observation_reply(observation, step_count=env.step_count)
+
+
+def _retried_step(env: CodeRedEnvironment, data: dict[str, Any], expect_step: Any) -> str | None:
+    """The reply to a step sent with ``expect_step`` when it must not be applied now: a retry of
+    the step just applied (answered again) or a step count that does not match (an error)."""
+    if isinstance(expect_step, bool) or not isinstance(expect_step, int):
+        return error_frame(WSErrorCode.VALIDATION_ERROR, "'expect_step' must be an integer (the step count)")
+    count = env.step_count
+    if count == expect_step:
+        return None
+    if count == expect_step + 1 and env.last_step_matches(data):
+        return _observation_reply(env.last_step_observation(), step_count=count, repeated=True)
+    return error_frame(
+        WSErrorCode.EXECUTION_ERROR,
+        f"step count mismatch: the episode is at step {count}, the client expected {expect_step}; "
+        "nothing was applied (send state to resynchronise)",
+        step_count=count,
+    )
 
 
 def _observation_frame(observation: dict[str, Any], reward: float | None, done: bool) -> str:
@@ -148,14 +185,15 @@ def _tool_step(session: WsSession, data: dict[str, Any]) -> str:
     return _observation_frame(observation, outcome.structured["reward"], outcome.structured["done"])
 
 
-def _mcp_frame(session: WsSession, message: dict[str, Any]) -> str:
-    if session.mcp is None:
+def _mcp_frame(session: WsSession, mcp: McpService | None, message: dict[str, Any]) -> str:
+    if mcp is None:
         return error_frame(WSErrorCode.UNKNOWN_TYPE, "this server has no MCP service")
-    answer = session.mcp.rpc_over_ws(message.get("data"), session.tool_session(), session.session_id)
+    attached = session.session_id if session.mcp_attached else None
+    answer = mcp.rpc_over_ws(message.get("data"), session.tool_session(), attached)
     return json.dumps({"type": "mcp", "data": answer})
 
 
-async def _dispatch(session: WsSession, message: dict[str, Any]) -> str:
+async def _dispatch(session: WsSession, mcp: McpService | None, message: dict[str, Any]) -> str:
     env = session.env
     kind = message.get("type")
     if kind == "close":
@@ -164,8 +202,10 @@ async def _dispatch(session: WsSession, message: dict[str, Any]) -> str:
         return WSStateResponse(data=env.state.model_dump()).model_dump_json()
     if kind == "grade":
         return json.dumps({"type": "grade", "data": env.grade()})
+    if kind == "observe":
+        return _observation_reply(env.current_observation(), step_count=env.step_count)
     if kind == "mcp":
-        return _mcp_frame(session, message)
+        return _mcp_frame(session, mcp, message)
     if kind not in ("reset", "step"):
         shown = repr(kind)[:60] if isinstance(kind, str) else type(kind).__name__
         return error_frame(
@@ -175,17 +215,19 @@ async def _dispatch(session: WsSession, message: dict[str, Any]) -> str:
     if not isinstance(data, dict):
         return error_frame(WSErrorCode.VALIDATION_ERROR, f"'data' of a {kind} message must be a JSON object")
     if kind == "step":
-        return _tool_step(session, data) if "type" in data else await _step(env, data)
+        if "type" in data:
+            return _tool_step(session, data)
+        return _step(session, data, message.get("expect_step"))
     if session.tools is not None and not session.tools.resettable:
         return error_frame(
             WSErrorCode.EXECUTION_ERROR,
             "this MCP session is one episode (opened by initialize) and cannot be reset: "
             "open a new session for a new episode",
         )
-    return await _reset(env, data)
+    return await _reset(session, data)
 
 
-async def handle_frame(session: WsSession, frame: Mapping[str, Any]) -> str:
+async def handle_frame(session: WsSession, frame: Mapping[str, Any], mcp: McpService | None = None) -> str:
     """The reply to one received frame (raises ``_Close`` for a close message)."""
     text = frame.get("text")
     if text is None:
@@ -201,8 +243,8 @@ async def handle_frame(session: WsSession, frame: Mapping[str, Any]) -> str:
         )
     try:
         if validation.handles(message):  # OpenEnv's runtime-validation telemetry (validation.py)
-            return validation.answer(session.validation_state, message, session.session_id is not None)
-        reply = await _dispatch(session, message)
+            return validation.answer(session.validation_state, message, session.mcp_attached)
+        reply = await _dispatch(session, mcp, message)
         validation.observe(session.validation_state, message, reply, session.env)
         return reply
     except _Close:
@@ -211,8 +253,29 @@ async def handle_frame(session: WsSession, frame: Mapping[str, Any]) -> str:
         return error_frame(WSErrorCode.EXECUTION_ERROR, str(exc)[:400])
 
 
-def register_ws_route(app: FastAPI, settings: ServerSettings, mcp: McpService | None = None) -> WsSessions:
-    sessions = WsSessions(settings.max_concurrent_envs)
+# ---------------------------------------------------------------------------- connections
+
+
+@dataclass
+class _Route:
+    """What the /ws handler needs: settings, sessions, the MCP service, journal and drain."""
+
+    settings: ServerSettings
+    sessions: WsSessions
+    mcp: McpService | None
+    journal: Journal
+    drain: Drain
+
+
+def register_ws_route(
+    app: FastAPI,
+    settings: ServerSettings,
+    sessions: WsSessions,
+    journal: Journal,
+    drain: Drain,
+    mcp: McpService | None = None,
+) -> None:
+    route = _Route(settings, sessions, mcp, journal, drain)
 
     @app.websocket("/ws")
     async def websocket_endpoint(websocket: WebSocket) -> None:
@@ -220,80 +283,152 @@ def register_ws_route(app: FastAPI, settings: ServerSettings, mcp: McpService | 
             await websocket.close(code=CLOSE_POLICY)  # before accept: the handshake gets 403
             return
         await websocket.accept()
-        if sessions.active >= sessions.capacity:
-            await websocket.send_text(
-                error_frame(
-                    WSErrorCode.CAPACITY_REACHED,
-                    f"server at capacity ({sessions.capacity} sessions); retry later",
-                    active_sessions=sessions.active,
-                    max_sessions=sessions.capacity,
-                )
-            )
-            await websocket.close(code=CLOSE_TRY_LATER)
-            return
-        session = await _open_session(websocket, mcp)
-        if session is None:
-            return
-        sessions.active += 1
+        await _run_connection(route, websocket)
+
+
+async def _refuse(
+    websocket: WebSocket, code: WSErrorCode | str, message: str, close: int, **extra: Any
+) -> None:
+    try:
+        await websocket.send_text(error_frame(code, message, **extra))
+        await websocket.close(code=close)
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+
+
+async def _run_connection(route: _Route, websocket: WebSocket) -> None:
+    settings, sessions = route.settings, route.sessions
+    if route.drain.draining:
+        await _refuse(websocket, WSErrorCode.CAPACITY_REACHED, "the server is restarting; retry shortly",
+                      CLOSE_RESTART, retry_after_s=5)
+        return
+    owner = client_address(
+        websocket.client.host if websocket.client else None,
+        websocket.headers.get("x-forwarded-for"),
+        settings.trusted_proxies,
+    )
+    wanted = websocket.query_params.get("session_id")
+    observation = websocket.query_params.get("observation", "full")
+    if observation not in OBSERVATION_MODES:
+        await _refuse(websocket, WSErrorCode.VALIDATION_ERROR,
+                      f"unknown observation mode {observation[:40]!r}; valid: {', '.join(OBSERVATION_MODES)}",
+                      CLOSE_POLICY)
+        return
+    refusal = await sessions.admit(owner, replacing=wanted)
+    if refusal is not None:
+        await _refuse(websocket, WSErrorCode.CAPACITY_REACHED, refusal.message, CLOSE_TRY_LATER,
+                      active_sessions=sessions.active, max_sessions=sessions.capacity,
+                      retry_after_s=refusal.retry_after_s)
+        return
+    session = await _open_session(route, websocket, owner, wanted)
+    if session is None:
+        return
+    session.websocket = websocket
+    session.observation = observation
+    sessions.register(session)
+    try:
+        await _serve(route, websocket, session)
+    finally:
+        sessions.unregister(session)
+        _release(route, session)
+
+
+def _release(route: _Route, session: WsSession) -> None:
+    """After the connection: end the session (client's close), or keep it resumable."""
+    if session.handed_over:
+        return
+    if session.mcp_attached:
+        if session.tools is not None:
+            session.tools.attached = False
+        return
+    journal = route.sessions.journal
+    if journal is not None and session.ended_by_client:
+        journal.forget(session.session_id, "was closed by its owner")
+    session.env.close("was detached: its connection closed (resume it with ?session_id=)")
+
+
+async def _open_session(
+    route: _Route, websocket: WebSocket, owner: str, wanted: str | None
+) -> WsSession | None:
+    """A new session, or the one named by ``?session_id=`` (None: refused and closed)."""
+    sessions = route.sessions
+    if wanted is None:
+        return sessions.new_session(owner)
+    live = sessions.live.get(wanted)
+    if live is not None and not live.mcp_attached:
+        return await _take_over(sessions, live)
+    if route.mcp is not None:
         try:
-            await _serve(websocket, session, settings.ws_idle_timeout_s)
-        finally:
-            sessions.active -= 1
-            if session.session_id is None:
-                session.env.close()
-            elif session.tools is not None:
-                session.tools.attached = False
-
-    return sessions
-
-
-async def _open_session(websocket: WebSocket, mcp: McpService | None) -> WsSession | None:
-    """A fresh episode, or the MCP session named by ``?session_id=`` (None: refused and closed)."""
-    session_id = websocket.query_params.get("session_id")
-    if session_id is None:
-        return WsSession(CodeRedEnvironment(), mcp=mcp)
-    try:
-        if mcp is None:
-            raise SessionNotFound("this server has no MCP sessions")
-        tools = mcp.attach(session_id)
-    except SessionNotFound as exc:
-        await websocket.send_text(error_frame(WSErrorCode.SESSION_ERROR, exc.message))
-        await websocket.close(code=CLOSE_POLICY)
-        return None
-    return WsSession(tools.env, tools, session_id, mcp)
+            tools = route.mcp.attach(wanted)
+        except SessionNotFound as exc:
+            if not exc.message.startswith("unknown"):
+                await _refuse(websocket, WSErrorCode.SESSION_ERROR, exc.message, CLOSE_POLICY)
+                return None
+        else:
+            return WsSession(tools.env, wanted, owner, tools=tools, mcp_attached=True)
+    restored = sessions.restore(wanted)
+    if restored is not None:
+        return restored
+    gone = sessions.gone_reason(wanted)
+    message = (
+        f"session {shown_id(wanted)} {gone}; connect without session_id to start a new one"
+        if gone else
+        f"unknown session_id {shown_id(wanted)}: this server never issued it, or it expired "
+        f"(WebSocket sessions stay resumable for {route.settings.ws_resume_ttl_s:g} s)"
+    )
+    await _refuse(websocket, WSErrorCode.SESSION_ERROR, message, CLOSE_POLICY)
+    return None
 
 
-def _renewed(session: WsSession) -> str | None:
+async def _take_over(sessions: WsSessions, live: WsSession) -> WsSession:
+    """Move a still-attached session to the connection that resumed it."""
+    live.handed_over = True
+    await sessions.close_session(live, CLOSE_POLICY, "resumed on another connection")
+    sessions.unregister(live)
+    return WsSession(live.env, live.session_id, live.owner, tools=live.tools)
+
+
+def _renewed(route: _Route, session: WsSession) -> str | None:
     """Renew an attached MCP session's lease; the reason when it is gone."""
-    if session.session_id is None or session.mcp is None:
+    if not session.mcp_attached or route.mcp is None:
         return None
     try:
-        session.mcp.lookup(session.session_id, renew=True)
+        route.mcp.lookup(session.session_id, renew=True)
     except SessionNotFound as exc:
         return exc.message
     return None
 
 
-async def _serve(websocket: WebSocket, session: WsSession, idle_timeout_s: float) -> None:
+async def _serve(route: _Route, websocket: WebSocket, session: WsSession) -> None:
+    idle_timeout_s = route.settings.ws_idle_timeout_s
+    journal = route.journal
     try:
-        while True:
+        while session.close_request is None:
             try:
                 frame = await asyncio.wait_for(websocket.receive(), idle_timeout_s)
             except asyncio.TimeoutError:
-                await websocket.close(code=CLOSE_GOING_AWAY, reason=f"idle for {idle_timeout_s:g} s")
+                await websocket.close(code=CLOSE_GOING_AWAY,
+                                      reason=session.resume_reason(f"idle for {idle_timeout_s:g} s"))
                 return
             if frame["type"] == "websocket.disconnect":
                 return
-            gone = _renewed(session)
+            session.busy = True
+            session.last_frame = time.monotonic()
+            gone = _renewed(route, session)
             if gone is not None:
                 await websocket.send_text(error_frame(WSErrorCode.SESSION_ERROR, gone))
                 await websocket.close(code=CLOSE_GOING_AWAY)
                 return
             try:
-                reply = await handle_frame(session, frame)
+                reply = await handle_frame(session, frame, route.mcp)
             except _Close:
+                session.ended_by_client = True
                 await websocket.close(code=CLOSE_NORMAL)
                 return
+            await journal.barrier()  # the step is on disk before the client hears of it
             await websocket.send_text(reply)
+            session.busy = False
+        code, reason = session.close_request
+        await websocket.close(code=code, reason=reason)
     except (WebSocketDisconnect, RuntimeError):
         return  # the client went away mid-send

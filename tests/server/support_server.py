@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,6 +34,7 @@ class RunningServer:
     proc: subprocess.Popen[bytes]
     port: int
     log_path: Path
+    state_dir: Path | None = None
 
     @property
     def base_url(self) -> str:
@@ -45,6 +47,11 @@ class RunningServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-8000:]
 
+    def kill(self) -> None:
+        """SIGKILL (a crash): the journal stays for a restart (``launch(port=, state_dir=)``)."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -55,6 +62,8 @@ class RunningServer:
                 self.proc.wait(timeout=10)
         with contextlib.suppress(OSError):
             self.log_path.unlink()
+        if self.state_dir is not None:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def _wait_healthy(server: RunningServer, deadline: float) -> bool:
@@ -74,17 +83,22 @@ def launch(
     extra_env: dict[str, str] | None = None,
     argv: list[str] | None = None,
     attempts: int = 3,
+    port: int | None = None,
+    state_dir: Path | None = None,
 ) -> RunningServer:
     """Start a server and wait until ``/health`` answers; raises with the log otherwise.
 
     ``argv`` is the command without ``--host/--port``; it defaults to the package's
-    ``main()`` (``python -m codered_env.server.app``).
+    ``main()`` (``python -m codered_env.server.app``). ``port`` and ``state_dir`` restart a
+    server where another one ran (its journal); by default both are new.
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    state_dir = state_dir or Path(tempfile.mkdtemp(prefix="codered-state-"))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "CODERED_STATE_DIR": str(state_dir), **(extra_env or {})}
     command = argv or [sys.executable, "-m", "codered_env.server.app"]
     last_log = ""
+    fixed_port = port
     for _ in range(attempts):
-        port = free_port()
+        port = fixed_port or free_port()
         fd, name = tempfile.mkstemp(prefix="codered-server-", suffix=".log")
         with os.fdopen(fd, "wb") as log:
             proc = subprocess.Popen(
@@ -94,13 +108,15 @@ def launch(
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        server = RunningServer(proc, port, Path(name))
+        server = RunningServer(proc, port, Path(name), state_dir)
         if _wait_healthy(server, time.monotonic() + STARTUP_TIMEOUT_S):
             return server
         last_log = server.log()
+        server.state_dir = None  # kept for the next attempt
         server.stop()
         if "address already in use" not in last_log.lower():
             break
+    shutil.rmtree(state_dir, ignore_errors=True)
     raise RuntimeError(f"server did not become healthy; log:\n{last_log}")
 
 

@@ -297,14 +297,15 @@ def test_unused_and_idle_sessions_expire(small_server: RunningServer) -> None:
         assert "expired" in answer["error"]["message"]
 
 
-def test_the_session_cap_evicts_the_least_recently_used(small_server: RunningServer) -> None:
+def test_the_session_cap_evicts_the_longest_idle_used_session(small_server: RunningServer) -> None:
     with httpx.Client(base_url=small_server.base_url, timeout=30) as client:
         first, second = initialize(client), initialize(client)
         assert rpc(client, "tools/call", {"name": "maintain_plan"}, session=first).status_code == 200
-        initialize(client)  # cap 2: the never-used `second` goes first
-        evicted = rpc(client, "tools/call", {"name": "maintain_plan"}, session=second)
+        third = initialize(client)  # cap 2: the used `first` goes; the new `second` keeps its chance
+        evicted = rpc(client, "tools/call", {"name": "maintain_plan"}, session=first)
         assert evicted.status_code == 404 and "evicted" in evicted.json()["error"]["message"]
-        assert rpc(client, "tools/call", {"name": "maintain_plan"}, session=first).status_code == 200
+        assert rpc(client, "tools/call", {"name": "maintain_plan"}, session=second).status_code == 200
+        assert rpc(client, "tools/call", {"name": "maintain_plan"}, session=third).status_code == 200
 
 
 def test_session_creation_is_rate_limited_per_client(small_server: RunningServer) -> None:

@@ -96,10 +96,16 @@ def test_http_sessions_are_capped_by_eviction_and_expire(small_server: RunningSe
         first = http.post("/reset").json()["episode_id"]
         assert http.post("/step", json={"action": MAINTAIN, "episode_id": first}).status_code == 200
         second = http.post("/reset").json()["episode_id"]
-        third = http.post("/reset")  # at the cap of 2: never refused, the idle unstepped one goes
+        third = http.post("/reset")  # at the cap of 2: the used, idle one goes; the new one stays
         assert third.status_code == 200
-        evicted = http.get("/state", params={"episode_id": second})
+        evicted = http.get("/state", params={"episode_id": first})
         assert evicted.status_code == 410 and "evicted" in evicted.json()["detail"]
+        assert http.get("/state", params={"episode_id": second}).status_code == 200
+        full = http.post("/reset")  # both slots hold new episodes within their grace
+        assert full.status_code == 503 and int(full.headers["retry-after"]) >= 1
+        assert "server full" in full.json()["detail"]
+        second_step = http.post("/step", json={"action": MAINTAIN, "episode_id": second})
+        assert second_step.status_code == 200
         time.sleep(1.6)
-        expired = http.post("/step", json={"action": MAINTAIN, "episode_id": first})
+        expired = http.post("/step", json={"action": MAINTAIN, "episode_id": second})
         assert expired.status_code == 410 and "expired" in expired.json()["detail"]

@@ -24,6 +24,8 @@ HARD_ENV = {
     "CODERED_HTTP_MAX_SESSIONS": "3",
     "CODERED_HTTP_TTL_S": "3",
     "CODERED_HTTP_UNSTEPPED_TTL_S": "1",
+    "CODERED_HTTP_PER_CLIENT": "2",
+    "CODERED_TRUSTED_PROXIES": "127.0.0.1",  # X-Forwarded-For stands for distinct clients
     "CODERED_HEADER_TIMEOUT_S": "1",
     "CODERED_BODY_TIMEOUT_S": "1",
     "CODERED_HEAVY_PER_MINUTE": "4",
@@ -131,7 +133,9 @@ def test_grader_refuses_what_a_live_episode_refuses(http: httpx.Client) -> None:
 
 
 def test_episode_ids_are_issued_by_the_server_and_there_is_no_default(http: httpx.Client) -> None:
-    ids = {http.post("/reset").json()["episode_id"] for _ in range(3)}
+    time.sleep(1.1)  # earlier tests' new episodes are past their grace (the cap is 3)
+    clients = ({"X-Forwarded-For": f"198.51.100.{n}"} for n in range(3))  # per-client quota is 2
+    ids = {http.post("/reset", headers=headers).json()["episode_id"] for headers in clients}
     assert len(ids) == 3 and all(len(i) >= 22 for i in ids)
     chosen = http.post("/reset", json={"episode_id": "my-own-id"})
     assert chosen.status_code == 404 and "never issued" in chosen.json()["detail"]
@@ -140,6 +144,7 @@ def test_episode_ids_are_issued_by_the_server_and_there_is_no_default(http: http
 
 
 def test_unstepped_episodes_expire_quickly_and_reads_do_not_renew(http: httpx.Client) -> None:
+    time.sleep(1.1)  # earlier tests' new episodes are past their grace (the cap is 3)
     idle = http.post("/reset").json()["episode_id"]
     played = http.post("/reset").json()["episode_id"]
     assert http.post("/step", json={"episode_id": played, "action": MAINTAIN}).status_code == 200
@@ -151,19 +156,22 @@ def test_unstepped_episodes_expire_quickly_and_reads_do_not_renew(http: httpx.Cl
     gone = http.get("/state", params={"episode_id": idle})
     assert gone.status_code == 410 and "never stepped" in gone.json()["detail"]
     expired = http.get("/state", params={"episode_id": played})
-    assert expired.status_code == 410 and "without a step" in expired.json()["detail"]
+    assert expired.status_code == 410 and "without being stepped" in expired.json()["detail"]
 
 
-def test_a_flood_of_resets_evicts_idle_episodes_instead_of_refusing(http: httpx.Client) -> None:
+def test_a_reset_flood_from_one_client_cannot_take_the_slots_of_another(http: httpx.Client) -> None:
     time.sleep(1.1)  # earlier never-stepped episodes expire
     mine = http.post("/reset").json()["episode_id"]
     http.post("/step", json={"episode_id": mine, "action": MAINTAIN})
-    for _ in range(10):  # the cap is 3: an attacker's resets only evict each other
-        assert http.post("/reset").status_code == 200
+    attacker = {"X-Forwarded-For": "203.0.113.7"}  # through the trusted proxy (127.0.0.1)
+    answers = [http.post("/reset", headers=attacker) for _ in range(10)]
+    assert [a.status_code for a in answers[:2]] == [200, 200]  # its quota is 2 of the 3 slots
+    refused = answers[2]
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert "already holds 2" in refused.json()["detail"]
     assert http.post("/step", json={"episode_id": mine, "action": MAINTAIN}).status_code == 200
-    flood = [http.post("/reset").json()["episode_id"] for _ in range(4)]
-    evicted = http.get("/state", params={"episode_id": flood[0]})
-    assert evicted.status_code == 410 and "evicted" in evicted.json()["detail"]
+    spoofed = http.post("/reset", headers={"X-Forwarded-For": "203.0.113.7, 127.0.0.1"})
+    assert spoofed.status_code == 429  # the trusted hop is skipped: still the attacker
 
 
 def test_task_routes_answer_and_mcp_sessions_hold_no_socket(hard: RunningServer, http: httpx.Client) -> None:

@@ -1,0 +1,108 @@
+"""The session journal (codered_env/server/journal.py) on its own: group commit, logs from the
+last reset, tombstones and pruning across reopen, clean-up of garbage, and no-ops when off."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+from codered_env.server.environment import CodeRedEnvironment
+from codered_env.server.journal import Journal, KindJournal
+
+MAINTAIN = {"action_type": "maintain_plan"}
+
+
+def _rebuild(
+    session_id: str, owner: str, options: dict, events: list[dict]
+) -> tuple[CodeRedEnvironment, bool]:
+    env = CodeRedEnvironment()
+    env.replay(events)
+    return env, env.step_count > 0
+
+
+async def _played(path: Path) -> tuple[Journal, KindJournal[CodeRedEnvironment], CodeRedEnvironment]:
+    journal = Journal()
+    assert journal.open(path, {"http": 600.0})
+    kind = KindJournal(journal, "http", _rebuild)
+    env = CodeRedEnvironment()
+    env.recorder = kind.recorder("abc", "10.0.0.1")
+    env.reset(task_id="task3", seed=5, episode_id="abc")
+    for _ in range(4):
+        env.step_wire(MAINTAIN)
+    await journal.barrier()
+    return journal, kind, env
+
+
+def test_a_log_replays_to_the_same_episode_and_starts_at_the_last_reset(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        journal, kind, env = await _played(tmp_path / "j.db")
+        restored = kind.restore("abc")
+        assert restored is not None and restored.owner == "10.0.0.1" and restored.stepped
+        assert restored.env.state == env.state
+        assert restored.env.current_observation().text == env.current_observation().text
+        env.reset(task_id="task1", seed=2, episode_id="abc")  # the log restarts here
+        env.step_wire(MAINTAIN)
+        await journal.barrier()
+        assert [e["op"] for e in journal.events("http:abc")] == ["reset", "step"]
+        journal.collect()
+        with sqlite3.connect(tmp_path / "j.db") as conn:
+            assert conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 2
+        journal.close()
+
+    asyncio.run(scenario())
+
+
+def test_tombstones_survive_a_reopen_and_idle_sessions_are_pruned(tmp_path: Path) -> None:
+    async def first_run() -> None:
+        journal, kind, _ = await _played(tmp_path / "j.db")
+        kind.forget("abc", "was evicted: a test")
+        other = CodeRedEnvironment()
+        other.recorder = kind.recorder("def", "10.0.0.2")
+        other.reset(task_id="task1", seed=0, episode_id="def")
+        await journal.barrier()
+        journal.close()
+
+    async def second_run(lifetime: float) -> KindJournal[CodeRedEnvironment]:
+        journal = Journal()
+        assert journal.open(tmp_path / "j.db", {"http": lifetime})
+        return KindJournal(journal, "http", _rebuild)
+
+    asyncio.run(first_run())
+    kind = asyncio.run(second_run(600.0))
+    assert kind.restore("abc") is None and kind.gone_reason("abc") == "was evicted: a test"
+    assert kind.restore("def") is not None
+    kind.journal.close()
+    time.sleep(0.05)
+    kind = asyncio.run(second_run(0.01))  # inactive longer than its lifetime: ends at start-up
+    assert kind.restore("def") is None and "expired" in str(kind.gone_reason("def"))
+    kind.journal.close()
+
+
+def test_an_unopened_or_unusable_journal_records_nothing(tmp_path: Path) -> None:
+    journal = Journal()
+    kind = KindJournal(journal, "ws", _rebuild)
+    env = CodeRedEnvironment()
+    env.recorder = kind.recorder("x", "o")
+    env.reset()
+    env.step_wire(MAINTAIN)
+    asyncio.run(journal.barrier())
+    assert kind.restore("x") is None and kind.gone_reason("x") is None and not journal.enabled
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+
+    async def open_under_a_file() -> bool:
+        return journal.open(blocker / "j.db", {})
+
+    assert asyncio.run(open_under_a_file()) is False
+
+
+def test_a_log_the_simulation_refuses_is_reported_not_raised(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        journal, _, _ = await _played(tmp_path / "j.db")
+        broken = KindJournal(journal, "http", lambda *args: (_ for _ in ()).throw(ValueError("bad log")))
+        assert broken.restore("abc") is None
+        journal.close()
+
+    asyncio.run(scenario())
