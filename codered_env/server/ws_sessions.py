@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 from fastapi import WebSocket
 
+from codered_env.server import validation
 from codered_env.server.environment import CodeRedEnvironment
 from codered_env.server.journal import KindJournal
-from codered_env.server import validation
 from codered_env.server.mcp_tools import ToolSession
 
 CLOSE_NORMAL, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TRY_LATER = 1000, 1001, 1008, 1012, 1013
