@@ -8,7 +8,7 @@ the next seed (the reset is timed with the step that needs it). Every measuremen
 ``--rounds`` times, alternating the contenders, and the median round is kept.
 
 - single: ``gymnasium.make("CodeRedFactored-<task>-v0")`` vs ``gymnasium.make("CartPole-v1")``
-  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v1")`` (the flat interface, uniform
+  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v2")`` (the flat interface, uniform
   over its legal indices);
 - vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v0", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
@@ -67,7 +67,7 @@ def factored_runner(task_id: str, steps: int) -> Callable[[], float]:
 
 
 def flat_runner(task_id: str, steps: int) -> Callable[[], float]:
-    env, rng, state = gymnasium.make(f"CodeRedEnv-{task_id}-v1"), np.random.default_rng(0), {"seed": 0}
+    env, rng, state = gymnasium.make(f"CodeRedEnv-{task_id}-v2"), np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
     inner = env.unwrapped
 

@@ -5,7 +5,7 @@ Two interfaces (docs/GYM.md is the reference)::
     import gymnasium
     import codered_env.gym_env  # registers the ids
 
-    env = gymnasium.make("CodeRedEnv-task3-v1")        # flat: Discrete index into the legal list
+    env = gymnasium.make("CodeRedEnv-task3-v2")        # flat: Discrete index into the legal list
     env = gymnasium.make("CodeRedFactored-task3-v0")   # factored: stable slots, MultiDiscrete
     vec = gymnasium.make_vec("CodeRedFactored-task3-v0", num_envs=8)  # native vector env
 

@@ -1,4 +1,4 @@
-"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v1`` .. ``CodeRedEnv-task5-v1`` (the flat
+"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v2`` .. ``CodeRedEnv-task5-v2`` (the flat
 ``Discrete`` interface) and ``CodeRedFactored-task1-v0`` .. ``CodeRedFactored-task5-v0`` (stable
 slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env)."""
 
@@ -8,7 +8,7 @@ import gymnasium
 
 from ..sim.tasks import TASK_IDS
 
-FLAT_VERSION, FACTORED_VERSION = 1, 0
+FLAT_VERSION, FACTORED_VERSION = 2, 0
 
 
 def register_envs() -> list[str]:
