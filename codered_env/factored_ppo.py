@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._optional import require
+from .sim.catalogue import MAINTAIN_PLAN
 
 EVAL_SEED_BASE = 10_000
 
@@ -213,7 +214,7 @@ def heuristic_demonstrations(
             try:
                 action = env.encode(wire)
             except ValueError:
-                action = env.encode({"action_type": "maintain_plan"})
+                action = env.encode(MAINTAIN_PLAN)
             legal = env.legal_actions()
             match = np.flatnonzero((legal == action).all(axis=1))
             if len(match):

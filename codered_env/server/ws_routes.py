@@ -108,6 +108,10 @@ async def _reset(session: WsSession, data: dict[str, Any]) -> str:
             f"unknown reset option(s): {shown}; accepted: {', '.join(RESET_OPTIONS)}",
         )
     observation = await session.env.reset_async(**{k: data[k] for k in RESET_OPTIONS if k in data})
+    if session.validation_state.telemetry is not None:
+        # a validator compares its replays field for field: no per-connection id in them (such a
+        # socket cannot be resumed, which a validator never asks for)
+        return _observation_reply(observation, step_count=0)
     return _observation_reply(observation, session_id=session.session_id, step_count=0)
 
 

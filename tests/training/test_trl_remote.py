@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from codered_env.agents import make_agent
+from codered_env.client import CodeRedEnv
 from codered_env.sim import CodeRedSim, grade_episode
 from codered_env.trl import CodeRedToolEnv
 
@@ -112,8 +113,10 @@ def test_sessions_are_released_so_two_slots_serve_many_rollouts(server: RunningS
     two = [CodeRedToolEnv(base_url=server.base_url) for _ in range(2)]
     for env in two:  # nothing leaked: both slots are free
         assert "CodeRedEnv task1 seed 1" in env.reset(task_id="task1", seed=1)
-    with pytest.raises(RuntimeError, match="capacity"):
-        CodeRedToolEnv(base_url=server.base_url).reset(task_id="task1", seed=1)
+    # a third session is refused while both are held (a client that does not wait for a slot)
+    probe = CodeRedEnv(base_url=server.base_url, reconnect_timeout_s=0).sync()
+    with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+        probe.reset(task_id="task1", seed=1)
     for env in two:
         env._release()
 
