@@ -1,7 +1,8 @@
 """Task sampling for training loops and curricula (OpenEnv RFC 013's ``TaskSampler`` shape).
 
-An episode is fully described by ``(task_id, seed)`` (the generator is deterministic; there is
-one city, so no city key). A sampler draws such episodes from a range of seeds:
+A sampled episode is ``(task_id, seed)`` on Prakashnagar (the generator is deterministic); the
+city is not a sampling key yet, so generated cities (``CodeRedSim(..., city=)``) are drawn by the
+caller. A sampler draws such episodes from a range of seeds:
 
 * ``UniformSampler``: every (task, seed) equally likely, tasks in shuffled rounds so any
   ``5 k`` draws cover each task ``k`` times;
