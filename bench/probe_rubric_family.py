@@ -23,14 +23,19 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 from collections.abc import Callable, Iterator
 from itertools import permutations
+from pathlib import Path
 from random import Random
 from typing import Any
 
 from codered_env.agents import make_agent
 from codered_env.agents.heuristic import HeuristicAgent, nearest_unit
 from codered_env.sim import TASK_IDS, CodeRedSim
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the red team's statistics beside it
+from redteam.probe import spearman
 
 Action = dict[str, Any]
 MAINTAIN: Action = {"action_type": "maintain_plan"}
@@ -185,28 +190,6 @@ def episode(task_id: str, seed: int, policy: str) -> dict[str, Any]:
 def _mean_se(values: list[float]) -> tuple[float, float]:
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
     return statistics.fmean(values), se
-
-
-def _ranks(values: list[float]) -> list[float]:
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2
-        i = j + 1
-    return ranks
-
-
-def spearman(x: list[float], y: list[float]) -> float:
-    rx, ry = _ranks(x), _ranks(y)
-    mx, my = statistics.fmean(rx), statistics.fmean(ry)
-    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
-    return num / den if den else float("nan")
 
 
 def inversions(runs: dict[str, list[dict[str, Any]]], key: str) -> list[str]:
