@@ -52,11 +52,11 @@ class TrainConfig:
     batch_size: int = 256
     n_epochs: int = 4
     learning_rate: float = 3e-4
-    gamma: float = 0.995  # 1.0 made task3 collapse to the floor grade (docs/TRAINING.md, session 11)
+    gamma: float = 0.995  # 1.0 made task3 collapse to the floor grade (docs/TRAINING.md)
     ent_coef: float = 0.01
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
     torch_threads: int = 1
-    actions: str = "full"  # the adapter's action set ("focused": gym_env.focus, tried in session 11)
+    actions: str = "full"  # the adapter's action set ("focused": gym_env.focus)
     out_dir: str = "runs/ppo"
     resume: str | None = None  # a checkpoint .zip to continue from (its step count carries on)
 

@@ -257,7 +257,7 @@ def token_table(records: Sequence[EpisodeRecord]) -> str | None:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ clinical outcomes (issue 21)
+# ------------------------------------------------------------------ clinical outcomes
 def episode_outcomes(record: EpisodeRecord) -> dict[str, float] | None:
     """The simulation's clinical outcomes of a stored episode (``grade["outcomes"]``), recomputed
     by regrading its actions (the grade is a pure function of them). None when the regrade does

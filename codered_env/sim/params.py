@@ -410,7 +410,7 @@ CONDITION_NUMBERS: dict[str, ConditionNumbers] = {
 # the activation and preparation legs.
 # --------------------------------------------------------------------------------------------
 # Primary PCI: door-to-device ~40 min with field pre-activation, ~52 min without (US registry
-# medians, ACTION Registry-GWTG / D2B Alliance, as cited in issue 8; Bradley 2006: pre-activation
+# medians, ACTION Registry-GWTG / D2B Alliance; Bradley 2006: pre-activation
 # saves ~12 min). Without it: ECG + activation 12 min, cath lab 20-30 min, lab-to-device 15 min.
 PCI_DOOR_MIN = 40
 PCI_ACTIVATION_MIN = 12
@@ -466,7 +466,7 @@ VITALS_BASELINE = {"spo2": 99, "rr": 14, "gcs": 15}
 GCS_MIN = 3
 
 # ============================================================================================
-# Phase 2 (issue #7): triage likelihood model, response modes, cardiac arrest, budgets.
+# Phase 2: triage likelihood model, response modes, cardiac arrest, budgets.
 # Read by triage.py (reports, posterior, callbacks), world.py and handlers.py.
 # ============================================================================================
 
