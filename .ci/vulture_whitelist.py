@@ -62,6 +62,7 @@ _.log_message  # unused method (tests/evaluation/fake_endpoint.py:89)
 _.do_POST  # unused method (tests/evaluation/fake_endpoint.py:102)
 _.should_exit  # unused attribute (tests/inference/fake_openai.py:155)
 pytest_runtest_setup  # unused function (tests/server/conftest.py:29)
+pytest_collection_modifyitems  # unused function (tests/conftest.py), a pytest hook
 pytestmark  # unused variable (tests/server/test_server_validation.py:23)
 max_bytes  # unused variable (tests/server/test_server_validation.py:43)
 _.exec  # unused method (tests/server/test_server_validation.py:46)

@@ -7,6 +7,7 @@ each start imports openenv and its UI stack, several seconds of CPU, so the serv
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,16 @@ if SERVER_HELPERS not in sys.path:
     sys.path.insert(0, SERVER_HELPERS)
 
 from support_server import RunningServer, running_server  # noqa: E402
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only with ``CODERED_SLOW=1`` (the marker's documented opt-in)."""
+    if os.environ.get("CODERED_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: set CODERED_SLOW=1 to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
