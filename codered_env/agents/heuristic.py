@@ -8,7 +8,9 @@ the medical care table every dispatcher knows) and applies, in order, the first 
 3. Mutual aid when more patients/calls wait for a unit than units are free or already coming.
 4. Destination: the hospital maximising 100 x the benefit kept (the public outcome curve of
    the care it gives, at the estimated call-to-treatment delay: elapsed + scene + travel +
-   door-to-treatment) - 15 if crowded - 25 if the needed OR is out of service, - 40 if the
+   door-to-treatment, or later if the room or the specialist cannot be ready by then; an
+   out-of-service room counts from the repair time its alert announces) - 15 if crowded - 25
+   if the needed OR is out of service with no repair announced in time, - 40 if the
    specialist is unavailable; hospitals on diversion excluded.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
@@ -23,7 +25,8 @@ Actions refused once are not repeated.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from ..sim.city import RoadNetwork, road_graph_of
@@ -59,8 +62,9 @@ RULES: tuple[str, ...] = (
     "closer, P2/P3 the nearest BLS (P2 falls back to ALS).",
     "more patients and calls wait for a unit than units are free or already coming.",
     "the destination maximises 100 x the benefit kept at the estimated call-to-treatment delay "
-    "- 15 if crowded - 25 if the needed OR is out of service - 40 if the specialist is "
-    "unavailable; hospitals on diversion are excluded.",
+    "(an out-of-service room counts from its announced repair) - 15 if crowded - 25 if the "
+    "needed OR is out of service with no repair in time - 40 if the specialist is unavailable; "
+    "hospitals on diversion are excluded.",
     "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
     "room runs an elective case, that case is pre-empted) and the needed specialist paged.",
     f"a haemorrhaging patient gets {BLOOD_UNITS_PER_CASE} units of group O reserved at the "
@@ -95,6 +99,7 @@ class HeuristicAgent:
         self._last: dict[str, Any] | str | None = None
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
+        self._repairs = _RepairsOnDemand({})
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
         self._net = RoadNetwork(False)
         self._filtered: tuple[Any, Filtered] = _NO_ROWS  # a dict observation's rows (``_rows``)
@@ -262,6 +267,7 @@ class HeuristicAgent:
         inbound = self._inbound(obs)
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
+        self._repairs = _RepairsOnDemand(obs)
         ranked = []
         for p in unassigned:
             scores = sorted(self._hospital_scores(p, hospitals, inbound, net).items(), key=lambda kv: -kv[1])
@@ -290,7 +296,7 @@ class HeuristicAgent:
                 load.setdefault(hid, []).append(care.procedure)
         return load
 
-    def _queue_minutes(self, h, care, in_service: list[Row]) -> float:
+    def _queue_minutes(self, h, care, in_service: Sequence[Row]) -> float:
         """Extra wait when the rooms that can host this procedure (``in_service``) are claimed
         by others."""
         shared = set()
@@ -316,27 +322,42 @@ class HeuristicAgent:
             care = cond.care_at(h["tier"])
             if care is None or h["diverted_until"] is not None:
                 continue
-            rooms = _rooms_for(h, care.procedure) if care.procedure else None
+            rooms = self._rooms(h, care.procedure) if care.procedure else None
             delay = self._estimated_delay(p, cond, care, h, net, rooms)
             if rooms is not None:
-                delay += self._queue_minutes(h, care, rooms.in_service)
+                delay += self._queue_minutes(h, care, rooms.in_service or rooms.repaired)
             onset = p["minutes_since_onset"] - p["minutes_since_call"]
             score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
             if self._clock - p["minutes_since_call"] + delay > self._horizon:
                 score = 0.0  # treatment would come after the episode ends: no benefit counted
             if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
                 score -= 15
-            if rooms is not None and not rooms.in_service:
+            if rooms is not None and not rooms.in_service and not rooms.repaired:
                 score -= 25
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
                 score -= 40
             scores[hid] = score
         return scores
 
+    def _rooms(self, h: Row, procedure: str) -> Rooms:
+        """``_rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
+        rooms = _rooms_for(h, procedure)
+        if rooms.in_service:
+            return rooms
+        repaired: list[Row] = []
+        back = float("inf")
+        for r in rooms.capable:
+            until = self._repairs.until(h["hospital_id"], r["or_id"])
+            if until is not None and until < self._horizon:
+                repaired.append(r)
+                back = min(back, until - self._clock)
+        return rooms._replace(repaired=tuple(repaired), repair_min=back if repaired else None)
+
     @staticmethod
     def _estimated_delay(p, cond, care, h, net, rooms: Rooms | None) -> float:
         """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
-        room (prepared from now on; ``rooms``: those for the procedure) cannot be ready by then."""
+        room (prepared from now on, or from its announced repair if every room for the
+        procedure is out of service; ``rooms``: those for the procedure) cannot be ready by then."""
         now = p["minutes_since_call"]
         scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
         reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
@@ -351,7 +372,7 @@ class HeuristicAgent:
                 if "cath_lab" in rooms.capable[0]["procedures"]
                 else OR_PREP_MIN_BY_TIER[h["tier"]]
             )
-            start = max(start, now + prep + care.room_min)
+            start = max(start, now + (rooms.repair_min or 0) + prep + care.room_min)
         return start
 
     def _prepare(self, obs, legal, net):
@@ -511,11 +532,45 @@ def nearest_unit(units: list[Row], node: str, net: Router) -> tuple[float, str, 
 
 class Rooms(NamedTuple):
     """A hospital's rooms that can host a procedure: all of them, those in service, and whether
-    one is ready or being readied with nobody in it."""
+    one is ready or being readied with nobody in it; when none is in service, those whose
+    announced repair comes within the episode and the minutes until the first of them is back."""
 
     capable: list[Row]
     in_service: list[Row]
     free_ready: bool
+    repaired: tuple[Row, ...] = ()
+    repair_min: float | None = None
+
+
+#: An OR failure's alert: "<hospital> <room> (<label>) equipment failure (until ~t<minute>)"
+#: (the public disruption notice, observation ``alerts``).
+_OR_FAILURE_ALERT = re.compile(r"^(\S+) (\S+) \(.*\) equipment failure \(until ~t(\d+)\)$")
+
+
+def or_repairs(alerts: list[str]) -> dict[tuple[str, str], int]:
+    """(hospital, room) -> the minute an out-of-service room is announced back, from the alerts."""
+    repairs = {}
+    for text in alerts:
+        m = _OR_FAILURE_ALERT.match(text)
+        if m:
+            repairs[m[1], m[2]] = int(m[3])
+    return repairs
+
+
+class _RepairsOnDemand:
+    """``or_repairs`` of one observation's alerts, read when a rule first asks (rooms out of
+    service are rare: most decisions read no alert)."""
+
+    __slots__ = ("_obs", "_repairs")
+
+    def __init__(self, obs: Mapping[str, Any]) -> None:
+        self._obs = obs
+        self._repairs: dict[tuple[str, str], int] | None = None
+
+    def until(self, hospital_id: str, or_id: str) -> int | None:
+        if self._repairs is None:
+            self._repairs = or_repairs(self._obs.get("alerts") or [])
+        return self._repairs.get((hospital_id, or_id))
 
 
 def _rooms_for(h: Row, procedure: str) -> Rooms:
