@@ -14,7 +14,11 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    specialist is unavailable; hospitals on diversion excluded.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
-   specialist at the destination.
+   specialist at the destination. A caller whose report names a condition needing a specialist
+   by its own signs (stroke, STEMI, labour, a bleeding injury; ``triage_rule.suspected_condition``)
+   is pre-alerted once a unit is on the way: the specialist is paged at the hospital rule 4
+   would choose for that condition, when the call-in time is not shorter than the minutes left
+   until the patient could reach the door.
 6. Blood for haemorrhage: as soon as the destination is chosen, reserve 2 units of
    uncross-matched group O there (O-pos for men and older women, O-neg for women of
    child-bearing age); type the patient only when no suitable group O is in stock.
@@ -45,7 +49,7 @@ from ..sim.params import (
 )
 from ..sim.world import COMPATIBLE_DONORS
 from .base import MAINTAIN, code_fingerprint
-from .triage_rule import triage_report
+from .triage_rule import suspected_condition, triage_report
 
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 _PRIORITY_RANK = {"P1": 0, "P2": 1, "P3": 2, "P4": 3}
@@ -66,7 +70,10 @@ RULES: tuple[str, ...] = (
     "needed OR is out of service with no repair in time - 40 if the specialist is unavailable; "
     "hospitals on diversion are excluded.",
     "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
-    "room runs an elective case, that case is pre-empted) and the needed specialist paged.",
+    "room runs an elective case, that case is pre-empted) and the needed specialist paged; a "
+    "caller whose report names a specialist's condition is pre-alerted once a unit is on the "
+    "way (the specialist paged at the hospital that condition would go to, when the call-in "
+    "time is not shorter than the minutes left until the patient could reach the door).",
     f"a haemorrhaging patient gets {BLOOD_UNITS_PER_CASE} units of group O reserved at the "
     "destination as soon as it is chosen (O-pos for men and older women, O-neg for women of "
     "child-bearing age); the patient is typed only when no suitable group O is in stock.",
@@ -395,6 +402,41 @@ class HeuristicAgent:
                     "hospital_id": h["hospital_id"],
                     "specialty": care.specialist,
                 }
+        if obs["phase"] == 2:
+            yield from self._pre_alert(obs, net)
+
+    def _pre_alert(self, obs, net):
+        """Page ahead for triaged callers whose report names a specialist's condition."""
+        units: dict[str, Row] | None = None  # the full unit rows, read only when needed
+        for call in (*self._rows(obs, "calls", PENDING), *self._rows(obs, "calls", DISPATCHED)):
+            condition = suspected_condition(call["report"]) if call["priority"] else None
+            if condition is None:
+                continue
+            if units is None:
+                units = {u["call_id"]: u for u in obs["ambulances"] if u.get("call_id")}
+            unit = units.get(call["call_id"])
+            caller = {
+                "patient_id": call["call_id"], "condition": condition, "node": call["node"],
+                "status": "unit_en_route" if unit else "awaiting_unit",
+                "eta_min": unit["eta_min"] if unit else None,
+                "minutes_since_call": call["waiting_min"], "minutes_since_onset": call["waiting_min"],
+            }
+            h = self._likely_destination(obs, caller, net)
+            care = CONDITIONS[condition].care_at(h["tier"]) if h else None
+            if h is None or care is None or not care.specialist:
+                continue
+            if h["specialists"].get(care.specialist, {}).get("state") == "on_call":
+                yield {"action_type": "page_specialist", "hospital_id": h["hospital_id"],
+                       "specialty": care.specialist}
+
+    def _likely_destination(self, obs, caller: Row, net) -> Row | None:
+        """The hospital rule 4 would choose now for ``caller`` (a patient-like row)."""
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
+        self._lab_users = self._lab_load(obs, hospitals)
+        self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
+        self._repairs = _RepairsOnDemand(obs)
+        scores = self._hospital_scores(caller, hospitals, self._inbound(obs), net)
+        return hospitals[max(scores, key=lambda hid: (scores[hid], hid))] if scores else None
 
     @staticmethod
     def _free_room(h: dict[str, Any], procedure: str, priority: str):
@@ -448,11 +490,13 @@ class HeuristicAgent:
 # before arrival, and (for the rooms they claim) patients waiting in an emergency department.
 FREE_UNITS = frozenset(DISPATCHABLE)
 PENDING = frozenset(("pending",))
+DISPATCHED = frozenset(("dispatched",))
 EN_ROUTE = frozenset(BEFORE_ARRIVAL)
 IN_ED = frozenset(("at_hospital",))
 #: Every (part, statuses) the rules read through ``_rows``.
 BRIEF_READS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("ambulances", FREE_UNITS), ("calls", PENDING), ("patients", EN_ROUTE), ("patients", IN_ED),
+    ("ambulances", FREE_UNITS), ("calls", PENDING), ("calls", DISPATCHED), ("patients", EN_ROUTE),
+    ("patients", IN_ED),
 )
 
 

@@ -60,3 +60,26 @@ def triage_report(report: str) -> str:
     if any(cue in text for cue in _ADVICE):
         return "P4"
     return "P3"
+
+
+# Cues naming one condition that needs a specialist on arrival (the report phrases of its own
+# signs, which no other condition's caller describes, hearsay aside): a dispatcher pre-alerts the
+# receiving hospital on them. An injury needs a sign of heavy blood loss as well.
+_PRE_ALERT_CUES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("stroke", ("one side weak", "face drooping", "cannot lift one arm", "speech slurred",
+                "talking strangely"), ()),
+    ("stemi", ("into the arm", "into the jaw"), ()),
+    ("labour", ("pregnant", "labour pains", "water broke", "contractions"), ()),
+    ("trauma_haemorrhage", ("bleeding a lot", "lot of blood", "pale and drowsy", "cold and sleepy"), _INJURY),
+)
+
+
+def suspected_condition(report: str) -> str | None:
+    """The condition a report names by its own signs (stroke, STEMI, labour, an injury bleeding
+    heavily),
+    or None: what a dispatcher pre-alerts a specialist on before the crew has seen the patient."""
+    text = report.lower()
+    for condition, cues, context in _PRE_ALERT_CUES:
+        if any(cue in text for cue in cues) and (not context or any(c in text for c in context)):
+            return condition
+    return None
