@@ -1,5 +1,5 @@
-"""Delay never pays (docs/MODEL.md §8, invariants): holding a dispatch, a hospital assignment or a
-preparation back by k minutes, all else equal, never raises the final score.
+"""Delay never pays (docs/MODEL.md §8, invariants): holding a dispatch, a hospital assignment, a
+preparation or a call's triage back by k minutes, all else equal, never raises the final score.
 
 The held policy is the heuristic that, the first time it would play an action of the held kind,
 waits ``k`` decision minutes (an OR-status query: one minute, no effect on the world) before
@@ -18,7 +18,8 @@ from codered_env.sim import TASK_IDS, CodeRedSim
 HOLDS = {
     "dispatch": ("dispatch_ambulance", "dispatch_als", "dispatch_bls"),
     "assignment": ("assign_hospital",),
-    "preparation": ("prepare_or", "page_specialist", "allocate_blood"),
+    "preparation": ("prepare_or", "preempt_or", "page_specialist", "allocate_blood", "query_blood_type"),
+    "triage": ("triage_call",),
 }
 TOLERANCE = 0.002  # a gain above this counts as delay paying
 FILLER = {"action_type": "query_or_status", "hospital_id": "H1"}

@@ -1,0 +1,70 @@
+"""The heuristic plans with what the observation announces: an out-of-service room counts from the
+repair its alert gives (rule 4), and a caller whose report names a specialist's condition is
+pre-alerted before the crew has seen the patient (rule 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codered_env.agents.heuristic import HeuristicAgent, or_repairs
+from codered_env.agents.triage_rule import suspected_condition
+from codered_env.sim import CodeRedSim
+
+# task2 episodes whose only cath lab fails at minute 1-2 with a repair announced in time for the
+# stroke patient's thrombectomy (seed 1018: t82, 1022: t47, 1035: t49)
+REPAIRED_IN_TIME = (1018, 1022, 1035)
+
+
+def _play(task_id: str, seed: int) -> tuple[CodeRedSim, list[tuple[dict, dict]]]:
+    sim, agent = CodeRedSim(task_id, seed), HeuristicAgent(seed)
+    agent.reset(task_id, seed)
+    played = []
+    while not sim.done:
+        obs = sim.observation()
+        action = agent.act(obs)
+        played.append((obs, action))
+        sim.step(action)
+    return sim, played
+
+
+def test_or_repairs_reads_the_failure_alert() -> None:
+    sim = CodeRedSim("task2", 1035)
+    sim.step({"action_type": "query_or_status", "hospital_id": "H1"})
+    assert or_repairs(sim.observation()["alerts"]) == {("H1", "OR1"): 49}
+    assert or_repairs(["H2 on diversion: ED beds full (until ~t40)", "garbled"]) == {}
+
+
+@pytest.mark.parametrize("seed", REPAIRED_IN_TIME)
+def test_a_room_back_in_time_is_not_written_off(seed: int) -> None:
+    sim, _ = _play("task2", seed)
+    grade = {p["patient_id"]: p for p in sim.grade()["patients"]}
+    stroke = next(p for p in grade.values() if p["condition"] == "stroke")
+    assert stroke["therapy"] == "evt", stroke
+
+
+@pytest.mark.parametrize(
+    ("report", "condition"),
+    [
+        ("67M at Old City, family calling: face drooping; bad headache", "stroke"),
+        ("55M at Nadi Ghat, patient calling: chest pain; pain up into the jaw", "stemi"),
+        ("26F at Hitech City, family calling: contractions", "labour"),
+        ("48M at Rajiv Chowk, passer-by calling: lot of blood; hit by a vehicle", "trauma_haemorrhage"),
+        ("30F at Rajiv Chowk, patient calling: lot of blood", None),  # no injury named
+        ("55M at Nadi Ghat, family calling: sweating a lot; chest pain", None),  # no sign of its own
+        ("44M at Old City, passer-by calling: had a fall", None),
+    ],
+)
+def test_suspected_condition(report: str, condition: str | None) -> None:
+    assert suspected_condition(report) == condition
+
+
+def test_a_labour_caller_is_pre_alerted_before_the_crew_arrives() -> None:
+    _, played = _play("task4", 1000)
+    early = []
+    for obs, action in played:
+        if action["action_type"] != "page_specialist" or action["specialty"] != "obstetrics":
+            continue
+        seen = {p["call_id"] for p in obs["patients"]}
+        early += [c["call_id"] for c in obs["calls"] if c["status"] == "dispatched" and c["call_id"] not in seen
+                  and suspected_condition(c["report"]) == "labour"]
+    assert early, "no obstetrician paged for a labour caller before the crew reached her"
