@@ -65,6 +65,9 @@ def test_a_labour_caller_is_pre_alerted_before_the_crew_arrives() -> None:
         if action["action_type"] != "page_specialist" or action["specialty"] != "obstetrics":
             continue
         seen = {p["call_id"] for p in obs["patients"]}
-        early += [c["call_id"] for c in obs["calls"] if c["status"] == "dispatched" and c["call_id"] not in seen
-                  and suspected_condition(c["report"]) == "labour"]
+        early += [
+            c["call_id"] for c in obs["calls"]
+            if c["status"] == "dispatched" and c["call_id"] not in seen
+            and suspected_condition(c["report"]) == "labour"
+        ]
     assert early, "no obstetrician paged for a labour caller before the crew reached her"
