@@ -312,16 +312,15 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
     minutes of telephone CPR, which follows the agent's own P1 code)."""
     n = w = wk = wv = prep_w = load_w = 0.0
-    for condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, needs_prep, transport in (
-        _caller_terms(report)
-    ):
+    for terms in _caller_terms(report):
+        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport = terms
         reserve = max(0.0, reserve0 - decline * delay)
         n += chance
         w += weight
         telephone_cpr = cpr if arrest else 0.0
         wk += weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
         wv += weight * reserve
-        prep_w += weight if needs_prep else 0.0
+        prep_w += weight if prep else 0.0
         load_w += weight if transport else 0.0
     return _Entry(n, 0.0, w, wk, wv, prep_w, 0.0, load_w, load_w, 0.0, 0.0, 0.0, 0.0)
 
