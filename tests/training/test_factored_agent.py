@@ -60,7 +60,9 @@ def test_a_wrong_or_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     assert run.exit_code != 0 and "not a saved factored policy" in run.output
 
 
-def test_without_torch_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_torch_the_error_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(_optional, "importable", lambda module: module != "torch")
-    with pytest.raises(ImportError, match="needs torch.*--extra rl"):
+    with pytest.raises(ImportError, match=r"needs torch.*--extra rl"):
         make_agent(f"factored:{tmp_path / 'policy.pt'}")
