@@ -314,7 +314,8 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     n = w = wk = wv = prep_w = load_w = 0.0
     for terms in _caller_terms(report):
         condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport = terms
-        reserve = max(0.0, reserve0 - decline * delay)
+        reserve = reserve0 - decline * delay
+        reserve = reserve if reserve > 0.0 else 0.0  # max(0.0, reserve), without the call
         n += chance
         w += weight
         telephone_cpr = cpr if arrest else 0.0
