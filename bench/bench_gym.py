@@ -118,7 +118,6 @@ def step_parts(task_id: str, steps: int, seed: int = 0) -> dict[str, float]:
     ``index_legal`` and the feature build; the same masked-random play as ``codered_rate``."""
     import codered_env.gym_env as gym_env
     from codered_env.gym_env.actions import index_legal
-    from codered_env.sim.observation import legal_actions
 
     env, rng, clock = gym_env.CodeRedGymEnv(task_id), np.random.default_rng(seed), time.process_time_ns
     env.reset(seed=seed)
@@ -128,12 +127,13 @@ def step_parts(task_id: str, steps: int, seed: int = 0) -> dict[str, float]:
         t0 = clock()
         result = env.sim.step(wire)
         t1 = clock()
-        legal = {} if env.sim.done else legal_actions(env.sim.world)
+        view = env.sim.observation_view()
+        legal = view["legal_actions"]
         t2 = clock()
         index = index_legal(legal, env._legal_memo)
         t3 = clock()
         env._segments, env._n_legal = index.segments, min(index.total, env.max_actions)
-        env._features.build(env.sim, index, env._n_legal)
+        env._features.build(view, index, env._n_legal)
         t4 = clock()
         for k, (a, b) in enumerate(((t0, t1), (t1, t2), (t2, t3), (t3, t4))):
             totals[k] += b - a

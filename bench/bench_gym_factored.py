@@ -13,10 +13,16 @@ the next seed (the reset is timed with the step that needs it). Every measuremen
 - vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v0", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
 
+- ``--ab PATH``: the same single-env measurement of this checkout and of another one (e.g. the
+  commit before a change) in one process, alternating rounds, so the load of other processes
+  falls on both alike; both unwrapped (no ``gymnasium.make`` wrappers). The other package is
+  imported under an alias (a symlink ``codered_other``).
+
 Usage::
 
     uv run python bench/bench_gym_factored.py --tasks task1,task5 --envs 8 \\
         --out docs/results/gym_factored_speed.md
+    uv run python bench/bench_gym_factored.py --tasks task5 --ab /path/to/other/checkout
 """
 
 from __future__ import annotations
@@ -26,10 +32,12 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -46,8 +54,11 @@ def pick(legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rows[rng.integers(len(rows))]
 
 
-def factored_runner(task_id: str, steps: int) -> Callable[[], float]:
-    env, rng, state = gymnasium.make(f"CodeRedFactored-{task_id}-v0"), np.random.default_rng(0), {"seed": 0}
+def factored_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], float]:
+    """``module``: a ``gym_env`` package whose env is timed unwrapped (default: ``gymnasium.make``)."""
+    env_id = f"CodeRedFactored-{task_id}-v0"
+    made = gymnasium.make(env_id) if module is None else module.CodeRedFactoredEnv(task_id)
+    env, rng, state = made, np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
     inner = env.unwrapped
 
@@ -66,8 +77,9 @@ def factored_runner(task_id: str, steps: int) -> Callable[[], float]:
     return run
 
 
-def flat_runner(task_id: str, steps: int) -> Callable[[], float]:
-    env, rng, state = gymnasium.make(f"CodeRedEnv-{task_id}-v2"), np.random.default_rng(0), {"seed": 0}
+def flat_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], float]:
+    made = gymnasium.make(f"CodeRedEnv-{task_id}-v2") if module is None else module.CodeRedGymEnv(task_id)
+    env, rng, state = made, np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
     inner = env.unwrapped
 
@@ -128,6 +140,43 @@ def vector_runner(task_id: str, n: int, steps: int, native: bool) -> Callable[[]
     return run
 
 
+def ab_lines(other: Path, tasks: list[str], steps: int, rounds: int) -> list[str]:
+    """The ``--ab`` table: both checkouts' unwrapped envs next to CartPole, alternating rounds."""
+    import tempfile
+
+    import codered_env.gym_env as ours
+
+    alias = Path(tempfile.mkdtemp()) / "codered_other"
+    alias.symlink_to(other.resolve() / "codered_env")
+    sys.path.insert(0, str(alias.parent))
+    import codered_other.gym_env as theirs  # type: ignore[import-not-found]
+
+    lines = [
+        f"## This checkout vs {other.name} (unwrapped envs, same process)",
+        "",
+        "| task | CartPole-v1 µs | factored before µs | factored now µs | flat before µs | flat now µs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task_id in tasks:
+        t = median_rounds(
+            {
+                "cartpole": cartpole_runner(steps * 10),
+                "factored_before": factored_runner(task_id, steps, theirs),
+                "factored_now": factored_runner(task_id, steps, ours),
+                "flat_before": flat_runner(task_id, steps, theirs),
+                "flat_now": flat_runner(task_id, steps, ours),
+            },
+            rounds,
+        )
+        cells = [f"{t['cartpole'] * 1e6:.1f}"] + [
+            f"{t[k] * 1e6:.0f} ({t[k] / t['cartpole']:.1f}x)"
+            for k in ("factored_before", "factored_now", "flat_before", "flat_now")
+        ]
+        lines.append(f"| {task_id} | " + " | ".join(cells) + " |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def median_rounds(runners: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
@@ -167,8 +216,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--envs", type=int, default=8, help="episodes per vector env")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here too")
+    parser.add_argument("--ab", type=Path, default=None, metavar="PATH",
+                        help="time this checkout against the one at PATH instead (single env)")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
+    if args.ab:
+        print("\n".join(ab_lines(args.ab, tasks, args.steps, args.rounds)))
+        return
     lines = header(
         "uv run python bench/bench_gym_factored.py "
         + " ".join(

@@ -2,20 +2,21 @@
 compact masked PPO whose policy scores every legal component vector by summed component logits,
 with an optional behaviour-cloning warm start from the heuristic.
 
-The policy (``FactoredPolicy``) encodes each unit, case and hospital row with a shared MLP per
-group, pools them with the global features into a trunk, and scores an action (type ``t``, unit
-``u``, case ``c``, hospital ``h``, parameter ``p``) as
+The policy (``FactoredPolicy``, agents/factored.py) encodes each unit, case and hospital row
+with a shared MLP per group, pools them with the global features into a trunk, and scores an
+action (type ``t``, unit ``u``, case ``c``, hospital ``h``, parameter ``p``) as
 
     type[t] + unit[u, t] + case[c, t] + hospital[h, t] + parameter[t, p]
     + a[t] * unit_case_minutes[u, c] + b[t] * case_hospital_minutes[c, h]
 
 over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
 combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
-CPU torch), imported only inside the functions here.
+CPU torch), imported only inside the functions that use it.
 
 A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
 over environment steps), ``bc.json`` (the warm start's accuracy and grades, when used),
-``policy.pt`` (the final weights) and ``run.json``.
+``policy.pt`` (the final weights, which ``codered eval --agents factored:PATH`` plays,
+agents/factored.py) and ``run.json``.
 """
 
 from __future__ import annotations
@@ -29,22 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ._optional import require
+from .agents.factored import INPUTS, batch_inputs, make_policy, policy_torch
 from .sim.catalogue import MAINTAIN_PLAN
 
 EVAL_SEED_BASE = 10_000
-
-#: The observation arrays the policy reads (the masks are replaced by the legal vectors).
-INPUTS = (
-    "global",
-    "units",
-    "cases",
-    "hospitals",
-    "unit_case_minutes",
-    "case_hospital_minutes",
-    "unit_present",
-    "case_present",
-)
 
 
 @dataclass
@@ -74,102 +63,9 @@ class FactoredConfig:
     out_dir: str = "runs/factored"
 
 
-def _torch() -> Any:
-    require("rl")
-    import torch
-
-    return torch
-
-
-def make_policy(hidden: int = 128) -> Any:
-    """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``)."""
-    torch = _torch()
-    from torch import nn
-
-    from .gym_env.factored_actions import NVEC
-    from .gym_env.factored_features import SHAPES
-
-    n_types, n_params = NVEC[0], NVEC[4]
-
-    def mlp(n_in: int, n_out: int) -> nn.Module:
-        return nn.Sequential(nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, n_out), nn.Tanh())
-
-    class FactoredPolicy(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.units = mlp(SHAPES["units"][0][1], hidden)
-            self.cases = mlp(SHAPES["cases"][0][1], hidden)
-            self.hospitals = mlp(SHAPES["hospitals"][0][1], hidden)
-            self.globals = mlp(SHAPES["global"][0][0], hidden)
-            self.trunk = mlp(4 * hidden, hidden)
-            self.type_head = nn.Linear(hidden, n_types)
-            self.unit_head = nn.Linear(2 * hidden, n_types)
-            self.case_head = nn.Linear(2 * hidden, n_types)
-            self.hospital_head = nn.Linear(2 * hidden, n_types)
-            self.param_head = nn.Linear(hidden, n_types * n_params)
-            self.travel = nn.Parameter(torch.zeros(2, n_types))
-            self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
-
-        def forward(self, obs: dict[str, Any], legal: Any, legal_mask: Any) -> tuple[Any, Any]:
-            """Logits (B, K) of the padded legal vectors ``legal`` (B, K, 5) (-inf where
-            ``legal_mask`` is False) and the value (B,)."""
-            units = self.units(obs["units"])
-            cases = self.cases(obs["cases"])
-            hospitals = self.hospitals(obs["hospitals"])
-            unit_w = obs["unit_present"].unsqueeze(-1)
-            case_w = obs["case_present"].unsqueeze(-1)
-            pooled = [
-                self.globals(obs["global"]),
-                (units * unit_w).sum(1) / unit_w.sum(1).clamp(min=1),
-                (cases * case_w).sum(1) / case_w.sum(1).clamp(min=1),
-                hospitals.mean(1),
-            ]
-            trunk = self.trunk(torch.cat(pooled, -1))
-
-            def with_trunk(rows: Any) -> Any:
-                return torch.cat([rows, trunk.unsqueeze(1).expand(-1, rows.shape[1], -1)], -1)
-
-            unit_s = self.unit_head(with_trunk(units))  # (B, U, T)
-            case_s = self.case_head(with_trunk(cases))
-            hospital_s = self.hospital_head(with_trunk(hospitals))
-            param_s = self.param_head(trunk).view(-1, n_types, n_params)
-            b = torch.arange(legal.shape[0]).unsqueeze(1).expand(-1, legal.shape[1])
-            t, u, c, h, p = legal.unbind(-1)
-            logits = (
-                self.type_head(trunk)[b, t]
-                + unit_s[b, u, t]
-                + case_s[b, c, t]
-                + hospital_s[b, h, t]
-                + param_s[b, t, p]
-                + self.travel[0, t] * obs["unit_case_minutes"][b, u, c]
-                + self.travel[1, t] * obs["case_hospital_minutes"][b, c, h]
-            )
-            logits = logits.masked_fill(~legal_mask, float("-inf"))
-            return logits, self.value_head(trunk).squeeze(-1)
-
-    return FactoredPolicy()
-
-
-def batch_inputs(observations: list[dict[str, np.ndarray]], legal: list[np.ndarray]) -> tuple[Any, Any, Any]:
-    """Stack observations and pad their legal vectors: (obs tensors, legal (B, K, 5), mask (B, K))."""
-    torch = _torch()
-    obs = {k: torch.as_tensor(np.stack([o[k] for o in observations]), dtype=torch.float32) for k in INPUTS}
-    return (obs, *pad_legal(legal))
-
-
-def pad_legal(legal: list[np.ndarray]) -> tuple[Any, Any]:
-    torch = _torch()
-    k = max(len(x) for x in legal)
-    padded = np.zeros((len(legal), k, legal[0].shape[1]), np.int64)
-    mask = np.zeros((len(legal), k), bool)
-    for i, x in enumerate(legal):
-        padded[i, : len(x)], mask[i, : len(x)] = x, True
-    return torch.as_tensor(padded), torch.as_tensor(mask)
-
-
 def greedy_grades(policy: Any, task_id: str, seeds: list[int]) -> list[float]:
     """Final grade of the greedy policy (the most likely legal vector) on each seed."""
-    torch = _torch()
+    torch = policy_torch()
     from .gym_env import CodeRedFactoredEnv
 
     env, grades = CodeRedFactoredEnv(task_id), []
@@ -235,7 +131,7 @@ def behaviour_clone(
 ) -> dict[str, float]:
     """Fit ``policy`` to the demonstrations (cross-entropy over the legal vectors), 10 % held out;
     returns the held-out accuracy on waits and on the other decisions."""
-    torch = _torch()
+    torch = policy_torch()
     order = rng.permutation(len(data))
     split = max(1, len(data) // 10)
     held, train = [data[i] for i in order[:split]], [data[i] for i in order[split:]]
@@ -314,7 +210,7 @@ def _ppo_update(
     config: FactoredConfig,
     rng: np.random.Generator,
 ) -> None:
-    torch = _torch()
+    torch = policy_torch()
     index, old_logp = (torch.as_tensor(np.array(roll.rows[k]).reshape(-1)) for k in (0, 1))
     adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
     adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
@@ -347,7 +243,7 @@ def _collect(
 ) -> tuple[_Rollout, Any]:
     """``n_steps`` steps of every env with the sampling policy; returns the rollout and the last
     observation."""
-    torch = _torch()
+    torch = policy_torch()
     roll = _Rollout()
     with torch.no_grad():
         for _ in range(config.n_steps):
@@ -374,7 +270,7 @@ def _collect(
 
 def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
     """Behaviour cloning (``bc_episodes`` > 0), then PPO for ``total_steps``; returns ``run.json``."""
-    torch = _torch()
+    torch = policy_torch()
     from .train import machine_info
 
     torch.manual_seed(config.seed)
@@ -412,7 +308,7 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
 def _ppo(
     policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Path, log: Any, started: float
 ) -> list[dict[str, Any]]:
-    torch = _torch()
+    torch = policy_torch()
     from .gym_env import CodeRedFactoredVectorEnv
 
     rows: list[dict[str, Any]] = []

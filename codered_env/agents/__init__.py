@@ -3,7 +3,8 @@
 
 ``make_agent(name, seed)`` builds one; the LLM agent lives in ``codered_env.agents.llm`` and is
 built by ``make_agent("llm")`` only when that module is importable and configured.
-``make_agent("ppo:PATH")`` loads a policy saved by ``codered train`` (needs the ``rl`` extra).
+``make_agent("ppo:PATH")`` loads a policy saved by ``codered train`` and ``make_agent("factored:PATH")``
+one saved by ``codered train --interface factored`` (both need the ``rl`` extra).
 Every agent and where it is offered: ``AGENTS`` (roster.py), served at ``GET /agents``.
 """
 
@@ -39,6 +40,10 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
         from .ppo import PPOAgent  # imported lazily: pulls in torch and sb3-contrib
 
         return PPOAgent(name[len("ppo:"):])
+    if name.startswith("factored:"):
+        from .factored import FactoredAgent  # imported lazily: pulls in torch
+
+        return FactoredAgent(name[len("factored:"):])
     raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENT_SPECS)}")
 
 

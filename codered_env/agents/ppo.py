@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import MAINTAIN, code_fingerprint
+
+if TYPE_CHECKING:
+    from ..sim.env import CodeRedSim
 
 
 class PPOAgent:
@@ -66,7 +69,7 @@ class PPOAgent:
         sim = self.env.sim
         if sim.done:
             return dict(MAINTAIN)
-        self._check(observation)
+        check_mirror("ppo agent", observation, sim)
         action, _ = self.model.predict(self._obs, action_masks=self.env.action_masks(),
                                        deterministic=self.deterministic)
         index = int(action)
@@ -74,14 +77,17 @@ class PPOAgent:
         self._obs, *_ = self.env.step(index)
         return wire
 
-    def _check(self, observation: dict[str, Any]) -> None:
-        mirror = self.env.sim.observation()
-        for key in ("task_id", "clock_min", "step"):
-            if observation.get(key, mirror[key]) != mirror[key]:
-                raise RuntimeError(f"ppo agent: the episode diverged from its mirror ({key}: "
-                                   f"{observation.get(key)!r} != {mirror[key]!r}); call reset(task, seed) "
-                                   "first and send every chosen action unchanged")
-        for key, id_key in (("patients", "patient_id"), ("calls", "call_id")):
-            given = [(e[id_key], e["status"]) for e in observation.get(key, [])]
-            if given != [(e[id_key], e["status"]) for e in mirror[key]]:
-                raise RuntimeError(f"ppo agent: the episode diverged from its mirror ({key})")
+
+def check_mirror(who: str, observation: dict[str, Any], sim: CodeRedSim) -> None:
+    """Raise if ``observation`` is not the mirror episode ``sim``'s now (task, clock, step, the
+    patients' and calls' ids and statuses)."""
+    mirror = sim.observation()
+    for key in ("task_id", "clock_min", "step"):
+        if observation.get(key, mirror[key]) != mirror[key]:
+            raise RuntimeError(f"{who}: the episode diverged from its mirror ({key}: "
+                               f"{observation.get(key)!r} != {mirror[key]!r}); call reset(task, seed) "
+                               "first and send every chosen action unchanged")
+    for key, id_key in (("patients", "patient_id"), ("calls", "call_id")):
+        given = [(e[id_key], e["status"]) for e in observation.get(key, [])]
+        if given != [(e[id_key], e["status"]) for e in mirror[key]]:
+            raise RuntimeError(f"{who}: the episode diverged from its mirror ({key})")

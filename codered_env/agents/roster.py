@@ -53,11 +53,16 @@ AGENTS: tuple[AgentSpec, ...] = (
         "ppo:PATH", "A MaskablePPO policy saved by codered train (agents/ppo.py).", False, False,
         "Needs the rl extra and the policy file.",
     ),
+    AgentSpec(
+        "factored:PATH",
+        "A factored-interface policy saved by codered train --interface factored (agents/factored.py).",
+        False, False, "Needs the rl extra and the policy.pt file.",
+    ),
 )
 AGENT_SPECS: dict[str, AgentSpec] = {spec.name: spec for spec in AGENTS}
 BUILTIN_AGENTS: tuple[str, ...] = tuple(spec.name for spec in AGENTS if spec.builtin)
 SERVED_AGENTS: tuple[str, ...] = tuple(spec.name for spec in AGENTS if spec.served)
 DEFAULT_AGENT = "heuristic"
-# Report rows: every named agent in table order (a ``ppo:PATH`` row sorts after them).
+# Report rows: every named agent in table order (``ppo:PATH`` and ``factored:PATH`` rows sort after them).
 REPORT_ORDER: tuple[str, ...] = tuple(spec.name for spec in AGENTS if ":" not in spec.name)
 assert DEFAULT_AGENT in SERVED_AGENTS

@@ -9,7 +9,6 @@ import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
-from ..sim.observation import legal_actions
 from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
 from .factored_actions import NVEC, encode
@@ -82,7 +81,6 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, 0)
         self._segments: list[Segment] = []
         self._legal_memo: LegalMemo = {}
-        self._legal_parts: dict[str, Any] = {}  # legal_actions reuses unchanged parts (read only)
         self._n_legal = 1
         self._masks: dict[int, np.ndarray] = {}  # n -> the mask of 0..n-1 (at most max_actions + 1)
         self._end_reason: str | None = None
@@ -100,7 +98,6 @@ class CodeRedGymEnv(gymnasium.Env):
         self.sim = CodeRedSim(task_id, sim_seed)
         self._end_reason = None
         self._legal_memo.clear()
-        self._legal_parts.clear()
         if self._slots is not None:
             self._slots = SlotTable()
         return self._observe(), self._info()
@@ -153,16 +150,15 @@ class CodeRedGymEnv(gymnasium.Env):
 
     # -------------------------------------------------------------- helpers
     def _observe(self) -> dict[str, np.ndarray]:
-        sim = self.sim
-        legal = {} if sim.done else legal_actions(sim.world, self._legal_parts)
+        view = self.sim.observation_view()
+        legal = view["legal_actions"]  # empty once the episode is over
         if legal and self.actions == "focused":
-            legal = focus_legal(sim.world, legal)
+            legal = focus_legal(view, legal)
         if self._slots is not None:
-            view = sim.observation_view()
             self._slots.update(view["calls"], view["patients"])
         index = index_legal(legal, self._legal_memo)
         self._segments, self._n_legal = index.segments, min(index.total, self.max_actions)
-        return self._features.build(sim, index, self._n_legal)
+        return self._features.build(view, index, self._n_legal)
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {

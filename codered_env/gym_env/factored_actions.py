@@ -241,66 +241,123 @@ _MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
 _DECISIONS = ACTION_NAMES[1:]
 
 
+_COLUMN_SHIFT = np.array(OFFSETS[1:], np.int64) - NVEC[0]  # component k's first column in a type's row
+
+
+def type_mask(rows: np.ndarray, width: int) -> np.ndarray:
+    """One type's row of ``type_masks``: the values of each component its legal vectors use."""
+    mask = np.zeros(width, np.bool_)
+    mask[(rows[:, 1:] + _COLUMN_SHIFT).reshape(-1)] = True
+    return mask
+
+
 class FactoredLegal:
-    """The legal component vectors of one episode, step by step (``update``), with the
-    per-type rows kept while that type's options are unchanged (the observation view hands back
-    the same option lists while their inputs are the same)."""
+    """The legal component vectors of one episode, step by step (``update``), and their masks
+    written in place. A type's rows and mask row are kept while its options are unchanged (the
+    observation view hands back the same option lists while their inputs are the same); only
+    the rows of types that changed are rewritten, and the list of every legal vector
+    (``combos``) is put together only when asked for."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[Any, list[np.ndarray]]] = {}  # type -> (its options, their rows)
+        self._memo: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}  # type -> options, rows, mask
         self._rows: dict[tuple[Any, ...], np.ndarray] = {}  # an option's content -> its rows
-        self.combos = _MAINTAIN_ROW
+        self._now: dict[str, np.ndarray] = {}  # type -> its legal rows now (those with options)
+        self._combos: np.ndarray | None = _MAINTAIN_ROW
+        self._fresh = True  # the masks hold nothing yet (a new episode)
 
     def reset(self) -> None:
-        """A new episode: slots (and so the rows of an option) start again."""
+        """A new episode: slots (and so the rows of an option) start again; the mask arrays
+        were zeroed by the caller."""
         self._memo.clear()
         self._rows.clear()
+        self._now.clear()
+        self._combos = _MAINTAIN_ROW
+        self._fresh = True
+
+    @property
+    def combos(self) -> np.ndarray:
+        """Every legal vector now (rows; ``maintain_plan`` first, then by type). Read only."""
+        if self._combos is None:
+            now = self._now
+            parts = [_MAINTAIN_ROW, *(now[t] for t in _DECISIONS if t in now)]
+            self._combos = np.concatenate(parts) if len(parts) > 1 else _MAINTAIN_ROW
+        return self._combos
 
     def update(
-        self, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]], slot_of: Mapping[str, int]
-    ) -> np.ndarray:
-        """The legal vectors now (rows; ``maintain_plan`` first), from ``legal_actions``; every
-        id in ``legal`` has had its slot given (or refused) already, so rows never go stale."""
-        parts = [_MAINTAIN_ROW]
-        memo, known = self._memo, self._rows
+        self,
+        legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]],
+        slot_of: Mapping[str, int],
+        out_flat: np.ndarray,
+        out_types: np.ndarray,
+    ) -> bool:
+        """Take the legal actions now (``legal_actions``) and write their masks into ``out_flat``
+        (the legal types, then per component the values some legal action uses) and ``out_types``
+        (per type, the values of each other component its legal actions use: exact for the chosen
+        type; a type is legal exactly when its row marks anything). Every id in ``legal`` has
+        had its slot given (or refused) already, so rows never go stale. Returns whether any
+        mask changed."""
+        changed = self._start(out_types)
+        memo, now = self._memo, self._now
         for action_type in _DECISIONS:
             options = legal.get(action_type)
             if not options:
+                if action_type in now:
+                    del now[action_type]
+                    out_types[TYPE_INDEX[action_type]] = False
+                    changed = True
                 continue
             kept = memo.get(action_type)
             if kept is None or (kept[0] is not options and kept[0] != options):
-                rows = []
-                for option in options:
-                    key = _option_key(action_type, option)
-                    found = known.get(key)
-                    if found is None:
-                        found = known[key] = _option_rows(action_type, option, slot_of)
-                    rows.append(found)
-                kept = memo[action_type] = (options, rows)
-            parts += kept[1]
-        self.combos = np.concatenate(parts) if len(parts) > 1 else _MAINTAIN_ROW
-        return self.combos
+                rows = self._type_rows(action_type, options, slot_of)
+                kept = memo[action_type] = (options, rows, type_mask(rows, out_types.shape[1]))
+            elif now.get(action_type) is kept[1]:
+                continue
+            changed = True
+            out_types[TYPE_INDEX[action_type]] = kept[2]
+            now[action_type] = kept[1]
+        if changed:
+            self._combos = None
+            _flat_mask(out_types, out_flat)
+        return changed
 
-    def finish(self) -> np.ndarray:
-        self.combos = _MAINTAIN_ROW
-        return self.combos
+    def _start(self, out_types: np.ndarray) -> bool:
+        if not self._fresh:
+            return False
+        self._fresh = False
+        out_types[0] = type_mask(_MAINTAIN_ROW, out_types.shape[1])
+        return True
+
+    def _type_rows(
+        self, action_type: str, options: Sequence[Mapping[str, Sequence[Any]]], slot_of: Mapping[str, int]
+    ) -> np.ndarray:
+        known, parts = self._rows, []
+        for option in options:
+            key = _option_key(action_type, option)
+            found = known.get(key)
+            if found is None:
+                found = known[key] = _option_rows(action_type, option, slot_of)
+            parts.append(found)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> bool:
+        """The episode is over: only the wait is legal (and marked). Returns True (the masks
+        changed)."""
+        self._start(out_types)
+        self._now.clear()
+        self._memo.clear()
+        self._combos = _MAINTAIN_ROW
+        out_types[1:] = False
+        _flat_mask(out_types, out_flat)
+        return True
 
     def contains(self, combo: np.ndarray) -> bool:
-        return bool((self.combos == combo).all(axis=1).any())
+        t = int(combo[0])
+        if t == 0:
+            return not combo.any()
+        rows = self._now.get(ACTION_NAMES[t]) if 0 < t < len(ACTION_NAMES) else None
+        return rows is not None and bool((rows == combo).all(axis=1).any())
 
 
-def masks_of(combos: np.ndarray, out_flat: np.ndarray, out_types: np.ndarray) -> None:
-    """Write the masks of the legal vectors ``combos``: ``out_types`` (types, ``sum(NVEC[1:])``)
-    per type, the values of each other component that type's legal actions use (exact for the
-    chosen type); ``out_flat`` (``sum(NVEC)``,) the legal types, then per component the values
-    some legal action uses. Every legal vector marks one value of each component, so a type is
-    legal exactly when its row marks anything."""
-    out_types.fill(False)
-    width = out_types.shape[1]
-    cells = combos[:, :1] * width + (combos[:, 1:] + _COLUMN_SHIFT)
-    out_types.reshape(-1)[cells.reshape(-1)] = True
+def _flat_mask(out_types: np.ndarray, out_flat: np.ndarray) -> None:
     out_types.any(axis=1, out=out_flat[: NVEC[0]])
     out_types.any(axis=0, out=out_flat[NVEC[0] :])
-
-
-_COLUMN_SHIFT = np.array(OFFSETS[1:], np.int64) - NVEC[0]  # component k's first column in a type's row

@@ -49,11 +49,12 @@ class FactoredCore:
     def _observe(self) -> None:
         view = self.sim.observation_view()
         self.features.update_slots(view)
+        flat, types = self.out["action_mask"], self.out["type_masks"]
         if self.sim.done:
-            combos = self.legal.finish()  # only the wait is marked once the episode is over
+            changed = self.legal.finish(flat, types)  # only the wait is marked once the episode is over
         else:
-            combos = self.legal.update(view["legal_actions"], self.features.slots.slot_of)
-        self.features.write(view, combos, self.out)
+            changed = self.legal.update(view["legal_actions"], self.features.slots.slot_of, flat, types)
+        self.features.write(view, self.out, changed)
 
     def step(self, action: Any) -> tuple[float, bool]:
         """Play one factored action; returns (reward, done). An illegal one is refused (the

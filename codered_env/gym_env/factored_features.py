@@ -22,7 +22,7 @@ from ..sim.observation import ObservationView
 from ..sim.params import BLOOD_TYPES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
 from ..sim.types import AMBULANCE_STATES, FINAL_PATIENT_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES
-from .factored_actions import NVEC, OFFSETS, SLOT_PARAMS, TYPE_INDEX, masks_of
+from .factored_actions import NVEC, OFFSETS, SLOT_PARAMS, TYPE_INDEX
 from .schema import BYSTANDER_CUE, CONDITION_IDS, LARGEST_STEP_BUDGET, LONGEST_HORIZON_MIN, REPORT_CUES
 from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, UNIT_IDS, UNIT_SLOT, SlotTable
 
@@ -331,50 +331,53 @@ class FactoredFeatures:
         self._travel: tuple[Any, np.ndarray] | None = None
         self._hospital_rows: list[Any] = [None] * N_HOSPITALS
         self._hospital_nodes = np.zeros(N_HOSPITALS, np.intp)
+        self._unit_node = np.full(N_UNITS, _NO_NODE, np.intp)
+        self._unit_rows: list[Any] = [None] * N_UNITS  # slot -> the row written (lru-cached tuples)
 
     def reset(self, out: Mapping[str, np.ndarray]) -> None:
         self.slots = SlotTable()
         self._case_state.clear()
         self._case_node.fill(_NO_NODE)
         self._hospital_rows = [None] * N_HOSPITALS
+        self._unit_node.fill(_NO_NODE)
+        self._unit_rows = [None] * N_UNITS
         for array in out.values():
             array.fill(0)
 
     def update_slots(self, view: ObservationView) -> None:
         self.slots.update(view["calls"], view["patients"])
 
-    def write(self, view: ObservationView, combos: np.ndarray, out: Mapping[str, np.ndarray]) -> None:
-        """The observation of ``view`` into ``out``; ``update_slots(view)`` came first and
-        ``combos`` are its legal component vectors."""
+    def write(self, view: ObservationView, out: Mapping[str, np.ndarray], masks_changed: bool = True) -> None:
+        """The observation of ``view`` into ``out``; ``update_slots(view)`` came first and the
+        masks of its legal actions are in ``out`` already (``FactoredLegal.update``, which says
+        whether they changed)."""
         clock = view["clock_min"]
-        masks_of(combos, out["action_mask"], out["type_masks"])
         unit_nodes = self._units(view, out)
         self._cases(view, out, clock)
-        self._hospitals(view, out, clock)
+        self._hospitals(view, out, clock, masks_changed)
         self._travel_minutes(view, unit_nodes, out)
         out["global"][:] = self._global(view)
 
     def _units(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> np.ndarray:
-        """The unit rows; returns each slot's node index (``_NO_NODE``: absent)."""
-        slots, rows = [], []
-        nodes = np.full(N_UNITS, _NO_NODE, np.intp)
+        """The unit rows (each written only when it changed); returns each slot's node index
+        (``_NO_NODE``: absent)."""
+        rows, present, nodes, kept = out["units"], out["unit_present"], self._unit_node, self._unit_rows
         for a in view["ambulances"]:
             i = UNIT_SLOT[a["ambulance_id"]]
-            rows.append(
-                _unit_row(
-                    a["kind"],
-                    a["mutual_aid"],
-                    a["status"],
-                    a["eta_min"],
-                    a["busy_min"],
-                    a["patient_id"] is not None or a["call_id"] is not None,
-                    a["held"],
-                )
+            row = _unit_row(
+                a["kind"],
+                a["mutual_aid"],
+                a["status"],
+                a["eta_min"],
+                a["busy_min"],
+                a["patient_id"] is not None or a["call_id"] is not None,
+                a["held"],
             )
-            slots.append(i)
+            if kept[i] is not row:
+                rows[i] = row
+                present[i] = 1
+                kept[i] = row
             nodes[i] = _NODE[a["node"]]
-        out["units"][slots] = rows
-        out["unit_present"][slots] = 1
         return nodes
 
     def _cases(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
@@ -425,15 +428,19 @@ class FactoredFeatures:
                 node_of[slot] = _NO_NODE
                 state[slot] = ("closed",)
 
-    def _hospitals(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
-        hospitals = out["hospitals"]
+    def _hospitals(
+        self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int, masks_changed: bool
+    ) -> None:
+        hospitals, rewritten = out["hospitals"], False
         for h in view["hospitals"]:
             i = HOSPITAL_SLOT[h["hospital_id"]]
             if self._hospital_rows[i] is not h or h["diverted_until"] is not None:
-                hospitals[i] = _hospital_columns(h, clock)
+                hospitals[i] = _hospital_columns(h, clock)  # its can_* columns zeroed
                 self._hospital_rows[i] = h
                 self._hospital_nodes[i] = _NODE[h["node"]]
-        hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, _HOSPITAL_MASK_COLUMNS].T
+                rewritten = True
+        if masks_changed or rewritten:
+            hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, _HOSPITAL_MASK_COLUMNS].T
 
     def _travel_minutes(
         self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]

@@ -1,5 +1,5 @@
-"""``FeatureBuilder``: the numeric observation straight from the ``World`` (reading only what
-``CodeRedSim.observation()`` shows), and the observation space."""
+"""``FeatureBuilder``: the numeric observation of the observation view
+(``CodeRedSim.observation_view``), and the observation space."""
 
 from __future__ import annotations
 
@@ -11,23 +11,21 @@ import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
-from ..sim.observation import alert_count, legal_actions, visible_calls
+from ..sim.observation import ObservationView
 from .actions import ACTION_ORDER, LegalIndex, index_legal
+from .changes import ChangeMarks, change_marks
+from .hospital_rows import _H_DYNAMIC, _hospitals, _roads, hospital_flag_sets
+from .row_parts import _Rows
 from .rows import (
     _A_DYNAMIC,
     _C_DYNAMIC,
-    _H_DYNAMIC,
     _P_DYNAMIC,
     _ambulances,
     _calls,
-    _hospitals,
     _patients,
-    _roads,
-    _Rows,
     _slot_patients,
     call_flag_sets,
     call_waiting,
-    hospital_flag_sets,
 )
 from .schema import (
     ACTION_FEATURES,
@@ -84,12 +82,13 @@ _VIEWS = tuple((name, slice(start, stop), shape) for name, start, stop, shape in
 
 
 class FeatureBuilder:
-    """Numeric features straight from the ``World``, mirroring ``sim.observation`` field by field.
+    """Numeric features of the observation view, field by field.
 
-    Only what ``build_observation`` shows is read: visible patients (a phase-2 caller stays a
-    call with its report until a crew is on scene), displayed vitals, agent triage, OR/specialist
-    states, blood stock, active disruptions. Future calls, hidden conditions, reserves, unknown
-    blood types and OR timers are never touched (tests perturb them and compare).
+    Only the observation is read (``CodeRedSim.observation_view``; which parts changed since the
+    last build: ``changes.change_marks``): visible patients (a phase-2 caller stays a call with
+    its report until a crew is on scene), displayed vitals, agent triage, OR/specialist states,
+    blood stock, active disruptions. Future calls, hidden conditions, reserves, unknown blood
+    types and OR timers are not in it (tests perturb them and compare).
 
     Incremental: the builder keeps every array of the previous build in one float32 buffer. A
     row's discrete part (one-hots and action flags, a pure function of a small key) is copied in
@@ -114,12 +113,12 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
-        # (world, World.rooms_version, World.stock_version, flag id sets) the hospital rows' room,
-        # blood and flag parts were last read at (a copy or pickle reads them again)
-        self._hospitals_seen: tuple[Any, int, int, tuple] | None = None
-        # (world, World.calls_version, flag id sets, minutes received, open calls) of the call rows'
-        # last full read (``_call_rows``)
-        self._calls_seen: tuple[Any, int, tuple, tuple[int, ...], int] | None = None
+        # (change marks, flag id sets) the hospital rows' room, blood and flag parts were last
+        # read at (a copy or pickle reads them again)
+        self._hospitals_seen: tuple[ChangeMarks, tuple] | None = None
+        # (change marks, flag id sets, minutes received, open calls) of the call rows' last full
+        # read (``_call_rows``)
+        self._calls_seen: tuple[ChangeMarks, tuple, tuple[int, ...], int] | None = None
 
     def _groups(self) -> tuple[_Rows, ...]:
         return (self._ambulances, self._patients, self._calls, self._hospitals)
@@ -136,17 +135,17 @@ class FeatureBuilder:
         for group, (keys, n) in zip(self._groups(), state["groups"], strict=True):
             group.keys, group.n = keys, n
 
-    def build(self, sim: CodeRedSim, index: LegalIndex, n_legal: int) -> dict[str, np.ndarray]:
-        """The observation of ``sim`` given its legal actions (``index_legal``) and their count."""
-        world, slots = sim.world, index.slots
-        patients = _slot_patients([p for p in world.patients.values() if p.visible])
+    def build(self, view: ObservationView, index: LegalIndex, n_legal: int) -> dict[str, np.ndarray]:
+        """The observation of ``view`` given its legal actions (``index_legal``) and their count."""
+        slots, marks, clock = index.slots, change_marks(view), view["clock_min"]
+        patients = _slot_patients(view["patients"])
         values: list[float] = []  # in the order of ``_dynamic_index``
-        n_ambulances = _ambulances(self._ambulances, world, slots, values)
-        n_patients = _patients(self._patients, world, patients, slots, values)
-        n_calls, n_open_calls = self._call_rows(world, slots, values)
+        n_ambulances = _ambulances(self._ambulances, view["ambulances"], slots, values)
+        n_patients = _patients(self._patients, patients, slots, values)
+        n_calls, n_open_calls = self._call_rows(view, marks, slots, values)
         counts = (n_ambulances, n_patients, n_calls)
-        self._hospital_rows(world, slots, values)
-        values += self._global(sim, len(patients), n_open_calls, n_legal)
+        self._hospital_rows(view, marks, slots, values)
+        values += self._global(view, len(patients), n_open_calls, n_legal)
         m = self.max_actions  # counts and starts are never negative: ``_c(v / m)`` is ``v / m`` capped at 1
         values += [v / m if v < m else 1.0 for v in index.table]
         indices = self._indices.get(counts)
@@ -159,10 +158,11 @@ class FeatureBuilder:
         # float64 (packed by struct: exact, and cheaper than numpy's conversion of a list) then
         # cast on assignment: the float32 values of writing each one directly
         buffer[indices] = np.frombuffer(packer.pack(*values), np.float64)
-        if self._roads_written or world.disruptions:
+        roads = view["roads"]
+        if self._roads_written or roads["closed"] or roads["congested"]:
             if self._roads_written:
                 self._roads.fill(0.0)
-            self._roads_written = _roads(self._roads, world)
+            self._roads_written = _roads(self._roads, roads, clock)
         out = buffer.copy()
         arrays = {}
         for name, span, shape in _VIEWS:
@@ -170,32 +170,34 @@ class FeatureBuilder:
             array.shape = shape  # a view of ``out`` (cheaper than ``reshape``)
         return arrays
 
-    def _hospital_rows(self, world: Any, slots: dict[tuple[str, str], set], values: list[float]) -> None:
+    def _hospital_rows(self, view: ObservationView, marks: ChangeMarks, slots: dict[tuple[str, str], set],
+                       values: list[float]) -> None:
         """The hospital rows (``_hospitals``), their room, blood and flag parts read only when
-        ``World.rooms_version``, ``World.stock_version`` or a flag's id set moved."""
+        the rooms' or the stock's change mark or a flag's id set moved."""
         flag_sets = hospital_flag_sets(slots)
-        now = (world, world.rooms_version, world.stock_version, flag_sets)
         seen = self._hospitals_seen
-        if seen is None or seen[0] is not world:
+        if seen is None or seen[0].episode is not marks.episode:
             unchanged = (False, False, False)
         else:
-            unchanged = (seen[1] == now[1], seen[2] == now[2], all(map(operator.is_, seen[3], flag_sets)))
-        _hospitals(self._hospitals, world, flag_sets, values, unchanged)
-        self._hospitals_seen = now
+            unchanged = (seen[0].rooms == marks.rooms, seen[0].stock == marks.stock,
+                         all(map(operator.is_, seen[1], flag_sets)))
+        _hospitals(self._hospitals, view["hospitals"], view["clock_min"], flag_sets, values, unchanged)
+        self._hospitals_seen = (marks, flag_sets)
 
-    def _call_rows(self, world: Any, slots: dict[tuple[str, str], set],
+    def _call_rows(self, view: ObservationView, marks: ChangeMarks, slots: dict[tuple[str, str], set],
                    values: list[float]) -> tuple[int, int]:
-        """The call rows (``_calls``): not even read while no call changed (``World.calls_version``)
-        and the flags' id sets equal those of the last build; then only the waiting times move.
-        Returns how many rows are present and how many calls are open."""
+        """The call rows (``_calls``): not even read while no call changed (the calls' change
+        mark) and the flags' id sets equal those of the last build; then only the waiting times
+        move. Returns how many rows are present and how many calls are open."""
         flag_sets = call_flag_sets(slots)
-        seen = self._calls_seen
-        if seen is not None and seen[0] is world and seen[1] == world.calls_version and seen[2] == flag_sets:
-            call_waiting(seen[3], world.clock, values)
-            return len(seen[3]), seen[4]
-        calls = visible_calls(world)
-        received = _calls(self._calls, world, calls, flag_sets, values)
-        self._calls_seen = (world, world.calls_version, flag_sets, received, len(calls))
+        seen, clock = self._calls_seen, view["clock_min"]
+        if (seen is not None and seen[0].episode is marks.episode and seen[0].calls == marks.calls
+                and seen[1] == flag_sets):
+            call_waiting(seen[2], clock, values)
+            return len(seen[2]), seen[3]
+        calls = view["calls"]
+        received = _calls(self._calls, calls, flag_sets, clock, values)
+        self._calls_seen = (marks, flag_sets, received, len(calls))
         return len(received), len(calls)
 
     def _dynamic_index(self, counts: tuple[int, int, int]) -> np.ndarray:
@@ -207,35 +209,34 @@ class FeatureBuilder:
         parts += [np.arange(_SPAN[name][0], _SPAN[name][1]) for name in ("global", "actions")]
         return np.concatenate(parts).astype(np.intp)
 
-    def _global(self, sim: CodeRedSim, n_patients: int, n_calls: int, n_legal: int) -> list[float]:
-        world, task = sim.world, sim.world.task
-        pending = sum(1 for r in world.mutual_aid if not r.arrived)
+    def _global(self, view: ObservationView, n_patients: int, n_calls: int, n_legal: int) -> list[float]:
+        aid, horizon, max_steps = view["mutual_aid"], view["horizon_min"], view["max_steps"]
         values = (
-            world.clock / task.horizon_min,
-            sim.step_count / sim.max_steps,
-            task.phase == 2,
-            sim.score_preview,
-            (task.mutual_aid_limit - len(world.mutual_aid)) / 2,
-            task.mutual_aid_limit / 2,
-            pending / 2,
-            world.peak_hour,
+            view["clock_min"] / horizon,
+            view["step"] / max_steps,
+            view["phase"] == 2,
+            view["score_preview"],
+            aid["remaining"] / 2,
+            aid["limit"] / 2,
+            len(aid["pending"]) / 2,
+            view["roads"]["peak_hour"],
             n_patients / MAX_PATIENTS,
             n_calls / MAX_CALLS,
-            alert_count(world) / 5,
-            sim.last_error is not None,
-            world.query_result is not None,
+            len(view["alerts"]) / 5,
+            view["last_action_error"] is not None,
+            view["query_result"] is not None,
             n_legal / self.max_actions,
-            task.horizon_min / LONGEST_HORIZON_MIN,
-            sim.max_steps / LARGEST_STEP_BUDGET,
+            horizon / LONGEST_HORIZON_MIN,
+            max_steps / LARGEST_STEP_BUDGET,
         )
         return [0.0 if v < 0 else 1.0 if v > 1 else float(v) for v in values]  # ``_c(float(v))``
 
 
 def sim_features(sim: CodeRedSim, max_actions: int = 256) -> dict[str, np.ndarray]:
     """The Gymnasium observation of ``sim`` as it stands (what ``CodeRedGymEnv`` returns)."""
-    legal = {} if sim.done else legal_actions(sim.world)
-    index = index_legal(legal)
-    return FeatureBuilder(max_actions).build(sim, index, min(index.total, max_actions))
+    view = sim.observation_view()
+    index = index_legal({} if sim.done else view["legal_actions"])
+    return FeatureBuilder(max_actions).build(view, index, min(index.total, max_actions))
 
 
 def _box(*shape: int) -> spaces.Box:

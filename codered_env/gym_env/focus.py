@@ -28,35 +28,39 @@ Removed:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..sim.conditions import CONDITIONS
-from ..sim.dynamics.blood import COMPATIBLE_DONORS, agent_blood, emergency_group_o
+from ..sim.dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
+from ..sim.observation import ObservationView
 from ..sim.params import BLOOD_UNITS_PER_CASE
 from ..sim.types import FINAL_PATIENT_STATES, Patient
-from ..sim.world import World
 
 Legal = dict[str, list[dict[str, list[Any]]]]
+
+Row = dict[str, Any]  # a patient row of the observation
 
 ACTION_SETS: tuple[str, ...] = ("full", "focused")
 
 
-def focus_legal(world: World, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> Legal:
-    """``legal`` (``legal_actions(world)``) without the actions the module docstring lists; an
-    action type left with no option is dropped. ``legal`` itself is not changed."""
+def focus_legal(view: ObservationView, legal: Mapping[str, Sequence[Mapping[str, Sequence[Any]]]]) -> Legal:
+    """``legal`` (the view's ``legal_actions``) without the actions the module docstring lists;
+    an action type left with no option is dropped. ``legal`` itself is not changed."""
     out: Legal = {name: [dict(o) for o in options] for name, options in legal.items()}
-    needy = _blood_needs(world)
-    _set(out, "triage_call", _without_current(out.get("triage_call", []), "call_id", "priority",
-                                              lambda call_id: world.calls[call_id].priority))
+    patients = {p["patient_id"]: p for p in view["patients"]}
+    needy = _blood_needs(patients)
+    if "triage_call" in out:
+        priority = {c["call_id"]: c["priority"] for c in view["calls"]}.__getitem__
+        _set(out, "triage_call", _without_current(out["triage_call"], "call_id", "priority", priority))
     _set(out, "assign_hospital", _without_current(out.get("assign_hospital", []), "patient_id", "hospital_id",
-                                                  lambda patient_id: world.patients[patient_id].destination))
+                                                  lambda patient_id: patients[patient_id]["destination"]))
     out.pop("query_or_status", None)
-    _set(out, "allocate_blood", _allocate(world, out.get("allocate_blood", []), needy))
+    _set(out, "allocate_blood", _allocate(out.get("allocate_blood", []), needy))
     _set(out, "query_blood_type", [
         {**o, "patient_id": [p for p in o["patient_id"] if p in needy]}
         for o in out.get("query_blood_type", [])
     ])
-    _set(out, "transfer_blood", _transfer(world, out.get("transfer_blood", []), needy))
+    _set(out, "transfer_blood", _transfer(view, out.get("transfer_blood", []), needy))
     return out
 
 
@@ -82,42 +86,48 @@ def _without_current(options: list[dict[str, list[Any]]], subject: str, value: s
     return split
 
 
-def _blood_needs(world: World) -> dict[str, Patient]:
+def _blood_needs(patients: Mapping[str, Row]) -> dict[str, Row]:
     """Visible patients still in care whose condition needs blood, by id."""
     return {
-        p.patient_id: p for p in world.patients.values()
-        if p.visible and p.status not in FINAL_PATIENT_STATES and CONDITIONS[p.condition].needs_blood
+        pid: p for pid, p in patients.items()
+        if p["status"] not in FINAL_PATIENT_STATES and CONDITIONS[p["condition"]].needs_blood
     }
 
 
-def _reserved(world: World, p: Patient, hospital_id: str) -> int:
-    return sum(a.units for a in agent_blood(world, p, world.hospitals[hospital_id]))
-
-
-def _allocate(world: World, options: list[dict[str, list[Any]]],
-              needy: Mapping[str, Patient]) -> list[dict[str, list[Any]]]:
+def _allocate(options: list[dict[str, list[Any]]], needy: Mapping[str, Row]) -> list[dict[str, list[Any]]]:
     kept = []
     for option in options:
         hospital_id = option["hospital_id"][0]
         ids = [pid for pid in option["patient_id"] if pid in needy
-               and needy[pid].destination in (None, hospital_id)
-               and _reserved(world, needy[pid], hospital_id) < BLOOD_UNITS_PER_CASE]
+               and needy[pid]["destination"] in (None, hospital_id)
+               and needy[pid]["blood_reserved"].get(hospital_id, 0) < BLOOD_UNITS_PER_CASE]
         kept.append({**option, "patient_id": ids})
     return kept
 
 
-def _acceptable(p: Patient) -> tuple[str, ...]:
-    return COMPATIBLE_DONORS[p.blood_type] if p.blood_type_known else emergency_group_o(p)
+class _Shown(NamedTuple):
+    """What ``Patient.o_pos_safe`` reads of a patient, from their row."""
+
+    sex: str
+    age: int
+    o_pos_safe = Patient.o_pos_safe
 
 
-def _transfer(world: World, options: list[dict[str, list[Any]]],
-              needy: Mapping[str, Patient]) -> list[dict[str, list[Any]]]:
+def _acceptable(p: Row) -> tuple[str, ...]:
+    blood_type = p["blood_type"]  # None until known
+    if blood_type is not None:
+        return COMPATIBLE_DONORS[blood_type]
+    return emergency_group_o(_Shown(p["sex"], p["age"]))  # type: ignore[arg-type]
+
+
+def _transfer(view: ObservationView, options: list[dict[str, list[Any]]],
+              needy: Mapping[str, Row]) -> list[dict[str, list[Any]]]:
     """One option per (source, target) pair that serves a need, with only the types it lacks."""
     wanted: dict[str, set[str]] = {}  # destination -> types some patient there could use
     for p in needy.values():
-        dest = p.destination
-        if dest is not None and _reserved(world, p, dest) == 0:
-            stock = world.hospitals[dest].blood
+        dest = p["destination"]
+        if dest is not None and not p["blood_reserved"].get(dest, 0):
+            stock = view.hospital(dest)["blood"]
             wanted.setdefault(dest, set()).update(
                 t for t in _acceptable(p) if stock.get(t, 0) < BLOOD_UNITS_PER_CASE)
     kept = []

@@ -289,27 +289,40 @@ _STROKE_ONSET_NOMINAL = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
-    """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
-    after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
-    minutes of telephone CPR, which follows the agent's own P1 code)."""
-    n = w = wk = wv = prep_w = load_w = 0.0
+def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
+    """What ``_caller_bound`` reads of each scored condition of the posterior given ``report``
+    that does not depend on the delay (asked of every unseen caller at every preview)."""
+    terms = []
     for condition, chance in report_condition_posterior(report).items():
         if condition in _NOT_SCORED or chance <= 0.0:
             continue
         cond = CONDITIONS[condition]
         onset = _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
         numbers = CONDITION_NUMBERS[condition]
-        reserve = max(0.0, statistics.fmean(numbers.initial_reserve) - numbers.deterioration_per_min * delay)
         quality, therapy = _best_therapy(cond)
-        weight = chance * stake(condition, onset)
+        terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
+                      statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
+                      condition == "cardiac_arrest", cond.needs_prep, cond.transport))
+    return tuple(terms)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
+    """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
+    after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
+    minutes of telephone CPR, which follows the agent's own P1 code)."""
+    n = w = wk = wv = prep_w = load_w = 0.0
+    for terms in _caller_terms(report):
+        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport = terms
+        reserve = reserve0 - decline * delay
+        reserve = reserve if reserve > 0.0 else 0.0  # max(0.0, reserve), without the call
         n += chance
         w += weight
-        telephone_cpr = cpr if condition == "cardiac_arrest" else 0.0
+        telephone_cpr = cpr if arrest else 0.0
         wk += weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
         wv += weight * reserve
-        prep_w += weight if cond.needs_prep else 0.0
-        load_w += weight if cond.transport else 0.0
+        prep_w += weight if prep else 0.0
+        load_w += weight if transport else 0.0
     return _Entry(n, 0.0, w, wk, wv, prep_w, 0.0, load_w, load_w, 0.0, 0.0, 0.0, 0.0)
 
 

@@ -33,7 +33,7 @@ from codered_env.gym_env import (
     sim_features,
 )
 from codered_env.gym_env.focus import focus_legal
-from codered_env.gym_env.rows import _LAST_VITALS, FEATURE_MEMOS
+from codered_env.gym_env.rows import FEATURE_MEMOS
 from codered_env.sim.observation import legal_actions
 from codered_env.sim.tasks import TASK_IDS
 
@@ -43,14 +43,13 @@ Chooser = Callable[[CodeRedGymEnv, np.random.Generator], int]
 def _clear_feature_memos() -> None:
     for memo in FEATURE_MEMOS:
         memo.cache_clear()
-    _LAST_VITALS.clear()
 
 
 def _expected_actions(env: CodeRedGymEnv) -> list[dict[str, Any]]:
     sim = env.sim
     legal = {} if sim.done else legal_actions(sim.world)
     if legal and env.actions == "focused":
-        legal = focus_legal(sim.world, legal)
+        legal = focus_legal(sim.observation_view(), legal)
     return enumerate_actions(legal)
 
 
@@ -194,7 +193,6 @@ def test_a_stale_legal_memo_would_be_caught() -> None:
     action_type = next(t for t in ACTION_ORDER[1:] if legal.get(t))
     _, parts, slots, _ = env._legal_memo[action_type]
     env._legal_memo[action_type] = (legal[action_type], parts[:0], slots, 0)  # claims: no actions
-    env._legal_parts.clear()
     obs = env._observe()
     with pytest.raises(AssertionError):
         _check(env, obs, env._info(), "stale")

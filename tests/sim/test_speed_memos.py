@@ -25,7 +25,6 @@ _MEMOS = (
 def _clear_memos() -> None:
     for memo in _MEMOS:
         memo.cache_clear()
-    gym_rows._LAST_VITALS.clear()
 
 
 @pytest.mark.parametrize("task_id", ["task2", "task5"])

@@ -1,0 +1,195 @@
+"""A policy saved by ``codered train --interface factored`` as an ordinary agent:
+``make_agent("factored:PATH")`` (``codered eval --agents factored:PATH``).
+
+The policy network (``make_policy``; trained by codered_env/factored_ppo.py) reads the factored
+Gymnasium interface's arrays (``CodeRedFactoredEnv``, docs/GYM.md) and scores every legal
+component vector. As the ``ppo:PATH`` agent, the agent keeps a *mirror* episode: a
+``CodeRedFactoredEnv`` reset with the episode's task and seed and advanced with the agent's own
+actions (episodes are deterministic); every step checks that the observation it was given matches
+the mirror's and raises if not. It plays greedily: the most likely legal vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .base import MAINTAIN, code_fingerprint
+from .ppo import check_mirror
+
+#: The observation arrays the policy reads (the masks are replaced by the legal vectors).
+INPUTS = (
+    "global",
+    "units",
+    "cases",
+    "hospitals",
+    "unit_case_minutes",
+    "case_hospital_minutes",
+    "unit_present",
+    "case_present",
+)
+
+
+def policy_torch() -> Any:
+    """The ``torch`` module (an ImportError with the install hint when the ``rl`` extra is missing)."""
+    from .._optional import require
+
+    require("rl")
+    import torch
+
+    return torch
+
+
+def make_policy(hidden: int = 128) -> Any:
+    """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``)."""
+    torch = policy_torch()
+    from torch import nn
+
+    from ..gym_env.factored_actions import NVEC
+    from ..gym_env.factored_features import SHAPES
+
+    n_types, n_params = NVEC[0], NVEC[4]
+
+    def mlp(n_in: int, n_out: int) -> nn.Module:
+        return nn.Sequential(nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, n_out), nn.Tanh())
+
+    class FactoredPolicy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.units = mlp(SHAPES["units"][0][1], hidden)
+            self.cases = mlp(SHAPES["cases"][0][1], hidden)
+            self.hospitals = mlp(SHAPES["hospitals"][0][1], hidden)
+            self.globals = mlp(SHAPES["global"][0][0], hidden)
+            self.trunk = mlp(4 * hidden, hidden)
+            self.type_head = nn.Linear(hidden, n_types)
+            self.unit_head = nn.Linear(2 * hidden, n_types)
+            self.case_head = nn.Linear(2 * hidden, n_types)
+            self.hospital_head = nn.Linear(2 * hidden, n_types)
+            self.param_head = nn.Linear(hidden, n_types * n_params)
+            self.travel = nn.Parameter(torch.zeros(2, n_types))
+            self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+        def forward(self, obs: dict[str, Any], legal: Any, legal_mask: Any) -> tuple[Any, Any]:
+            """Logits (B, K) of the padded legal vectors ``legal`` (B, K, 5) (-inf where
+            ``legal_mask`` is False) and the value (B,)."""
+            units = self.units(obs["units"])
+            cases = self.cases(obs["cases"])
+            hospitals = self.hospitals(obs["hospitals"])
+            unit_w = obs["unit_present"].unsqueeze(-1)
+            case_w = obs["case_present"].unsqueeze(-1)
+            pooled = [
+                self.globals(obs["global"]),
+                (units * unit_w).sum(1) / unit_w.sum(1).clamp(min=1),
+                (cases * case_w).sum(1) / case_w.sum(1).clamp(min=1),
+                hospitals.mean(1),
+            ]
+            trunk = self.trunk(torch.cat(pooled, -1))
+
+            def with_trunk(rows: Any) -> Any:
+                return torch.cat([rows, trunk.unsqueeze(1).expand(-1, rows.shape[1], -1)], -1)
+
+            unit_s = self.unit_head(with_trunk(units))  # (B, U, T)
+            case_s = self.case_head(with_trunk(cases))
+            hospital_s = self.hospital_head(with_trunk(hospitals))
+            param_s = self.param_head(trunk).view(-1, n_types, n_params)
+            b = torch.arange(legal.shape[0]).unsqueeze(1).expand(-1, legal.shape[1])
+            t, u, c, h, p = legal.unbind(-1)
+            logits = (
+                self.type_head(trunk)[b, t]
+                + unit_s[b, u, t]
+                + case_s[b, c, t]
+                + hospital_s[b, h, t]
+                + param_s[b, t, p]
+                + self.travel[0, t] * obs["unit_case_minutes"][b, u, c]
+                + self.travel[1, t] * obs["case_hospital_minutes"][b, c, h]
+            )
+            logits = logits.masked_fill(~legal_mask, float("-inf"))
+            return logits, self.value_head(trunk).squeeze(-1)
+
+    return FactoredPolicy()
+
+
+def batch_inputs(observations: list[dict[str, np.ndarray]], legal: list[np.ndarray]) -> tuple[Any, Any, Any]:
+    """Stack observations and pad their legal vectors: (obs tensors, legal (B, K, 5), mask (B, K))."""
+    torch = policy_torch()
+    obs = {k: torch.as_tensor(np.stack([o[k] for o in observations]), dtype=torch.float32) for k in INPUTS}
+    return (obs, *pad_legal(legal))
+
+
+def pad_legal(legal: list[np.ndarray]) -> tuple[Any, Any]:
+    torch = policy_torch()
+    k = max(len(x) for x in legal)
+    padded = np.zeros((len(legal), k, legal[0].shape[1]), np.int64)
+    mask = np.zeros((len(legal), k), bool)
+    for i, x in enumerate(legal):
+        padded[i, : len(x)], mask[i, : len(x)] = x, True
+    return torch.as_tensor(padded), torch.as_tensor(mask)
+
+
+def load_policy(path: str | Path) -> tuple[Any, str]:
+    """The policy saved at ``path`` (``policy.pt`` of ``codered train --interface factored``) in
+    eval mode, and the file's SHA-256; a ValueError saying what is wrong with the file."""
+    torch = policy_torch()
+    path = Path(path)
+    hint = "give the policy.pt written by codered train --interface factored"
+    if not path.is_file():
+        raise ValueError(f"factored policy file not found: {path} ({hint})")
+    data = path.read_bytes()
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several kinds for a file it cannot read
+        raise ValueError(f"{path} is not a saved factored policy ({hint}): {exc}") from None
+    config = saved.get("config") if isinstance(saved, dict) else None
+    if not isinstance(config, dict) or "state_dict" not in saved:
+        raise ValueError(f"{path} has no state_dict and config: not a factored policy ({hint})")
+    hidden = config.get("hidden")
+    if not isinstance(hidden, int) or hidden < 1:
+        raise ValueError(f"{path}: config.hidden must be a positive integer, got {hidden!r}")
+    policy = make_policy(hidden)
+    try:
+        policy.load_state_dict(saved["state_dict"])
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise ValueError(
+            f"{path}: the weights do not fit this version's factored policy (retrain it): {exc}"
+        ) from None
+    policy.eval()
+    return policy, hashlib.sha256(data).hexdigest()
+
+
+class FactoredAgent:
+    """Greedy factored policy loaded from a ``policy.pt`` saved by ``codered train --interface factored``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.policy, self.checkpoint_sha256 = load_policy(path)
+        self.name = f"factored:{path}"
+        from ..gym_env import CodeRedFactoredEnv
+
+        self.env = CodeRedFactoredEnv()
+        self._obs: dict[str, np.ndarray] | None = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The checkpoint's content and the interface's code (a change to either replays)."""
+        return {
+            **code_fingerprint(self, "codered_env.gym_env"),
+            "checkpoint_sha256": self.checkpoint_sha256,
+        }
+
+    def reset(self, task_id: str, seed: int) -> None:
+        self._obs, _ = self.env.reset(seed=seed, options={"task_id": task_id})
+
+    def act(self, observation: dict[str, Any]) -> dict[str, Any]:
+        sim = self.env.sim
+        if sim.done or self._obs is None:
+            return dict(MAINTAIN)
+        check_mirror("factored agent", observation, sim)
+        torch = policy_torch()
+        legal = self.env.legal_actions()
+        with torch.no_grad():
+            logits, _ = self.policy(*batch_inputs([self._obs], [legal]))
+        action = legal[int(logits[0].argmax())]
+        wire = self.env.decode(action)
+        self._obs, *_ = self.env.step(action)
+        return wire
