@@ -124,6 +124,9 @@ class CodeRedState(State):
 
     task_id: str | None = Field(default=None, description="Task of the current episode.")
     seed: int | None = Field(default=None, description="Seed of the current episode.")
+    city: str = Field(
+        default="prakashnagar", description='City of the current episode ("prakashnagar" or "gen-<seed>").'
+    )
     clock_min: int = Field(default=0, description="Simulated minutes since the emergency began.")
     max_steps: int = Field(default=0, description="Step budget of the task.")
     score: float = Field(
@@ -262,6 +265,31 @@ class RoadsView(_Part):
     peak_hour: bool
 
 
+class CityNode(_Part):
+    node_id: str
+    name: str
+    kind: str
+
+
+class CityRoad(_Part):
+    edge: list[str]
+    minutes: float
+    label: str
+    riverside: bool
+
+
+class CityMap(_Part):
+    """The public map of a generated city (every city but Prakashnagar, whose map is documented)."""
+
+    id: str = Field(description='The city\'s name for reset: "gen-<seed>".')
+    name: str
+    hub: str
+    entry_node: str = Field(description="Where mutual-aid units enter the city.")
+    nodes: list[CityNode]
+    roads: list[CityRoad]
+    stations: dict[str, str] = Field(description="Home station (node id) of every unit.")
+
+
 class MutualAidPending(_Part):
     unit_id: str
     arrives_min: int
@@ -329,6 +357,9 @@ class CodeRedObservation(Observation):
         description="Why the last action was invalid (the world did not change), else null."
     )
     legal_actions: LegalActions
+    city: CityMap | None = Field(
+        default=None, description="The map of a generated city; absent (null) for Prakashnagar."
+    )
     text: str = Field(description="Compact text rendering for LLM prompts.")
 
     @classmethod

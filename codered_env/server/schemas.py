@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from codered_env.agents.roster import SERVED_AGENTS
+from codered_env.city_choice import DEFAULT_CITY, city_key, valid_cities
 from codered_env.models import CodeRedAction
 from codered_env.sim import TASK_IDS
 
@@ -23,6 +24,12 @@ def _json_integer(value: Any) -> Any:
 
 
 SeedInt = Annotated[int, Field(ge=0, le=2**32 - 1, strict=True), BeforeValidator(_json_integer)]
+CityChoice = Annotated[
+    int | str,
+    Field(description=f"The city to play in: {valid_cities()}.", examples=[DEFAULT_CITY, 100000]),
+    BeforeValidator(_json_integer),
+    AfterValidator(city_key),
+]
 # Server-issued ids are 24 characters; 64 leaves room without letting clients send essays.
 EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=64)]
 
@@ -39,6 +46,7 @@ class ResetBody(_Body):
 
     task_id: TaskId = Field(default="task1", description="Which task to play.")
     seed: SeedInt | None = Field(default=None, description="Episode seed (default 0).")
+    city: CityChoice = DEFAULT_CITY
     episode_id: EpisodeIdStr | None = Field(
         default=None,
         description=(
