@@ -33,7 +33,7 @@ from codered_env.sim.catalogue import ACTIONS, ActionSpec, input_schema
 from codered_env.sim.citygen import resolve_city
 
 # The TRL tool environment's reply helpers: one definition of "what changed".
-from codered_env.trl.env import _TICKING, _keyed_lines
+from codered_env.trl.env import _TICKING, keyed_lines, reply_lines
 
 VIEW_TOOL = "view_full_state"
 VIEW_HELP = (
@@ -195,7 +195,7 @@ class ToolSession:
         self.env.replay(events[:shown])
         after_step = shown > 0 and events[shown - 1]["op"] == "step"
         view = self.env.last_step_observation() if after_step else self.env.current_observation()
-        self._remember(view.text)
+        self._remember(view.model_dump())
         self.env.replay(events[shown + 1 :])
 
     def _shown_recorded(self) -> None:
@@ -217,13 +217,13 @@ class ToolSession:
                     "reset it: start a new session for a new episode"
                 )
             if name == VIEW_TOOL:
-                text = self.env.current_observation().text
-                self._remember(text)
+                view = self.env.current_observation()
+                self._remember(view.model_dump())
                 self._shown_recorded()
-                return self._outcome(0.0, None, text, is_error=False)
+                return self._outcome(0.0, None, view.text, is_error=False)
             observation = self.env.step_wire({"action_type": name, **arguments})
             reward, error = float(observation.reward or 0.0), observation.last_action_error
-            text = self._delta(reward, error, observation.text)
+            text = self._delta(reward, error, observation.model_dump())
             self._shown_recorded()
             return self._outcome(reward, error, text, is_error=error is not None)
 
@@ -250,11 +250,11 @@ class ToolSession:
         }
         return ToolOutcome(structured, is_error)
 
-    def _remember(self, full_text: str) -> None:
-        self._shown = {key: _TICKING.sub("", line) for key, line in _keyed_lines(full_text).items()}
+    def _remember(self, observation: dict[str, Any]) -> None:
+        self._shown = {key: _TICKING.sub("", line) for key, line in keyed_lines(observation).items()}
         self._shown_episode = self.env.episode_id
 
-    def _delta(self, reward: float, error: str | None, full_text: str) -> str:
+    def _delta(self, reward: float, error: str | None, observation: dict[str, Any]) -> str:
         """The head line, the refusal, the events and the lines that changed since the last reply."""
         if self._shown_episode != self.env.episode_id:
             self._shown = {}
@@ -266,10 +266,10 @@ class ToolSession:
         lines = [head]
         if error:
             lines.append(f"REFUSED: {error}")
-        events = [line for line in full_text.splitlines() if line.startswith("EVENTS:")]
+        events, now = reply_lines(observation)
         lines.extend(events)
         shown: dict[str, str] = {}
-        for key, line in _keyed_lines(full_text).items():
+        for key, line in now.items():
             shown[key] = steady = _TICKING.sub("", line)  # minute counters are not a change
             if self._shown.get(key) != steady:
                 lines.append(line)
