@@ -27,7 +27,8 @@ def test_episodes_are_stored_per_city_and_reused(tmp_path: Path) -> None:
     assert sorted({r.city for r in records}) == sorted(CITIES)
     table = generalisation_table(summarize(records))
     assert table is not None
-    assert table.splitlines()[0] == "| Task | Agent | Model | prakashnagar | train cities | test cities | test − train |"
+    head = "| Task | Agent | Model | prakashnagar | train cities | test cities | test − train |"
+    assert table.splitlines()[0] == head
     assert table.splitlines()[2].startswith("| task1 | noop | noop | 0.010 ± 0.000 (2) |")
     assert generalisation_table(summarize([r for r in records if r.city == "gen-0"])) is None
 

@@ -33,7 +33,8 @@ def test_reset_takes_a_city_seed_or_name_and_state_reports_it() -> None:
     assert env.state.city == f"gen-{CITY}" and env.city == f"gen-{CITY}"
     assert obs.city is not None and obs.city.id == f"gen-{CITY}"
     sim = CodeRedSim("task3", 2, city=CITY)
-    assert [h.hospital_id for h in obs.hospitals] == [h["hospital_id"] for h in sim.observation()["hospitals"]]
+    shown = [h["hospital_id"] for h in sim.observation()["hospitals"]]
+    assert [h.hospital_id for h in obs.hospitals] == shown
     again = CodeRedEnvironment().reset(task_id="task3", seed=2, city=f"gen-{CITY}")
     assert again.model_dump() == obs.model_dump()
     home = CodeRedEnvironment()
@@ -79,7 +80,8 @@ def test_ws_and_http_reset_in_a_city() -> None:
 def test_mcp_session_in_a_city_lists_its_ids() -> None:
     city = generate_city(CITY)
     with TestClient(app) as client:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18"}}
         opened = client.post(f"/mcp?task_id=task2&seed=0&city={CITY}", json=body)
         session = opened.headers["Mcp-Session-Id"]
         assert f"city gen-{CITY}" in opened.json()["result"]["instructions"]
