@@ -70,16 +70,19 @@ def record_frames(task_id: str, seed: int, agent: str | Agent = "heuristic",
     return recorder.frames
 
 
-def replay_frames(task_id: str, seed: int, actions: Sequence[Any]) -> list[dict[str, Any]]:
-    """The frames of ``actions`` replayed on (task, seed) (actions past the end are ignored)."""
+def replay_frames(task_id: str, seed: int, actions: Sequence[Any],
+                  city: str = "prakashnagar") -> list[dict[str, Any]]:
+    """The frames of ``actions`` replayed on (task, seed) in ``city`` (actions past the end are
+    ignored)."""
     recorder = FrameRecorder()
-    play(LocalEnv(text=False), ScriptedAgent(actions), task_id, seed, max_steps=len(actions),
+    play(LocalEnv(text=False, city=city), ScriptedAgent(actions), task_id, seed, max_steps=len(actions),
          on_reset=recorder.on_reset, on_step=recorder.on_step)
     return recorder.frames
 
 
-def replay_sim(task_id: str, seed: int, actions: Sequence[Any]) -> CodeRedSim:
-    """The simulation after ``actions`` (actions past the end of the episode are ignored)."""
-    env = LocalEnv(text=False, observe=False)
+def replay_sim(task_id: str, seed: int, actions: Sequence[Any], city: str = "prakashnagar") -> CodeRedSim:
+    """The simulation after ``actions`` in ``city`` (actions past the end of the episode are
+    ignored)."""
+    env = LocalEnv(text=False, observe=False, city=city)
     play(env, ScriptedAgent(actions), task_id, seed, max_steps=len(actions))
     return env.sim

@@ -92,6 +92,7 @@ _GRADER_EXCLUSIVE = (
     ("episode_id", "task_id"),
     ("episode_id", "seed"),
     ("episode_id", "agent"),
+    ("episode_id", "city"),
     ("agent", "actions"),
 )
 _GRADER_TYPES = {
@@ -100,6 +101,7 @@ _GRADER_TYPES = {
     "task_id": "string",
     "seed": "integer",
     "agent": "string",
+    "city": ["integer", "string"],
 }
 
 
@@ -133,6 +135,7 @@ class GraderBody(_Body):
         default=None,
         description="Built-in agent to run when neither actions nor episode_id is given (default heuristic).",
     )
+    city: CityChoice | None = Field(default=None, description="City of the episode (default prakashnagar).")
 
     @model_validator(mode="after")
     def _one_mode(self) -> GraderBody:

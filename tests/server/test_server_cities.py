@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from codered_env.agents import make_agent
 from codered_env.models import CodeRedObservation
+from codered_env.runner import run_episode
 from codered_env.server.app import app
 from codered_env.server.environment import CodeRedEnvironment
 from codered_env.server.journal import Journal, KindJournal
@@ -132,3 +134,28 @@ def test_a_journaled_session_restores_its_city(tmp_path: Path) -> None:
         journal.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.slow
+def test_console_routes_and_the_grader_play_a_city() -> None:
+    city = generate_city(CITY)
+    with TestClient(app) as client:
+        drawn = client.get("/web/map", params={"city": CITY}).json()
+        assert drawn["city"] == {"id": f"gen-{CITY}", "name": city.name}
+        assert set(drawn["map"]["nodes"]) == set(city.node_ids) and "<svg" in drawn["map"]["svg"]
+        assert client.get("/web/map").json()["city"]["id"] == "prakashnagar"
+        assert client.get("/web/map", params={"city": "nowhere"}).status_code == 422
+        played = {"task_id": "task1", "seed": 0, "city": CITY, "actions": [MAINTAIN]}
+        advice = client.post("/web/advice", json=played).json()
+        assert advice["step"] == 1 and advice["suggestion"]["action"]["action_type"]
+        graded = client.post("/grader", json={"task_id": "task1", "seed": 0, "city": CITY,
+                                              "actions": [MAINTAIN]}).json()
+        sim = CodeRedSim("task1", 0, city=CITY)
+        sim.step(MAINTAIN)
+        sim.finish()
+        assert graded["city"] == f"gen-{CITY}" and graded["score"] == sim.grade()["score"]
+        home = client.post("/grader", json={"task_id": "task1", "seed": 0, "actions": [MAINTAIN]}).json()
+        assert "city" not in home
+        agent = client.post("/grader", json={"task_id": "task1", "seed": 0, "city": CITY}).json()
+        expected = run_episode("task1", 0, make_agent("heuristic", seed=0), city=f"gen-{CITY}").grade
+        assert agent["score"] == expected["score"] and agent["city"] == f"gen-{CITY}"
