@@ -20,7 +20,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    create_model,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from codered_env.sim.actions import ACTION_TYPES, MODEL_BY_TYPE, parse_action, wire_annotation
@@ -366,6 +375,15 @@ class CodeRedObservation(Observation):
     def from_sim(cls, data: dict[str, Any], text: str, reward: float | None) -> CodeRedObservation:
         """Build from ``CodeRedSim.observation()`` and ``render_text()``."""
         return cls.model_validate({**data, "text": text, "reward": reward})
+
+    @model_serializer(mode="wrap")
+    def _without_absent_city(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Prakashnagar's observation has no ``city`` key (its map is documented): its dump
+        has none either, as the simulation's dict and the wire form."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("city", ...) is None:
+            del data["city"]
+        return data
 
 
 class WireObservation(CodeRedObservation):
