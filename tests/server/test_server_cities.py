@@ -77,6 +77,8 @@ def test_ws_and_http_reset_in_a_city() -> None:
         assert client.get("/state", params={"episode_id": episode}).json()["city"] == f"gen-{CITY}"
         refused = client.post("/reset", json={"task_id": "task1", "city": "nowhere"})
         assert refused.status_code == 422 and "valid: 'prakashnagar'" in refused.text
+        splits = client.get("/codered_env/city_splits").json()
+        assert splits["test"] == {"first_seed": 100000, "num_cities": 200, "stop": 100200}
 
 
 def test_mcp_session_in_a_city_lists_its_ids() -> None:
