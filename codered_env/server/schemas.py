@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from codered_env.agents.roster import SERVED_AGENTS
 from codered_env.city_choice import DEFAULT_CITY, city_key, valid_cities
@@ -24,11 +24,16 @@ def _json_integer(value: Any) -> Any:
 
 
 SeedInt = Annotated[int, Field(ge=0, le=2**32 - 1, strict=True), BeforeValidator(_json_integer)]
+def _city(value: Any) -> str:
+    """The canonical name of a city given on the wire (ValueError: what is valid)."""
+    return city_key(_json_integer(value))
+
+
 CityChoice = Annotated[
-    int | str,
-    Field(description=f"The city to play in: {valid_cities()}.", examples=[DEFAULT_CITY, 100000]),
-    BeforeValidator(_json_integer),
-    AfterValidator(city_key),
+    str,
+    BeforeValidator(_city),
+    WithJsonSchema({"type": ["integer", "string"], "description": f"The city to play in: {valid_cities()}.",
+                    "examples": [DEFAULT_CITY, 100000]}),
 ]
 # Server-issued ids are 24 characters; 64 leaves room without letting clients send essays.
 EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=64)]
