@@ -97,3 +97,6 @@ _.create_module  # unused method (codered_env/openenv_lazy.py)
 _.sweeper  # unused attribute (codered_env/server/app.py)
 _.isolation_level  # unused attribute (codered_env/server/journal.py)
 _.lease_ticker  # unused attribute (codered_env/server/app.py)
+
+# pydantic calls the observation's wrap serializer (codered_env/models.py).
+_._without_absent_city  # unused method (codered_env/models.py)

@@ -63,6 +63,11 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("bench/bench_hostile.py",)),
     "scaling": ("codered eval serial, in worker processes and on Ray; concurrent LLM episodes",
                 ("bench/bench_eval_scaling.py",)),
+    "cities": ("Baselines on held-out generated cities beside Prakashnagar: noop, random, heuristic",
+               ("bench/bench_cities.py", "--split", "test", "--cities", "50", "--seeds", "2")),
+    "open_loop": ("What memorising buys: the heuristic's action list replayed blind, fixed city "
+                  "against held-out cities",
+                  ("bench/open_loop_cities.py", "--sources", "5", "--targets", "7")),
 }
 TRAINING_DOC = ROOT / "docs" / "TRAINING.md"
 PERFORMANCE_DOC = ROOT / "docs" / "PERFORMANCE.md"

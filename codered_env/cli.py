@@ -26,12 +26,13 @@ from rich.table import Table
 
 from . import runlog
 from .agents import BUILTIN_AGENTS, make_agent
+from .city_choice import DEFAULT_CITY, city_key, split_city
 from .evaluation.commands import replay_command, report_command
 from .evaluation.report import SPREAD_LABEL, mean_and_sample_std
 from .evaluation.store import DEFAULT_DB
 from .runner import EpisodeResult, run_episode
 from .sim import TASK_IDS, TASKS
-from .sim.citygen import resolve_city
+from .sim.citygen import CITY_SPLITS, resolve_city
 from .viewer import view_command
 
 if TYPE_CHECKING:
@@ -91,6 +92,30 @@ def parse_agents(text: str) -> list[str]:
     return agents
 
 
+def parse_cities(city: str, split: str | None, cities: int) -> list[str]:
+    """The canonical names of the cities to play in: the first ``cities`` of ``split`` (a split
+    of city seeds), else the comma-separated ``city`` values (names or city seeds)."""
+    if split is not None:
+        if split not in CITY_SPLITS:
+            raise typer.BadParameter(f"unknown --split {split!r}; valid: {', '.join(CITY_SPLITS)}")
+        if city != DEFAULT_CITY:
+            raise typer.BadParameter("give either --city or --split, not both")
+        size = len(CITY_SPLITS[split])
+        if not 1 <= cities <= size:
+            raise typer.BadParameter(f"--cities must be in [1, {size}] for split {split!r}")
+        return [split_city(split, i) for i in range(cities)]
+    try:
+        chosen = [city_key(c.strip()) for c in city.split(",") if c.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if not chosen:
+        raise typer.BadParameter("no city given")
+    return list(dict.fromkeys(chosen))
+
+
+CITY_HELP = "prakashnagar (the fixed city), a city seed (e.g. 100003) or gen-<seed>"
+
+
 def default_workers() -> int:
     """CPUs this process may use."""
     try:
@@ -105,8 +130,7 @@ def play(
     seed: Annotated[int, typer.Option(min=0)] = 0,
     agent: Annotated[str, typer.Option(help="noop, random, heuristic or planner")] = "heuristic",
     quiet: Annotated[bool, typer.Option(help="no narration on stderr")] = False,
-    city: Annotated[str, typer.Option(
-        help="prakashnagar (the fixed city), a city seed (e.g. 100003) or gen-<seed>")] = "prakashnagar",
+    city: Annotated[str, typer.Option(help=CITY_HELP)] = DEFAULT_CITY,
 ) -> None:
     """Play one episode and print the agent run log ([START] / [STEP] / [END]) on stdout."""
     parse_tasks(task)
@@ -188,8 +212,16 @@ def evaluate(
     env_url: Annotated[str | None, typer.Option(
         help="play every episode on this CodeRedEnv server (WebSocket), e.g. http://127.0.0.1:8000; "
              "the client resumes episodes if the server restarts")] = None,
+    city: Annotated[str, typer.Option(help=f"{CITY_HELP}; several comma-separated")] = DEFAULT_CITY,
+    split: Annotated[str | None, typer.Option(
+        help="play generated cities of this split of city seeds: train or test (held out)")] = None,
+    cities: Annotated[int, typer.Option(
+        min=1, help="with --split: how many of its cities (the first N)")] = 10,
 ) -> None:
     """Evaluate agents over tasks and seeds: a table of mean ± sample std, or --json per episode.
+
+    Every (task, seed) is played in every city chosen (--city, or the first --cities cities of
+    --split train|test); `codered report` shows train and held-out cities side by side.
 
     Every episode is stored in the SQLite file (--db, default ./codered_eval.db). An episode
     already stored by the same agent (checkpoint, settings, code) and simulation is read back,
@@ -202,6 +234,7 @@ def evaluate(
     from .evaluation.store import StoreError
 
     agent_names, task_ids, seed_list = parse_agents(agents), parse_tasks(tasks), parse_seeds(seeds)
+    city_list = parse_cities(city, split, cities)
     if reuse not in REUSE_POLICIES:
         raise typer.BadParameter(f"unknown --reuse {reuse!r}; valid: {', '.join(REUSE_POLICIES)}")
     config = LLMConfig.from_env()
@@ -213,10 +246,10 @@ def evaluate(
                               tokens_per_min=tokens_per_min)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    total = _planned_episodes(agent_names, task_ids, seed_list, repeats, config)
+    total = _planned_episodes(agent_names, task_ids, seed_list, repeats, config) * len(city_list)
     try:
         summary = _run_with_progress(agent_names, task_ids, seed_list, db, config, execution, total,
-                                     reuse, repeats, env_url)
+                                     reuse, repeats, env_url, city_list)
     except (StoreError, RuntimeError) as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(code=1) from None
@@ -241,7 +274,7 @@ def evaluate(
         json.dump(episodes, sys.stdout)
         sys.stdout.write("\n")
     else:
-        out_console.print(_summary_table(episodes, agent_names, task_ids, seed_list))
+        out_console.print(_summary_table(episodes, agent_names, task_ids, seed_list, city_list))
     _exit_on_endpoint_failure(summary)
 
 
@@ -270,7 +303,7 @@ def _exit_on_endpoint_failure(summary: EvalSummary) -> None:
 def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: list[int], db: Path,
                        config: LLMConfig | None, execution: Execution, total: int,
                        reuse: str = "match", repeats: int = 1,
-                       env_url: str | None = None) -> EvalSummary:
+                       env_url: str | None = None, city_list: list[str] | None = None) -> EvalSummary:
     """run_evaluation behind a live bar: episodes done, failures and the estimated time left."""
     from .evaluation.evaluate import run_evaluation, stats_line
 
@@ -284,7 +317,8 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
         def advance(event: EvalEvent) -> None:
             nonlocal failed
             failed += event.status in ("failed", "invalid")
-            label = f"{event.agent} {event.task_id} seed {event.seed}: {event.status}"
+            where = "" if event.city == DEFAULT_CITY else f" {event.city}"
+            label = f"{event.agent} {event.task_id}{where} seed {event.seed}: {event.status}"
             progress.update(bar, description=label, failed=failed, advance=1)
             stats = stats_line(event)
             if stats:
@@ -292,11 +326,15 @@ def _run_with_progress(agent_names: list[str], task_ids: list[str], seed_list: l
 
         return run_evaluation(agent_names, task_ids, seed_list, db_path=db, llm_config=config,
                               progress=advance, execution=execution, reuse=reuse, repeats=repeats,
-                              env_url=env_url)
+                              env_url=env_url, cities=city_list or [DEFAULT_CITY])
 
 
-def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int]) -> Table:
-    table = Table(title=f"{SPREAD_LABEL} over seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} seeds)")
+def _summary_table(episodes: list[dict], agents: list[str], tasks: list[str], seeds: list[int],
+                   cities: list[str] | None = None) -> Table:
+    cities = cities or [DEFAULT_CITY]
+    where = "" if cities == [DEFAULT_CITY] else (
+        f" in {cities[0]}" if len(cities) == 1 else f" in {len(cities)} cities ({cities[0]}..{cities[-1]})")
+    table = Table(title=f"{SPREAD_LABEL} over seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} seeds){where}")
     table.add_column("agent")
     for task_id in tasks:
         table.add_column(task_id, justify="right")

@@ -5,7 +5,7 @@ Example::
     from codered_env import CodeRedAction, CodeRedEnv
 
     with CodeRedEnv(base_url="http://localhost:8000").sync() as env:
-        result = env.reset(task_id="task1", seed=0, episode_id="my-episode")
+        result = env.reset(task_id="task1", seed=0, city="prakashnagar", episode_id="my-episode")
         while not result.done:
             result = env.step(CodeRedAction(action_type="maintain_plan"))
         print(env.state().score)

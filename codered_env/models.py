@@ -20,7 +20,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    create_model,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from codered_env.sim.actions import ACTION_TYPES, MODEL_BY_TYPE, parse_action, wire_annotation
@@ -124,6 +133,9 @@ class CodeRedState(State):
 
     task_id: str | None = Field(default=None, description="Task of the current episode.")
     seed: int | None = Field(default=None, description="Seed of the current episode.")
+    city: str = Field(
+        default="prakashnagar", description='City of the current episode ("prakashnagar" or "gen-<seed>").'
+    )
     clock_min: int = Field(default=0, description="Simulated minutes since the emergency began.")
     max_steps: int = Field(default=0, description="Step budget of the task.")
     score: float = Field(
@@ -262,6 +274,31 @@ class RoadsView(_Part):
     peak_hour: bool
 
 
+class CityNode(_Part):
+    node_id: str
+    name: str
+    kind: str
+
+
+class CityRoad(_Part):
+    edge: list[str]
+    minutes: float
+    label: str
+    riverside: bool
+
+
+class CityMap(_Part):
+    """The public map of a generated city (every city but Prakashnagar, whose map is documented)."""
+
+    id: str = Field(description='The city\'s name for reset: "gen-<seed>".')
+    name: str
+    hub: str
+    entry_node: str = Field(description="Where mutual-aid units enter the city.")
+    nodes: list[CityNode]
+    roads: list[CityRoad]
+    stations: dict[str, str] = Field(description="Home station (node id) of every unit.")
+
+
 class MutualAidPending(_Part):
     unit_id: str
     arrives_min: int
@@ -329,12 +366,24 @@ class CodeRedObservation(Observation):
         description="Why the last action was invalid (the world did not change), else null."
     )
     legal_actions: LegalActions
+    city: CityMap | None = Field(
+        default=None, description="The map of a generated city; absent (null) for Prakashnagar."
+    )
     text: str = Field(description="Compact text rendering for LLM prompts.")
 
     @classmethod
     def from_sim(cls, data: dict[str, Any], text: str, reward: float | None) -> CodeRedObservation:
         """Build from ``CodeRedSim.observation()`` and ``render_text()``."""
         return cls.model_validate({**data, "text": text, "reward": reward})
+
+    @model_serializer(mode="wrap")
+    def _without_absent_city(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Prakashnagar's observation has no ``city`` key (its map is documented): its dump
+        has none either, as the simulation's dict and the wire form."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("city", ...) is None:
+            del data["city"]
+        return data
 
 
 class WireObservation(CodeRedObservation):

@@ -55,28 +55,34 @@ class FrameRecorder:
         self.frames.append(frame(step.observation, step.action, step.reward, step.error))
 
 
-def record_frames(task_id: str, seed: int, agent: str | Agent = "heuristic") -> list[dict[str, Any]]:
-    """Play (task, seed) with ``agent`` (a built-in name or an Agent) and keep what it saw.
+def record_frames(task_id: str, seed: int, agent: str | Agent = "heuristic",
+                  city: str = "prakashnagar") -> list[dict[str, Any]]:
+    """Play (task, seed) in ``city`` with ``agent`` (a built-in name or an Agent) and keep what
+    it saw.
 
     Returns one frame per observation; frame 0 is the reset observation (action, reward and
     error are None), frame n follows step n.
     """
     player = make_agent(agent, seed) if isinstance(agent, str) else agent
     recorder = FrameRecorder()
-    play(LocalEnv(text=False), player, task_id, seed, on_reset=recorder.on_reset, on_step=recorder.on_step)
+    play(LocalEnv(text=False, city=city), player, task_id, seed, on_reset=recorder.on_reset,
+         on_step=recorder.on_step)
     return recorder.frames
 
 
-def replay_frames(task_id: str, seed: int, actions: Sequence[Any]) -> list[dict[str, Any]]:
-    """The frames of ``actions`` replayed on (task, seed) (actions past the end are ignored)."""
+def replay_frames(task_id: str, seed: int, actions: Sequence[Any],
+                  city: str = "prakashnagar") -> list[dict[str, Any]]:
+    """The frames of ``actions`` replayed on (task, seed) in ``city`` (actions past the end are
+    ignored)."""
     recorder = FrameRecorder()
-    play(LocalEnv(text=False), ScriptedAgent(actions), task_id, seed, max_steps=len(actions),
+    play(LocalEnv(text=False, city=city), ScriptedAgent(actions), task_id, seed, max_steps=len(actions),
          on_reset=recorder.on_reset, on_step=recorder.on_step)
     return recorder.frames
 
 
-def replay_sim(task_id: str, seed: int, actions: Sequence[Any]) -> CodeRedSim:
-    """The simulation after ``actions`` (actions past the end of the episode are ignored)."""
-    env = LocalEnv(text=False, observe=False)
+def replay_sim(task_id: str, seed: int, actions: Sequence[Any], city: str = "prakashnagar") -> CodeRedSim:
+    """The simulation after ``actions`` in ``city`` (actions past the end of the episode are
+    ignored)."""
+    env = LocalEnv(text=False, observe=False, city=city)
     play(env, ScriptedAgent(actions), task_id, seed, max_steps=len(actions))
     return env.sim

@@ -123,10 +123,13 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 class RemoteEnv:
-    """A running CodeRedEnv server, through the typed OpenEnv client (WebSocket session)."""
+    """A running CodeRedEnv server, through the typed OpenEnv client (WebSocket session);
+    ``city`` is the city every episode plays in (a canonical name, as ``reset(city=)`` takes)."""
 
-    def __init__(self, base_url: str, client_factory: Callable[[str], Any] | None = None) -> None:
+    def __init__(self, base_url: str, client_factory: Callable[[str], Any] | None = None,
+                 city: str = "prakashnagar") -> None:
         self.base_url = base_url
+        self.city = city
         self._factory = client_factory or _typed_client
         self._client: Any = None
         self._task: tuple[str, int] | None = None
@@ -136,7 +139,10 @@ class RemoteEnv:
         if self._client is None:
             self._client = self._factory(self.base_url)
             self._client.connect()
-        return self._observation(self._client.reset(task_id=task_id, seed=seed))
+        options: dict[str, Any] = {"task_id": task_id, "seed": seed}
+        if self.city != "prakashnagar":
+            options["city"] = self.city
+        return self._observation(self._client.reset(**options))
 
     @staticmethod
     def _observation(result: Any) -> dict[str, Any]:
@@ -158,11 +164,15 @@ class RemoteEnv:
 
     def grade(self, actions: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Re-grade the played actions locally (the grade is a pure function of them)."""
-        from codered_env.sim import grade_episode
-
         if self._task is None:
             return None
-        return dict(grade_episode(self._task[0], self._task[1], actions))
+        sim = CodeRedSim(task_id=self._task[0], seed=self._task[1], city=self.city)
+        for action in actions:
+            if sim.done:
+                break
+            sim.step(action)
+        sim.finish()
+        return dict(sim.grade())
 
     def close(self) -> None:
         if self._client is not None:

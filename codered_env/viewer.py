@@ -30,6 +30,7 @@ from typing import Annotated, Any
 import typer
 
 from .agents import BUILTIN_AGENTS
+from .city_choice import DEFAULT_CITY, city_key
 from .citymap import ARTERIAL_EDGES as ARTERIAL_EDGES  # re-exported: the map's coordinates
 from .citymap import NODE_POSITIONS as NODE_POSITIONS
 from .citymap import map_layout
@@ -37,6 +38,8 @@ from .replay import OMITTED_KEYS as OMITTED_KEYS  # re-exported with the frame h
 from .replay import public_view as public_view
 from .replay import record_frames
 from .sim import TASK_IDS, TASKS
+from .sim.city import PRAKASHNAGAR, City
+from .sim.citygen import resolve_city
 from .web import embed_json as embed_json  # re-exported: the JSON embedding of the replay page
 from .web import offline_page
 from .web.briefing import task_briefs
@@ -44,12 +47,13 @@ from .web.mapsvg import render_svg
 
 
 # ------------------------------------------------------------------------------------ page
-def render_html(frames: list[dict[str, Any]], title: str) -> str:
-    """One self-contained HTML page replaying ``frames`` (as made by ``record_frames``): the
-    browser console of ``GET /web`` in replay mode, its CSS and JavaScript inlined."""
+def render_html(frames: list[dict[str, Any]], title: str, city: City = PRAKASHNAGAR) -> str:
+    """One self-contained HTML page replaying ``frames`` (as made by ``record_frames``) on the
+    map of ``city``: the browser console of ``GET /web`` in replay mode, its CSS and JavaScript
+    inlined."""
     if not frames:
         raise ValueError("no frames to render")
-    layout = map_layout()
+    layout = map_layout(city)
     payload = {
         "title": title,
         "map": {**layout, "svg": render_svg(layout)},
@@ -59,12 +63,16 @@ def render_html(frames: list[dict[str, Any]], title: str) -> str:
     return offline_page(payload)
 
 
-def write_replay(task_id: str, seed: int, agent: str, out: Path) -> list[dict[str, Any]]:
-    """Record an episode and write its replay page to ``out``; returns the frames."""
-    frames = record_frames(task_id, seed, agent)
-    title = f"{TASKS[task_id].name}: {task_id}, seed {seed}, {agent} agent"
+def write_replay(task_id: str, seed: int, agent: str, out: Path,
+                 city: str = DEFAULT_CITY) -> list[dict[str, Any]]:
+    """Record an episode in ``city`` (a canonical name) and write its replay page to ``out``;
+    returns the frames."""
+    chosen = resolve_city(city)
+    frames = record_frames(task_id, seed, agent, city)
+    where = "" if chosen is PRAKASHNAGAR else f", {chosen.name} ({city})"
+    title = f"{TASKS[task_id].name}: {task_id}, seed {seed}{where}, {agent} agent"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(frames, title), encoding="utf-8")
+    out.write_text(render_html(frames, title, chosen), encoding="utf-8")
     return frames
 
 
@@ -73,12 +81,18 @@ def view_command(
     seed: Annotated[int, typer.Option(min=0)] = 0,
     agent: Annotated[str, typer.Option(help=" or ".join(BUILTIN_AGENTS))] = "heuristic",
     out: Annotated[Path, typer.Option(help="HTML file to write")] = Path("episode.html"),
+    city: Annotated[str, typer.Option(
+        help="prakashnagar (the fixed city), a city seed (e.g. 100003) or gen-<seed>")] = DEFAULT_CITY,
 ) -> None:
     """Play one episode and write a self-contained HTML replay to open in any browser."""
     if task not in TASKS:
         raise typer.BadParameter(f"unknown task {task!r}; valid: {', '.join(TASK_IDS)}")
     if agent not in BUILTIN_AGENTS:
         raise typer.BadParameter(f"unknown agent {agent!r}; valid: {', '.join(BUILTIN_AGENTS)}")
-    frames = write_replay(task, seed, agent, out)
+    try:
+        chosen = city_key(city)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    frames = write_replay(task, seed, agent, out, chosen)
     score = frames[-1]["observation"]["score_preview"]
     typer.echo(f"wrote {out} ({len(frames) - 1} steps, final score {score:.4f})", err=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
-from codered_env.cli import app, parse_seeds
+from codered_env.cli import app, parse_cities, parse_seeds
 
 runner = CliRunner()
 STEP = re.compile(r"^\[STEP\] step=(\d+) action=\S.* reward=(-?\d+\.\d\d) done=(true|false) error=(.+)$")
@@ -60,3 +62,47 @@ def test_eval_table_and_bad_arguments(tmp_path) -> None:
         result = runner.invoke(app, ["eval", *bad, "--db", db])
         assert result.exit_code != 0
     assert parse_seeds("0-2,7") == [0, 1, 2, 7]
+
+
+@pytest.mark.slow
+def test_eval_on_a_split_of_cities_and_report_side_by_side(tmp_path) -> None:
+    db, out = str(tmp_path / "cities.db"), str(tmp_path / "report")
+    base = ["eval", "--agents", "noop,heuristic", "--tasks", "task1", "--seeds", "0", "--json", "--db", db]
+    test = runner.invoke(app, [*base, "--split", "test", "--cities", "2"])
+    assert test.exit_code == 0, test.output
+    episodes = json.loads(test.stdout)
+    assert sorted({e["city"] for e in episodes}) == ["gen-100000", "gen-100001"] and len(episodes) == 4
+    again = runner.invoke(app, [*base, "--split", "test", "--cities", "2"])
+    assert again.stdout == test.stdout and "reused 4" in again.stderr
+    assert runner.invoke(app, [*base, "--split", "train", "--cities", "1"]).exit_code == 0
+    assert runner.invoke(app, [*base, "--city", "prakashnagar"]).exit_code == 0
+    report = runner.invoke(app, ["report", "--db", db, "--out", out])
+    assert report.exit_code == 0, report.output
+    table = report.stdout.split("Generalisation:")[1].split("\n\n")[1]
+    assert "| prakashnagar | train cities | test cities | test − train |" in table
+    assert "| task1 | heuristic | heuristic |" in table
+    for bad in (["--split", "valid"], ["--city", "atlantis"], ["--split", "test", "--cities", "999"],
+                ["--split", "test", "--city", "5"]):
+        result = runner.invoke(app, [*base, *bad])
+        assert result.exit_code == 2, bad
+
+
+def test_play_and_view_take_a_city(tmp_path) -> None:
+    played = runner.invoke(app, ["play", "--task", "task1", "--city", "100000", "--quiet"])
+    assert played.exit_code == 0 and played.stdout.strip().splitlines()[-1].startswith("[END] success=true")
+    page = tmp_path / "city.html"
+    viewed = runner.invoke(app, ["view", "--task", "task1", "--city", "gen-100000", "--out", str(page)])
+    assert viewed.exit_code == 0, viewed.output
+    assert "gen-100000" in page.read_text(encoding="utf-8")
+    assert runner.invoke(app, ["view", "--city", "nowhere", "--out", str(page)]).exit_code == 2
+
+
+def test_cities_are_chosen_by_name_seed_or_split() -> None:
+    assert parse_cities("prakashnagar", None, 10) == ["prakashnagar"]
+    assert parse_cities("100003, gen-7,100003", None, 10) == ["gen-100003", "gen-7"]
+    assert parse_cities("prakashnagar", "test", 3) == ["gen-100000", "gen-100001", "gen-100002"]
+    assert parse_cities("prakashnagar", "train", 1) == ["gen-0"]
+    for city, split, n in (("atlantis", None, 1), ("", None, 1), ("5", "test", 1), ("prakashnagar", "dev", 1),
+                           ("prakashnagar", "test", 201)):
+        with pytest.raises(typer.BadParameter):
+            parse_cities(city, split, n)

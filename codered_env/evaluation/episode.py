@@ -199,6 +199,7 @@ class EpisodeJob:
     tokens_per_min: float | None = None
     repeat: int = 0  # which run of this (task, seed): codered eval --repeats
     env_url: str | None = None
+    city: str = "prakashnagar"  # canonical city name (codered_env.city_choice)
 
     @property
     def is_llm(self) -> bool:
@@ -314,20 +315,21 @@ def agent_stats(agent: Any) -> dict[str, Any] | None:
 
 
 def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
-              llm_stats: dict[str, Any] | None, agent: Any = None) -> EpisodeRecord:
+              llm_stats: dict[str, Any] | None, agent: Any = None,
+              city: str = "prakashnagar") -> EpisodeRecord:
     """An :class:`EpisodeRecord` (with its trajectory and, given the ``agent`` that played it,
-    its provenance) from a finished episode."""
+    its provenance) from a finished episode played in ``city``."""
     from codered_env.evaluation import provenance
 
     grade = outcome.grade or {}
     trajectory = Trajectory(task_id=outcome.task_id, seed=outcome.seed, agent=agent_name,
-                            model=model, steps=outcome.steps,
+                            model=model, steps=outcome.steps, city=city,
                             end={"score": outcome.score, "components": grade.get("components"),
                                  "interrupted": outcome.failure is not None,
                                  "reason": outcome.failure})
     raw = grade.get("raw_score")
     return EpisodeRecord(
-        agent=agent_name, model=model, task_id=outcome.task_id, seed=outcome.seed,
+        agent=agent_name, model=model, task_id=outcome.task_id, seed=outcome.seed, city=city,
         score=outcome.score, components=dict(grade.get("components") or {}),
         steps=len(outcome.steps), wall_time_s=round(wall, 3), trajectory=trajectory.to_jsonl(),
         raw_score=float(raw) if isinstance(raw, (int, float)) else None,
@@ -357,7 +359,7 @@ def job_env(job: EpisodeJob) -> EpisodeEnv:
     """Where a job is played: in process, or on the server at ``job.env_url`` (the typed client,
     which reconnects and resumes the episode if the server restarts mid-episode).  The episode
     and its grade are the same either way: the server runs the same simulation."""
-    return RemoteEnv(job.env_url) if job.env_url else LocalEnv()
+    return RemoteEnv(job.env_url, city=job.city) if job.env_url else LocalEnv(city=job.city)
 
 
 def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
@@ -380,7 +382,7 @@ def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
                          wall_time_s=time.monotonic() - started)
     wall = time.monotonic() - started
     stats = agent_stats(agent) if job.is_llm else None
-    record = to_record(job.agent, model, outcome, wall, stats, agent)
+    record = to_record(job.agent, model, outcome, wall, stats, agent, city=job.city)
     _mark_outcome(record, job, end_reason, outcome, stats)
     return JobResult(job, record, unanswered=_unanswered(stats, outcome), wall_time_s=wall)
 

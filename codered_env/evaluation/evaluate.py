@@ -66,6 +66,7 @@ class EvalEvent:
     llm_stats: dict[str, Any] | None = None
     repeat: int = 0
     outcome: dict[str, Any] | None = None
+    city: str = "prakashnagar"
 
     def summary(self) -> dict[str, Any] | None:
         """The episode in the shape of ``runner.EpisodeResult.summary()`` (``None`` when it
@@ -76,7 +77,7 @@ class EvalEvent:
                 "seed": self.seed, "score": self.score, "components": self.components,
                 "steps": self.steps, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "repeat": self.repeat,
-                "outcome": self.outcome}
+                "outcome": self.outcome, "city": self.city}
 
 
 @dataclass
@@ -188,11 +189,13 @@ def run_evaluation(
     reuse: str = "match",
     repeats: int = 1,
     env_url: str | None = None,
+    cities: Sequence[str] = ("prakashnagar",),
 ) -> EvalSummary:
-    """Evaluate every (agent, task, seed) not stored by the same agent and simulation; store each
+    """Evaluate every (agent, task, city, seed) not stored by the same agent and simulation; store each
     episode as it finishes (see the module docstring for ``reuse``).
 
-    ``summary.events`` ends up in plan order (agent, task, seed) whatever order episodes
+    ``cities`` are canonical city names (``codered_env.city_choice.city_key``).
+    ``summary.events`` ends up in plan order (agent, task, city, seed) whatever order episodes
     finished in; ``progress`` sees them as they happen.  ``env_url`` plays every episode on that
     server (:func:`codered_env.evaluation.episode.job_env`); the rows are the same as local ones
     (same store, same provenance), so local and remote runs resume each other."""
@@ -202,7 +205,7 @@ def run_evaluation(
         raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
     execution = execution or Execution()
     summary = EvalSummary(db_path=str(db_path))
-    plan = [(a, t, s, r) for a in agents for t in tasks for s in seeds
+    plan = [(a, t, c, s, r) for a in agents for t in tasks for c in cities for s in seeds
             for r in range(repeats if a == LLM_AGENT else 1)]
     index_of = {key: i for i, key in enumerate(plan, start=1)}
     version = package_version()
@@ -221,12 +224,12 @@ def run_evaluation(
     with EpisodeStore(db_path) as store:
 
         def pending() -> Iterator[EpisodeJob]:
-            for agent_name, task_id, seed, repeat in plan:
+            for agent_name, task_id, city, seed, repeat in plan:
                 job = EpisodeJob(agent_name, task_id, seed, max_steps,
                                  llm_config if agent_name == "llm" else None, *limits, repeat=repeat,
-                                 env_url=env_url)
+                                 env_url=env_url, city=city)
                 stored = None if reuse == "never" else store.get(
-                    agent_name, job.model, task_id, seed, version, repeat)
+                    agent_name, job.model, task_id, seed, version, repeat, city)
                 fresh = stored is not None and expected[agent_name] is not None and \
                     stored.matches(expected[agent_name], simulation)
                 if stored is None or (not fresh and reuse == "match"):
@@ -279,15 +282,16 @@ def stale_reason(record: EpisodeRecord, agent: str | None, simulation: str) -> s
 _COUNTER = {"done": "ran", "skipped": "skipped", "invalid": "invalid", "failed": "failed"}
 
 
-_PlanKey = tuple[str, str, int, int]  # agent, task, seed, repeat
+_PlanKey = tuple[str, str, str, int, int]  # agent, task, city, seed, repeat
 
 
 def _event(job: EpisodeJob, index_of: dict[_PlanKey, int], total: int, status: str,
            record: EpisodeRecord | None = None, **extra: Any) -> EvalEvent:
-    base: dict[str, Any] = {"index": index_of[(job.agent, job.task_id, job.seed, job.repeat)],
+    key = (job.agent, job.task_id, job.city, job.seed, job.repeat)
+    base: dict[str, Any] = {"index": index_of[key],
                             "total": total, "agent": job.agent, "model": job.model,
                             "task_id": job.task_id, "seed": job.seed, "status": status,
-                            "repeat": job.repeat}
+                            "repeat": job.repeat, "city": job.city}
     if record is not None:
         base.update(score=record.score, wall_time_s=record.wall_time_s,
                     components=record.components, steps=record.steps,

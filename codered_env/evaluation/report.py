@@ -7,8 +7,11 @@ agent never share a cell: they become two rows, labelled by their fingerprints. 
 the mean ± sample standard deviation (n − 1; the same :func:`mean_and_sample_std` that
 ``codered eval`` prints) of the score over the stored seeds, the mean of each rubric component
 (``—`` where the component is ``null``), the seeds, the date(s) of the runs and the fingerprints;
-a provenance table lists each agent's fingerprint and the commits.  Plots use matplotlib's Agg
-canvas (no display needed).
+a provenance table lists each agent's fingerprint and the commits.  Episodes of generated cities
+are grouped by city set (Prakashnagar, the ``train`` or ``test`` split of city seeds, other
+seeds: ``codered_env.city_choice``) and never share a row with Prakashnagar's; when the store
+holds more than one set, a generalisation table shows each agent's score per set side by side.
+Plots use matplotlib's Agg canvas (no display needed).
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codered_env.agents.roster import REPORT_ORDER
+from codered_env.city_choice import DEFAULT_CITY, split_of
 from codered_env.evaluation.provenance import short_hash
 from codered_env.evaluation.store import EpisodeRecord, EpisodeStore, StoreError
-from codered_env.evaluation.trajectory import Trajectory, package_version
-from codered_env.sim import grade_episode
+from codered_env.evaluation.trajectory import Trajectory, package_version, regrade
 
 AGENT_ORDER = REPORT_ORDER  # the agent registry's order
 RUBRIC_ORDER = ("time_score", "efficiency", "secondary_harm", "prep_ready", "vitals_score_avg",
@@ -53,6 +56,7 @@ class Row:
     agent_fingerprint: str | None = None
     commits: tuple[str, ...] = ()
     variant: str = ""  # set when the same (task, agent, model) has rows of several provenances
+    cities: str = DEFAULT_CITY  # city set: prakashnagar, train, test or other (city_set)
 
     @property
     def n(self) -> int:
@@ -75,6 +79,8 @@ class Row:
     @property
     def label(self) -> str:
         base = self.agent if self.model == self.agent else f"{self.agent} ({self.model})"
+        if self.cities != DEFAULT_CITY:
+            base = f"{base} @{self.cities} cities"
         return f"{base} [{self.variant}]" if self.variant else base
 
 
@@ -112,29 +118,40 @@ def _short_sim(record: EpisodeRecord) -> str | None:
     return record.sim_fingerprint[:8] if record.sim_fingerprint else None
 
 
+CITY_SETS = (DEFAULT_CITY, "train", "test", "other")
+
+
+def city_set(record: EpisodeRecord) -> str:
+    """Which set a stored episode's city is in: prakashnagar, train, test or other."""
+    if record.city == DEFAULT_CITY:
+        return DEFAULT_CITY
+    return split_of(record.city) or "other"
+
+
 def summarize(records: Sequence[EpisodeRecord]) -> list[Row]:
-    """Group episodes by (task, agent, model, simulation, agent fingerprint), ordered by task
-    then agent; a (task, agent, model) split over several provenances gets labelled variants."""
-    groups: dict[tuple[str, str, str, str | None, str | None], list[EpisodeRecord]] = {}
-    for record in sorted(records, key=lambda r: r.seed):
-        key = (record.task_id, record.agent, record.model, _short_sim(record),
+    """Group episodes by (task, agent, model, city set, simulation, agent fingerprint), ordered by
+    task then agent; a (task, agent, model, city set) split over several provenances gets
+    labelled variants."""
+    groups: dict[tuple[str, str, str, str, str | None, str | None], list[EpisodeRecord]] = {}
+    for record in sorted(records, key=lambda r: (r.seed, r.city)):
+        key = (record.task_id, record.agent, record.model, city_set(record), _short_sim(record),
                record.agent_fingerprint)
         groups.setdefault(key, []).append(record)
     names = component_names(records)
-    split = {k[:3] for k in groups if sum(1 for g in groups if g[:3] == k[:3]) > 1}
+    split = {k[:4] for k in groups if sum(1 for g in groups if g[:4] == k[:4]) > 1}
     rows = [
-        Row(task_id=task, agent=agent, model=model,
+        Row(task_id=task, agent=agent, model=model, cities=cities,
             scores=tuple(r.score for r in items), seeds=tuple(r.seed for r in items),
             components={n: _mean_or_none([r.components.get(n) for r in items]) for n in names},
             dates=tuple(sorted({r.created_at[:10] for r in items})),
             sim_fingerprint=sim, agent_fingerprint=agent_fp,
             commits=tuple(sorted({r.git_commit for r in items if r.git_commit})),
             variant=(f"sim {sim or '—'}, agent {short_hash(agent_fp)}"
-                     if (task, agent, model) in split else ""))
-        for (task, agent, model, sim, agent_fp), items in groups.items()
+                     if (task, agent, model, cities) in split else ""))
+        for (task, agent, model, cities, sim, agent_fp), items in groups.items()
     ]
-    return sorted(rows, key=lambda r: (r.task_id, _agent_rank(r.agent), r.model,
-                                       r.sim_fingerprint or "", r.agent_fingerprint or ""))
+    return sorted(rows, key=lambda r: (r.task_id, CITY_SETS.index(r.cities), _agent_rank(r.agent),
+                                       r.model, r.sim_fingerprint or "", r.agent_fingerprint or ""))
 
 
 def format_seeds(seeds: Iterable[int]) -> str:
@@ -162,7 +179,8 @@ def normalised_score(row: Row, rows: Sequence[Row]) -> str:
     from a random policy to the oracle ceiling (agents/oracle.py) that the row reaches; ``—``
     when either reference row is missing or the oracle does not beat random."""
     def reference(agent: str) -> Row | None:
-        same = [r for r in rows if r.task_id == row.task_id and r.agent == agent]
+        same = [r for r in rows if r.task_id == row.task_id and r.agent == agent
+                and r.cities == row.cities]
         sim = getattr(row, "sim_fingerprint", None)
         return next((r for r in same if getattr(r, "sim_fingerprint", None) == sim), None)
 
@@ -180,11 +198,37 @@ def markdown_table(rows: Sequence[Row], names: Sequence[str]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         comps = ["—" if row.components[n] is None else f"{row.components[n]:.3f}" for n in names]
-        cells = [row.task_id, row.agent, row.model, str(row.n), f"{row.mean:.3f} ± {row.std:.3f}",
+        agent = row.agent if row.cities == DEFAULT_CITY else f"{row.agent} @{row.cities} cities"
+        cells = [row.task_id, agent, row.model, str(row.n), f"{row.mean:.3f} ± {row.std:.3f}",
                  *comps, format_seeds(row.seeds), _dates(row)]
         cells += [row.provenance]
         cells.insert(5, normalised_score(row, rows))
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def generalisation_table(rows: Sequence[Row]) -> str | None:
+    """Each (task, agent, model)'s score per city set side by side (mean ± sample std, episodes),
+    and the gap from train cities to held-out test cities; None when the rows hold one set."""
+    present = [c for c in CITY_SETS if any(r.cities == c for r in rows)]
+    if len(present) < 2:
+        return None
+    header = ["Task", "Agent", "Model", *(f"{c} cities" if c != DEFAULT_CITY else c for c in present)]
+    gap = "train" in present and "test" in present
+    header += ["test − train"] if gap else []
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    keys = dict.fromkeys((r.task_id, r.agent, r.model) for r in rows)
+    for task, agent, model in keys:
+        cells: dict[str, Row] = {}
+        for r in rows:  # the first row of a set (variants of other provenances follow it)
+            if (r.task_id, r.agent, r.model) == (task, agent, model):
+                cells.setdefault(r.cities, r)
+        shown = [f"{cells[c].mean:.3f} ± {cells[c].std:.3f} ({cells[c].n})" if c in cells else "—"
+                 for c in present]
+        if gap:
+            both = "train" in cells and "test" in cells
+            shown.append(f"{cells['test'].mean - cells['train'].mean:+.3f}" if both else "—")
+        lines.append("| " + " | ".join([task, agent, model, *shown]) + " |")
     return "\n".join(lines)
 
 
@@ -266,7 +310,7 @@ def episode_outcomes(record: EpisodeRecord) -> dict[str, float] | None:
         actions = Trajectory.from_jsonl(record.trajectory).actions()
     except ValueError:
         return None
-    grade = grade_episode(record.task_id, record.seed, actions)
+    grade = regrade(record.task_id, record.seed, record.city, actions)
     if abs(float(grade["score"]) - record.score) > 1e-4:
         return None
     return grade["outcomes"]
@@ -277,10 +321,10 @@ def clinical_table(records: Sequence[EpisodeRecord]) -> str:
     deaths per 100 patients, beside the score (never part of it), and the share of the
     heuristic's outcome gain over noop on the same task. Episodes whose regrade does not match
     their stored score are left out (counted in n / of)."""
-    groups: dict[tuple[str, str, str], list[dict[str, float]]] = {}
-    totals: dict[tuple[str, str, str], int] = {}
+    groups: dict[tuple[str, str, str, str], list[dict[str, float]]] = {}
+    totals: dict[tuple[str, str, str, str], int] = {}
     for record in records:
-        key = (record.task_id, record.agent, record.model)
+        key = (record.task_id, record.agent, record.model, city_set(record))
         totals[key] = totals.get(key, 0) + 1
         outcomes = episode_outcomes(record)
         groups.setdefault(key, [])
@@ -294,19 +338,21 @@ def clinical_table(records: Sequence[EpisodeRecord]) -> str:
     header = ["Task", "Agent", "Model", "n", "Weighted expected outcome", "Expected deaths / 100 patients",
               "Share of heuristic's outcome gain over noop"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for key in sorted(totals, key=lambda k: (k[0], _agent_rank(k[1]), k[2])):
-        task = key[0]
+    for key in sorted(totals, key=lambda k: (k[0], CITY_SETS.index(k[3]), _agent_rank(k[1]), k[2])):
+        task, cities = key[0], key[3]
+        agent = key[1] if cities == DEFAULT_CITY else f"{key[1]} @{cities} cities"
         if key not in means:
-            lines.append(f"| {task} | {key[1]} | {key[2]} | 0 of {totals[key]} | — | — | — |")
+            lines.append(f"| {task} | {agent} | {key[2]} | 0 of {totals[key]} | — | — | — |")
             continue
         outcome, deaths = means[key]
-        floor, top = means.get((task, "noop", "noop")), means.get((task, "heuristic", "heuristic"))
+        floor = means.get((task, "noop", "noop", cities))
+        top = means.get((task, "heuristic", "heuristic", cities))
         share = "—"
         if floor is not None and top is not None and top[0] != floor[0]:
             share = f"{(outcome - floor[0]) / (top[0] - floor[0]):.2f}"
         n = len(groups[key])
         count = str(n) if n == totals[key] else f"{n} of {totals[key]}"
-        lines.append(f"| {task} | {key[1]} | {key[2]} | {count} | {outcome:.3f} | {deaths:.1f} | {share} |")
+        lines.append(f"| {task} | {agent} | {key[2]} | {count} | {outcome:.3f} | {deaths:.1f} | {share} |")
     return "\n".join(lines)
 
 
@@ -411,6 +457,11 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
             f"score = {SPREAD_LABEL} (n − 1) over the listed seeds). "
             f"{simulation_note(records, sim_fingerprint())}\n\n"
             f"{markdown_table(rows, names)}\n")
+    general = generalisation_table(rows)
+    if general is not None:
+        text += ("\nGeneralisation: the score per city set (Prakashnagar; generated cities of the "
+                 "`train` and held-out `test` splits of city seeds; n = episodes):\n\n"
+                 f"{general}\n")
     text += ("\nClinical outcomes beside the score (`grade[\"outcomes\"]`, recomputed from each "
              "episode's actions; priority-weighted P1 x3 / P2 x2 / P3 x1):\n\n"
              f"{clinical_table(records)}\n")

@@ -1,4 +1,5 @@
-"""SQLite store of evaluated episodes (one row per agent x model x task x seed x repeat x version).
+"""SQLite store of evaluated episodes (one row per agent x model x task x seed x city x repeat x
+version).
 
 Schema (``episodes`` table; ``meta`` holds ``schema_version``):
 
@@ -29,17 +30,19 @@ repeat             INTEGER  which run of this (task, seed) it is, 0.. (``codered
 outcome            TEXT     JSON: how the episode finished (evaluation/benchmark.py
                             ``episode_finish``: finish reason, invalid-format/-action, context-
                             limit and endpoint-failure counts, endpoint kind); NULL when unknown
+city               TEXT     the city played in (``prakashnagar`` or ``gen-<seed>``)
 =================  =======  ====================================================================
 
-``UNIQUE(agent, model, task_id, seed, repeat, package_version)`` plus ``INSERT OR IGNORE`` means a re-run
-never duplicates an episode; callers check :meth:`EpisodeRecord.matches` before reusing a stored
-row and store a re-run with ``add(record, replace=True)``, which overwrites the stale row.
+``UNIQUE(agent, model, task_id, seed, city, repeat, package_version)`` plus ``INSERT OR IGNORE``
+means a re-run never duplicates an episode; callers check :meth:`EpisodeRecord.matches` before
+reusing a stored row and store a re-run with ``add(record, replace=True)``, which overwrites the stale row.
 
 Only one process writes a database: ``codered eval`` plays episodes in worker processes, threads
 or Ray tasks, but the parent stores every result.  Older schemas are migrated in place when
 opened: version 1 (no token columns) gets them filled from ``llm_stats``; version 2 (no
 provenance) gets the provenance columns as NULL, so its rows count as stale; version 3 (no
-repeats) is rebuilt with ``repeat`` 0 and ``outcome`` NULL for every row.
+repeats) is rebuilt with ``repeat`` 0 and ``outcome`` NULL for every row; version 4 (no city)
+is rebuilt with every row in Prakashnagar.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from typing import Any
 
 from codered_env.evaluation.trajectory import package_version, utc_now
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 DEFAULT_DB = "codered_eval.db"
 
 _EPISODES_TABLE = """
@@ -81,14 +84,15 @@ CREATE TABLE IF NOT EXISTS episodes (
     git_commit TEXT,
     repeat INTEGER NOT NULL DEFAULT 0,
     outcome TEXT,
-    UNIQUE (agent, model, task_id, seed, repeat, package_version)
+    city TEXT NOT NULL DEFAULT 'prakashnagar',
+    UNIQUE (agent, model, task_id, seed, city, repeat, package_version)
 )"""
 _SCHEMA = f"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);\n{_EPISODES_TABLE};"
 
 _COLUMNS = ("agent", "model", "task_id", "seed", "package_version", "score", "raw_score",
             "components", "steps", "invalid_actions", "agent_errors", "wall_time_s",
             "trajectory", "llm_stats", "prompt_tokens", "completion_tokens", "created_at",
-            "agent_fingerprint", "sim_fingerprint", "git_commit", "repeat", "outcome")
+            "agent_fingerprint", "sim_fingerprint", "git_commit", "repeat", "outcome", "city")
 _TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")
 _PROVENANCE_COLUMNS = ("agent_fingerprint", "sim_fingerprint", "git_commit")
 
@@ -130,6 +134,7 @@ class EpisodeRecord:
     git_commit: str | None = None
     repeat: int = 0
     outcome: dict[str, Any] | None = None
+    city: str = "prakashnagar"
 
     def matches(self, agent_fingerprint: str, sim_fingerprint: str) -> bool:
         """Whether this row was produced by the same agent and simulation (else it is stale;
@@ -142,8 +147,9 @@ class EpisodeRecord:
             if getattr(self, name) is None:
                 setattr(self, name, _token_count(self.llm_stats, name))
 
-    def key(self) -> tuple[str, str, str, int, int, str]:
-        return (self.agent, self.model, self.task_id, self.seed, self.repeat, self.package_version)
+    def key(self) -> tuple[str, str, str, int, str, int, str]:
+        return (self.agent, self.model, self.task_id, self.seed, self.city, self.repeat,
+                self.package_version)
 
     def _row(self) -> tuple[Any, ...]:
         values = {**self.__dict__, "components": json.dumps(self.components),
@@ -187,6 +193,9 @@ class EpisodeStore:
             found = "3"
         if found == "3":
             self._migrate_from_3()
+            found = "4"
+        if found == "4":
+            self._migrate_from_4()
             found = SCHEMA_VERSION
         if found != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {found}, expected {SCHEMA_VERSION}")
@@ -223,14 +232,20 @@ class EpisodeStore:
     def _migrate_from_3(self) -> None:
         """Rebuild the table with ``repeat`` in the unique key (SQLite cannot alter a constraint):
         every old row becomes repeat 0 with no outcome."""
-        old = ",".join(_COLUMNS[:-2])
+        self._rebuild(_COLUMNS[:-3], "3", "4")
+
+    def _migrate_from_4(self) -> None:
+        """Rebuild the table with ``city`` in the unique key: every old row is Prakashnagar's."""
+        self._rebuild(_COLUMNS[:-1], "4", "5")
+
+    def _rebuild(self, kept: tuple[str, ...], old_version: str, new_version: str) -> None:
+        old = ",".join(kept)
         with self._conn:
-            self._conn.execute("ALTER TABLE episodes RENAME TO episodes_v3")
+            self._conn.execute(f"ALTER TABLE episodes RENAME TO episodes_v{old_version}")
             self._conn.execute(_EPISODES_TABLE)
-            self._conn.execute(f"INSERT INTO episodes ({old}) SELECT {old} FROM episodes_v3")
-            self._conn.execute("DROP TABLE episodes_v3")
-            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
-                               (SCHEMA_VERSION,))
+            self._conn.execute(f"INSERT INTO episodes ({old}) SELECT {old} FROM episodes_v{old_version}")
+            self._conn.execute(f"DROP TABLE episodes_v{old_version}")
+            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (new_version,))
 
     def close(self) -> None:
         self._conn.close()
@@ -242,12 +257,12 @@ class EpisodeStore:
         self.close()
 
     def get(self, agent: str, model: str, task_id: str, seed: int,
-            version: str | None = None, repeat: int = 0) -> EpisodeRecord | None:
+            version: str | None = None, repeat: int = 0, city: str = "prakashnagar") -> EpisodeRecord | None:
         """The stored episode (for this package version), or ``None``."""
         row = self._conn.execute(
             "SELECT * FROM episodes WHERE agent=? AND model=? AND task_id=? AND seed=? "
-            "AND repeat=? AND package_version=?",
-            (agent, model, task_id, seed, repeat, version or package_version())).fetchone()
+            "AND city=? AND repeat=? AND package_version=?",
+            (agent, model, task_id, seed, city, repeat, version or package_version())).fetchone()
         return None if row is None else EpisodeRecord._from_row(row)
 
     def has(self, agent: str, model: str, task_id: str, seed: int,
@@ -273,7 +288,7 @@ class EpisodeStore:
         if version is not None:
             query += " WHERE package_version = ?"
             params = (version,)
-        query += " ORDER BY task_id, agent, model, seed, repeat"
+        query += " ORDER BY task_id, agent, model, city, seed, repeat"
         return [EpisodeRecord._from_row(r) for r in self._conn.execute(query, params)]
 
     def versions(self) -> list[str]:

@@ -3,14 +3,15 @@
 Format ``codered-trajectory/1`` (one JSON object per line, UTF-8):
 
 1. a header ``{"type": "header", "format": "codered-trajectory/1", "task_id", "seed", "agent",
-   "model", "package_version", "max_steps", "created_at"}``;
+   "model", "package_version", "max_steps", "created_at"}``, with ``"city"`` (``"gen-<seed>"``)
+   for an episode outside Prakashnagar (no ``city``: Prakashnagar);
 2. one record per step ``{"type": "step", "step": n, "action": {wire dict}, "reward", "done",
    "error": str | null, "score_preview": float | null}`` with ``step`` = 1, 2, 3 ...;
 3. optionally an ``{"type": "end", "score", "components", "interrupted", "reason"}`` record.
 
 ``[r["action"] for r in steps]`` is exactly the list of wire actions the environment received,
-so it is what the server's ``/grader`` accepts as ``actions`` and what
-``codered_env.sim.grade_episode`` replays.
+so it is what the server's ``/grader`` accepts as ``actions`` (for Prakashnagar) and what
+:func:`replay` re-grades.
 """
 
 from __future__ import annotations
@@ -89,12 +90,16 @@ class Trajectory:
     created_at: str = field(default_factory=utc_now)
     steps: list[StepRecord] = field(default_factory=list)
     end: dict[str, Any] | None = None
+    city: str = "prakashnagar"
 
     def header(self) -> dict[str, Any]:
-        return {"type": "header", "format": FORMAT, "task_id": self.task_id, "seed": self.seed,
+        head = {"type": "header", "format": FORMAT, "task_id": self.task_id, "seed": self.seed,
                 "agent": self.agent, "model": self.model,
                 "package_version": self.package_version, "max_steps": self.max_steps,
                 "created_at": self.created_at}
+        if self.city != "prakashnagar":
+            head["city"] = self.city
+        return head
 
     def actions(self) -> list[dict[str, Any]]:
         """The wire actions in order (the ``/grader`` ``actions`` list)."""
@@ -134,7 +139,10 @@ class Trajectory:
         if not isinstance(task_id, str) or not isinstance(seed, int) or isinstance(seed, bool):
             raise TrajectoryError("header needs a string 'task_id' and an integer 'seed'")
         max_steps = header.get("max_steps")
-        return cls(task_id=task_id, seed=seed, agent=str(header.get("agent", "unknown")),
+        city = header.get("city", "prakashnagar")
+        if not isinstance(city, str):
+            raise TrajectoryError("header 'city' must be a string such as 'gen-100000'")
+        return cls(task_id=task_id, seed=seed, agent=str(header.get("agent", "unknown")), city=city,
                    model=str(header.get("model", "unknown")),
                    max_steps=max_steps if isinstance(max_steps, int) else None,
                    package_version=str(header.get("package_version", "unknown")),
@@ -193,13 +201,26 @@ class ReplayResult:
         return abs(self.score - self.recorded_score) < 5e-4
 
 
-def replay(source: str | Path | Trajectory) -> ReplayResult:
-    """Re-grade a trajectory deterministically with ``codered_env.sim.grade_episode``."""
-    from codered_env.sim import grade_episode
+def regrade(task_id: str, seed: int, city: str, actions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The final grade of ``actions`` replayed from reset on (task, seed) in ``city`` (what
+    ``codered_env.sim.grade_episode`` gives for Prakashnagar). ValueError on a bad task or city."""
+    from codered_env.city_choice import city_key
+    from codered_env.sim import CodeRedSim
 
+    sim = CodeRedSim(task_id, seed, city=city_key(city))
+    for action in actions:
+        if sim.done:
+            break
+        sim.step(action)
+    sim.finish()
+    return sim.grade()
+
+
+def replay(source: str | Path | Trajectory) -> ReplayResult:
+    """Re-grade a trajectory deterministically: its actions replayed from reset in its city."""
     trajectory = source if isinstance(source, Trajectory) else Trajectory.load(source)
     try:
-        grade = grade_episode(trajectory.task_id, trajectory.seed, trajectory.actions())
+        grade = regrade(trajectory.task_id, trajectory.seed, trajectory.city, trajectory.actions())
     except ValueError as exc:
         raise TrajectoryError(str(exc)) from exc
     recorded = _finite((trajectory.end or {}).get("score"))

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from fastapi import Body, FastAPI, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
+from codered_env.city_choice import DEFAULT_CITY
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import DEFAULT_SEED, DEFAULT_TASK_ID
 from codered_env.server.heavy import builtin_episode, builtin_scores, graded_actions, reference_outcomes
@@ -145,7 +146,8 @@ def register_benchmark_routes(
         """Three modes: ``actions`` replays them from the start of (task_id, seed) and grades
         the result; ``episode_id`` grades that HTTP episode so far (reading does not renew
         it; a WebSocket session grades its own episode with a ``grade`` frame); neither runs
-        the built-in ``agent`` (default heuristic) on (task_id, seed). Every answer carries the
+        the built-in ``agent`` (default heuristic) on (task_id, seed), in ``city`` (default
+        Prakashnagar; a generated city's answer names it). Every answer carries the
         episode's clinical ``outcomes`` (priority-weighted expected good outcome, expected deaths
         per 100 patients; never part of the score) and ``reference_outcomes``: the same for
         noop and the heuristic on that task and seed."""
@@ -154,18 +156,22 @@ def register_benchmark_routes(
             env = store.get(body.episode_id).env
             grade = await run_in_threadpool(env.grade)
             answer = {"source": "episode", "episode_id": body.episode_id, **grade}
+            city = env.city
         else:
             task_id = body.task_id or DEFAULT_TASK_ID
             seed = DEFAULT_SEED if body.seed is None else body.seed
+            city = body.city or DEFAULT_CITY
             if body.actions is not None:
                 actions = json.dumps([action.to_wire() for action in body.actions], separators=(",", ":"))
-                grade = await jobs.run(client_of(request), graded_actions, task_id, seed, actions)
+                grade = await jobs.run(client_of(request), graded_actions, task_id, seed, actions, city)
                 answer = {"source": "actions", **grade}
             else:
                 agent = body.agent or "heuristic"
-                result = await jobs.run(client_of(request), builtin_episode, agent, task_id, seed)
+                result = await jobs.run(client_of(request), builtin_episode, agent, task_id, seed, city)
                 answer = {"source": "agent", "agent": agent, **result}
-        references = await jobs.run_free(reference_outcomes, answer["task_id"], answer["seed"])
+        if city != DEFAULT_CITY:
+            answer["city"] = city
+        references = await jobs.run_free(reference_outcomes, answer["task_id"], answer["seed"], city)
         return {**answer, "reference_outcomes": references}
 
     @app.post(

@@ -20,6 +20,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 from openenv.core.rubrics.base import Rubric
 
+from codered_env.city_choice import DEFAULT_CITY, city_key
 from codered_env.models import CodeRedAction, CodeRedObservation, CodeRedState, WireObservation
 from codered_env.server.rubric_tree import CodeRedRubric
 from codered_env.server.task_api import TaskProviderMixin, get_task
@@ -47,6 +48,7 @@ class _Episode:
     episode_id: str | None = None
     task_id: str | None = None
     seed: int | None = None
+    city: str = DEFAULT_CITY
     step_count: int = 0
     total_reward: float = 0.0
     invalid_actions: int = 0
@@ -66,6 +68,7 @@ class _Episode:
             step_count=self.step_count,
             task_id=self.task_id,
             seed=self.seed,
+            city=self.city,
             clock_min=int(sim.clock) if sim else 0,
             max_steps=int(sim.max_steps) if sim else 0,
             score=float(sim.score_preview) if sim else 0.0,
@@ -97,7 +100,7 @@ def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[s
     if extra:
         raise ValueError(
             f"unknown reset option(s): {', '.join(sorted(map(str, extra)))}; "
-            "accepted: task_id, seed, episode_id (or split, index)"
+            "accepted: task_id, seed, city, episode_id (or split, index)"
         )
     if task_id not in TASK_IDS:
         raise ValueError(f"unknown task_id {task_id!r}; valid task ids: {', '.join(TASK_IDS)}")
@@ -149,10 +152,11 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         **kwargs: Any,
     ) -> CodeRedObservation:
         """Start an episode of ``task_id`` (default task1) with ``seed`` (default 0), or task
-        ``index`` of ``split`` (OpenEnv's Task API: ``split="train"|"eval"``).
+        ``index`` of ``split`` (OpenEnv's Task API: ``split="train"|"eval"``), in ``city``
+        (``"prakashnagar"`` by default, or a city seed: an integer or ``"gen-<seed>"``).
 
         ``episode_id`` is echoed by ``state``; a fresh UUID is used when it is not given.
-        Raises ValueError (a clear message) on an unknown task, a bad seed or an unknown option.
+        Raises ValueError (a clear message) on an unknown task, seed or city, or an unknown option.
         """
         return self._reset(seed, episode_id, task_id, kwargs, wire=False)
 
@@ -227,6 +231,11 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         return self._episode.episode_id
 
     @property
+    def city(self) -> str:
+        """The canonical name of the episode's city (``"prakashnagar"`` before any reset)."""
+        return self._episode.city
+
+    @property
     def finished(self) -> bool:
         """True when no episode is running (never reset, done, or closed)."""
         with self._lock:
@@ -284,8 +293,9 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             self._ensure_open()
             for event in events:
                 if event["op"] == "reset":
-                    self._sim = CodeRedSim(task_id=event["task_id"], seed=event["seed"])
-                    self._episode = _Episode(event["episode_id"], event["task_id"], event["seed"])
+                    city = event.get("city", DEFAULT_CITY)
+                    self._sim = CodeRedSim(task_id=event["task_id"], seed=event["seed"], city=city)
+                    self._episode = _Episode(event["episode_id"], event["task_id"], event["seed"], city)
                 elif event["op"] == "step":
                     action = event["action"]
                     result = self._require_sim().step(action)
@@ -315,15 +325,19 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             task_id, seed, extra = _from_split(task_id, seed, extra)
         seed = DEFAULT_SEED if seed is None else seed
         task_id = DEFAULT_TASK_ID if task_id is None else task_id
+        extra = dict(extra)
+        city = city_key(extra.pop("city", None))
         _check_reset_args(seed, episode_id, task_id, extra)
         with self._lock:
             self._ensure_open()
-            self._sim = CodeRedSim(task_id=task_id, seed=seed)
-            self._episode = _Episode(episode_id or str(uuid.uuid4()), task_id, seed)
+            self._sim = CodeRedSim(task_id=task_id, seed=seed, city=city)
+            self._episode = _Episode(episode_id or str(uuid.uuid4()), task_id, seed, city)
             if self.recorder is not None:
-                self.recorder(
-                    {"op": "reset", "task_id": task_id, "seed": seed, "episode_id": self._episode.episode_id}
-                )
+                event = {"op": "reset", "task_id": task_id, "seed": seed,
+                         "episode_id": self._episode.episode_id}
+                if city != DEFAULT_CITY:
+                    event["city"] = city
+                self.recorder(event)
             return self._observe(reward=None, error=None, wire=wire)
 
     def _step(

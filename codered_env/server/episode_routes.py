@@ -85,7 +85,7 @@ def register_episode_routes(
         responses=_ERRORS,
     )
     async def reset(request: Request, body: Annotated[ResetBody | None, Body()] = None) -> dict[str, Any]:
-        """Start an episode (an empty body plays task1 with seed 0) and return its new
+        """Start an episode (an empty body plays task1 with seed 0 in Prakashnagar) and return its new
         ``episode_id`` beside OpenEnv's ``{observation, reward, done}``. With the
         ``episode_id`` of one of your live episodes, restart that episode instead.
 
@@ -99,7 +99,8 @@ def register_episode_routes(
             if log.enabled:
                 session.env.recorder = journal.recorder(session.episode_id, session.owner)
         observation = await run_in_threadpool(
-            session.env.reset, seed=body.seed, episode_id=session.episode_id, task_id=body.task_id
+            session.env.reset, seed=body.seed, episode_id=session.episode_id, task_id=body.task_id,
+            city=body.city,
         )
         await log.barrier()
         return _episode_response(observation, session.episode_id)

@@ -43,24 +43,26 @@ def worker_init() -> None:
 
 
 @lru_cache(maxsize=512)
-def _builtin_episode(agent_name: str, task_id: str, seed: int) -> tuple[dict[str, Any], list[Any]]:
+def _builtin_episode(agent_name: str, task_id: str, seed: int,
+                     city: str = "prakashnagar") -> tuple[dict[str, Any], list[Any]]:
     from codered_env.agents import make_agent
     from codered_env.runner import run_episode
 
-    result = run_episode(task_id, seed, make_agent(agent_name, seed=seed))
+    result = run_episode(task_id, seed, make_agent(agent_name, seed=seed), city=city)
     return result.grade, list(result.actions)
 
 
-def builtin_episode(agent_name: str, task_id: str, seed: int) -> dict[str, Any]:
+def builtin_episode(agent_name: str, task_id: str, seed: int, city: str = "prakashnagar") -> dict[str, Any]:
     """Grade (and actions) of a built-in agent's episode; deterministic, hence cached."""
-    grade, actions = _builtin_episode(agent_name, task_id, seed)
+    grade, actions = _builtin_episode(agent_name, task_id, seed, city)
     return {**grade, "actions": actions}
 
 
-def reference_outcomes(task_id: str, seed: int) -> dict[str, Any]:
-    """Clinical outcomes (``grade["outcomes"]``) of noop and the heuristic on (task, seed): the
-    references ``/grader`` shows beside any graded episode. Cached like the episodes."""
-    return {agent: _builtin_episode(agent, task_id, seed)[0]["outcomes"] for agent in ("noop", "heuristic")}
+def reference_outcomes(task_id: str, seed: int, city: str = "prakashnagar") -> dict[str, Any]:
+    """Clinical outcomes (``grade["outcomes"]``) of noop and the heuristic on (task, seed) in
+    ``city``: the references ``/grader`` shows beside any graded episode. Cached like the episodes."""
+    return {agent: _builtin_episode(agent, task_id, seed, city)[0]["outcomes"]
+            for agent in ("noop", "heuristic")}
 
 
 def builtin_scores(agent: str, tasks: tuple[str, ...], seeds: tuple[int, ...]) -> dict[str, list[float]]:
@@ -69,36 +71,36 @@ def builtin_scores(agent: str, tasks: tuple[str, ...], seeds: tuple[int, ...]) -
     }
 
 
-def graded_actions(task_id: str, seed: int, actions_json: str) -> dict[str, Any]:
-    """``/grader`` replay mode: the grade of an action list played from the reset."""
-    from codered_env.sim import grade_episode
+def graded_actions(task_id: str, seed: int, actions_json: str, city: str = "prakashnagar") -> dict[str, Any]:
+    """``/grader`` replay mode: the grade of an action list played from the reset in ``city``."""
+    from codered_env.evaluation.trajectory import regrade
 
-    return dict(grade_episode(task_id, seed, json.loads(actions_json)))
+    return dict(regrade(task_id, seed, city, json.loads(actions_json)))
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
-def web_advice(task_id: str, seed: int, actions_json: str, agent: str) -> str:
+def web_advice(task_id: str, seed: int, actions_json: str, agent: str, city: str = "prakashnagar") -> str:
     """``/web/advice``: running grade after the actions and ``agent``'s next action (JSON)."""
     from codered_env.web.advice import advice
 
-    return _json(advice(task_id, seed, json.loads(actions_json), agent))
+    return _json(advice(task_id, seed, json.loads(actions_json), agent, city))
 
 
-def web_frames(task_id: str, seed: int, actions_json: str) -> str:
+def web_frames(task_id: str, seed: int, actions_json: str, city: str = "prakashnagar") -> str:
     """``/web/frames``: replay frames of an action list (JSON)."""
     from codered_env.web.advice import replay_frames
 
-    return _json({"frames": replay_frames(task_id, seed, json.loads(actions_json))})
+    return _json({"frames": replay_frames(task_id, seed, json.loads(actions_json), city)})
 
 
-def web_episode(task_id: str, seed: int, agent: str) -> str:
+def web_episode(task_id: str, seed: int, agent: str, city: str = "prakashnagar") -> str:
     """``/web/episode``: replay frames of a built-in agent's episode (JSON)."""
     from codered_env.viewer import record_frames
 
-    return _json({"frames": record_frames(task_id, seed, agent), "agent": agent})
+    return _json({"frames": record_frames(task_id, seed, agent, city), "agent": agent})
 
 
 def warm_up() -> bool:

@@ -4,7 +4,8 @@ One URL speaks both protocols (docs/SERVER.md, "MCP"):
 
 * **Standard MCP, streamable HTTP** (Claude Desktop, Cursor, the MCP SDK): ``initialize`` opens a
   session whose id comes back in the ``Mcp-Session-Id`` header, and that session is one episode,
-  chosen by the URL (``/mcp?task_id=task2&seed=5``; default task1, seed 0). No tool resets it;
+  chosen by the URL (``/mcp?task_id=task2&seed=5&city=100000``; default task1, seed 0,
+  Prakashnagar; the tools' id enumerations are that city's). No tool resets it;
   a new session is a new episode. Answers are JSON (never an SSE stream); ``GET /mcp`` is 405 (no
   server-initiated messages); ``DELETE /mcp`` ends the session.
 * **OpenEnv's protocol** (``MCPToolClient``): ``openenv/session/create`` returns a ``session_id``;
@@ -33,6 +34,7 @@ from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from codered_env.city_choice import DEFAULT_CITY, city_key
 from codered_env.server.benchmark_routes import client_of
 from codered_env.server.config import ServerSettings
 from codered_env.server.environment import (
@@ -66,12 +68,13 @@ WORDING = StoreWording(
     used="used for a tool call",
 )
 INSTRUCTIONS = (
-    "This MCP session is one CodeRedEnv episode ({task_id}, seed {seed}): you are the dispatcher "
-    "and hospital coordinator of an emergency medical system. Each action tool is one decision and "
-    "costs one simulated minute (maintain_plan waits for the next event); view_full_state shows "
+    "This MCP session is one CodeRedEnv episode ({task_id}, seed {seed}, city {city}): you are the "
+    "dispatcher and hospital coordinator of an emergency medical system. Each action tool is one "
+    "decision and costs one simulated minute (maintain_plan waits for the next event); view_full_state shows "
     "everything (patients, calls, units, hospitals, roads, legal actions) and costs nothing. Every "
     "result carries reward, done, score and error. No tool resets the episode: open a new session "
-    "for a new one (choose it with /mcp?task_id=task2&seed=5; default task1, seed 0)."
+    "for a new one (choose it with /mcp?task_id=task2&seed=5&city=100000; default task1, seed 0, "
+    "city prakashnagar)."
 )
 
 
@@ -118,15 +121,20 @@ def _rebuild(journal: KindJournal[ToolSession], session_id: str, owner: str, opt
     return tools, used
 
 
-def _episode_choice(source: Any) -> tuple[str, int]:
-    """task_id and seed from query parameters or params (defaults task1, seed 0)."""
+def _episode_choice(source: Any) -> tuple[str, int, str]:
+    """task_id, seed and city from query parameters or params (defaults task1, seed 0,
+    Prakashnagar)."""
     task_id = source.get("task_id", DEFAULT_TASK_ID)
     seed = source.get("seed", DEFAULT_SEED)
     if isinstance(seed, str):
         if not seed.strip().isdigit() or len(seed.strip()) > 10:
             raise RpcError(INVALID_PARAMS, f"seed must be a non-negative integer, got {seed[:20]!r}")
         seed = int(seed)
-    return task_id, seed
+    try:
+        city = city_key(source.get("city", DEFAULT_CITY))
+    except ValueError as exc:
+        raise RpcError(INVALID_PARAMS, str(exc)[:300]) from None
+    return task_id, seed, city
 
 
 class McpService:
@@ -156,8 +164,10 @@ class McpService:
 
     # ------------------------------------------------------------------ sessions
 
-    def open(self, client: str, task_id: Any, seed: Any, resettable: bool) -> tuple[str, ToolSession]:
-        """A new session playing ``task_id``/``seed`` (validated before anything is stored)."""
+    def open(
+        self, client: str, task_id: Any, seed: Any, resettable: bool, city: str = DEFAULT_CITY
+    ) -> tuple[str, ToolSession]:
+        """A new session playing ``task_id``/``seed`` in ``city`` (validated before anything is stored)."""
         try:
             self.limiter.check(client)
         except HTTPException as exc:
@@ -165,7 +175,7 @@ class McpService:
             raise RpcError(SERVER_ERROR, str(exc.detail), data={"retry_after_s": retry}) from None
         env = CodeRedEnvironment()
         try:
-            env.reset(seed=seed, task_id=task_id)
+            env.reset(seed=seed, task_id=task_id, city=city)
         except ValueError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)[:300]) from None
         try:
@@ -175,7 +185,8 @@ class McpService:
         if self.journal.enabled:  # journal the episode from its reset on
             options = {"resettable": resettable}
             env.recorder = self.kind_journal.recorder(session.episode_id, client, options)
-            env.recorder({"op": "reset", "task_id": task_id, "seed": seed, "episode_id": env.episode_id})
+            event = {"op": "reset", "task_id": task_id, "seed": seed, "episode_id": env.episode_id}
+            env.recorder(event if city == DEFAULT_CITY else {**event, "city": city})
         return session.episode_id, session.env
 
     def lookup(self, session_id: str, renew: bool = False) -> ToolSession:
@@ -233,23 +244,24 @@ class McpService:
         if method == "initialize":
             return self._initialize(params, client, query, headers)
         if method == "openenv/session/create":
-            task_id, seed = _episode_choice(params if "task_id" in params or "seed" in params else query)
-            session_id, _ = self.open(client, task_id, seed, resettable=True)
+            chosen = params if {"task_id", "seed", "city"} & set(params) else query
+            task_id, seed, city = _episode_choice(chosen)
+            session_id, _ = self.open(client, task_id, seed, resettable=True, city=city)
             return {"session_id": session_id}
         if method == "openenv/session/close":
             return self._close(params)
         if method == "ping":
             return {}
         if method == "tools/list":
-            self._session(params, header_id, renew=False, required=False)
-            return {"tools": list(tool_list())}
+            tools, _ = self._session(params, header_id, renew=False, required=False)
+            return {"tools": tools.tool_definitions() if tools is not None else list(tool_list())}
         if method == "tools/call":
             return self._call(params, header_id)
         raise RpcError(METHOD_NOT_FOUND, f"unknown method {method[:60]!r}; methods: {METHODS}")
 
     def _initialize(self, params: dict[str, Any], client: str, query: Any, headers: dict[str, str]) -> Any:
-        task_id, seed = _episode_choice(query)
-        session_id, _ = self.open(client, task_id, seed, resettable=False)
+        task_id, seed, city = _episode_choice(query)
+        session_id, _ = self.open(client, task_id, seed, resettable=False, city=city)
         headers[SESSION_HEADER] = session_id
         asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
@@ -257,7 +269,7 @@ class McpService:
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": {"name": ENV_NAME, "title": "CodeRedEnv", "version": package_version()},
-            "instructions": INSTRUCTIONS.format(task_id=task_id, seed=seed),
+            "instructions": INSTRUCTIONS.format(task_id=task_id, seed=seed, city=city),
         }
 
     def _close(self, params: dict[str, Any]) -> Any:
@@ -320,7 +332,7 @@ class McpService:
         if not isinstance(params, dict):
             return rpc_error(request_id, INVALID_PARAMS, "'params' must be an object")
         if method == "tools/list":
-            return rpc_result(request_id, {"tools": list(tool_list())})
+            return rpc_result(request_id, {"tools": tools.tool_definitions()})
         if method == "ping":
             return rpc_result(request_id, {})
         if method == "openenv/session/create" and session_id is not None:

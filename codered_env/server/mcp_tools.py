@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from codered_env.city_choice import DEFAULT_CITY
 from codered_env.server.environment import CodeRedEnvironment
 from codered_env.sim import TASKS, parse_action
 from codered_env.sim.catalogue import ACTIONS, ActionSpec, input_schema
+from codered_env.sim.citygen import resolve_city
 
 # The TRL tool environment's reply helpers: one definition of "what changed".
-from codered_env.trl.env import _TICKING, _keyed_lines
+from codered_env.trl.env import _TICKING, keyed_lines, reply_lines
 
 VIEW_TOOL = "view_full_state"
 VIEW_HELP = (
@@ -67,15 +69,18 @@ def _description(spec: ActionSpec) -> str:
     return f"{spec.help} Legal in {', '.join(tasks)} only."
 
 
-@lru_cache(maxsize=1)
-def tool_list() -> tuple[dict[str, Any], ...]:
-    """The MCP tool definitions (``tools/list``), built once."""
+# a few cities' tool lists are kept: a server's sessions mostly play the same handful of cities
+@lru_cache(maxsize=64)
+def tool_list(city: str = DEFAULT_CITY) -> tuple[dict[str, Any], ...]:
+    """The MCP tool definitions (``tools/list``) of an episode in ``city`` (a canonical city
+    name): ids such as hospitals, units and nodes are enumerated as that city has them."""
+    city_map = resolve_city(city)
     action_hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
     tools = [
         {
             "name": spec.name,
             "description": _description(spec),
-            "inputSchema": input_schema(spec),
+            "inputSchema": input_schema(spec, city_map),
             "outputSchema": OUTPUT_SCHEMA,
             "annotations": action_hints,
         }
@@ -97,16 +102,17 @@ def tool_names() -> tuple[str, ...]:
     return tuple(tool["name"] for tool in tool_list())
 
 
-@lru_cache(maxsize=1)
-def _validators() -> dict[str, Any]:
+@lru_cache(maxsize=64)
+def _validators(city: str) -> dict[str, Any]:
     from jsonschema import Draft202012Validator
 
-    return {tool["name"]: Draft202012Validator(tool["inputSchema"]) for tool in tool_list()}
+    return {tool["name"]: Draft202012Validator(tool["inputSchema"]) for tool in tool_list(city)}
 
 
-def argument_error(name: str, arguments: Any) -> tuple[str, str] | None:
-    """``(error type, message)`` when the call cannot reach the simulation, else ``None``."""
-    validator = _validators().get(name)
+def argument_error(name: str, arguments: Any, city: str = DEFAULT_CITY) -> tuple[str, str] | None:
+    """``(error type, message)`` when the call cannot reach the simulation (checked against the
+    tools of ``city``), else ``None``."""
+    validator = _validators(city).get(name)
     if validator is None:
         shown = repr(name)[:MAX_SHOWN_ARGUMENT_CHARS] if isinstance(name, str) else type(name).__name__
         return TOOL_NOT_FOUND, f"unknown tool {shown}; tools: {', '.join(tool_names())}"
@@ -169,6 +175,15 @@ class ToolSession:
     def close(self, reason: str | None = None) -> None:
         self.env.close(reason)
 
+    @property
+    def city(self) -> str:
+        """The canonical name of the city the session's episode plays in."""
+        return self.env.city
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The tool definitions of this session's episode (ids of its city)."""
+        return list(tool_list(self.city))
+
     def replay(self, events: list[dict[str, Any]]) -> None:
         """Re-build the session from its journal (``journal.py``): the episode, and the text
         the last reply showed (what the next reply's "what changed" compares against)."""
@@ -180,7 +195,7 @@ class ToolSession:
         self.env.replay(events[:shown])
         after_step = shown > 0 and events[shown - 1]["op"] == "step"
         view = self.env.last_step_observation() if after_step else self.env.current_observation()
-        self._remember(view.text)
+        self._remember(view.model_dump())
         self.env.replay(events[shown + 1 :])
 
     def _shown_recorded(self) -> None:
@@ -190,7 +205,7 @@ class ToolSession:
     def call(self, name: Any, arguments: Any) -> ToolOutcome:
         """Run one tool call (refusals never change anything but the decision minute)."""
         arguments = {} if arguments is None else arguments
-        refusal = argument_error(name, arguments)
+        refusal = argument_error(name, arguments, self.city)
         with self._lock:
             if refusal is not None:
                 return self._refused(refusal[1], refusal[0])
@@ -202,13 +217,13 @@ class ToolSession:
                     "reset it: start a new session for a new episode"
                 )
             if name == VIEW_TOOL:
-                text = self.env.current_observation().text
-                self._remember(text)
+                view = self.env.current_observation()
+                self._remember(view.model_dump())
                 self._shown_recorded()
-                return self._outcome(0.0, None, text, is_error=False)
+                return self._outcome(0.0, None, view.text, is_error=False)
             observation = self.env.step_wire({"action_type": name, **arguments})
             reward, error = float(observation.reward or 0.0), observation.last_action_error
-            text = self._delta(reward, error, observation.text)
+            text = self._delta(reward, error, observation.model_dump())
             self._shown_recorded()
             return self._outcome(reward, error, text, is_error=error is not None)
 
@@ -235,11 +250,11 @@ class ToolSession:
         }
         return ToolOutcome(structured, is_error)
 
-    def _remember(self, full_text: str) -> None:
-        self._shown = {key: _TICKING.sub("", line) for key, line in _keyed_lines(full_text).items()}
+    def _remember(self, observation: dict[str, Any]) -> None:
+        self._shown = {key: _TICKING.sub("", line) for key, line in keyed_lines(observation).items()}
         self._shown_episode = self.env.episode_id
 
-    def _delta(self, reward: float, error: str | None, full_text: str) -> str:
+    def _delta(self, reward: float, error: str | None, observation: dict[str, Any]) -> str:
         """The head line, the refusal, the events and the lines that changed since the last reply."""
         if self._shown_episode != self.env.episode_id:
             self._shown = {}
@@ -251,10 +266,10 @@ class ToolSession:
         lines = [head]
         if error:
             lines.append(f"REFUSED: {error}")
-        events = [line for line in full_text.splitlines() if line.startswith("EVENTS:")]
+        events, now = reply_lines(observation)
         lines.extend(events)
         shown: dict[str, str] = {}
-        for key, line in _keyed_lines(full_text).items():
+        for key, line in now.items():
             shown[key] = steady = _TICKING.sub("", line)  # minute counters are not a change
             if self._shown.get(key) != steady:
                 lines.append(line)

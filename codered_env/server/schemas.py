@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from codered_env.agents.roster import SERVED_AGENTS
+from codered_env.city_choice import DEFAULT_CITY, city_key, valid_cities
 from codered_env.models import CodeRedAction
 from codered_env.sim import TASK_IDS
 
@@ -23,6 +24,17 @@ def _json_integer(value: Any) -> Any:
 
 
 SeedInt = Annotated[int, Field(ge=0, le=2**32 - 1, strict=True), BeforeValidator(_json_integer)]
+def _city(value: Any) -> str:
+    """The canonical name of a city given on the wire (ValueError: what is valid)."""
+    return city_key(_json_integer(value))
+
+
+CityChoice = Annotated[
+    str,
+    BeforeValidator(_city),
+    WithJsonSchema({"type": ["integer", "string"], "description": f"The city to play in: {valid_cities()}.",
+                    "examples": [DEFAULT_CITY, 100000]}),
+]
 # Server-issued ids are 24 characters; 64 leaves room without letting clients send essays.
 EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=64)]
 
@@ -39,6 +51,7 @@ class ResetBody(_Body):
 
     task_id: TaskId = Field(default="task1", description="Which task to play.")
     seed: SeedInt | None = Field(default=None, description="Episode seed (default 0).")
+    city: CityChoice = DEFAULT_CITY
     episode_id: EpisodeIdStr | None = Field(
         default=None,
         description=(
@@ -84,6 +97,7 @@ _GRADER_EXCLUSIVE = (
     ("episode_id", "task_id"),
     ("episode_id", "seed"),
     ("episode_id", "agent"),
+    ("episode_id", "city"),
     ("agent", "actions"),
 )
 _GRADER_TYPES = {
@@ -92,6 +106,7 @@ _GRADER_TYPES = {
     "task_id": "string",
     "seed": "integer",
     "agent": "string",
+    "city": ["integer", "string"],
 }
 
 
@@ -125,6 +140,7 @@ class GraderBody(_Body):
         default=None,
         description="Built-in agent to run when neither actions nor episode_id is given (default heuristic).",
     )
+    city: CityChoice | None = Field(default=None, description="City of the episode (default prakashnagar).")
 
     @model_validator(mode="after")
     def _one_mode(self) -> GraderBody:

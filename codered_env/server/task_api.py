@@ -25,6 +25,7 @@ from fastapi import Body, FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from codered_env.sim import TASK_IDS, TASKS
+from codered_env.sim.citygen import list_city_splits
 from codered_env.sim.sampling import Episode, TierSampler, UniformSampler
 from codered_env.train import EVAL_SEED_BASE
 
@@ -180,6 +181,11 @@ def register_task_routes(app: FastAPI, env_name: str) -> None:
     @app.get(f"/{env_name}/splits", tags=tags, summary="Task splits (train seeds, held-out eval seeds)")
     async def splits() -> list[dict[str, Any]]:
         return list_splits()
+
+    @app.get(f"/{env_name}/city_splits", tags=tags,
+             summary="City-seed splits (train cities, held-out test cities) for reset(city=)")
+    async def city_splits() -> dict[str, dict[str, object]]:
+        return list_city_splits()
 
     @app.post(f"/{env_name}/tasks", tags=tags, responses=_ERRORS, summary="The first tasks of a split")
     async def tasks(body: Annotated[_SplitBody, Body()]) -> dict[str, Any]:

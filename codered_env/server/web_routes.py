@@ -9,7 +9,8 @@ per step of play) and come back as JSON text.
 
 * ``GET /web`` and ``GET /web/static/{name}``: the page (``web.ASSETS``: the console's ES modules,
   its style sheet and icon).
-* ``GET /web/map``: the city layout (and its static SVG) plus the task menu.
+* ``GET /web/map?city=``: the city's layout (and its static SVG) plus the task menu (any city:
+  Prakashnagar by default, a generated one drawn from its coordinates).
 * ``GET /web/actions``: the action catalogue (verbs, help, parameters) the console labels from.
 * ``POST /web/advice``: running grade after the actions, and a built-in agent's next action
   (the heuristic's with the rule behind it); autoplay asks it once per step.
@@ -20,17 +21,20 @@ per step of play) and come back as JSON text.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from codered_env.city_choice import DEFAULT_CITY, city_key
 from codered_env.server.benchmark_routes import BODY_ERRORS, client_of
 from codered_env.server.heavy import web_advice, web_episode, web_frames
 from codered_env.server.jobs import HeavyJobs
-from codered_env.server.schemas import MAX_GRADER_ACTIONS, BuiltinAgent, SeedInt, TaskId
+from codered_env.server.schemas import MAX_GRADER_ACTIONS, BuiltinAgent, CityChoice, SeedInt, TaskId
 from codered_env.sim.catalogue import catalogue_payload
+from codered_env.sim.citygen import resolve_city
 from codered_env.viewer import map_layout, render_svg
 from codered_env.web import ASSETS, asset
 from codered_env.web.advice import task_menu
@@ -55,6 +59,7 @@ class PlayedBody(BaseModel):
 
     task_id: TaskId = Field(default="task1", description="Task of the episode.")
     seed: SeedInt = Field(default=0, description="Seed of the episode.")
+    city: CityChoice = DEFAULT_CITY
     actions: list[dict[str, Any]] = Field(
         default_factory=list,
         max_length=MAX_GRADER_ACTIONS,
@@ -66,9 +71,12 @@ class AdviceBody(PlayedBody):
     agent: BuiltinAgent = Field(default="heuristic", description="Built-in agent to ask.")
 
 
-def _map_payload() -> dict[str, Any]:
-    layout = map_layout()
-    return {"map": {**layout, "svg": render_svg(layout)}, "tasks": task_menu()}
+@lru_cache(maxsize=64)
+def _map_payload(city: str = DEFAULT_CITY) -> dict[str, Any]:
+    chosen = resolve_city(city)
+    layout = map_layout(chosen)
+    return {"map": {**layout, "svg": render_svg(layout)}, "tasks": task_menu(),
+            "city": {"id": chosen.key, "name": chosen.name}}
 
 
 def _actions_text(actions: list[dict[str, Any]]) -> str:
@@ -81,7 +89,6 @@ def _json(text: str) -> Response:
 
 
 def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
-    map_payload = _map_payload()
     actions_payload = catalogue_payload()
 
     @app.get("/web", tags=TAGS, summary="Interactive dispatch console", response_class=HTMLResponse)
@@ -93,9 +100,15 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
     async def web_static(name: StaticAsset) -> Response:
         return Response(asset(name), media_type=ASSETS[name], headers=NO_STORE)
 
-    @app.get("/web/map", tags=TAGS, summary="City layout and task menu for the console")
-    async def web_map() -> dict[str, Any]:
-        return map_payload
+    @app.get("/web/map", tags=TAGS, summary="City layout and task menu for the console",
+             responses={422: {"description": "An unknown city."}})
+    async def web_map(city: Annotated[str, Query(max_length=40)] = DEFAULT_CITY) -> dict[str, Any]:
+        """The map of ``city`` (``prakashnagar``, a city seed or ``gen-<seed>``) and the task menu."""
+        try:
+            key = city_key(city)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return _map_payload(key)
 
     @app.get("/web/actions", tags=TAGS, summary="The action catalogue: names, verbs, help, parameters")
     async def web_actions() -> dict[str, Any]:
@@ -110,14 +123,15 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
         is over) and what ``agent`` would do now (the heuristic: with the rule behind it).
         Autoplay asks this once per step."""
         text = await jobs.run_console(
-            client_of(request), web_advice, body.task_id, body.seed, _actions_text(body.actions), body.agent
+            client_of(request), web_advice, body.task_id, body.seed, _actions_text(body.actions), body.agent,
+            body.city,
         )
         return _json(text)
 
     @app.post("/web/frames", tags=TAGS, summary="Replay frames of an action list", responses=BODY_ERRORS)
     async def web_frames_route(request: Request, body: Annotated[PlayedBody, Body()]) -> Response:
         text = await jobs.run_console(
-            client_of(request), web_frames, body.task_id, body.seed, _actions_text(body.actions)
+            client_of(request), web_frames, body.task_id, body.seed, _actions_text(body.actions), body.city
         )
         return _json(text)
 
@@ -128,6 +142,11 @@ def register_web_routes(app: FastAPI, jobs: HeavyJobs) -> None:
         task_id: Annotated[TaskId, Query()] = "task5",
         seed: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
         agent: Annotated[BuiltinAgent, Query()] = "heuristic",
+        city: Annotated[str, Query(max_length=40)] = DEFAULT_CITY,
     ) -> Response:
-        """A whole agent episode (what ``/view`` shows): counts as an agent run."""
-        return _json(await jobs.run(client_of(request), web_episode, task_id, seed, agent))
+        """A whole agent episode (what ``/view`` shows) in ``city``: counts as an agent run."""
+        try:
+            key = city_key(city)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return _json(await jobs.run(client_of(request), web_episode, task_id, seed, agent, key))

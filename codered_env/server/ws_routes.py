@@ -58,7 +58,7 @@ from codered_env.server.ws_sessions import (
     WsSessions,
 )
 
-RESET_OPTIONS = ("task_id", "seed", "episode_id", "split", "index")
+RESET_OPTIONS = ("task_id", "seed", "city", "episode_id", "split", "index")
 MESSAGE_TYPES = "reset, step, state, observe, grade, mcp, close"
 # ``/ws?observation=``: what a step reply carries (docs/SERVER.md, "WebSocket").
 OBSERVATION_MODES = ("full", "without_text", "none")
@@ -168,7 +168,8 @@ def _tool_step(session: WsSession, data: dict[str, Any]) -> str:
     """A ``step`` carrying OpenEnv's ``call_tool``/``list_tools`` action."""
     kind = data.get("type")
     if kind == "list_tools":
-        return _observation_frame({"tools": list(tool_list()), "metadata": {}}, None, False)
+        tools = list(tool_list(session.env.city))
+        return _observation_frame({"tools": tools, "metadata": {}}, None, False)
     if kind != "call_tool":
         shown = repr(kind)[:60] if isinstance(kind, str) else type(kind).__name__
         return error_frame(

@@ -1,8 +1,9 @@
 """Task sampling for training loops and curricula (OpenEnv RFC 013's ``TaskSampler`` shape).
 
-A sampled episode is ``(task_id, seed)`` on Prakashnagar (the generator is deterministic); the
-city is not a sampling key yet, so generated cities (``CodeRedSim(..., city=)``) are drawn by the
-caller. A sampler draws such episodes from a range of seeds:
+A sampled episode is ``(task_id, seed, city)`` (the generator is deterministic). The city is
+Prakashnagar unless the sampler is given ``cities``, a range of city seeds (a split of
+``citygen.CITY_SPLITS``, e.g. ``split_seeds("train")``): each draw then also picks a generated
+city uniformly from it. A sampler draws such episodes from a range of seeds:
 
 * ``UniformSampler``: every (task, seed) equally likely, tasks in shuffled rounds so any
   ``5 k`` draws cover each task ``k`` times;
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .citygen import GENERATED_PREFIX
 from .tasks import TASK_IDS, TASKS
 
 # Design choices of the curriculum's defaults.
@@ -39,6 +41,7 @@ class Episode:
 
     task_id: str
     seed: int
+    city: str = "prakashnagar"  # or "gen-<city seed>"
 
     @property
     def difficulty(self) -> int:
@@ -49,11 +52,14 @@ class Episode:
         return TASKS[self.task_id].group
 
     def reset_kwargs(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "seed": self.seed}
+        kwargs: dict[str, Any] = {"task_id": self.task_id, "seed": self.seed}
+        if self.city != "prakashnagar":
+            kwargs["city"] = self.city
+        return kwargs
 
     def as_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "seed": self.seed, "difficulty": self.difficulty,
-                "group": self.group}
+        return {"task_id": self.task_id, "seed": self.seed, "city": self.city,
+                "difficulty": self.difficulty, "group": self.group}
 
 
 def tasks_of_tiers(tiers: Iterable[int]) -> tuple[str, ...]:
@@ -82,6 +88,19 @@ def _check_seeds(seeds: range) -> range:
     return seeds
 
 
+def _check_cities(cities: range | None) -> range | None:
+    if cities is None:
+        return None
+    if not isinstance(cities, range) or len(cities) == 0 or cities.start < 0 or cities.step != 1:
+        raise ValueError(f"cities must be a non-empty range of city seeds, got {cities!r}"[:200])
+    return cities
+
+
+def _draw_city(rng: random.Random, cities: range | None) -> str:
+    """A generated city from ``cities`` (no draw at all, so no change to the stream, for None)."""
+    return "prakashnagar" if cities is None else f"{GENERATED_PREFIX}{rng.choice(cities)}"
+
+
 def _check_count(n: object) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_DRAWS:
         raise ValueError(f"n must be an integer in [0, {MAX_DRAWS}], got {n!r}"[:200])
@@ -92,11 +111,13 @@ class UniformSampler:
     """Uniform over ``tasks`` x ``seeds``; tasks come in shuffled rounds (each round has every
     task once), seeds uniformly at random."""
 
-    def __init__(self, seeds: range, rng_seed: int = 0, tasks: Sequence[str] = TASK_IDS) -> None:
+    def __init__(self, seeds: range, rng_seed: int = 0, tasks: Sequence[str] = TASK_IDS,
+                 cities: range | None = None) -> None:
         unknown = [t for t in tasks if t not in TASKS]
         if not tasks or unknown:
             raise ValueError(f"tasks must be task ids from {', '.join(TASK_IDS)}, got {list(tasks)!r}"[:200])
         self.seeds = _check_seeds(seeds)
+        self.cities = _check_cities(cities)
         self.tasks = tuple(tasks)
         self.rng_seed = rng_seed
         self._rng = random.Random(rng_seed)
@@ -112,7 +133,8 @@ class UniformSampler:
             self._rng.shuffle(self._round)
         task_id = self._round.pop()
         self.draws += 1
-        return Episode(task_id, self._rng.choice(self.seeds))
+        seed = self._rng.choice(self.seeds)
+        return Episode(task_id, seed, _draw_city(self._rng, self.cities))
 
     def update(self, episode: Episode, rewards: Sequence[float]) -> None:
         """Uniform sampling ignores outcomes (the RFC's protocol has every sampler take them)."""
@@ -129,8 +151,9 @@ class UniformSampler:
 class TierSampler(UniformSampler):
     """Uniform over the tasks of the given difficulty tiers."""
 
-    def __init__(self, seeds: range, tiers: Iterable[int], rng_seed: int = 0) -> None:
-        super().__init__(seeds, rng_seed, tasks_of_tiers(tiers))
+    def __init__(self, seeds: range, tiers: Iterable[int], rng_seed: int = 0,
+                 cities: range | None = None) -> None:
+        super().__init__(seeds, rng_seed, tasks_of_tiers(tiers), cities)
 
 
 class CurriculumSampler:
@@ -141,10 +164,11 @@ class CurriculumSampler:
 
     def __init__(self, seeds: range, success_threshold: float, rng_seed: int = 0,
                  window: int = CURRICULUM_WINDOW, advance_rate: float = CURRICULUM_ADVANCE_RATE,
-                 review_share: float = CURRICULUM_REVIEW_SHARE) -> None:
+                 review_share: float = CURRICULUM_REVIEW_SHARE, cities: range | None = None) -> None:
         if not 0.0 <= review_share < 1.0 or not 0.0 < advance_rate <= 1.0 or window < 1:
             raise ValueError("need 0 <= review_share < 1, 0 < advance_rate <= 1 and window >= 1")
         self.seeds = _check_seeds(seeds)
+        self.cities = _check_cities(cities)
         self.success_threshold = float(success_threshold)
         self.window, self.advance_rate, self.review_share = window, advance_rate, review_share
         self.tiers = all_tiers()
@@ -166,7 +190,8 @@ class CurriculumSampler:
         if level > 0 and self._rng.random() < self.review_share:
             level = self._rng.randrange(level)
         task_id = self._rng.choice(tasks_of_tiers([self.tiers[level]]))
-        return Episode(task_id, self._rng.choice(self.seeds))
+        seed = self._rng.choice(self.seeds)
+        return Episode(task_id, seed, _draw_city(self._rng, self.cities))
 
     def update(self, episode: Episode, rewards: Sequence[float]) -> None:
         """Report the score(s) of one sampled episode (several for repeated rollouts of it);

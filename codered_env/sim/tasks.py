@@ -99,9 +99,10 @@ TASKS: dict[str, TaskSpec] = {
             mutual_aid_limit=2,
             cascades=True,
             description=(
-                "A mass-casualty crash plus a medical emergency: five patients for five units, "
-                "haemorrhaging casualties who need blood and surgeons, secondary casualties, "
-                "two disruptions and the risk of overcrowding a hospital into diversion."
+                "A mass-casualty crash plus a medical emergency: five patients for the city's fleet "
+                "(five units in Prakashnagar), haemorrhaging casualties who need blood and surgeons, "
+                "secondary casualties, two disruptions and the risk of overcrowding a hospital into "
+                "diversion."
             ),
         ),
         TaskSpec(

@@ -29,7 +29,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..city_choice import DEFAULT_CITY, city_key
 from ..sim import TASK_IDS, TASKS, CodeRedSim
+from ..sim.citygen import resolve_city
+from ..sim.render_lines import INLINE_SECTIONS, SECTIONS, render_lines
 from .episodes import Episode, LocalEpisode, RemoteEpisode, View
 from .tools import add_action_tools
 
@@ -41,25 +44,32 @@ SYSTEM_PROMPT = (
     "the decision budget is spent; you are scored on patient outcomes and resource use."
 )
 
-# Minute counters that change every step without anything happening; not a "change" for replies.
+# Minute counters that change every step without anything happening; not a "change" for replies
+# (matched in a line's text, whose structure comes from the observation's keyed lines).
 _TICKING = re.compile(
     r"\d+m since call|waiting \d+m|eta \d+m|\d+m left|HR\d+ BP\d+ SpO2 \d+ GCS\d+ v[\d.]+"
 )
 
 
 def episode_dataset(
-    task_ids: Iterable[str] = TASK_IDS, seeds: Iterable[int] = range(100)
+    task_ids: Iterable[str] = TASK_IDS, seeds: Iterable[int] = range(100),
+    cities: Iterable[str | int] = (DEFAULT_CITY,),
 ) -> list[dict[str, Any]]:
-    """Rows ``{"prompt": [...], "task_id": t, "seed": s}`` for every task and seed, for a TRL dataset
-    (``datasets.Dataset.from_list(episode_dataset(...))``); ``reset(**row)`` starts that episode."""
+    """Rows ``{"prompt": [...], "task_id": t, "seed": s}`` for every task, city and seed, for a TRL
+    dataset (``datasets.Dataset.from_list(episode_dataset(...))``); ``reset(**row)`` starts that
+    episode. A row of a generated city also has ``"city": "gen-<seed>"``; with several cities, use
+    a tool environment whose tools do not enumerate one city's ids (``city_tool_env(None)``)."""
+    chosen = [city_key(c) for c in cities]
     rows = []
     for task_id in task_ids:
         if task_id not in TASKS:
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
-        for seed in seeds:
-            prompt = [{"role": "system", "content": SYSTEM_PROMPT},
-                      {"role": "user", "content": f"{TASKS[task_id].name}: {TASKS[task_id].description}\n"}]
-            rows.append({"prompt": prompt, "task_id": task_id, "seed": int(seed)})
+        brief = f"{TASKS[task_id].name}: {TASKS[task_id].description}\n"
+        for city in chosen:
+            for seed in seeds:
+                prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": brief}]
+                row = {"prompt": prompt, "task_id": task_id, "seed": int(seed)}
+                rows.append(row if city == DEFAULT_CITY else {**row, "city": city})
     return rows
 
 
@@ -72,18 +82,33 @@ def iter_episode_rows(task_ids: Iterable[str] = TASK_IDS, start_seed: int = 0) -
         seed += 1
 
 
-def _keyed_lines(text: str) -> dict[str, str]:
-    """The state text as {entity key: line}, one key per patient, call, unit, hospital, section."""
+# Lines a reply never repeats as a change: the clock (the reply's head says it), the error and
+# the events (the reply shows them itself).
+_NOT_STATE = frozenset({"clock", "error", "events"})
+
+
+def keyed_lines(observation: dict[str, Any]) -> dict[str, str]:
+    """The observation's state as {key: line} from ``render_lines``: one key per call, patient,
+    unit and hospital (its id; a unit's line starts with ``UNIT``) and per section head (the
+    section's name). Unit ids are shown inside the units head, which is left out."""
+    return reply_lines(observation)[1]
+
+
+def reply_lines(observation: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """The observation's events line (if any) and its :func:`keyed_lines`, from one rendering."""
+    events: list[str] = []
     out: dict[str, str] = {}
-    for line in text.splitlines()[1:]:
-        if line.startswith(("EVENTS:", "LAST ACTION ERROR:")):
+    for line in render_lines(observation):
+        if line.section == "events":
+            events.append(line.text)
+        if line.section in _NOT_STATE:
             continue
-        if line.startswith("UNITS: "):
-            for unit in line[len("UNITS: "):].split("; "):
-                out[f"unit {unit.split('(')[0]}"] = "UNIT " + unit
+        if line.section in INLINE_SECTIONS:
+            if line.key is not None:
+                out[line.key] = f"UNIT {line.text}"
             continue
-        out[line.split(" (")[0].split(":")[0].strip().split(" ")[0]] = line.strip()
-    return out
+        out[line.key if line.key is not None else line.section] = line.text
+    return events, out
 
 
 @add_action_tools
@@ -107,16 +132,17 @@ class CodeRedToolEnv:
     passes, where the in-process simulation counts it as an invalid decision.
     """
 
-    def __init__(self, task_id: str = "task1", seed: int = 0, base_url: str | None = None) -> None:
+    def __init__(self, task_id: str = "task1", seed: int = 0, base_url: str | None = None,
+                 city: str | int = DEFAULT_CITY) -> None:
         self.base_url = base_url
-        self._task_id, self._seed = task_id, seed
+        self._task_id, self._seed, self._city = task_id, seed, city_key(city)
         self._episode: Episode | None = None
         self._shown: dict[str, str] = {}
         self.rewards: list[float] = []
         self.tool_calls = 0
         self.refused_calls = 0
         if base_url is None:
-            self._episode = LocalEpisode(task_id, seed)
+            self._episode = LocalEpisode(task_id, seed, self._city)
 
     @property
     def sim(self) -> CodeRedSim:
@@ -126,20 +152,23 @@ class CodeRedToolEnv:
         return self._episode.sim
 
     # ------------------------------------------------------------------ TRL contract
-    def reset(self, task_id: str | None = None, seed: int | None = None, **row: Any) -> str:
-        """Start the episode of a dataset row (extra columns such as ``prompt`` are ignored)."""
+    def reset(self, task_id: str | None = None, seed: int | None = None, city: str | int | None = None,
+              **row: Any) -> str:
+        """Start the episode of a dataset row (extra columns such as ``prompt`` are ignored);
+        ``city`` as ``codered_env.city_choice.city_key`` takes it (default: the constructor's)."""
         self._task_id = task_id if task_id is not None else self._task_id
         self._seed = int(seed) if seed is not None else 0
+        self._city = city_key(city) if city is not None else self._city
         self._release()
         if self.base_url is None:
-            self._episode = LocalEpisode(self._task_id, self._seed)
+            self._episode = LocalEpisode(self._task_id, self._seed, self._city)
         else:
-            self._episode = RemoteEpisode(self.base_url, self._task_id, self._seed)
+            self._episode = RemoteEpisode(self.base_url, self._task_id, self._seed, city=self._city)
         self.rewards = []
         self.tool_calls = self.refused_calls = 0
-        text = self._episode.view.text
-        self._shown = _keyed_lines(text)
-        return "\n" + text
+        view = self._episode.view
+        self._shown = keyed_lines(view.observation)
+        return "\n" + view.text
 
     def get_reward(self) -> float:
         """The episode's final grade (finishing the episode first if the model stopped early)."""
@@ -168,9 +197,9 @@ class CodeRedToolEnv:
         Returns:
             The full state text.
         """
-        text = self._started().view.text
-        self._shown = _keyed_lines(text)
-        return text
+        view = self._started().view
+        self._shown = keyed_lines(view.observation)
+        return view.text
 
     # ------------------------------------------------------------------ helpers
     def _started(self) -> Episode:
@@ -196,12 +225,12 @@ class CodeRedToolEnv:
             lines.append(f"REFUSED: {error}")
         if view.events:
             lines.append("EVENTS: " + "; ".join(view.events))
-        now = _keyed_lines(view.text)
+        now = keyed_lines(view.observation)
         for key, line in now.items():
             old = self._shown.get(key)
             if old is None or _TICKING.sub("", old) != _TICKING.sub("", line):
                 lines.append(line)
-        gone = [k for k in self._shown if k not in now and not k.startswith(("OR", "LEGAL"))]
+        gone = [k for k in self._shown if k not in now and k not in SECTIONS]
         if gone:
             lines.append("GONE: " + ", ".join(gone))
         if view.done:
@@ -209,3 +238,20 @@ class CodeRedToolEnv:
             lines.append(f"EPISODE OVER ({reason}): final grade {view.score_preview:.3f}")
         self._shown = now
         return "\n".join(lines)
+
+
+def city_tool_env(city: str | int | None) -> type[CodeRedToolEnv]:
+    """A ``CodeRedToolEnv`` class for episodes in ``city`` (its default city), whose tools
+    enumerate that city's hospitals, units, rooms and nodes; ``None``: tools with plain string
+    ids (for a dataset over many cities: ``reset`` then takes each row's ``city``). TRL builds
+    the tool schema once per class, so one class serves one city, or every city without enums."""
+    key = None if city is None else city_key(city)
+    chosen = None if key is None else resolve_city(key)
+
+    def __init__(self: CodeRedToolEnv, task_id: str = "task1", seed: int = 0,
+                 base_url: str | None = None, city: str | int = key or DEFAULT_CITY) -> None:
+        CodeRedToolEnv.__init__(self, task_id, seed, base_url, city)
+
+    name = f"CodeRedToolEnv_{(key or 'any_city').replace('-', '_')}"
+    cls = type(name, (CodeRedToolEnv,), {"__doc__": CodeRedToolEnv.__doc__, "__init__": __init__})
+    return add_action_tools(cls, chosen)

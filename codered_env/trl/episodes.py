@@ -31,13 +31,14 @@ class View:
     events: tuple[str, ...]
     text: str
     patients_open: bool  # a known patient not yet in a final state, or an open call
+    observation: dict[str, Any]  # the observation dict the text renders (its keyed lines)
 
     @classmethod
     def of(cls, obs: dict[str, Any], text: str) -> View:
         return cls(
             clock_min=obs["clock_min"], horizon_min=obs["horizon_min"], step=obs["step"],
             max_steps=obs["max_steps"], score_preview=float(obs["score_preview"]), done=bool(obs["done"]),
-            events=tuple(obs["events"]), text=text, patients_open=_anything_open(obs),
+            events=tuple(obs["events"]), text=text, patients_open=_anything_open(obs), observation=obs,
         )
 
 
@@ -65,11 +66,11 @@ class Episode(Protocol):
 
 
 class LocalEpisode:
-    """The episode in this process."""
+    """The episode in this process, in ``city`` (a canonical city name)."""
 
-    def __init__(self, task_id: str, seed: int) -> None:
+    def __init__(self, task_id: str, seed: int, city: str = "prakashnagar") -> None:
         self.task_id = task_id
-        self.sim = CodeRedSim(task_id, seed)
+        self.sim = CodeRedSim(task_id, seed, city=city)
         self.view = self._view()
 
     def _view(self) -> View:
@@ -101,17 +102,21 @@ class RemoteEpisode:
     """The episode on a CodeRedEnv server: one WebSocket session, opened at reset and closed by
     ``close()``, at garbage collection or at interpreter exit (``weakref.finalize``)."""
 
-    def __init__(self, base_url: str, task_id: str, seed: int, timeout_s: float = 60.0) -> None:
+    def __init__(self, base_url: str, task_id: str, seed: int, timeout_s: float = 60.0,
+                 city: str = "prakashnagar") -> None:
         from ..client import CodeRedEnv
 
-        self.task_id, self.seed = task_id, seed
+        self.task_id, self.seed, self.city = task_id, seed, city
         self.client = CodeRedEnv(base_url=base_url, message_timeout_s=timeout_s).sync()
         self._finalizer = weakref.finalize(self, _close_client, self.client)
         self.actions: list[dict[str, Any]] = []
         self.view = self._reset()
 
     def _reset(self) -> View:
-        result = self.client.reset(task_id=self.task_id, seed=self.seed)
+        options: dict[str, Any] = {"task_id": self.task_id, "seed": self.seed}
+        if self.city != "prakashnagar":
+            options["city"] = self.city
+        result = self.client.reset(**options)
         return self._view_of(result.observation)
 
     @staticmethod

@@ -2,7 +2,8 @@
 
 One method per action, named after it, with a real signature (``inspect.signature`` shows the
 parameters in call order, typed ``str``/``int`` or ``Literal[...]`` for enumerations and for ids
-that have a fixed set, such as hospitals) and a Google-style docstring (the action's help, one
+that have a fixed set in the tools' city, such as hospitals; with no city, ids are plain ``str``)
+and a Google-style docstring (the action's help, one
 ``Args:`` line per parameter). That is exactly what TRL and transformers' ``get_json_schema`` read
 to build the tool schema, so the schema is the catalogue's. Calling a method binds its arguments
 against that signature (a missing or unknown argument raises ``TypeError`` as a hand-written
@@ -17,22 +18,24 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..sim.catalogue import ACTIONS, ActionSpec, ParamSpec, fixed_id_choices
+from ..sim.city import PRAKASHNAGAR, City
 
 RETURNS = "What changed after the decision."
 
 
-def param_choices(param: ParamSpec) -> tuple[str, ...]:
-    """The values a parameter can take when they form a fixed set (enums, fixed ids), else ()."""
+def param_choices(param: ParamSpec, city: City | None = PRAKASHNAGAR) -> tuple[str, ...]:
+    """The values a parameter can take when they form a fixed set (enums, the ids ``city`` has;
+    no ids for ``city=None``), else ()."""
     if param.kind == "enum":
         return param.choices
-    if param.kind == "id":
-        return fixed_id_choices().get(param.id_of or "", ())
+    if param.kind == "id" and city is not None:
+        return fixed_id_choices(city).get(param.id_of or "", ())
     return ()
 
 
-def param_annotation(param: ParamSpec) -> Any:
+def param_annotation(param: ParamSpec, city: City | None = PRAKASHNAGAR) -> Any:
     """``Literal[...]`` for a fixed set of values, else ``int`` or ``str``."""
-    choices = param_choices(param)
+    choices = param_choices(param, city)
     if choices:
         return Literal[choices]  # type: ignore[valid-type]
     return int if param.kind == "int" else str
@@ -56,18 +59,19 @@ def tool_docstring(spec: ActionSpec) -> str:
     return "\n".join(lines)
 
 
-def tool_signature(spec: ActionSpec) -> inspect.Signature:
+def tool_signature(spec: ActionSpec, city: City | None = PRAKASHNAGAR) -> inspect.Signature:
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for p in spec.params:
         default = inspect.Parameter.empty if p.required else ""
         params.append(inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        default=default, annotation=param_annotation(p)))
+                                        default=default, annotation=param_annotation(p, city)))
     return inspect.Signature(params, return_annotation=str)
 
 
-def make_tool(spec: ActionSpec) -> Callable[..., str]:
-    """The tool method of one action (an optional parameter left at "" is not sent)."""
-    signature = tool_signature(spec)
+def make_tool(spec: ActionSpec, city: City | None = PRAKASHNAGAR) -> Callable[..., str]:
+    """The tool method of one action, ids enumerated as ``city`` has them (an optional parameter
+    left at "" is not sent)."""
+    signature = tool_signature(spec, city)
     optional = {p.name for p in spec.params if not p.required}
 
     def tool(*args: Any, **kwargs: Any) -> str:
@@ -84,10 +88,10 @@ def make_tool(spec: ActionSpec) -> Callable[..., str]:
     return tool
 
 
-def add_action_tools(cls: type) -> type:
-    """Class decorator: one tool method per catalogue action."""
+def add_action_tools(cls: type, city: City | None = PRAKASHNAGAR) -> type:
+    """Class decorator: one tool method per catalogue action (ids of ``city``)."""
     for spec in ACTIONS:
-        setattr(cls, spec.name, make_tool(spec))
+        setattr(cls, spec.name, make_tool(spec, city))
     return cls
 
 

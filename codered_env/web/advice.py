@@ -46,13 +46,14 @@ def action_help(action: dict[str, Any]) -> str:
         return ""
 
 
-def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuristic") -> dict[str, Any]:
+def advice(task_id: str, seed: int, actions: list[Any], agent_name: str = "heuristic",
+           city: str = "prakashnagar") -> dict[str, Any]:
     """Running grade after ``actions`` and ``agent_name``'s next action with its reason.
 
     The agent is built fresh and sees only the current observation, so an autoplaying page
     that asks once per step never learns anything about the future (a whole continuation
     computed ahead would reveal calls that have not arrived yet)."""
-    sim = replay_sim(task_id, seed, actions)
+    sim = replay_sim(task_id, seed, actions, city)
     answer: dict[str, Any] = {"step": sim.step_count, "done": bool(sim.done), "grade": _running_grade(sim)}
     if sim.done:
         answer["suggestion"] = None

@@ -134,8 +134,9 @@ def test_a_schema_3_database_is_rebuilt_with_repeat_zero(tmp_path: Path) -> None
     path = tmp_path / "v3.db"
     old_table = store_module._EPISODES_TABLE.replace(
         "    repeat INTEGER NOT NULL DEFAULT 0,\n    outcome TEXT,\n", "").replace(
-        "seed, repeat, package_version", "seed, package_version")
-    columns = store_module._COLUMNS[:-2]
+        "    city TEXT NOT NULL DEFAULT 'prakashnagar',\n", "").replace(
+        "seed, city, repeat, package_version", "seed, package_version")
+    columns = store_module._COLUMNS[:-3]
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         conn.execute("INSERT INTO meta VALUES ('schema_version', '3')")

@@ -18,6 +18,9 @@ from pydantic import BaseModel, ValidationError
 from codered_env.models import (
     AmbulanceView,
     CallView,
+    CityMap,
+    CityNode,
+    CityRoad,
     CodeRedAction,
     CodeRedObservation,
     CodeRedState,
@@ -45,11 +48,12 @@ def _options_to_actions(legal: dict[str, list[dict[str, list[Any]]]]) -> list[di
 
 
 def _played_observations(seeds: range = range(2)) -> list[dict[str, Any]]:
-    """Observations along random legal play on every task (deterministic)."""
+    """Observations along random legal play on every task (deterministic), in Prakashnagar
+    (seed 0) and in a generated city (seed 1)."""
     out = []
     for task_id, seed in itertools.product(TASK_IDS, seeds):
         rng = random.Random(seed)
-        sim = CodeRedSim(task_id, seed)
+        sim = CodeRedSim(task_id, seed, city="prakashnagar" if seed == 0 else 100000 + seed)
         out.append(sim.observation())
         while not sim.done:
             choices = _options_to_actions(sim.observation()["legal_actions"])
@@ -163,6 +167,9 @@ def test_declared_observation_fields_match_the_simulation_exactly(observations: 
         ([c for o in observations for c in o["calls"]], CallView),
         ([o["roads"] for o in observations], RoadsView),
         ([o["mutual_aid"] for o in observations], MutualAidView),
+        ([o["city"] for o in observations if "city" in o], CityMap),
+        ([n for o in observations if "city" in o for n in o["city"]["nodes"]], CityNode),
+        ([r for o in observations if "city" in o for r in o["city"]["roads"]], CityRoad),
     ]
     for items, model in pairs:
         assert items, model.__name__

@@ -116,3 +116,21 @@ def test_the_documented_curriculum_example_runs(capsys: pytest.CaptureFixture[st
     exec(compile(code.group(1), "SAMPLING.md", "exec"), {})
     tier, _ = capsys.readouterr().out.split(" ", 1)
     assert int(tier) in all_tiers()
+
+
+def test_a_sampler_given_city_seeds_draws_a_generated_city_per_episode() -> None:
+    from codered_env.sim.citygen import split_seeds
+    from codered_env.sim.sampling import CurriculumSampler, TierSampler, UniformSampler
+
+    train = split_seeds("train")
+    plain = UniformSampler(range(0, 50), rng_seed=3).sample(20)
+    assert {e.city for e in plain} == {"prakashnagar"}
+    assert all("city" not in e.reset_kwargs() for e in plain)
+    drawn = UniformSampler(range(0, 50), rng_seed=3, cities=train).sample(40)
+    assert len({e.city for e in drawn}) > 20 and all(int(e.city[4:]) in train for e in drawn)
+    assert drawn == UniformSampler(range(0, 50), rng_seed=3, cities=train).sample(40)
+    assert drawn[0].reset_kwargs()["city"] == drawn[0].city == drawn[0].as_dict()["city"]
+    assert TierSampler(range(5), [0], cities=range(7, 8)).sample(1)[0].city == "gen-7"
+    assert CurriculumSampler(range(5), 0.5, cities=range(9, 10)).sample(1)[0].city == "gen-9"
+    with pytest.raises(ValueError, match="cities must be"):
+        UniformSampler(range(5), cities=range(0))

@@ -183,3 +183,26 @@ def test_a_tool_subset_hides_the_other_schemas_but_not_the_actions() -> None:
         with_only_tools(CodeRedToolEnv, ["dispatch"])
     with pytest.raises(ValueError, match="valid:"):
         with_only_tools(CodeRedToolEnv, [])
+
+
+def test_trl_tools_enumerate_the_episodes_city_and_replies_use_keyed_lines() -> None:
+    from codered_env.sim.citygen import generate_city
+    from codered_env.trl import city_tool_env
+    from codered_env.trl.env import keyed_lines
+
+    city = generate_city(100000)
+    env_cls = city_tool_env(100000)
+    hospital = inspect.signature(env_cls.assign_hospital).parameters["hospital_id"].annotation
+    assert hospital.__args__ == city.hospital_ids
+    free = inspect.signature(city_tool_env(None).assign_hospital).parameters["hospital_id"].annotation
+    assert free is str
+    env = env_cls()
+    text = env.reset(task_id="task1", seed=0)
+    assert city.name in text and env.sim.city is city
+    lines = keyed_lines(env.sim.observation())
+    assert {"ALS1", "H1", "hospitals", "roads", "map"} <= set(lines) and lines["ALS1"].startswith("UNIT ALS1")
+    reply = env.maintain_plan()
+    assert reply.splitlines()[0].startswith("t=") and "GONE" not in reply
+    row = next(r for r in episode_dataset(["task1"], [0], cities=[100000]))
+    other = city_tool_env(None)()
+    assert city.name in other.reset(**row)

@@ -26,7 +26,8 @@ export const PLAY = { send: null, selectUnit: null };
 export const TASKS = {};
 
 export const unitNodes = new Map();
-export const S = { mode: "play", ws: null, waiters: [], task: "task1", seed: 0, actions: [], obs: null,
+export const S = { mode: "play", ws: null, waiters: [], task: "task1", seed: 0, city: "prakashnagar",
+  mapCity: "prakashnagar", actions: [], obs: null,
   control: null, selected: null, log: [], busy: false, autoplay: false, queue: [], grade: null,
   suggestion: null, showSuggestion: false, adviceSeq: 0, epoch: 0, finalShown: false, error: null, hint: null };
 export const R = { frames: [], index: 0, timer: null, source: "" };

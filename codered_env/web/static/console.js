@@ -113,9 +113,13 @@ async function start() {
   }
   const params = new URLSearchParams(location.search);
   try {
-    const [info, catalogue] = await Promise.all([getJSON("/web/map"), getJSON("/web/actions")]);
+    const city = params.get("city") || "prakashnagar";
+    const [info, catalogue] = await Promise.all([getJSON("/web/map?city=" + encodeURIComponent(city)),
+      getJSON("/web/actions")]);
     setCatalogue(catalogue);
     setupMap(info.map, onMapClick);
+    S.mapCity = S.city = info.city.id;
+    $("city").value = info.city.id === "prakashnagar" ? "prakashnagar" : info.city.id.slice(4);
     fillTasks(info.tasks, params.get("task_id") || "task1");
   } catch (err) {
     showGlobalError(String(err.message || err));

@@ -1,5 +1,6 @@
 // Live play over the OpenEnv /ws socket: episodes, actions, advice, autoplay and the final grade.
-import { $, OFFLINE, PLAY, S, clear, el, eventEntry, fixed4, nice, postJSON } from "./common.js";
+import { $, OFFLINE, PLAY, S, clear, el, eventEntry, fixed4, getJSON, nice, postJSON } from "./common.js";
+import { setupMap } from "./map.js";
 import { dispatchPairs } from "./actions.js";
 import { drawComponents, drawHint, render, showControlError } from "./panels.js";
 
@@ -34,7 +35,7 @@ async function wsCall(message) {
   if (!S.ws) {
     await connect();
     if (message.type === "step" && S.obs) {
-      await wsSend({ type: "reset", data: { task_id: S.task, seed: S.seed } });
+      await wsSend({ type: "reset", data: { task_id: S.task, seed: S.seed, city: S.city } });
       for (const action of S.actions) await wsSend({ type: "step", data: action });
     }
   }
@@ -45,6 +46,16 @@ function setBusy(busy) {
   document.body.classList.toggle("busy", busy);
   $("advance").disabled = busy || !S.obs || S.obs.done;
 }
+// Draw another city's map (from its coordinates; the server says when the city is unknown).
+export async function showCity(city) {
+  const info = await getJSON("/web/map?city=" + encodeURIComponent(city));
+  setupMap(info.map, onMapClick);
+  S.mapCity = info.city.id;
+  $("city").value = info.city.id === "prakashnagar" ? "prakashnagar" : info.city.id.slice(4);
+  $("city").title = info.city.name + " (" + info.city.id + ")";
+  $("subtitle").textContent = "You run the ambulance dispatch of " + info.city.name +
+    (info.city.id === "prakashnagar" ? ", a fictional Indian city." : ", a generated city (" + info.city.id + ").");
+}
 export async function newEpisode() {
   stopAutoplay();
   const seed = Number($("seed").value);
@@ -52,8 +63,16 @@ export async function newEpisode() {
     showGlobalError("seed must be an integer in [0, 4294967295]");
     return;
   }
+  const city = ($("city").value || "prakashnagar").trim();
+  try {
+    if (city !== S.mapCity) await showCity(city);
+  } catch (err) {
+    showGlobalError(String(err.message || err));
+    return;
+  }
   S.task = $("task").value;
   S.seed = seed;
+  S.city = S.mapCity;
   S.actions = [];
   S.log = [];
   S.selected = null;
@@ -67,7 +86,7 @@ export async function newEpisode() {
   $("suggestion-card").hidden = true;
   setBusy(true);
   try {
-    const reply = await wsCall({ type: "reset", data: { task_id: S.task, seed: S.seed } });
+    const reply = await wsCall({ type: "reset", data: { task_id: S.task, seed: S.seed, city: S.city } });
     if (reply.type === "error") throw new Error(reply.data.message || reply.data.code);
     S.control = null;
     accept(reply.data, null);
@@ -124,7 +143,7 @@ export async function send(action, controlKey) {
 async function requestAdvice() {
   const seq = ++S.adviceSeq;
   try {
-    const answer = await postJSON("/web/advice", { task_id: S.task, seed: S.seed, actions: S.actions });
+    const answer = await postJSON("/web/advice", { task_id: S.task, seed: S.seed, city: S.city, actions: S.actions });
     if (seq !== S.adviceSeq || S.mode !== "play") return;
     S.grade = answer.grade;
     S.suggestion = answer.suggestion;
@@ -181,7 +200,7 @@ export async function toggleAutoplay() {
   // One action at a time, each asked for on the current state: no future is computed ahead.
   try {
     while (S.autoplay && epoch === S.epoch && S.obs && !S.obs.done) {
-      const answer = await postJSON("/web/advice", { task_id: S.task, seed: S.seed, actions: S.actions,
+      const answer = await postJSON("/web/advice", { task_id: S.task, seed: S.seed, city: S.city, actions: S.actions,
         agent: $("autoplay-agent").value });
       if (!answer.suggestion || !S.autoplay || epoch !== S.epoch) break;
       if (!(await send(answer.suggestion.action, "autoplay"))) break;
@@ -202,8 +221,8 @@ async function showFinal() {
   S.finalShown = true;
   const epoch = S.epoch;
   try {
-    const mine = await postJSON("/grader", { task_id: S.task, seed: S.seed, actions: S.actions });
-    const heuristic = await postJSON("/grader", { task_id: S.task, seed: S.seed, agent: "heuristic" });
+    const mine = await postJSON("/grader", { task_id: S.task, seed: S.seed, city: S.city, actions: S.actions });
+    const heuristic = await postJSON("/grader", { task_id: S.task, seed: S.seed, city: S.city, agent: "heuristic" });
     if (epoch !== S.epoch) return;
     drawFinal(mine, heuristic);
   } catch (err) {

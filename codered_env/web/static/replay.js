@@ -1,5 +1,6 @@
 // Replay: stepping through recorded frames (a trajectory file, a stored agent's episode or mine).
 import { $, R, S, eventEntry, getJSON, postJSON } from "./common.js";
+import { showCity } from "./play.js";
 import { drawComponents, render } from "./panels.js";
 
 // ---------------------------------------------------------------- replay
@@ -52,8 +53,10 @@ function parseTrajectory(text) {
 export async function loadTrajectory(file) {
   try {
     const trajectory = parseTrajectory(await file.text());
+    const city = trajectory.header.city || "prakashnagar";
+    if (city !== S.mapCity) await showCity(city);
     const answer = await postJSON("/web/frames", { task_id: trajectory.header.task_id,
-      seed: trajectory.header.seed, actions: trajectory.actions });
+      seed: trajectory.header.seed, city, actions: trajectory.actions });
     const recorded = trajectory.end && typeof trajectory.end.score === "number" ? trajectory.end.score : null;
     loadFrames(answer.frames, "trajectory " + file.name + " (" + trajectory.header.agent + ")" +
       (recorded === null ? "" : ", recorded score " + recorded.toFixed(4)));
@@ -63,8 +66,10 @@ export async function loadTrajectory(file) {
 }
 export async function loadStored(taskId, seed, agent) {
   try {
+    const city = ($("city").value || "prakashnagar").trim();
+    if (city !== S.mapCity) await showCity(city);
     const answer = await getJSON("/web/episode?task_id=" + encodeURIComponent(taskId) + "&seed=" +
-      encodeURIComponent(seed) + "&agent=" + encodeURIComponent(agent));
+      encodeURIComponent(seed) + "&agent=" + encodeURIComponent(agent) + "&city=" + encodeURIComponent(S.mapCity));
     loadFrames(answer.frames, agent + " agent");
   } catch (err) {
     replayError(String(err.message || err));
@@ -73,7 +78,8 @@ export async function loadStored(taskId, seed, agent) {
 export async function replayMine() {
   if (!S.obs) { replayError("play an episode first"); return; }
   try {
-    const answer = await postJSON("/web/frames", { task_id: S.task, seed: S.seed, actions: S.actions });
+    if (S.city !== S.mapCity) await showCity(S.city);
+    const answer = await postJSON("/web/frames", { task_id: S.task, seed: S.seed, city: S.city, actions: S.actions });
     loadFrames(answer.frames, "your episode");
   } catch (err) {
     replayError(String(err.message || err));
