@@ -134,11 +134,9 @@ def _step(session: WsSession, data: dict[str, Any], expect_step: Any) -> str:
         reply = env.step_summary(data, data)
         reply["step_count"] = env.step_count
         return _dumps({"type": "observation", "data": reply})
-    if session.observation == "without_text":
-        observation = env.step_without_text(data, data)
-    else:
-        observation = env.step_wire(data, logged=data)
-    return _observation_reply(observation, step_count=env.step_count)
+    reply = env.step_reply(data, data, text=session.observation == "full")
+    reply["step_count"] = env.step_count
+    return _dumps({"type": "observation", "data": reply})
 
 
 def _retried_step(env: CodeRedEnvironment, data: dict[str, Any], expect_step: Any) -> str | None:
