@@ -63,6 +63,11 @@ class LevelResult:
     reset_ms: list[float] = field(repr=False)
     errors: int = 0
     ready: int = 0
+    server_cpu_s: float = 0.0  # CPU time the server process spent over the timed steps
+
+    @property
+    def server_us_per_step(self) -> float:
+        return self.server_cpu_s / self.steps * 1e6 if self.steps else float("nan")
 
     @property
     def steps_per_s(self) -> float:
@@ -173,7 +178,18 @@ async def _session(
                 await reset()
 
 
-async def run_level(port: int, target: Target, sessions: int, total_steps: int) -> LevelResult:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_level(
+    port: int, target: Target, sessions: int, total_steps: int, pid: int | None = None
+) -> LevelResult:
     url = f"ws://127.0.0.1:{port}/ws{target.query}"
     steps = max(20, total_steps // sessions)
     result = LevelResult(target.name, sessions, 0, 0.0, [], [])
@@ -181,10 +197,11 @@ async def run_level(port: int, target: Target, sessions: int, total_steps: int) 
     tasks = [asyncio.create_task(_session(url, target, i, steps, result, gate)) for i in range(sessions)]
     while result.ready < sessions and not any(t.done() for t in tasks):
         await asyncio.sleep(0.01)  # every session connected, reset and warmed up
-    began = time.perf_counter()
+    began, cpu_before = time.perf_counter(), cpu_seconds(pid) if pid else 0.0
     gate.set()
     await asyncio.gather(*tasks)
     result.wall_s = time.perf_counter() - began
+    result.server_cpu_s = (cpu_seconds(pid) - cpu_before) if pid else 0.0
     return result
 
 
@@ -262,19 +279,24 @@ def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
         "latency and reported separately. Each level runs 3 interleaved rounds per env "
         "(trivial, codered, trivial, ...) and pools them, so background load hits both alike.",
         "",
-        "| sessions | env | steps | p50 step ms | p99 step ms | steps/s | p50 reset ms | errors |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| sessions | env | steps | p50 step ms | p99 step ms | steps/s | server CPU us/step | "
+        "p50 reset ms | errors |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.sessions} | {r.target} | {r.steps} | {r.pct(50):.2f} | {r.pct(99):.2f} | "
-            f"{r.steps_per_s:.0f} | {r.pct(50, r.reset_ms):.2f} | {r.errors} |"
+            f"{r.steps_per_s:.0f} | {r.server_us_per_step:.0f} | {r.pct(50, r.reset_ms):.2f} | {r.errors} |"
         )
-    lines += ["", "| sessions | p50 ratio codered/trivial | throughput ratio |", "|---:|---:|---:|"]
+    lines += ["", "Server CPU us/step: the server process's CPU time over the timed steps, per step "
+              "(resets included); unlike steps/s it hardly depends on what else the machine runs.",
+              "", "| sessions | p50 ratio codered/trivial | throughput ratio | server CPU ratio |",
+              "|---:|---:|---:|---:|"]
     for n in args.levels:
         cr, tr = by_key.get(("codered", n)), by_key.get(("trivial", n))
         if cr and tr:
-            lines.append(f"| {n} | {cr.pct(50) / tr.pct(50):.2f}x | {cr.steps_per_s / tr.steps_per_s:.2f}x |")
+            lines.append(f"| {n} | {cr.pct(50) / tr.pct(50):.2f}x | {cr.steps_per_s / tr.steps_per_s:.2f}x | "
+                         f"{cr.server_us_per_step / tr.server_us_per_step:.2f}x |")
     lines += ["", f"Observation mode: `{args.observation}`. Target: throughput >= 0.8x the trivial "
               "environment's at 16 and 64 sessions."]
     lines += breakdown_markdown(step_breakdown())
@@ -291,6 +313,7 @@ def merge(parts: list[LevelResult]) -> LevelResult:
         [x for p in parts for x in p.step_ms],
         [x for p in parts for x in p.reset_ms],
         sum(p.errors for p in parts),
+        server_cpu_s=sum(p.server_cpu_s for p in parts),
     )
 
 
@@ -314,8 +337,8 @@ async def main_async(args: argparse.Namespace) -> list[LevelResult]:
             rounds: dict[str, list[LevelResult]] = {"trivial": [], "codered": []}
             for _ in range(args.rounds):  # interleaved, so load drift hits both alike
                 for name, parts in rounds.items():
-                    target, _, port = servers[name]
-                    parts.append(await run_level(port, target, n, per_round))
+                    target, proc, port = servers[name]
+                    parts.append(await run_level(port, target, n, per_round, proc.pid))
             for parts in rounds.values():
                 res = merge(parts)
                 print(
@@ -356,6 +379,7 @@ def main() -> None:
                 "p99_ms": r.pct(99),
                 "steps_per_s": r.steps_per_s,
                 "errors": r.errors,
+                "server_cpu_us_per_step": r.server_us_per_step,
             }
             for r in results
         ]

@@ -83,14 +83,20 @@ class SessionClosedError(RuntimeError):
 Recorder = Callable[[dict[str, Any]], None]
 
 
-def validate_action(raw: Any) -> tuple[Any | None, str | None]:
-    """The simulation's own check of a wire action, once: ``(parsed action, None)`` or
-    ``(None, why it is not a valid action)``. The parsed action goes to the simulation as is."""
+def wire_form(raw: Any) -> Any:
+    """A wire action as the journal keeps it: ``units`` of 2.0 is 2 (JSON Schema's integers)."""
     if isinstance(raw, dict):
         units = raw.get("units")
-        if isinstance(units, float) and units.is_integer():  # JSON Schema: 2.0 is 2
-            raw = {**raw, "units": int(units)}
-    return parse_action(raw)
+        if isinstance(units, float) and units.is_integer():
+            return {**raw, "units": int(units)}
+    return raw
+
+
+def validate_action(raw: Any) -> tuple[Any | None, str | None]:
+    """The simulation's own check of a wire action (in :func:`wire_form`), once: ``(parsed
+    action, None)`` or ``(None, why it is not a valid action)``. The parsed action goes to the
+    simulation as is."""
+    return parse_action(wire_form(raw))
 
 
 def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[str, Any]) -> None:

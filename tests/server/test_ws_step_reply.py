@@ -4,7 +4,6 @@ observation model, on every task, with random and heuristic play (invalid action
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -45,4 +44,3 @@ def test_the_direct_reply_equals_the_serialized_observation(agent_name: str, tex
             reply = served.step_reply(action, action, text=text)
             assert to_json(reply) == to_json(expected), (task_id, step)
         assert served.state == reference.state
-        assert json.loads(to_json(reply))["observation"]["legal_actions"] == expected["observation"]["legal_actions"]
