@@ -57,11 +57,12 @@ class Report:
     rss_mb: list[tuple[float, float]] = field(default_factory=list)
     recovery_s: float | None = None
     start_s: float = 0.0
+    run_s: float = 0.0  # from the first session to the last one's end (stuck requests show here)
 
     def as_dict(self) -> dict[str, Any]:
         return {"completed": dict(self.completed), "lost": dict(self.lost),
                 "mismatched": dict(self.mismatched), "errors": dict(self.errors),
-                "recovery_s": self.recovery_s, "first_start_s": self.start_s,
+                "recovery_s": self.recovery_s, "first_start_s": self.start_s, "run_s": round(self.run_s, 1),
                 "rss_mb": [(round(t, 1), round(m, 1)) for t, m in self.rss_mb]}
 
 
@@ -308,6 +309,7 @@ async def run(args: argparse.Namespace, server: Server, report: Report) -> None:
         report.recovery_s = await asyncio.to_thread(server.start)
 
     await asyncio.gather(*workers, sample_rss(), crash())
+    report.run_s = time.monotonic() - began
 
 
 def markdown(report: Report, args: argparse.Namespace) -> str:
@@ -326,7 +328,8 @@ def markdown(report: Report, args: argparse.Namespace) -> str:
     lines += ["", f"Client-visible errors (each retried): {errors}.",
               f"Time from SIGKILL to a healthy server: {report.recovery_s:.2f} s (first start "
               f"{report.start_s:.2f} s).",
-              f"Server RSS: {min(rss, default=0):.0f}-{max(rss, default=0):.0f} MB over {len(rss)} samples."]
+              f"Server RSS: {min(rss, default=0):.0f}-{max(rss, default=0):.0f} MB over {len(rss)} samples.",
+              f"Run: {report.run_s:.0f} s from the first session to the end of the last episode."]
     return "\n".join(lines)
 
 
