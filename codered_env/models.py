@@ -116,6 +116,19 @@ class _CodeRedActionBase(Action):
         """The simulation's parsed action (validated with this model), or None."""
         return self._sim_action
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if not name.startswith("_"):  # a changed field: the parsed form no longer matches
+            super().__setattr__("_sim_action", None)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields (and metadata) make equal actions, whether or not a parsed form is kept."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like every pydantic model
+
     def to_wire(self) -> dict[str, Any]:
         """The flat wire dict the simulation takes (unset parameters and metadata left out)."""
         return self.model_dump(exclude_none=True, exclude={"metadata"})

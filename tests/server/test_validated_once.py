@@ -86,3 +86,13 @@ def test_an_mcp_tool_call_validates_its_action_once(client: TestClient, validati
             "params": {"name": name, "arguments": arguments}})
         assert answer.status_code == 200 and "result" in answer.json(), answer.text
         assert validations == [action], action
+
+
+def test_the_kept_parsed_action_follows_the_fields_and_not_equality() -> None:
+    wire = {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}
+    kept = codered_env.models.CodeRedAction.model_validate(wire)
+    assert kept.sim_action is not None and kept.sim_action.patient_id == "P1"
+    built = codered_env.models.CodeRedAction.model_construct(**wire)
+    assert built.sim_action is None and built == kept
+    kept.patient_id = "P2"  # a changed field drops the parsed form (the server then parses it)
+    assert kept.sim_action is None and kept.to_wire()["patient_id"] == "P2" and kept != built
