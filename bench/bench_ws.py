@@ -2,7 +2,7 @@
 
 Both servers run as uvicorn subprocesses on 127.0.0.1 (same uvicorn settings, same OpenEnv
 ``create_app`` session machinery, ``MAX_CONCURRENT_ENVS=64``). For each concurrency level
-N (1, 8, 32, 64 by default) the benchmark opens N raw WebSocket sessions from one asyncio
+N (1, 16, 64 by default) the benchmark opens N raw WebSocket sessions from one asyncio
 client process, resets each, and then has every session step as fast as it can; an episode
 that ends is reset (resets are timed separately and not counted as steps). It reports the
 p50/p99 round-trip latency of a step and the aggregate steps per second.
@@ -41,6 +41,7 @@ from websockets.asyncio.client import connect
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ("task1", "task2", "task3", "task4", "task5")
 WARMUP_STEPS = 5
+DEFAULT_LEVELS = [1, 16, 64]
 
 
 @dataclass
@@ -62,6 +63,11 @@ class LevelResult:
     reset_ms: list[float] = field(repr=False)
     errors: int = 0
     ready: int = 0
+    server_cpu_s: float = 0.0  # CPU time the server process spent over the timed steps
+
+    @property
+    def server_us_per_step(self) -> float:
+        return self.server_cpu_s / self.steps * 1e6 if self.steps else float("nan")
 
     @property
     def steps_per_s(self) -> float:
@@ -115,7 +121,7 @@ def start(target: Target) -> tuple[subprocess.Popen[bytes], int]:
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a cold start on a busy shared machine
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
@@ -172,7 +178,18 @@ async def _session(
                 await reset()
 
 
-async def run_level(port: int, target: Target, sessions: int, total_steps: int) -> LevelResult:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_level(
+    port: int, target: Target, sessions: int, total_steps: int, pid: int | None = None
+) -> LevelResult:
     url = f"ws://127.0.0.1:{port}/ws{target.query}"
     steps = max(20, total_steps // sessions)
     result = LevelResult(target.name, sessions, 0, 0.0, [], [])
@@ -180,29 +197,28 @@ async def run_level(port: int, target: Target, sessions: int, total_steps: int) 
     tasks = [asyncio.create_task(_session(url, target, i, steps, result, gate)) for i in range(sessions)]
     while result.ready < sessions and not any(t.done() for t in tasks):
         await asyncio.sleep(0.01)  # every session connected, reset and warmed up
-    began = time.perf_counter()
+    began, cpu_before = time.perf_counter(), cpu_seconds(pid) if pid else 0.0
     gate.set()
     await asyncio.gather(*tasks)
     result.wall_s = time.perf_counter() - began
+    result.server_cpu_s = (cpu_seconds(pid) - cpu_before) if pid else 0.0
     return result
 
 
 def step_breakdown(episodes: int = 3) -> list[tuple[str, dict[str, float]]]:
     """In-process cost (microseconds per step) of each stage of a CodeRedEnv WebSocket step."""
     from openenv.core.env_server.serialization import serialize_observation
+    from pydantic_core import to_json
 
-    from codered_env.models import CodeRedObservation, WireObservation
+    from codered_env.models import CodeRedObservation
+    from codered_env.server.environment import plain_observation
     from codered_env.sim import CodeRedSim, render_text
 
     rows = []
     for task_id in TASKS:
-        costs = {
-            "sim.step": 0.0,
-            "observation()": 0.0,
-            "render_text": 0.0,
-            "wire obs + serialize": 0.0,
-            "validated obs + serialize": 0.0,
-        }
+        costs = dict.fromkeys(
+            ("sim.step", "observation view", "render_text", "encode reply", "validated obs + serialize"), 0.0
+        )
         steps = 0
         for seed in range(episodes):
             sim = CodeRedSim(task_id, seed)
@@ -210,13 +226,14 @@ def step_breakdown(episodes: int = 3) -> list[tuple[str, dict[str, float]]]:
                 t0 = time.perf_counter()
                 sim.step({"action_type": "maintain_plan"})
                 t1 = time.perf_counter()
-                data = sim.observation()
+                data = plain_observation(sim.observation_view())
                 t2 = time.perf_counter()
                 text = render_text(data)
                 t3 = time.perf_counter()
-                serialize_observation(WireObservation.from_sim(data, text, 0.0))
+                reply = {"observation": {**data, "text": text}, "reward": 0.0}
+                to_json({"type": "observation", "data": reply})
                 t4 = time.perf_counter()
-                serialize_observation(CodeRedObservation.from_sim(data, text, 0.0))
+                serialize_observation(CodeRedObservation.from_sim(sim.observation(), text, 0.0))
                 t5 = time.perf_counter()
                 for key, dt in zip(costs, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
                     costs[key] += dt
@@ -230,8 +247,9 @@ def breakdown_markdown(rows: list[tuple[str, dict[str, float]]]) -> list[str]:
     lines = [
         "",
         "In-process cost of one `maintain_plan` step by stage (microseconds, mean over 3 "
-        "episodes per task). The WebSocket path pays the first four; the stateful HTTP routes "
-        "pay the validated form instead of the wire form.",
+        "episodes per task). A full WebSocket step pays the first four (`without_text` skips "
+        "render_text, `none` pays sim.step only); the stateful HTTP routes build and validate "
+        "the observation model instead (the last column, which includes its own observation()).",
         "",
         "| task | " + " | ".join(keys) + " |",
         "|---|" + "---:|" * len(keys),
@@ -247,7 +265,9 @@ def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
         "# WebSocket server performance (CodeRedEnv vs a trivial OpenEnv environment)",
         "",
         "Generated by `uv run python bench/bench_ws.py"
-        + (f" --total-steps {args.total_steps}" if args.total_steps != 3000 else "")
+        + (f" --levels {' '.join(map(str, args.levels))}" if args.levels != DEFAULT_LEVELS else "")
+        + (f" --observation {args.observation}" if args.observation != "full" else "")
+        + (f" --total-steps {args.total_steps}" if args.total_steps != 1500 else "")
         + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
         + "`.",
         f"Machine: {platform.python_implementation()} {platform.python_version()}, "
@@ -259,20 +279,26 @@ def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
         "latency and reported separately. Each level runs 3 interleaved rounds per env "
         "(trivial, codered, trivial, ...) and pools them, so background load hits both alike.",
         "",
-        "| sessions | env | steps | p50 step ms | p99 step ms | steps/s | p50 reset ms | errors |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| sessions | env | steps | p50 step ms | p99 step ms | steps/s | server CPU us/step | "
+        "p50 reset ms | errors |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.sessions} | {r.target} | {r.steps} | {r.pct(50):.2f} | {r.pct(99):.2f} | "
-            f"{r.steps_per_s:.0f} | {r.pct(50, r.reset_ms):.2f} | {r.errors} |"
+            f"{r.steps_per_s:.0f} | {r.server_us_per_step:.0f} | {r.pct(50, r.reset_ms):.2f} | {r.errors} |"
         )
-    lines += ["", "| sessions | p50 ratio codered/trivial | throughput ratio |", "|---:|---:|---:|"]
+    lines += ["", "Server CPU us/step: the server process's CPU time over the timed steps, per step "
+              "(resets included); unlike steps/s it hardly depends on what else the machine runs.",
+              "", "| sessions | p50 ratio codered/trivial | throughput ratio | server CPU ratio |",
+              "|---:|---:|---:|---:|"]
     for n in args.levels:
         cr, tr = by_key.get(("codered", n)), by_key.get(("trivial", n))
         if cr and tr:
-            lines.append(f"| {n} | {cr.pct(50) / tr.pct(50):.2f}x | {cr.steps_per_s / tr.steps_per_s:.2f}x |")
-    lines += ["", "Target: CodeRedEnv p50 step latency <= 1.5x the trivial environment's."]
+            lines.append(f"| {n} | {cr.pct(50) / tr.pct(50):.2f}x | {cr.steps_per_s / tr.steps_per_s:.2f}x | "
+                         f"{cr.server_us_per_step / tr.server_us_per_step:.2f}x |")
+    lines += ["", f"Observation mode: `{args.observation}`. Target: throughput >= 0.8x the trivial "
+              "environment's at 16 and 64 sessions."]
     lines += breakdown_markdown(step_breakdown())
     return "\n".join([*lines, ""])
 
@@ -287,6 +313,7 @@ def merge(parts: list[LevelResult]) -> LevelResult:
         [x for p in parts for x in p.step_ms],
         [x for p in parts for x in p.reset_ms],
         sum(p.errors for p in parts),
+        server_cpu_s=sum(p.server_cpu_s for p in parts),
     )
 
 
@@ -310,8 +337,8 @@ async def main_async(args: argparse.Namespace) -> list[LevelResult]:
             rounds: dict[str, list[LevelResult]] = {"trivial": [], "codered": []}
             for _ in range(args.rounds):  # interleaved, so load drift hits both alike
                 for name, parts in rounds.items():
-                    target, _, port = servers[name]
-                    parts.append(await run_level(port, target, n, per_round))
+                    target, proc, port = servers[name]
+                    parts.append(await run_level(port, target, n, per_round, proc.pid))
             for parts in rounds.values():
                 res = merge(parts)
                 print(
@@ -329,8 +356,8 @@ async def main_async(args: argparse.Namespace) -> list[LevelResult]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 64])
-    parser.add_argument("--total-steps", type=int, default=3000, help="steps per level and env")
+    parser.add_argument("--levels", type=int, nargs="+", default=DEFAULT_LEVELS)
+    parser.add_argument("--total-steps", type=int, default=1500, help="steps per level and env")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per level")
     parser.add_argument("--write", type=Path, help="also write the markdown report here")
     parser.add_argument("--json", type=Path, help="write raw summary numbers as JSON")
@@ -352,6 +379,7 @@ def main() -> None:
                 "p99_ms": r.pct(99),
                 "steps_per_s": r.steps_per_s,
                 "errors": r.errors,
+                "server_cpu_us_per_step": r.server_us_per_step,
             }
             for r in results
         ]

@@ -42,6 +42,9 @@ TASKS = ("task1", "task2", "task3", "task4", "task5")
 MAINTAIN = {"action_type": "maintain_plan"}
 MAX_STEPS = 40  # per episode: episodes end by the step cap of this script or by themselves
 RETRY_WINDOW_S = 120.0  # a client keeps retrying a request this long (covers the restart)
+# Every request is answered in well under a second: a reply this late means a stuck connection,
+# and the request is repeated (idempotently: HTTP steps carry expect_step, MCP checks the step).
+HTTP_TIMEOUT = httpx.Timeout(20.0, connect=5.0)
 RSS_EVERY_S = 5.0
 
 
@@ -54,11 +57,12 @@ class Report:
     rss_mb: list[tuple[float, float]] = field(default_factory=list)
     recovery_s: float | None = None
     start_s: float = 0.0
+    run_s: float = 0.0  # from the first session to the last one's end (stuck requests show here)
 
     def as_dict(self) -> dict[str, Any]:
         return {"completed": dict(self.completed), "lost": dict(self.lost),
                 "mismatched": dict(self.mismatched), "errors": dict(self.errors),
-                "recovery_s": self.recovery_s, "first_start_s": self.start_s,
+                "recovery_s": self.recovery_s, "first_start_s": self.start_s, "run_s": round(self.run_s, 1),
                 "rss_mb": [(round(t, 1), round(m, 1)) for t, m in self.rss_mb]}
 
 
@@ -182,13 +186,15 @@ def _failure(report: Report, kind: str, exc: BaseException) -> None:
     report.errors[f"{kind}:{type(exc).__name__}"] += 1
 
 
-async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any], report: Report, kind: str,
-                headers: dict[str, str] | None = None) -> httpx.Response:
-    """POST, retrying connection failures and 503s for RETRY_WINDOW_S (each counted as an error)."""
+async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any] | None, report: Report, kind: str,
+                headers: dict[str, str] | None = None, method: str = "POST",
+                params: dict[str, Any] | None = None) -> httpx.Response:
+    """A request, retrying connection failures, time-outs and 503s for RETRY_WINDOW_S (each
+    counted as an error)."""
     deadline = time.monotonic() + RETRY_WINDOW_S
     while True:
         try:
-            answer = await http.post(path, json=body, headers=headers)
+            answer = await http.request(method, path, json=body, headers=headers, params=params)
             if answer.status_code != 503 or time.monotonic() > deadline:
                 return answer
             report.errors[f"{kind}:503"] += 1
@@ -200,7 +206,7 @@ async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any], report
 
 
 async def http_worker(url: str, index: int, stop_at: float, report: Report) -> None:
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=HTTP_TIMEOUT) as http:
         episode = 0
         while time.monotonic() < stop_at:
             task_id, seed = TASKS[(index + episode) % len(TASKS)], 2000 * index + episode
@@ -220,14 +226,15 @@ async def http_worker(url: str, index: int, stop_at: float, report: Report) -> N
                         raise RuntimeError(f"step answered {answer.status_code}: {answer.text[:200]}")
                     actions.append(action)
                     payload = answer.json()
-                state = await http.get("/state", params={"episode_id": episode_id})
+                state = await _post(http, "/state", None, report, "http", method="GET",
+                                    params={"episode_id": episode_id})
                 _check(report, "http", task_id, seed, actions, state.json()["score"])
             except Exception as exc:
                 _failure(report, "http", exc)
 
 
 async def mcp_worker(url: str, index: int, stop_at: float, report: Report) -> None:
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=HTTP_TIMEOUT) as http:
         episode = 0
         while time.monotonic() < stop_at:
             task_id, seed = TASKS[(index + episode) % len(TASKS)], 3000 * index + episode
@@ -302,6 +309,7 @@ async def run(args: argparse.Namespace, server: Server, report: Report) -> None:
         report.recovery_s = await asyncio.to_thread(server.start)
 
     await asyncio.gather(*workers, sample_rss(), crash())
+    report.run_s = time.monotonic() - began
 
 
 def markdown(report: Report, args: argparse.Namespace) -> str:
@@ -320,7 +328,8 @@ def markdown(report: Report, args: argparse.Namespace) -> str:
     lines += ["", f"Client-visible errors (each retried): {errors}.",
               f"Time from SIGKILL to a healthy server: {report.recovery_s:.2f} s (first start "
               f"{report.start_s:.2f} s).",
-              f"Server RSS: {min(rss, default=0):.0f}-{max(rss, default=0):.0f} MB over {len(rss)} samples."]
+              f"Server RSS: {min(rss, default=0):.0f}-{max(rss, default=0):.0f} MB over {len(rss)} samples.",
+              f"Run: {report.run_s:.0f} s from the first session to the end of the last episode."]
     return "\n".join(lines)
 
 

@@ -13,17 +13,19 @@ Example::
 ``step`` also accepts a plain wire dict (``{"action_type": ..., **params}``); it is validated
 locally before it is sent.
 
-The client survives a server restart or a dropped connection: when the socket fails (or the
-server is full or restarting) it reconnects with its ``session_id`` for up to
-``reconnect_timeout_s`` and repeats the request; a step carries ``expect_step``, so a step
-whose answer was lost is answered again by the server rather than applied twice
-(docs/SERVER.md, "Restarts").
+The client survives a server restart or a dropped connection: when the socket fails, a reply
+does not come within ``message_timeout_s`` (default 20 s), or the server is full or restarting,
+it reconnects with its ``session_id`` (pauses of 0.25 s doubling to 2 s, with jitter) until
+``reconnect_timeout_s`` have passed since the first failure, and repeats the request; a step
+carries ``expect_step``, so a step whose answer was lost is answered again by the server rather
+than applied twice (docs/SERVER.md, "Restarts").
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -38,12 +40,20 @@ RETRIED_MESSAGES = ("reset", "step", "state", "grade")
 RETRIED_CODES = ("CAPACITY_REACHED",)  # a full or restarting server says when to come back
 RECONNECT_PAUSE_S = 0.25  # first pause between attempts; doubles up to MAX_PAUSE_S
 MAX_PAUSE_S = 2.0
+# A step is answered in milliseconds (a reset or a grade in well under a second, even on a busy
+# server): a reply this late means the connection or the server is stuck, so the request is
+# repeated on a new connection instead of waiting out OpenEnv's 60 s (design choice).
+MESSAGE_TIMEOUT_S = 20.0
+CONNECT_TIMEOUT_S = 5.0
+_JITTER = random.Random()  # its own generator: a caller's seeded global ``random`` stays untouched
 
 
 class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
     """Client for one CodeRedEnv session (one WebSocket connection = one episode at a time)."""
 
     def __init__(self, *args: Any, reconnect_timeout_s: float = 60.0, **kwargs: Any) -> None:
+        kwargs.setdefault("message_timeout_s", MESSAGE_TIMEOUT_S)
+        kwargs.setdefault("connect_timeout_s", CONNECT_TIMEOUT_S)
         super().__init__(*args, **kwargs)
         self.reconnect_timeout_s = reconnect_timeout_s
         self.session_id: str | None = None
@@ -51,26 +61,30 @@ class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
         self._plain_ws_url = self._ws_url
 
     async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
-        """One request, repeated over a new connection (same session) when the old one fails."""
+        """One request, repeated over a new connection (same session) when the old one fails,
+        for up to ``reconnect_timeout_s`` after the first failure."""
         retried = message.get("type") in RETRIED_MESSAGES and self.reconnect_timeout_s > 0
-        deadline = time.monotonic() + self.reconnect_timeout_s
+        deadline: float | None = None
         pause = RECONNECT_PAUSE_S
         while True:
             try:
                 response = await self._exchange(self._with_expectation(message))
-            except (ConnectionError, ConnectionClosed, OSError):
+            except (ConnectionError, ConnectionClosed, OSError):  # OSError: TimeoutError too
+                deadline = deadline or time.monotonic() + self.reconnect_timeout_s
                 if not retried or time.monotonic() + pause > deadline:
                     raise
                 await self._drop_socket()
-                await asyncio.sleep(pause)
+                await asyncio.sleep(_jittered(pause))
                 pause = min(MAX_PAUSE_S, pause * 2)
                 continue
             if response.get("type") == "error":
                 data = response.get("data", {})
+                deadline = deadline or time.monotonic() + self.reconnect_timeout_s
                 wait = data.get("retry_after_s")
                 if retried and data.get("code") in RETRIED_CODES and time.monotonic() + pause < deadline:
                     await self._drop_socket()
-                    await asyncio.sleep(min(float(wait or pause), max(0.0, deadline - time.monotonic())))
+                    wait_s = float(wait) if isinstance(wait, (int, float)) and wait > 0 else _jittered(pause)
+                    await asyncio.sleep(min(wait_s, max(0.0, deadline - time.monotonic())))
                     pause = min(MAX_PAUSE_S, pause * 2)
                     continue
                 message_text, code = data.get("message", "Unknown error"), data.get("code", "UNKNOWN")
@@ -132,6 +146,11 @@ class CodeRedEnv(EnvClient[CodeRedAction, CodeRedObservation, CodeRedState]):
 
     def _parse_state(self, payload: dict[str, Any]) -> CodeRedState:
         return CodeRedState.model_validate(payload)
+
+
+def _jittered(pause: float) -> float:
+    """A pause of 50-100 % of ``pause``: clients cut off together do not reconnect in step."""
+    return pause * (0.5 + _JITTER.random() / 2)
 
 
 # OpenEnv's AutoEnv infers class names from the package name (codered_env -> "CoderedEnv", and

@@ -93,25 +93,50 @@ class _CodeRedActionBase(Action):
     model_config = ConfigDict(json_schema_extra=_tighten_action_schema)
 
     action_type: ActionType = Field(description=f"Which of the {len(ACTION_TYPES)} actions to take.")
+    # The simulation's parsed form of the action, kept from validation (None when the model was
+    # built without it): a server hands it to the simulation, which then does not check it again.
+    _sim_action: Any = PrivateAttr(default=None)
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _valid_for_its_type(cls, data: Any) -> Any:
+    def _valid_for_its_type(cls, data: Any, handler: Any) -> Any:
         """Check the raw input against the simulation's model for its action type.
 
         This runs before field parsing so that a parameter that does not belong to the
         action type is refused even when it is ``null``, exactly as the schema says.
         """
+        parsed = None
         if isinstance(data, dict):
             units = data.get("units")
             if isinstance(units, float) and units.is_integer():  # JSON Schema: 2.0 is 2
                 data = {**data, "units": int(units)}
-            _, error = parse_action(data)
+            parsed, error = parse_action(data)
             if error is not None:
                 # A custom error keeps only strings in the error context, so the error list
                 # stays JSON-serialisable (OpenEnv sends it back in VALIDATION_ERROR frames).
                 raise PydanticCustomError("invalid_action", "{reason}", {"reason": error})
-        return data
+        action = handler(data)
+        if parsed is not None and isinstance(action, _CodeRedActionBase):
+            action._sim_action = parsed
+        return action
+
+    @property
+    def sim_action(self) -> Any:
+        """The simulation's parsed action (validated with this model), or None."""
+        return self._sim_action
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if not name.startswith("_"):  # a changed field: the parsed form no longer matches
+            super().__setattr__("_sim_action", None)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields (and metadata) make equal actions, whether or not a parsed form is kept."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like every pydantic model
 
     def to_wire(self) -> dict[str, Any]:
         """The flat wire dict the simulation takes (unset parameters and metadata left out)."""

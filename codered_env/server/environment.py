@@ -86,14 +86,20 @@ class SessionClosedError(RuntimeError):
 Recorder = Callable[[dict[str, Any]], None]
 
 
-def validate_action(raw: Any) -> tuple[Any | None, str | None]:
-    """The simulation's own check of a wire action, once: ``(parsed action, None)`` or
-    ``(None, why it is not a valid action)``. The parsed action goes to the simulation as is."""
+def wire_form(raw: Any) -> Any:
+    """A wire action as the journal keeps it: ``units`` of 2.0 is 2 (JSON Schema's integers)."""
     if isinstance(raw, dict):
         units = raw.get("units")
-        if isinstance(units, float) and units.is_integer():  # JSON Schema: 2.0 is 2
-            raw = {**raw, "units": int(units)}
-    return parse_action(raw)
+        if isinstance(units, float) and units.is_integer():
+            return {**raw, "units": int(units)}
+    return raw
+
+
+def validate_action(raw: Any) -> tuple[Any | None, str | None]:
+    """The simulation's own check of a wire action (in :func:`wire_form`), once: ``(parsed
+    action, None)`` or ``(None, why it is not a valid action)``. The parsed action goes to the
+    simulation as is."""
+    return parse_action(wire_form(raw))
 
 
 def _check_reset_args(seed: Any, episode_id: Any, task_id: Any, extra: Mapping[str, Any]) -> None:
@@ -270,9 +276,25 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
                 "done": bool(result.done),
             }
 
-    def step_without_text(self, action: Any, logged: Mapping[str, Any]) -> CodeRedObservation:
-        """``step_wire`` without rendering the LLM text (``text`` is empty)."""
-        return self._step(action, wire=True, logged=logged, text=False)
+    def step_reply(self, action: Any, logged: Mapping[str, Any], text: bool = True) -> dict[str, Any]:
+        """``step_wire``'s result as the JSON-ready dict OpenEnv's ``serialize_observation``
+        would make of it (``observation``, ``reward``, ``done``), built straight from the
+        simulation's observation view: no observation model is made or dumped. For immediate
+        encoding only: its rows are shared with the episode's memo and must not be changed."""
+        with self._lock:
+            sim = self._require_sim()
+            result = sim.step(action)
+            wire_action = dict(logged)
+            self._episode.record(float(result.reward), result.error, wire_action)
+            if self.recorder is not None:
+                self.recorder({"op": "step", "action": wire_action})
+            data = plain_observation(sim.observation_view())
+            data["last_action_error"] = result.error
+            rendered = render_text(data) if text else ""
+            done = bool(data.pop("done"))
+            data["text"] = rendered
+            data["metadata"] = {}
+            return {"observation": data, "reward": float(result.reward), "done": done}
 
     def last_step_matches(self, action: Mapping[str, Any]) -> bool:
         """Whether ``action`` is the episode's last step (a retried request after a restart)."""
@@ -340,9 +362,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
                 self.recorder(event)
             return self._observe(reward=None, error=None, wire=wire)
 
-    def _step(
-        self, action: Any, wire: bool, logged: Mapping[str, Any] | None = None, text: bool = True
-    ) -> CodeRedObservation:
+    def _step(self, action: Any, wire: bool, logged: Mapping[str, Any] | None = None) -> CodeRedObservation:
         raw = action.to_wire() if isinstance(action, CodeRedAction) else action
         with self._lock:
             sim = self._require_sim()
@@ -351,7 +371,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             self._episode.record(float(result.reward), result.error, wire_action)
             if self.recorder is not None:
                 self.recorder({"op": "step", "action": wire_action})
-            return self._observe(reward=float(result.reward), error=result.error, wire=wire, text=text)
+            return self._observe(reward=float(result.reward), error=result.error, wire=wire)
 
     def _ensure_open(self) -> None:
         if self._closed is not None:
@@ -363,14 +383,22 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             raise RuntimeError("no episode: send reset before step")
         return self._sim
 
-    def _observe(
-        self, reward: float | None, error: str | None, wire: bool, text: bool = True
-    ) -> CodeRedObservation:
+    def _observe(self, reward: float | None, error: str | None, wire: bool) -> CodeRedObservation:
         sim = self._require_sim()
         data = sim.observation()
         data["last_action_error"] = error
         build = WireObservation.from_sim if wire else CodeRedObservation.from_sim
-        return build(data, render_text(data) if text else "", reward=reward)
+        return build(data, render_text(data), reward=reward)
+
+
+def plain_observation(view: Mapping[str, Any]) -> dict[str, Any]:
+    """An observation view read whole, as the plain dict ``CodeRedSim.observation()`` returns
+    (its legal actions are a mapping built on demand; the whole of it is one plain dict)."""
+    data = {key: view[key] for key in view}
+    legal = data.get("legal_actions")
+    if legal is not None and not isinstance(legal, dict):
+        data["legal_actions"] = legal.whole()
+    return data
 
 
 def _loggable(raw: Any) -> Any:

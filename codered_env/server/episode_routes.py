@@ -66,7 +66,8 @@ def _step_now(env: CodeRedEnvironment, body: StepBody) -> CodeRedObservation:
             f"step count mismatch: the episode is at step {env.step_count}, the request expected "
             f"{body.expect_step}; nothing was applied (GET /state to resynchronise)",
         )
-    return env.step_wire(wire, logged=wire)
+    # the action was validated once, with the body: the simulation gets its parsed form
+    return env.step_wire(body.action.sim_action or wire, logged=wire)
 
 
 def register_episode_routes(

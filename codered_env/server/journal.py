@@ -49,9 +49,12 @@ _SCHEMA = (
     "body TEXT NOT NULL, at REAL NOT NULL)",
 )
 _INSERT_EVENT = "INSERT INTO events (id, key, body, at) VALUES (?, ?, ?, ?)"
-_ACTIVITY = "(SELECT MAX(e.at) FROM events e WHERE e.id >= s.first_id AND e.key = s.key)"
-_INACTIVE = (
-    f"SELECT s.key FROM sessions s WHERE s.kind = ? AND s.gone IS NULL AND COALESCE({_ACTIVITY}, 0) < ?"
+# Last activity of every live session, in one pass over the log (read once, at start-up; after
+# that the journal keeps it in memory: a per-session query over an unindexed log would cost
+# sessions x events, seconds per sweep on a long run).
+_LIVE_ACTIVITY = (
+    "SELECT s.key, s.kind, e.at FROM sessions s LEFT JOIN (SELECT key, MAX(at) AS at FROM events "
+    "GROUP BY key) e ON e.key = s.key WHERE s.gone IS NULL"
 )
 _GARBAGE = (
     "DELETE FROM events WHERE id < COALESCE((SELECT s.first_id FROM sessions s WHERE s.key = events.key), "
@@ -84,6 +87,8 @@ class Journal:
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
+        # live session key -> (kind, time of its last event): what the sweep expires by
+        self._activity: dict[str, tuple[str, float]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -100,7 +105,7 @@ class Journal:
             writer = _connect(path)
             for statement in _SCHEMA:
                 writer.execute(statement)
-            _prune(writer, lifetimes)
+            self._activity = _prune(writer, lifetimes)
             self._next_id = 1 + (writer.execute("SELECT MAX(id) FROM events").fetchone()[0] or 0)
             self._reader = _connect(path)
         except (OSError, sqlite3.Error) as exc:
@@ -143,16 +148,21 @@ class Journal:
             with contextlib.suppress(RuntimeError):  # a closed loop: close() commits the rest
                 self._loop.call_soon_threadsafe(self._flush)
 
-    def _event_op(self, key: str, event: dict[str, Any]) -> tuple[int, Op]:
+    def _event_op(self, key: str, event: dict[str, Any], kind: str | None = None) -> tuple[int, Op]:
+        now = time.time()
         with self._lock:
             event_id, self._next_id = self._next_id, self._next_id + 1
-        return event_id, (_INSERT_EVENT, (event_id, key, _dump(event), time.time()))
+            if kind is None and key in self._activity:
+                kind = self._activity[key][0]
+            if kind is not None:
+                self._activity[key] = (kind, now)
+        return event_id, (_INSERT_EVENT, (event_id, key, _dump(event), now))
 
     def start(self, key: str, kind: str, owner: str, options: dict[str, Any], event: dict[str, Any]) -> None:
         """A (re)started session: its row, and a log that starts at this reset."""
         if self._writer is None:
             return
-        event_id, insert = self._event_op(key, event)
+        event_id, insert = self._event_op(key, event, kind)
         self.write(
             ("INSERT OR REPLACE INTO sessions (key, kind, owner, options, first_id) VALUES (?, ?, ?, ?, ?)",
              (key, kind, owner, json.dumps(options), event_id)),
@@ -165,6 +175,8 @@ class Journal:
 
     def end(self, key: str, reason: str) -> None:
         """The session ended: keep its reason; its log becomes garbage."""
+        with self._lock:
+            self._activity.pop(key, None)
         self.write(("UPDATE sessions SET gone = ?, gone_at = ?, first_id = NULL WHERE key = ?",
                     (reason[:400], time.time(), key)))
 
@@ -225,9 +237,9 @@ class Journal:
         """End the sessions of ``kind`` inactive for ``lifetime_s`` that are not ``live``
         (prefix-less ids); returns how many ended."""
         cutoff = time.time() - lifetime_s
-        rows = self._read(
-            _INACTIVE, (kind, cutoff))
-        stale = [key for (key,) in rows if key.split(":", 1)[-1] not in live]
+        with self._lock:
+            idle = [key for key, (of, at) in self._activity.items() if of == kind and at < cutoff]
+        stale = [key for key in idle if key.split(":", 1)[-1] not in live]
         for key in stale:
             self.end(key, f"expired after {lifetime_s:g} s without activity")
         return len(stale)
@@ -290,21 +302,24 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _prune(conn: sqlite3.Connection, lifetimes: dict[str, float]) -> None:
+def _prune(conn: sqlite3.Connection, lifetimes: dict[str, float]) -> dict[str, tuple[str, float]]:
     """At start-up: sessions inactive longer than their kind's lifetime end (expired), and only
-    the newest ``MAX_TOMBSTONES`` tombstones stay."""
+    the newest ``MAX_TOMBSTONES`` tombstones stay. Returns the live sessions' last activity."""
     now = time.time()
+    activity: dict[str, tuple[str, float]] = {}
     with conn:
-        for kind, lifetime in lifetimes.items():
-            stale = [key for (key,) in conn.execute(
-                _INACTIVE, (kind, now - lifetime))]
-            for key in stale:
+        for key, kind, at in conn.execute(_LIVE_ACTIVITY).fetchall():
+            lifetime = lifetimes.get(kind)
+            if lifetime is not None and (at or 0.0) < now - lifetime:
                 conn.execute("UPDATE sessions SET gone = ?, gone_at = ?, first_id = NULL WHERE key = ?",
                              (f"expired after {lifetime:g} s without activity", now, key))
+            else:
+                activity[key] = (kind, at or now)
         conn.execute(_GARBAGE)
         conn.execute(
             "DELETE FROM sessions WHERE gone IS NOT NULL AND key NOT IN (SELECT key FROM sessions "
             "WHERE gone IS NOT NULL ORDER BY gone_at DESC LIMIT ?)", (MAX_TOMBSTONES,))
+    return activity
 
 
 EnvT = TypeVar("EnvT")

@@ -109,24 +109,28 @@ def _validators(city: str) -> dict[str, Any]:
     return {tool["name"]: Draft202012Validator(tool["inputSchema"]) for tool in tool_list(city)}
 
 
-def argument_error(name: str, arguments: Any, city: str = DEFAULT_CITY) -> tuple[str, str] | None:
-    """``(error type, message)`` when the call cannot reach the simulation (checked against the
-    tools of ``city``), else ``None``."""
-    validator = _validators(city).get(name)
+def checked_call(
+    name: Any, arguments: Any, city: str = DEFAULT_CITY
+) -> tuple[tuple[str, str] | None, Any]:
+    """``(refusal, None)`` when the call cannot reach the simulation, else ``(None, the parsed
+    action)`` (None for the read-only view): the arguments are checked against the schema of the
+    tool for ``city``, then parsed by the simulation once."""
+    validator = _validators(city).get(name) if isinstance(name, str) else None
     if validator is None:
         shown = repr(name)[:MAX_SHOWN_ARGUMENT_CHARS] if isinstance(name, str) else type(name).__name__
-        return TOOL_NOT_FOUND, f"unknown tool {shown}; tools: {', '.join(tool_names())}"
+        return (TOOL_NOT_FOUND, f"unknown tool {shown}; tools: {', '.join(tool_names())}"), None
     if not isinstance(arguments, dict):
-        return INVALID_ARGS, f"arguments of {name} must be a JSON object"
+        return (INVALID_ARGS, f"arguments of {name} must be a JSON object"), None
     problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if problems:
         shown = "; ".join(_describe(problem) for problem in problems[:3])
-        return INVALID_ARGS, f"invalid arguments for {name}: {shown}"
-    if name != VIEW_TOOL:
-        _, error = parse_action({"action_type": name, **arguments})
-        if error is not None:
-            return INVALID_ARGS, error
-    return None
+        return (INVALID_ARGS, f"invalid arguments for {name}: {shown}"), None
+    if name == VIEW_TOOL:
+        return None, None
+    parsed, error = parse_action({"action_type": name, **arguments})
+    if error is not None:
+        return (INVALID_ARGS, error), None
+    return None, parsed
 
 
 def _describe(problem: Any) -> str:
@@ -205,7 +209,7 @@ class ToolSession:
     def call(self, name: Any, arguments: Any) -> ToolOutcome:
         """Run one tool call (refusals never change anything but the decision minute)."""
         arguments = {} if arguments is None else arguments
-        refusal = argument_error(name, arguments, self.city)
+        refusal, parsed = checked_call(name, arguments, self.city)
         with self._lock:
             if refusal is not None:
                 return self._refused(refusal[1], refusal[0])
@@ -221,7 +225,7 @@ class ToolSession:
                 self._remember(view.model_dump())
                 self._shown_recorded()
                 return self._outcome(0.0, None, view.text, is_error=False)
-            observation = self.env.step_wire({"action_type": name, **arguments})
+            observation = self.env.step_wire(parsed, logged={"action_type": name, **arguments})
             reward, error = float(observation.reward or 0.0), observation.last_action_error
             text = self._delta(reward, error, observation.model_dump())
             self._shown_recorded()

@@ -89,5 +89,13 @@ def parse_json(payload: bytes | str) -> Any:
         raise JsonRejected(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError:
         raise JsonRejected("malformed JSON") from None
-    _check_tree(value)
+    if not _plainly_safe(payload):
+        _check_tree(value)
     return value
+
+
+def _plainly_safe(text: str) -> bool:
+    """True when the parsed tree cannot hold a lone surrogate (ASCII text without ``\\u``
+    escapes) nor nest deeper than ``MAX_DEPTH`` (fewer brackets than that): the common small
+    frame skips the tree walk."""
+    return text.isascii() and "\\u" not in text and text.count("{") + text.count("[") <= MAX_DEPTH

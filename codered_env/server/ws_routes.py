@@ -40,7 +40,7 @@ from pydantic_core import to_json
 
 from codered_env.server import validation
 from codered_env.server.config import ServerSettings
-from codered_env.server.environment import CodeRedEnvironment, validate_action
+from codered_env.server.environment import CodeRedEnvironment, validate_action, wire_form
 from codered_env.server.http_sessions import SessionNotFound, shown_id
 from codered_env.server.journal import Journal
 from codered_env.server.limits import client_address
@@ -117,6 +117,7 @@ async def _reset(session: WsSession, data: dict[str, Any]) -> str:
 
 def _step(session: WsSession, data: dict[str, Any], expect_step: Any) -> str:
     env = session.env
+    data = wire_form(data)
     parsed, problem = validate_action(data)
     if parsed is None:
         return error_frame(
@@ -128,17 +129,14 @@ def _step(session: WsSession, data: dict[str, Any], expect_step: Any) -> str:
         retried = _retried_step(env, data, expect_step)
         if retried is not None:
             return retried
-    # The simulation gets the wire dict (its check of it is a cache hit now); handing it the
-    # parsed model would cost a model_dump for its action log.
+    # The simulation gets the parsed action (checked once, above); the logs keep the wire dict.
     if session.observation == "none":
-        reply = env.step_summary(data, data)
+        reply = env.step_summary(parsed, data)
         reply["step_count"] = env.step_count
         return _dumps({"type": "observation", "data": reply})
-    if session.observation == "without_text":
-        observation = env.step_without_text(data, data)
-    else:
-        observation = env.step_wire(data, logged=data)
-    return _observation_reply(observation, step_count=env.step_count)
+    reply = env.step_reply(parsed, data, text=session.observation == "full")
+    reply["step_count"] = env.step_count
+    return _dumps({"type": "observation", "data": reply})
 
 
 def _retried_step(env: CodeRedEnvironment, data: dict[str, Any], expect_step: Any) -> str | None:

@@ -106,3 +106,32 @@ def test_a_log_the_simulation_refuses_is_reported_not_raised(tmp_path: Path) -> 
         journal.close()
 
     asyncio.run(scenario())
+
+
+def test_the_sweep_expires_by_activity_kept_in_memory_across_a_reopen(tmp_path: Path) -> None:
+    """Idle sessions expire, stepped and live ones do not, and a reopened journal knows each
+    session's last activity without the sweep reading the log."""
+
+    async def scenario() -> None:
+        journal, kind, env = await _played(tmp_path / "j.db")  # session "abc"
+        idle = CodeRedEnvironment()
+        idle.recorder = kind.recorder("idle", "10.0.0.3")
+        idle.reset(task_id="task2", seed=1, episode_id="idle")
+        await journal.barrier()
+        time.sleep(0.05)
+        env.step_wire(MAINTAIN)  # "abc" is active again
+        await journal.barrier()
+        assert journal.expire_detached("http", 0.04, live=set()) == 1
+        assert "expired" in str(kind.gone_reason("idle")) and kind.gone_reason("abc") is None
+        assert journal.expire_detached("http", 0.0, live={"abc"}) == 0  # attached: kept
+        journal.close()
+        reopened = Journal()
+        assert reopened.open(tmp_path / "j.db", {"http": 600.0})
+        with sqlite3.connect(tmp_path / "j.db") as conn:
+            conn.execute("DROP TABLE events")  # the sweep must not need the log
+        time.sleep(0.02)
+        assert reopened.expire_detached("http", 0.01, live=set()) == 1
+        assert "expired" in str(KindJournal(reopened, "http", _rebuild).gone_reason("abc"))
+        reopened.close()
+
+    asyncio.run(scenario())
