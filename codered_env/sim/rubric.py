@@ -499,10 +499,12 @@ def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
     }
 
 
-def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
+def clinical_outcomes(patients: list[Patient], surge: frozenset[str] = frozenset()) -> dict[str, float | int]:
     """What the episode did to patients, beside the score (never part of it): the priority-
     weighted mean expected good outcome (P1 x3, P2 x2, P3 x1) and the expected deaths per 100
-    graded patients (``conditions.expected_death``)."""
+    graded patients (``conditions.expected_death``). Callers a news cycle brought (``surge``:
+    their patient ids) count in the deaths but not in the hundred, so a policy that sets off a
+    surge of low-acuity calls cannot dilute its death rate with them."""
     total_w = good = deaths = 0.0
     for p in patients:
         cond = CONDITIONS[p.condition]
@@ -512,11 +514,17 @@ def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
         good += w * outcome
         deaths += expected_death(cond, outcome, p.status == "deceased")
     n = len(patients)
+    base = n - sum(p.patient_id in surge for p in patients)
     return {
         "weighted_outcome": round(good / total_w, 4) if total_w else 0.0,
-        "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / n, 2) if n else 0.0,
+        "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / base, 2) if base else 0.0,
         "patients": n,
     }
+
+
+def surge_patients(world: World) -> frozenset[str]:
+    """The patients a news cycle's surge of calls brought (their calls carry ``surge``)."""
+    return frozenset(c.patient_id for c in world.calls.values() if c.surge)
 
 
 def _clamp(raw: float, final: bool) -> float:
@@ -553,5 +561,5 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
         "patients": [_patient_record(world, p, final) for p in s["scored"]],
-        "outcomes": clinical_outcomes(s["scored"]),
+        "outcomes": clinical_outcomes(s["scored"], surge_patients(world)),
     }
