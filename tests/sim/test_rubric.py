@@ -8,6 +8,7 @@ function of (task, seed, actions); and penalties that respond to waste.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import math
@@ -562,3 +563,23 @@ def test_haemorrhage_minutes_cost_twice_as_much_after_the_hospital_door() -> Non
     later_inside = benefit_kept(cond, 50, 1.0, 0, "surgery", door_min=30)
     assert base > later_outside > later_inside
     assert (base - later_inside) == pytest.approx(2 * (base - later_outside))
+
+
+def test_a_news_cycle_surge_cannot_dilute_the_death_rate() -> None:
+    """Callers a news cycle brought count in the expected deaths but not in the hundred: adding
+    low-acuity survivors by setting off a surge leaves the rate where the other patients put it."""
+    from codered_env.sim.rubric import clinical_outcomes
+
+    sim = CodeRedSim("task5", 1003)
+    sim.finish()
+    patients = [sim.world.patients[r["patient_id"]] for r in sim.grade()["patients"]]
+    plain = clinical_outcomes(patients)
+    low = [copy.copy(p) for p in patients if CONDITIONS[p.condition].true_priority == "P3"
+           and p.status != "deceased" and p.treatment_start is None]
+    assert low, "the seed has untreated low-acuity callers"
+    for i, p in enumerate(low):
+        p.patient_id = f"SURGE{i}"
+    diluted = clinical_outcomes(patients + low)  # more low-acuity callers, counted as patients
+    as_surge = clinical_outcomes(patients + low, frozenset(p.patient_id for p in low))
+    assert diluted["deaths_per_100"] < plain["deaths_per_100"]  # what a surge used to do
+    assert as_surge["deaths_per_100"] == pytest.approx(plain["deaths_per_100"], abs=0.011)
