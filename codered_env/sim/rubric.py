@@ -471,7 +471,7 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- reports
-def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
+def _patient_record(world: World, p: Patient, final: bool, surge: frozenset[str]) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(world, p, final) if cond.needs_prep else None
@@ -482,6 +482,7 @@ def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
         "priority": cond.true_priority,
         "stake": round(stake(p.condition, p.onset_min), 4),
         "secondary": p.secondary,
+        "surge": p.patient_id in surge,
         "status": p.status,
         "hospital": p.hospital,
         "delay_min": p.treatment_start - p.appeared_at if treated else None,
@@ -503,22 +504,24 @@ def clinical_outcomes(patients: list[Patient], surge: frozenset[str] = frozenset
     """What the episode did to patients, beside the score (never part of it): the priority-
     weighted mean expected good outcome (P1 x3, P2 x2, P3 x1) and the expected deaths per 100
     graded patients (``conditions.expected_death``). Callers a news cycle brought (``surge``:
-    their patient ids) count in the deaths but not in the hundred, so a policy that sets off a
-    surge of low-acuity calls cannot dilute its death rate with them."""
-    total_w = good = deaths = 0.0
+    their patient ids) count in what is lost (deaths, outcome short of 1) but not in the hundred
+    or the weights it is a share of, so a policy that sets off a surge of low-acuity calls
+    cannot dilute its figures with them."""
+    base_w = short = deaths = 0.0
+    base = 0
     for p in patients:
         cond = CONDITIONS[p.condition]
         w = PRIORITY_WEIGHT[cond.true_priority]
         outcome = _outcome(p)
-        total_w += w
-        good += w * outcome
+        if p.patient_id not in surge:
+            base_w += w
+            base += 1
+        short += w * (1.0 - outcome)
         deaths += expected_death(cond, outcome, p.status == "deceased")
-    n = len(patients)
-    base = n - sum(p.patient_id in surge for p in patients)
     return {
-        "weighted_outcome": round(good / total_w, 4) if total_w else 0.0,
+        "weighted_outcome": round(max(0.0, 1.0 - short / base_w), 4) if base_w else 0.0,
         "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / base, 2) if base else 0.0,
-        "patients": n,
+        "patients": len(patients),
     }
 
 
@@ -545,6 +548,7 @@ def grade(world: World, final: bool) -> dict[str, Any]:
     """Score breakdown of the episode so far (``final`` adds end-of-episode waste checks)."""
     s = _summary(world, final)
     counts = s["counts"]
+    surge = surge_patients(world)
     return {
         "task_id": world.task.task_id,
         "seed": world.seed,
@@ -560,6 +564,6 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "coverage": round(s["coverage"], 4),
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
-        "patients": [_patient_record(world, p, final) for p in s["scored"]],
-        "outcomes": clinical_outcomes(s["scored"], surge_patients(world)),
+        "patients": [_patient_record(world, p, final, surge) for p in s["scored"]],
+        "outcomes": clinical_outcomes(s["scored"], surge),
     }
