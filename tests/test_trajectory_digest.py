@@ -12,14 +12,14 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-DIGEST_VERSION = "0.2.0"  # the outcome-first rubric (CHANGELOG.md)
+DIGEST_VERSION = "0.2.1"  # outcomes beside the score: surge callers do not dilute them (CHANGELOG.md)
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "9eeecc204875fe7c",
-    "task2": "79e8b7be289c832a",
-    "task3": "5c1c2890cab48cd4",
-    "task4": "55fffaef1c529c47",
-    "task5": "abec83d8570e37d1",
+    "task1": "e77ff27ff4e8914c",
+    "task2": "1eb958c0e7a93e06",
+    "task3": "d8dd466849872fe2",
+    "task4": "341ab974fa104a26",
+    "task5": "27efdf607eb436f2",
 }
 
 
