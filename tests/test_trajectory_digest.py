@@ -12,14 +12,14 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-DIGEST_VERSION = "0.2.1"  # outcomes beside the score: surge callers do not dilute them (CHANGELOG.md)
+DIGEST_VERSION = "0.2.1"  # prep_ready over every patient; surge-proof outcomes (CHANGELOG.md)
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "e77ff27ff4e8914c",
-    "task2": "1eb958c0e7a93e06",
-    "task3": "d8dd466849872fe2",
-    "task4": "341ab974fa104a26",
-    "task5": "27efdf607eb436f2",
+    "task1": "5fc27f84de1db2c9",
+    "task2": "4c9c029797c541fd",
+    "task3": "9896bb2379450390",
+    "task4": "4a7751e8cb2a3ca4",
+    "task5": "7dc031cb6a2b9f10",
 }
 
 
