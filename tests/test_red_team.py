@@ -63,6 +63,15 @@ def test_a_hold_delays_the_dispatch_by_its_minutes() -> None:
     assert first_dispatch("hold-dispatch-15") == first_dispatch("heuristic") + 15
 
 
+def test_the_new_kinds_do_what_their_names_say() -> None:
+    triaged = {name: [a for a in _actions(name, "task4", 11, 40) if a["action_type"] == "triage_call"]
+               for name in ("random-triage", "P1-or-advice", "triage-then-ignore")}
+    assert len({a["priority"] for a in triaged["random-triage"]}) > 1
+    assert {a["priority"] for a in triaged["P1-or-advice"]} <= {"P1", "P4"}
+    ignored = _actions("triage-then-ignore", "task4", 11, 40)
+    assert triaged["triage-then-ignore"] and not any(a["action_type"].startswith("dispatch") for a in ignored)
+
+
 def test_the_greedy_maximiser_plays_the_best_one_step_reward_on_its_fork() -> None:
     agent = GreedyRewardAgent(5)
     sim = CodeRedSim("task4", 5)

@@ -5,7 +5,9 @@ Most are the expert heuristic (``HeuristicAgent``) with one or more *twists* (``
 dispatches, assignments, preparations or triage; a blanket triage level or a shifted one; one
 unit kind, the farthest unit, ALS everywhere; the worst or the nearest hospital; no preparation;
 waste of each kind (pages, OR preparations, blood, pre-emptions, invalid actions); mutual aid at
-once or never; lazy waiting; reverse priority; serving only some priorities; stopping early.
+once or never; lazy waiting; reverse priority; serving only some priorities; stopping early;
+triaging and then serving nobody; preparing without ever dispatching; priority-blind job orders
+(nearest job first, random); random codes; codes collapsed (P2/P3 advised, P2 sent cold).
 Mixes are several twists at once. ``GreedyRewardAgent`` is the one-step reward maximiser: it
 tries each candidate action on a fair fork of the episode (``CodeRedSim.fork``: only what the
 agent could know) and plays the one whose step reward is highest. ``planner`` and ``oracle``
@@ -26,7 +28,7 @@ from random import Random
 from typing import Any
 
 from codered_env.agents import HeuristicAgent, make_agent
-from codered_env.agents.heuristic import road_view
+from codered_env.agents.heuristic import FREE_UNITS, nearest_unit, road_view
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
 
@@ -50,12 +52,14 @@ class Twist:
     hold_assign: int = 0  # minutes a patient waits for a hospital after the heuristic would assign
     hold_prep: int = 0  # minutes every preparation (OR, page, pre-emption, blood, typing) waits
     hold_triage: int = 0  # minutes a call waits to be triaged
-    triage: str | None = None  # a blanket level for every call
+    triage: str | None = None  # a blanket level for every call ("random": a level drawn per call)
+    triage_map: tuple[tuple[str, str], ...] = ()  # the heuristic's level -> the level given
     triage_shift: int = 0  # -1: one level more urgent than the heuristic's, +1: one less
     skip_triage: bool = False  # never triage (calls go out at the protocol default)
     units: str = "heuristic"  # heuristic | ALS | BLS | ALS-first | nearest | farthest
     serve: tuple[str, ...] = ("P1", "P2", "P3")  # the levels that get a unit at all
     reverse: bool = False  # least urgent job first
+    order: str = "priority"  # priority (the heuristic's) | nearest (to a free unit, any level) | random
     hospital: str = "heuristic"  # heuristic | worst (lowest-valued capable) | nearest (any)
     prepare: bool = True  # False: no OR preparation, page, pre-emption or blood
     mutual_aid: str = "heuristic"  # heuristic | never | at_once
@@ -136,9 +140,12 @@ class RedTeamAgent(HeuristicAgent):
 
     # ------------------------------------------------------------------ twisted rules
     def triage_priority(self, call: dict[str, Any]) -> str:
+        if self.twist.triage == "random":
+            return Random(f"triage:{self.seed}:{call['call_id']}").choice(LEVELS)
         if self.twist.triage is not None:
             return self.twist.triage
         level = super().triage_priority(call)
+        level = dict(self.twist.triage_map).get(level, level)
         shifted = LEVELS.index(level) + self.twist.triage_shift
         return LEVELS[min(len(LEVELS) - 1, max(0, shifted))]
 
@@ -152,6 +159,12 @@ class RedTeamAgent(HeuristicAgent):
         jobs = [job for job in super()._jobs(obs) if job["priority"] in twist.serve]
         if twist.reverse:
             jobs.sort(key=lambda j: (-LEVELS.index(j["priority"]), j["vitals"], j["id"]))
+        elif twist.order == "nearest":
+            free, net = self._rows(obs, "ambulances", FREE_UNITS), road_view(obs)
+            eta = {j["id"]: (nearest_unit(free, j["node"], net) or (float("inf"),))[0] for j in jobs}
+            jobs.sort(key=lambda j: (eta[j["id"]], j["id"]))
+        elif twist.order == "random":
+            Random(f"order:{self.seed}:{self._now}").shuffle(jobs)
         return [job for job in jobs if not self._held("dispatch", job["id"], twist.hold_dispatch)]
 
     def _pick_unit(self, pools, job, net):
@@ -411,6 +424,23 @@ def _family() -> list[Policy]:
         _twisted("aid-at-once+hold-5", Twist(mutual_aid="at_once", hold_dispatch=5), "mutual-aid-at-once", 5),
         _twisted("worst-hospital+waste-all", Twist(hospital="worst", waste=ALL_WASTE)),
         _twisted("P3-cold+no-prep", Twist(triage="P3", prepare=False)),
+        # kinds the family above leaves out: ignoring what was triaged, priority-blind orders,
+        # random or collapsed codes, preparation without transport
+        _twisted("triage-then-ignore", Twist(serve=())),
+        _twisted("prepare-never-dispatch", Twist(serve=(), waste=frozenset({"ors", "pages"}))),
+        _twisted("serve-P1-P2-only", Twist(serve=("P1", "P2"))),
+        _twisted("nearest-job-first", Twist(order="nearest")),
+        _twisted("random-job-order", Twist(order="random")),
+        _twisted("random-triage", Twist(triage="random")),
+        _twisted("P1-or-advice", Twist(triage_map=(("P2", "P4"), ("P3", "P4")))),
+        _twisted("P2-sent-cold", Twist(triage_map=(("P2", "P3"),))),
+        _twisted("P3-advised", Twist(triage_map=(("P3", "P4"),))),
+        _twisted("nearest-job+bls-only", Twist(order="nearest", units="BLS")),
+        _twisted("random-triage+als-only", Twist(triage="random", units="ALS")),
+        _twisted("P1-or-advice+hold-prep-10", Twist(triage_map=(("P2", "P4"), ("P3", "P4")), hold_prep=10),
+                 "P1-or-advice", 10),
+        _twisted("nearest-job+hold-dispatch-5", Twist(order="nearest", hold_dispatch=5),
+                 "nearest-job-first", 5),
         Policy("planner", lambda seed: make_agent("planner", seed), search=True),
         Policy("oracle", lambda seed: make_agent("oracle", seed), fair=False, search=True),
     ]

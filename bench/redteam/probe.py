@@ -51,7 +51,6 @@ if _BENCH not in sys.path:  # run as a script from any checkout: the family besi
     sys.path.insert(0, _BENCH)
 
 from codered_env.sim import TASK_IDS, CodeRedSim  # noqa: E402
-from codered_env.sim.rubric import clinical_outcomes  # noqa: E402
 from redteam.policies import DEFAULT_FAMILY, POLICIES  # noqa: E402
 
 DEFAULT_SEEDS = "1000-1049"
@@ -95,10 +94,10 @@ def contributions(grade: dict[str, Any]) -> dict[str, float]:
     return parts
 
 
-def outcomes_of(sim: CodeRedSim, grade: dict[str, Any]) -> dict[str, float]:
-    """``clinical_outcomes`` of the final grade's patients."""
-    patients = [sim.world.patients[rec["patient_id"]] for rec in grade.get("patients", [])]
-    return clinical_outcomes(patients)
+def outcomes_of(grade: dict[str, Any]) -> dict[str, float]:
+    """The final grade's clinical outcomes (``rubric.clinical_outcomes``: expected deaths per 100
+    patients, news-cycle surge callers counted in the deaths but not in the hundred)."""
+    return grade["outcomes"]
 
 
 def _reached(sim: CodeRedSim) -> set[str]:
@@ -124,7 +123,7 @@ def play(task_id: str, seed: int, policy_name: str) -> Episode:
         reached = now
     sim.finish()
     grade = sim.grade()
-    outcomes = outcomes_of(sim, grade)
+    outcomes = outcomes_of(grade)
     ret = sum(r * DISCOUNT**t for t, r in enumerate(rewards))
     return Episode(seed, float(grade["score"]), float(outcomes["deaths_per_100"]),
                    float(outcomes["weighted_outcome"]), ret, contributions(grade), reach_rewards,

@@ -26,12 +26,15 @@ are those with a real need (true priority P1-P3); P4 callers are not patients fo
   dispatcher knew* (the posterior given the caller's report; the known priority in phase 1)
   that a response was wrong: ALS to a non-urgent caller, any unit to an advice-only caller, a
   cold or BLS response or advice to a caller who needed more.
-* ``prep_ready`` -- over patients whose care needs an OR, a specialist or blood, the stake-weighted
-  mean of ``benefit kept x readiness``, the readiness (each of OR / specialist / blood in 0..1)
-  measured when they first reached a hospital or at their prompt-arrival reference if that came
-  first (``dynamics.care.prompt_arrival``), so arriving late never raises it. Care that needs
-  nothing prepared leaves a patient out when it was the best on offer to them, and scores 0 when a
-  better-equipped hospital could have taken them.
+* ``prep_ready`` -- the stake-weighted mean over every scored patient of ``benefit kept x
+  readiness``: readiness credit is gated on the outcome it serves, so it never exceeds
+  ``time_score`` and one patient's readiness moves it no more than that patient's stake moves
+  ``time_score``. The readiness (each of OR / specialist / blood in 0..1) is measured when they
+  first reached a hospital or at their prompt-arrival reference if that came first
+  (``dynamics.care.prompt_arrival``), so arriving late never raises it. A patient whose care
+  needs nothing prepared counts as ready when that care was the best on offer to them, and as 0
+  when a better-equipped hospital could have taken them; an unseen caller whose condition would
+  need preparation counts as not ready yet.
 * ``vitals_score_avg`` -- stake-weighted mean reserve (0..1) at the start of treatment; 0 untreated.
 * ``secondary_harm`` -- stake-weighted mean over secondary casualties of the outcome gain
   ``(O - O_untreated) / (O_best - O_untreated)``, clipped to 0..1 (``O_best``: care at 40 % of target).
@@ -212,8 +215,7 @@ class _Entry(NamedTuple):
     w: float  # stake weight
     wk: float  # w x benefit kept
     wv: float  # w x vitals at treatment
-    prep_w: float  # w, if their care needs preparation
-    prep_wkr: float  # w x benefit kept x readiness
+    prep_wkr: float  # w x benefit kept x readiness (1 where their care needed nothing prepared)
     load_w: float  # w, if they are to be taken to hospital
     load_wd: float  # w x delivered
     sec_w: float  # secondary casualties: stake, stake x gain, count, response credit
@@ -260,11 +262,8 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     else:
         kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
         vitals = max(0.0, p.reserve) * hope
-    prep_w = prep_wkr = 0.0
-    if cond.needs_prep:
-        prep = _prep(world, p, final)
-        if prep is not None:
-            prep_w, prep_wkr = w, w * kept * prep
+    prep = _prep(world, p, final) if cond.needs_prep else None
+    prep_wkr = w * kept * (1.0 if prep is None else prep)  # nothing to prepare: ready
     load_w = w if cond.transport else 0.0
     delivered = 1.0 if p.first_hospital_arrival is not None else hope
     sec_w = sec_wg = sec_n = sec_r = 0.0
@@ -280,7 +279,7 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         reached_at = p.first_unit_at
         sec_r = _response_credit(reached_at - p.appeared_at) if reached_at is not None else (
             _response_credit(t - p.appeared_at) * hope)
-    return _Entry(1.0, float(p.first_unit_at is not None), w, w * kept, w * vitals, prep_w, prep_wkr, load_w,
+    return _Entry(1.0, float(p.first_unit_at is not None), w, w * kept, w * vitals, prep_wkr, load_w,
                   load_w * delivered, sec_w, sec_wg, sec_n, sec_r)
 
 
@@ -311,7 +310,7 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
     after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
     minutes of telephone CPR, which follows the agent's own P1 code)."""
-    n = w = wk = wv = prep_w = load_w = 0.0
+    n = w = wk = wv = ready_wk = load_w = 0.0
     for terms in _caller_terms(report):
         condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport = terms
         reserve = reserve0 - decline * delay
@@ -319,11 +318,12 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
         n += chance
         w += weight
         telephone_cpr = cpr if arrest else 0.0
-        wk += weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
+        kept = weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
+        wk += kept
         wv += weight * reserve
-        prep_w += weight if prep else 0.0
+        ready_wk += 0.0 if prep else kept  # nothing prepared yet for an unseen caller
         load_w += weight if transport else 0.0
-    return _Entry(n, 0.0, w, wk, wv, prep_w, 0.0, load_w, load_w, 0.0, 0.0, 0.0, 0.0)
+    return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0, 0.0)
 
 
 def _caller_entry(world: World, call: Call) -> _Entry:
@@ -332,7 +332,7 @@ def _caller_entry(world: World, call: Call) -> _Entry:
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
     b = _caller_bound(call.report, t - call.received_at, cpr)
     hope = _hope(call.received_at, t, world.task.horizon_min)
-    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_w, 0.0, b.load_w, b.load_wd * hope,
+    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w, b.load_wd * hope,
                   0.0, 0.0, 0.0, 0.0)
 
 
@@ -454,7 +454,7 @@ def _components(world: World, total: _Entry, waste: float) -> dict[str, float | 
         "time_score": time_score,
         "efficiency": time_score * math.exp(-waste / max(1.0, total.n)),
         "secondary_harm": _ratio(total.sec_wg, total.sec_w) if cascades else None,
-        "prep_ready": _ratio(total.prep_wkr, total.prep_w),
+        "prep_ready": _ratio(total.prep_wkr, total.w),
         "vitals_score_avg": _ratio(total.wv, total.w),
         "cascade_score": _cascade(world, total) if cascades else None,
     }
@@ -484,7 +484,7 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- reports
-def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
+def _patient_record(world: World, p: Patient, final: bool, surge: frozenset[str]) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(world, p, final) if cond.needs_prep else None
@@ -495,6 +495,7 @@ def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
         "priority": cond.true_priority,
         "stake": round(stake(p.condition, p.onset_min), 4),
         "secondary": p.secondary,
+        "surge": p.patient_id in surge,
         "status": p.status,
         "hospital": p.hospital,
         "delay_min": p.treatment_start - p.appeared_at if treated else None,
@@ -512,24 +513,34 @@ def _patient_record(world: World, p: Patient, final: bool) -> dict[str, Any]:
     }
 
 
-def clinical_outcomes(patients: list[Patient]) -> dict[str, float | int]:
+def clinical_outcomes(patients: list[Patient], surge: frozenset[str] = frozenset()) -> dict[str, float | int]:
     """What the episode did to patients, beside the score (never part of it): the priority-
     weighted mean expected good outcome (P1 x3, P2 x2, P3 x1) and the expected deaths per 100
-    graded patients (``conditions.expected_death``)."""
-    total_w = good = deaths = 0.0
+    graded patients (``conditions.expected_death``). Callers a news cycle brought (``surge``:
+    their patient ids) count in what is lost (deaths, outcome short of 1) but not in the hundred
+    or the weights it is a share of, so a policy that sets off a surge of low-acuity calls
+    cannot dilute its figures with them."""
+    base_w = short = deaths = 0.0
+    base = 0
     for p in patients:
         cond = CONDITIONS[p.condition]
         w = PRIORITY_WEIGHT[cond.true_priority]
         outcome = _outcome(p)
-        total_w += w
-        good += w * outcome
+        if p.patient_id not in surge:
+            base_w += w
+            base += 1
+        short += w * (1.0 - outcome)
         deaths += expected_death(cond, outcome, p.status == "deceased")
-    n = len(patients)
     return {
-        "weighted_outcome": round(good / total_w, 4) if total_w else 0.0,
-        "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / n, 2) if n else 0.0,
-        "patients": n,
+        "weighted_outcome": round(max(0.0, 1.0 - short / base_w), 4) if base_w else 0.0,
+        "deaths_per_100": round(DEATHS_PER_N_PATIENTS * deaths / base, 2) if base else 0.0,
+        "patients": len(patients),
     }
+
+
+def surge_patients(world: World) -> frozenset[str]:
+    """The patients a news cycle's surge of calls brought (their calls carry ``surge``)."""
+    return frozenset(c.patient_id for c in world.calls.values() if c.surge)
 
 
 def _clamp(raw: float, final: bool) -> float:
@@ -550,6 +561,7 @@ def grade(world: World, final: bool) -> dict[str, Any]:
     """Score breakdown of the episode so far (``final`` adds end-of-episode waste checks)."""
     s = _summary(world, final)
     counts = s["counts"]
+    surge = surge_patients(world)
     return {
         "task_id": world.task.task_id,
         "seed": world.seed,
@@ -565,6 +577,6 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "coverage": round(s["coverage"], 4),
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
-        "patients": [_patient_record(world, p, final) for p in s["scored"]],
-        "outcomes": clinical_outcomes(s["scored"]),
+        "patients": [_patient_record(world, p, final, surge) for p in s["scored"]],
+        "outcomes": clinical_outcomes(s["scored"], surge),
     }

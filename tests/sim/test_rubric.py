@@ -8,6 +8,7 @@ function of (task, seed, actions); and penalties that respond to waste.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import math
@@ -270,11 +271,11 @@ def test_per_patient_breakdown(task_id: str) -> None:
     assert g["components"]["time_score"] == pytest.approx(time_score, abs=1e-3)
     vitals = sum(weights[i] * r["vitals_at_treatment"] for i, r in records.items()) / sum(weights.values())
     assert g["components"]["vitals_score_avg"] == pytest.approx(vitals, abs=1e-3)
-    prepped = {i: r for i, r in records.items() if r["prep"] is not None}
-    prep = sum(weights[i] * r["time_score"] * r["prep"] for i, r in prepped.items())
-    prep_weight = sum(weights[i] for i in prepped)
-    expected_prep = prep / prep_weight if prep_weight else 0.0
-    assert g["components"]["prep_ready"] == pytest.approx(expected_prep, abs=2e-3)
+    # readiness gated on the benefit kept, over every patient (nothing to prepare: ready)
+    ready = {i: 1.0 if r["prep"] is None else r["prep"] for i, r in records.items()}
+    prep = sum(weights[i] * r["time_score"] * ready[i] for i, r in records.items())
+    assert g["components"]["prep_ready"] == pytest.approx(prep / sum(weights.values()), abs=2e-3)
+    assert g["components"]["prep_ready"] <= g["components"]["time_score"] + 1e-9
     reached = [r["first_unit_min"] is not None for r in records.values()]
     assert g["coverage"] == pytest.approx(sum(reached) / len(reached), abs=1e-4)
     assert any(r["time_score"] > 0 for r in records.values()), "the heuristic treats someone"
@@ -528,7 +529,8 @@ def test_triage_accuracy_is_the_expected_cost_under_the_report_posterior() -> No
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_clinical_outcomes_beside_the_score(task_id: str) -> None:
     """grade["outcomes"]: the priority-weighted expected outcome of the graded patients and the
-    expected deaths per 100; doing nothing leaves more deaths and a worse outcome than the
+    expected deaths per 100 (surge callers in what is lost, not in what it is a share of); doing
+    nothing leaves more deaths and a worse outcome than the
     heuristic, and the numbers follow the per-patient records (never the score)."""
     results = {a: run_episode(task_id, 1005, make_agent(a, 1005)) for a in ("noop", "heuristic")}
     noop, heur = (results[a].grade["outcomes"] for a in ("noop", "heuristic"))
@@ -538,7 +540,8 @@ def test_clinical_outcomes_beside_the_score(task_id: str) -> None:
         records = result.grade["patients"]
         outcomes = result.grade["outcomes"]
         weights = [PRIORITY_WEIGHT[r["priority"]] for r in records]
-        mean = sum(w * r["expected_outcome"] for w, r in zip(weights, records, strict=True)) / sum(weights)
+        short = sum(w * (1 - r["expected_outcome"]) for w, r in zip(weights, records, strict=True))
+        mean = 1 - short / sum(w for w, r in zip(weights, records, strict=True) if not r["surge"])
         assert outcomes["patients"] == len(records)
         assert outcomes["weighted_outcome"] == pytest.approx(mean, abs=1e-3)
         assert 0.0 <= outcomes["deaths_per_100"] <= 100.0
@@ -562,3 +565,23 @@ def test_haemorrhage_minutes_cost_twice_as_much_after_the_hospital_door() -> Non
     later_inside = benefit_kept(cond, 50, 1.0, 0, "surgery", door_min=30)
     assert base > later_outside > later_inside
     assert (base - later_inside) == pytest.approx(2 * (base - later_outside))
+
+
+def test_a_news_cycle_surge_cannot_dilute_the_death_rate() -> None:
+    """Callers a news cycle brought count in the expected deaths but not in the hundred: adding
+    low-acuity survivors by setting off a surge leaves the rate where the other patients put it."""
+    from codered_env.sim.rubric import clinical_outcomes
+
+    sim = CodeRedSim("task5", 1003)
+    sim.finish()
+    patients = [sim.world.patients[r["patient_id"]] for r in sim.grade()["patients"]]
+    plain = clinical_outcomes(patients)
+    low = [copy.copy(p) for p in patients if CONDITIONS[p.condition].true_priority == "P3"
+           and p.status != "deceased" and p.treatment_start is None]
+    assert low, "the seed has untreated low-acuity callers"
+    for i, p in enumerate(low):
+        p.patient_id = f"SURGE{i}"
+    diluted = clinical_outcomes(patients + low)  # more low-acuity callers, counted as patients
+    as_surge = clinical_outcomes(patients + low, frozenset(p.patient_id for p in low))
+    assert diluted["deaths_per_100"] < plain["deaths_per_100"]  # what a surge used to do
+    assert as_surge["deaths_per_100"] == pytest.approx(plain["deaths_per_100"], abs=0.011)
