@@ -33,8 +33,8 @@ from .factored_actions import COMPONENTS, NVEC, PARAMETER_TABLE
 from .factored_env import CodeRedFactoredEnv
 from .factored_features import CASE_COLUMNS, GLOBAL_COLUMNS, HOSPITAL_COLUMNS, UNIT_COLUMNS
 from .factored_vector import CodeRedFactoredVectorEnv
-from .gen_env import CodeRedGenGymEnv
 from .features import FeatureBuilder, observation_space, sim_features
+from .gen_env import CodeRedGenGymEnv
 from .registration import register_envs
 from .schema import (
     ACTION_FEATURES,
@@ -51,8 +51,8 @@ __all__ = [
     "ACTION_FEATURES", "ACTION_ORDER", "AMBULANCE_FEATURES", "CALL_FEATURES", "CASE_COLUMNS", "COMPONENTS",
     "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES", "HOSPITAL_IDS", "MAX_CASES",
     "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS",
-    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGenGymEnv", "CodeRedGymEnv", "FeatureBuilder", "enumerate_actions",
-    "observation_space", "register_envs", "sim_features",
+    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGenGymEnv", "CodeRedGymEnv", "FeatureBuilder",
+    "enumerate_actions", "observation_space", "register_envs", "sim_features",
 ]
 
 register_envs()

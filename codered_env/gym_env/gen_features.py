@@ -5,7 +5,7 @@ incremental buffer: it is slower than ``FeatureBuilder`` and never shares its me
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
@@ -60,6 +60,19 @@ _DISPATCH_KEYS = (("dispatch_ambulance", "ambulance_id"), ("dispatch_als", "ambu
 _C_REPORT = tuple((CALL_FEATURES.index(n), i) for i, n in enumerate(GEN_CALL_FEATURES) if n in CALL_FEATURES)
 
 
+Slots = dict[tuple[str, str], set]  # (action type, parameter) -> the ids it accepts now
+
+
+class _Places(NamedTuple):
+    """Where things are in one build: travel minutes now, node rows, hospital slots."""
+
+    table: list[list[float]]  # ``ObservationView.travel_minutes``
+    node_index: dict[str, int]
+    hospital_slot: dict[str, int]  # hospital id -> slot
+    call_nodes: list[int]  # node row of each shown call
+    hospital_nodes: list[int]  # node row of each hospital slot
+
+
 def check_city_fits(city: City) -> None:
     """Raise a ValueError when ``city`` is larger than the family's declared maxima."""
     sizes = (("hospitals", len(city.hospital_ids), MAX_GEN_HOSPITALS),
@@ -88,16 +101,16 @@ class GenFeatureBuilder:
             raise RuntimeError("GenFeatureBuilder.use_city(city) must be called before build")
         out = {name: np.zeros(shape, np.float32) for name, shape in GEN_SHAPES}
         slots, clock = index.slots, view["clock_min"]
-        table = view.travel_minutes()
         node_index = city.roads.node_index
         hospital_slot = {h: k for k, h in enumerate(city.hospital_ids)}
         hospital_nodes = [node_index[h["node"]] for h in sorted(
             view["hospitals"], key=lambda h: hospital_slot[h["hospital_id"]])]
         patients = _slot_patients(view["patients"])
         calls = view["calls"][:MAX_CALLS]
-        call_nodes = [node_index[c["node"]] for c in calls]
-        self._ambulances(out, view, city, slots, hospital_slot, table, node_index, call_nodes, hospital_nodes)
-        self._patients(out, patients, slots, hospital_slot, table, node_index, hospital_nodes)
+        places = _Places(view.travel_minutes(), node_index, hospital_slot,
+                         [node_index[c["node"]] for c in calls], hospital_nodes)
+        self._ambulances(out, view, city, slots, places)
+        self._patients(out, patients, slots, places)
         self._calls(out["calls"], calls, slots, clock)
         self._hospitals(out["hospitals"], view, hospital_slot, slots, clock)
         self._roads(out["roads"], view, city, clock)
@@ -110,10 +123,10 @@ class GenFeatureBuilder:
         return out
 
     @staticmethod
-    def _ambulances(out: dict[str, np.ndarray], view: ObservationView, city: City,
-                    slots: dict[tuple[str, str], set], hospital_slot: dict[str, int], table: list[list[float]],
-                    node_index: dict[str, int], call_nodes: list[int], hospital_nodes: list[int]) -> None:
+    def _ambulances(out: dict[str, np.ndarray], view: ObservationView, city: City, slots: Slots,
+                    places: _Places) -> None:
         rows, minutes = out["ambulances"], out["unit_minutes"]
+        hospital_slot = places.hospital_slot
         dispatchable = set().union(*(slots.get(key, ()) for key in _DISPATCH_KEYS))
         stations = city.public_map["stations"]
         for i, amb in enumerate(view["ambulances"][:MAX_GEN_UNITS]):
@@ -136,18 +149,18 @@ class GenFeatureBuilder:
             row[_A["has_job"]] = amb["patient_id"] is not None or amb["call_id"] is not None
             row[_A["held"]] = amb["held"]
             row[_A["can_dispatch"]] = amb["ambulance_id"] in dispatchable
-            here = table[node_index[node]]
+            here = places.table[places.node_index[node]]
             minutes[i, :] = 1.0
-            for j, target in enumerate(call_nodes):
+            for j, target in enumerate(places.call_nodes):
                 minutes[i, j] = _travel(here[target])
-            for k, target in enumerate(hospital_nodes):
+            for k, target in enumerate(places.hospital_nodes):
                 minutes[i, MAX_CALLS + k] = _travel(here[target])
 
     @staticmethod
-    def _patients(out: dict[str, np.ndarray], patients: list[dict[str, Any]], slots: dict[tuple[str, str], set],
-                  hospital_slot: dict[str, int], table: list[list[float]], node_index: dict[str, int],
-                  hospital_nodes: list[int]) -> None:
+    def _patients(out: dict[str, np.ndarray], patients: list[dict[str, Any]], slots: Slots,
+                  places: _Places) -> None:
         rows, minutes = out["patients"], out["patient_minutes"]
+        hospital_slot = places.hospital_slot
         flags = [(column, slots.get(key, ())) for column, key in _P_FLAGS]
         for i, p in enumerate(patients):
             row = rows[i]
@@ -176,13 +189,13 @@ class GenFeatureBuilder:
             row[_P["secondary"]] = p["secondary"]
             for column, ids in flags:
                 row[column] = p["patient_id"] in ids
-            here = table[node_index[p["node"]]]
+            here = places.table[places.node_index[p["node"]]]
             minutes[i, :] = 1.0
-            for k, target in enumerate(hospital_nodes):
+            for k, target in enumerate(places.hospital_nodes):
                 minutes[i, k] = _travel(here[target])
 
     @staticmethod
-    def _calls(rows: np.ndarray, calls: list[dict[str, Any]], slots: dict[tuple[str, str], set], clock: int) -> None:
+    def _calls(rows: np.ndarray, calls: list[dict[str, Any]], slots: Slots, clock: int) -> None:
         flags = [(column, slots.get(key, ())) for column, key in _C_FLAGS]
         for i, call in enumerate(calls):
             row, report = rows[i], _report_row(call["report"])
@@ -200,7 +213,7 @@ class GenFeatureBuilder:
 
     @staticmethod
     def _hospitals(rows: np.ndarray, view: ObservationView, hospital_slot: dict[str, int],
-                   slots: dict[tuple[str, str], set], clock: int) -> None:
+                   slots: Slots, clock: int) -> None:
         flag_sets = [slots.get(key, ()) for key in _H_FLAG_KEYS]
         for h in view["hospitals"]:
             row = rows[hospital_slot[h["hospital_id"]]]

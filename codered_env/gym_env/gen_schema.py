@@ -23,7 +23,8 @@ from .schema import (
 MAX_GEN_HOSPITALS = HOSPITALS_RANGE[1]
 
 
-MAX_GEN_UNITS = FLEET_RANGE[1] + max(t.mutual_aid_limit for t in TASKS.values())  # own fleet and the most mutual-aid units
+# own fleet and the most mutual-aid units
+MAX_GEN_UNITS = FLEET_RANGE[1] + max(t.mutual_aid_limit for t in TASKS.values())
 
 
 MAX_GEN_NODES = NEIGHBOURHOODS_RANGE[1] + HOSPITALS_RANGE[1]  # neighbourhoods, then hospitals

@@ -46,6 +46,8 @@ def _register_gen_flat() -> list[str]:
     for task_id in TASK_IDS:
         gen = f"CodeRedEnv-gen-{task_id}-v{GEN_FLAT_VERSION}"
         if gen not in gymnasium.registry:
-            gymnasium.register(id=gen, entry_point="codered_env.gym_env:CodeRedGenGymEnv", kwargs={"task_id": task_id})
+            gymnasium.register(
+                id=gen, entry_point="codered_env.gym_env:CodeRedGenGymEnv", kwargs={"task_id": task_id}
+            )
         ids.append(gen)
     return ids
