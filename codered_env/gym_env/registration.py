@@ -16,7 +16,8 @@ GEN_FLAT_VERSION = 2  # CodeRedEnv-gen-taskN: the flat interface on generated ci
 
 
 def register_envs() -> list[str]:
-    """Register every id (idempotent); returns them, the flat ones first."""
+    """Register every id (idempotent); returns them: the flat ones, the factored ones, the flat
+    ones on generated cities."""
     ids = []
     for task_id in TASK_IDS:
         flat, factored = (
@@ -36,8 +37,7 @@ def register_envs() -> list[str]:
             )
         ids.append(flat)
         ids.append(factored)
-    ids += _register_gen_flat()
-    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-"))
+    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-")) + _register_gen_flat()
 
 
 def _register_gen_flat() -> list[str]:

@@ -170,6 +170,20 @@ def test_hidden_truth_of_unseen_callers_never_shows_on_a_generated_city(task_id:
     assert compared > 5
 
 
+def test_a_seen_caller_does_show_so_the_hidden_truth_test_can_fail() -> None:
+    env = CodeRedGenGymEnv("task4", city=41)
+    env.reset(seed=1000)
+    for _ in range(40):
+        hidden = [c.patient_id for c in env.sim.world.calls.values() if c.status in ("pending", "dispatched")]
+        if hidden:
+            break
+        env.step(0)
+    before = env._observe()
+    twin = copy.deepcopy(env)
+    twin.sim.world.patients[hidden[0]].visible = True
+    assert not np.array_equal(before["patients"], twin._observe()["patients"])
+
+
 def test_unknown_blood_type_of_visible_patients_stays_hidden() -> None:
     env = CodeRedGenGymEnv("task3", city=3)
     env.reset(seed=1)
