@@ -1,7 +1,8 @@
 """``GenFeatureBuilder``: the observation of the procedural flat family (``gen_schema``) on any
 city: per-slot rows padded to the declared maxima, hospitals as slots and places as travel
 minutes. Built afresh each step from the observation view and the city's public map (no
-incremental buffer: it is slower than ``FeatureBuilder`` and never shares its memos' keys)."""
+incremental buffer, unlike ``FeatureBuilder``; the pure row-part memos of ``rows`` and
+``hospital_rows`` are shared)."""
 
 from __future__ import annotations
 
