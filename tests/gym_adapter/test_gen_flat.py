@@ -221,3 +221,14 @@ def test_declared_maxima_hold_the_generators_ranges() -> None:
     assert FLEET_RANGE[1] <= gen_schema.MAX_GEN_UNITS
     for seed in range(0, 1000, 37):
         gen_features.check_city_fits(generate_city(seed))
+
+
+def test_docs_table_is_the_schema() -> None:
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "GYM.md").read_text(encoding="utf-8")
+    section = text.split("## Flat interface on generated cities", 1)[1].split("\n## ", 1)[0]
+    shapes = dict(re.findall(r"^\| `(\w+)` \| \(([\d, ]+)\) \|", section, re.M))
+    assert shapes == {name: ", ".join(map(str, shape)).rstrip(",") + ("," if len(shape) == 1 else "")
+                      for name, shape in gen_schema.GEN_SHAPES}
+    total = sum(int(np.prod(shape)) for _, shape in gen_schema.GEN_SHAPES)
+    assert f"({total:,} values)" in section
