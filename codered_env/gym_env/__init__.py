@@ -7,11 +7,13 @@ Two interfaces (docs/GYM.md is the reference)::
 
     env = gymnasium.make("CodeRedEnv-task3-v2")        # flat: Discrete index into the legal list
     env = gymnasium.make("CodeRedFactored-task3-v0")   # factored: stable slots, MultiDiscrete
+    env = gymnasium.make("CodeRedEnv-gen-task3-v2")    # flat, a generated city per episode
     vec = gymnasium.make_vec("CodeRedFactored-task3-v0", num_envs=8)  # native vector env
 
 Modules: ``schema``, ``actions``, ``rows``, ``features``, ``focus`` and ``env`` (the flat
 interface); ``slots``, ``factored_actions``, ``factored_features``, ``factored_env`` and
-``factored_vector`` (the factored one); ``registration``. Importing the package registers the ids.
+``factored_vector`` (the factored one); ``gen_schema``, ``gen_features`` and ``gen_env`` (the flat
+one on generated cities); ``registration``. Importing the package registers the ids.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .factored_env import CodeRedFactoredEnv
 from .factored_features import CASE_COLUMNS, GLOBAL_COLUMNS, HOSPITAL_COLUMNS, UNIT_COLUMNS
 from .factored_vector import CodeRedFactoredVectorEnv
 from .features import FeatureBuilder, observation_space, sim_features
+from .gen_env import CodeRedGenGymEnv
 from .registration import register_envs
 from .schema import (
     ACTION_FEATURES,
@@ -48,8 +51,8 @@ __all__ = [
     "ACTION_FEATURES", "ACTION_ORDER", "AMBULANCE_FEATURES", "CALL_FEATURES", "CASE_COLUMNS", "COMPONENTS",
     "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES", "HOSPITAL_IDS", "MAX_CASES",
     "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS",
-    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGymEnv", "FeatureBuilder", "enumerate_actions",
-    "observation_space", "register_envs", "sim_features",
+    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGenGymEnv", "CodeRedGymEnv", "FeatureBuilder",
+    "enumerate_actions", "observation_space", "register_envs", "sim_features",
 ]
 
 register_envs()

@@ -95,12 +95,16 @@ class CodeRedGymEnv(gymnasium.Env):
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
         self.task_id = task_id
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-        self.sim = CodeRedSim(task_id, sim_seed)
+        self.sim = self._new_sim(task_id, sim_seed, options or {})
         self._end_reason = None
         self._legal_memo.clear()
         if self._slots is not None:
             self._slots = SlotTable()
         return self._observe(), self._info()
+
+    def _new_sim(self, task_id: str, sim_seed: int, options: dict[str, Any]) -> CodeRedSim:
+        """The episode's simulation (on Prakashnagar; the procedural family draws a city)."""
+        return CodeRedSim(task_id, sim_seed)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         result = self.sim.step(self._wire(int(action)))

@@ -1,6 +1,7 @@
 """Registration of the Gymnasium ids: ``CodeRedEnv-task1-v2`` .. ``CodeRedEnv-task5-v2`` (the flat
 ``Discrete`` interface) and ``CodeRedFactored-task1-v0`` .. ``CodeRedFactored-task5-v0`` (stable
-slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env)."""
+slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env), and
+``CodeRedEnv-gen-task1-v2`` .. ``-task5-v2`` (the flat interface on generated cities)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from ..sim.tasks import TASK_IDS
 FLAT_VERSION, FACTORED_VERSION = 2, 0
 
 
+GEN_FLAT_VERSION = 2  # CodeRedEnv-gen-taskN: the flat interface on generated cities
+
+
 def register_envs() -> list[str]:
-    """Register every id (idempotent); returns them, the flat ones first."""
+    """Register every id (idempotent); returns them: the flat ones, the factored ones, the flat
+    ones on generated cities."""
     ids = []
     for task_id in TASK_IDS:
         flat, factored = (
@@ -32,4 +37,17 @@ def register_envs() -> list[str]:
             )
         ids.append(flat)
         ids.append(factored)
-    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-"))
+    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-")) + _register_gen_flat()
+
+
+def _register_gen_flat() -> list[str]:
+    """``CodeRedEnv-gen-task1-v2`` .. ``-task5-v2``: a city per episode from ``split`` (or ``city``)."""
+    ids = []
+    for task_id in TASK_IDS:
+        gen = f"CodeRedEnv-gen-{task_id}-v{GEN_FLAT_VERSION}"
+        if gen not in gymnasium.registry:
+            gymnasium.register(
+                id=gen, entry_point="codered_env.gym_env:CodeRedGenGymEnv", kwargs={"task_id": task_id}
+            )
+        ids.append(gen)
+    return ids
