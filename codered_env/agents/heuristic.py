@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..sim.city import RoadNetwork, road_graph_of
 from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.dynamics.blood import COMPATIBLE_DONORS
 from ..sim.handlers import DISPATCHABLE
 from ..sim.observation import ObservationView
 from ..sim.params import (
@@ -40,7 +41,6 @@ from ..sim.params import (
     SPECIALIST_PAGE_DELAY_BY_TIER,
     UNTRIAGED_RESPONSE,
 )
-from ..sim.world import COMPATIBLE_DONORS
 from .base import MAINTAIN, code_fingerprint
 from .triage_rule import triage_report
 

@@ -114,10 +114,10 @@ class FeatureBuilder:
         self._roads = views["roads"]
         self._roads_written = False
         self._indices: dict[tuple[int, int, int], np.ndarray] = {}
-        # (world, World.rooms_version, World.stock_version, flag id sets) the hospital rows' room,
+        # (world, World.version("rooms"), World.version("stock"), flag id sets) the hospital rows' room,
         # blood and flag parts were last read at (a copy or pickle reads them again)
         self._hospitals_seen: tuple[Any, int, int, tuple] | None = None
-        # (world, World.calls_version, flag id sets, minutes received, open calls) of the call rows'
+        # (world, World.version("calls"), flag id sets, minutes received, open calls) of the call rows'
         # last full read (``_call_rows``)
         self._calls_seen: tuple[Any, int, tuple, tuple[int, ...], int] | None = None
 
@@ -172,9 +172,9 @@ class FeatureBuilder:
 
     def _hospital_rows(self, world: Any, slots: dict[tuple[str, str], set], values: list[float]) -> None:
         """The hospital rows (``_hospitals``), their room, blood and flag parts read only when
-        ``World.rooms_version``, ``World.stock_version`` or a flag's id set moved."""
+        ``World.version("rooms")``, ``World.version("stock")`` or a flag's id set moved."""
         flag_sets = hospital_flag_sets(slots)
-        now = (world, world.rooms_version, world.stock_version, flag_sets)
+        now = (world, world.version("rooms"), world.version("stock"), flag_sets)
         seen = self._hospitals_seen
         if seen is None or seen[0] is not world:
             unchanged = (False, False, False)
@@ -185,17 +185,18 @@ class FeatureBuilder:
 
     def _call_rows(self, world: Any, slots: dict[tuple[str, str], set],
                    values: list[float]) -> tuple[int, int]:
-        """The call rows (``_calls``): not even read while no call changed (``World.calls_version``)
+        """The call rows (``_calls``): not even read while no call changed (``World.version("calls")``)
         and the flags' id sets equal those of the last build; then only the waiting times move.
         Returns how many rows are present and how many calls are open."""
         flag_sets = call_flag_sets(slots)
         seen = self._calls_seen
-        if seen is not None and seen[0] is world and seen[1] == world.calls_version and seen[2] == flag_sets:
+        calls_version = world.version("calls")
+        if seen is not None and seen[0] is world and seen[1] == calls_version and seen[2] == flag_sets:
             call_waiting(seen[3], world.clock, values)
             return len(seen[3]), seen[4]
         calls = visible_calls(world)
         received = _calls(self._calls, world, calls, flag_sets, values)
-        self._calls_seen = (world, world.calls_version, flag_sets, received, len(calls))
+        self._calls_seen = (world, calls_version, flag_sets, received, len(calls))
         return len(received), len(calls)
 
     def _dynamic_index(self, counts: tuple[int, int, int]) -> np.ndarray:

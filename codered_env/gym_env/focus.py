@@ -33,8 +33,8 @@ from typing import Any
 from ..sim.conditions import CONDITIONS
 from ..sim.dynamics.blood import COMPATIBLE_DONORS, agent_blood, emergency_group_o
 from ..sim.params import BLOOD_UNITS_PER_CASE
+from ..sim.state import World
 from ..sim.types import FINAL_PATIENT_STATES, Patient
-from ..sim.world import World
 
 Legal = dict[str, list[dict[str, list[Any]]]]
 

@@ -14,9 +14,9 @@ from ..sim.city import edge_key
 from ..sim.conditions import CONDITIONS
 from ..sim.observation import ETA_STATES, patient_eta, shown_reserve, vitals_values, waiting_for
 from ..sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
+from ..sim.state import World
 from ..sim.triage import CALLBACK_PREFIX, report_facts
 from ..sim.types import OR_STATES, OUTCOME_PATIENT_STATES, SPECIALIST_STATES, Patient
-from ..sim.world import World
 from .schema import (
     _A,
     _A_DEST,
@@ -268,9 +268,9 @@ def _kept_waiting(world: World, p: Patient,
                   kept: dict[str, tuple[Any, ...]]) -> tuple[float, float, float, float]:
     """``_waiting_columns`` of a patient in the ED, kept while everything ``waiting_for`` reads is
     the same: where they are, their fallback care, claimed room, transfer target, whether their
-    blood is at hand, and the rooms' and specialists' states (``World.rooms_version``)."""
+    blood is at hand, and the rooms' and specialists' states (``World.version("rooms")``)."""
     ready = p.blood_ready_at
-    key = (world.rooms_version, p.hospital, p.fallback, p.or_ref, p.transfer_to,
+    key = (world.version("rooms"), p.hospital, p.fallback, p.or_ref, p.transfer_to,
            ready is not None and ready <= world.clock)  # the patient pins the world
     got = kept.get(p.patient_id)
     if got is None or got[0] is not p or got[1] != key:
@@ -466,7 +466,7 @@ def _hospitals(group: _Rows, world: World, flag_sets: tuple[Any, ...], dynamic: 
     """Hospital rows in four memoised parts (rooms, specialists, blood, action flags), each
     rewritten only when its own key changed; appends the per-build load, diversion and ICU values.
     ``unchanged``: whether no room or specialist state was set, no stock changed since the last
-    build of these rows (``World.rooms_version``, ``stock_version``), and the flags' id sets are
+    build of these rows (``World.version`` of "rooms" and "stock"), and the flags' id sets are
     the very ones of that build; those parts are then not even read."""
     clock = world.clock
     rooms_unchanged, stock_unchanged, flags_unchanged = unchanged

@@ -52,7 +52,7 @@ from random import Random
 
 from .city import RoadNetwork
 from .conditions import CONDITIONS
-from .dynamics.spawns import callback_spawn
+from .dynamics.spawns import callback_spawn, next_patient_id, schedule
 from .dynamics.travel import draw_noise
 from .dynamics.vitals import band
 from .generator import (
@@ -79,6 +79,7 @@ from .params import (
     SURGE_MIX,
     TELEPHONE_CPR_FACTOR,
 )
+from .state import World
 from .triage import (
     callback_plan,
     caller_report,
@@ -89,7 +90,6 @@ from .triage import (
     weighted_draw,
 )
 from .types import Call, Patient, PendingSpawn
-from .world import World
 
 _MAX_DRAWS = 20
 _ESCALATION = "incident escalated"
@@ -138,9 +138,9 @@ def fork_world(world: World, rng: Random, pending_secondary: bool) -> None:
     callbacks = _redraw_callbacks(world, rng)
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
-    world.next_timer_at = 0  # timers were redrawn: rooms.timers finds the next one afresh
-    world.next_disruption_at = 0  # so were the disruptions to come
-    world.next_unit_at = 0  # so were trips' arrivals: ambulances.move finds the next one afresh
+    # timers, the disruptions to come and trips' arrivals are redrawn: their steps scan afresh
+    for kind in ("timers", "disruptions", "units"):
+        world.due(kind, 0)
     _renoise_trips(world, rng)
     shadow = _shadow_arrivals(world, rng)
     _replace_future(world, rng, callbacks, shadow, pending_secondary)
@@ -368,7 +368,7 @@ def _replace_future(
         _renumber(world, spawn)
         if in_incident:
             world.mci.add(spawn.patient.patient_id)
-        world.schedule(spawn)
+        schedule(world, spawn)
 
 
 def _incident_future(world: World, pending_secondary: bool, shadow: ShadowArrivals) -> list[PendingSpawn]:
@@ -435,7 +435,7 @@ def _renumber(world: World, spawn: PendingSpawn) -> None:
     on arrival)."""
     p = spawn.patient
     if world.patients.get(p.patient_id) is not p:
-        p.patient_id = world.next_patient_id()
+        p.patient_id = next_patient_id(world)
         if spawn.call is not None:
             spawn.call.patient_id = p.patient_id
 

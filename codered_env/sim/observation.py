@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from .city import PRAKASHNAGAR
 from .conditions import CONDITIONS
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
+from .dynamics.rooms import care_for
 from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
 from .params import (
     GCS_MIN,
@@ -25,9 +26,9 @@ from .params import (
     VITALS_BASELINE,
 )
 from .rounding import round2
+from .state import World
 from .triage import PRIORITIES
 from .types import FINAL_PATIENT_STATES, OPEN_CALL_STATES, Call, Hospital, Patient
-from .world import World
 
 MAX_UNITS = MAX_BLOOD_UNITS_PER_ACTION
 Legal = dict[str, list[dict[str, list[Any]]]]
@@ -71,7 +72,7 @@ def waiting_for(world: World, p: Patient) -> list[str]:
     if p.status != "at_hospital" or p.hospital is None:
         return []
     h = world.hospitals[p.hospital]
-    care = world.care_for(p, h)
+    care = care_for(p, h)
     if care is None:
         return [f"transfer to {p.transfer_to}"]
     needs = []
@@ -282,12 +283,12 @@ def open_calls(world: World, memo: Memo | None = None) -> list[Call]:
     """``visible_calls(world)``; with ``memo`` (an episode's view memo) without looking at the
     closed calls again: a call that has a crew on scene or was closed never reopens, and new
     calls are added at the end of ``world.calls`` (tests/sim/test_incremental_view.py); the
-    same list (read only) while ``World.calls_version`` is unchanged."""
+    same list (read only) while ``World.version("calls")`` is unchanged."""
     if memo is None:
         return visible_calls(world)
     calls = world.calls
     known_world, version, seen, still_open = memo.get("open_calls", (None, None, 0, []))
-    if known_world is world and version == world.calls_version:
+    if known_world is world and version == world.version("calls"):
         return still_open
     if known_world is not world:
         seen, still_open = 0, []
@@ -297,7 +298,7 @@ def open_calls(world: World, memo: Memo | None = None) -> list[Call]:
     for c in still_open:
         if c.status in OPEN_CALL_STATES:
             kept.append(c)
-    memo["open_calls"] = (world, world.calls_version, len(calls), kept)
+    memo["open_calls"] = (world, world.version("calls"), len(calls), kept)
     return kept
 
 
@@ -665,7 +666,7 @@ def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], 
 
 def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
     """Phase 2: units to calls by kind. Built every time: as quick as a key of what it reads
-    (the free units and ``World.calls_version``) would be to make."""
+    (the free units and ``World.version("calls")``) would be to make."""
     if world.task.phase == 1:
         return
     pending = []
@@ -685,13 +686,13 @@ def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], mem
 
 def _triage_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
     """Phase 2: the triage of open calls (a dispatched call not as P4). With ``memo``, reused
-    (read only) while no call changed (``World.calls_version``)."""
+    (read only) while no call changed (``World.version("calls")``)."""
     if world.task.phase == 1:
         return
     if memo is None:
         _triage_options(world, legal, memo)
     else:
-        legal.update(_kept(memo, "triage", world, world.calls_version,
+        legal.update(_kept(memo, "triage", world, world.version("calls"),
                            lambda part: _triage_options(world, part, memo)))
 
 
@@ -737,13 +738,13 @@ RoomOptions = Callable[[Hospital], dict[str, list[Any]] | None]
 
 def _rooms_section(name: str, options_at: RoomOptions) -> _Section:
     """The section of the room action ``name``: an option per hospital that has one
-    (``options_at``). With ``memo``, reused (read only) while ``World.rooms_version`` is the same."""
+    (``options_at``). With ``memo``, reused (read only) while ``World.version("rooms")`` is the same."""
 
     def section(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
         if memo is None:
             _room_options(world, legal, name, options_at)
         else:
-            legal.update(_kept(memo, name, world, world.rooms_version,
+            legal.update(_kept(memo, name, world, world.version("rooms"),
                                lambda part: _room_options(world, part, name, options_at)))
 
     return section
@@ -889,7 +890,7 @@ class LegalActionsView(Mapping[str, list[dict[str, list[Any]]]]):
 
 def _blood_legal_reused(world: World, legal: Legal, visible: list[Patient], memo: Memo) -> None:
     """``_blood_legal`` keyed by everything it reads: each patient's donor types and whether a
-    typing can be asked for, the stock (``World.stock_version``), and which roads are closed.
+    typing can be asked for, the stock (``World.version("stock")``), and which roads are closed.
     When that key changed, each hospital's part (``_HospitalBlood``) is still reused while its
     own stock and the closed roads are the same (a step changes one hospital's stock, or none)."""
     patients = tuple(
@@ -906,7 +907,7 @@ def _blood_legal_reused(world: World, legal: Legal, visible: list[Patient], memo
             kept = memo["blood_hospitals"] = (world, {})
         _blood_legal(world, part, visible, (kept[1], closed))
 
-    legal.update(_kept(memo, "blood", world, (patients, world.stock_version, closed), build))
+    legal.update(_kept(memo, "blood", world, (patients, world.version("stock"), closed), build))
 
 
 class _HospitalBlood(NamedTuple):

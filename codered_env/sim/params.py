@@ -437,7 +437,7 @@ CHC_DELIVERY_QUALITY = 1.0
 DEFAULT_TREATMENT_MIN = 30  # ED treatment without an OR occupies the patient this long [assumption]
 
 # --------------------------------------------------------------------------------------------
-# Transfusion service (world.py, handlers.allocate_blood)
+# Transfusion service (dynamics/blood.py, handlers.allocate_blood)
 # --------------------------------------------------------------------------------------------
 # Uncross-matched group O: O-pos is acceptable for men and for women past child-bearing age;
 # women of child-bearing age get O-neg (BSH 2013 guideline on pre-transfusion testing;
@@ -467,7 +467,7 @@ GCS_MIN = 3
 
 # ============================================================================================
 # Phase 2: triage likelihood model, response modes, cardiac arrest, budgets.
-# Read by triage.py (reports, posterior, callbacks), world.py and handlers.py.
+# Read by triage.py (reports, posterior, callbacks), generator.py and handlers.py.
 # ============================================================================================
 
 # --------------------------------------------------------------------------------------------

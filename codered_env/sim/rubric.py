@@ -83,9 +83,9 @@ from .params import (
     SECONDARY_RESPONSE_ZERO_MIN,
     STROKE_ONSET_BEFORE_CALL_RANGE,
 )
+from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
 from .types import FINAL_PATIENT_STATES, Call, Patient
-from .world import World
 
 _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 

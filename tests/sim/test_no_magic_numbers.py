@@ -21,7 +21,8 @@ SIM = Path(__file__).resolve().parents[2] / "codered_env" / "sim"
 CHECKED = (
     "conditions.py",
     "rubric.py",
-    "world.py",
+    "state.py",
+    "tick.py",
     "observation.py",
     *sorted(f"dynamics/{f.name}" for f in (SIM / "dynamics").glob("*.py")),
 )

@@ -21,7 +21,7 @@ from .cascades import maybe_news_after_death
 from .vitals import band
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 _RATE = {name: cond.deterioration_per_min for name, cond in CONDITIONS.items()}
