@@ -79,16 +79,9 @@ from .params import (
     SURGE_MIX,
     TELEPHONE_CPR_FACTOR,
 )
+from .rng import randint, weighted_draw
 from .state import World
-from .triage import (
-    callback_plan,
-    caller_report,
-    condition_posterior,
-    draw_constant,
-    parse_report,
-    randint,
-    weighted_draw,
-)
+from .triage import callback_plan, caller_report, condition_posterior, parse_report
 from .types import Call, Patient, PendingSpawn
 
 _MAX_DRAWS = 20
@@ -254,7 +247,7 @@ def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str,
     replayed (deterioration, telephone CPR, death, release after P4 advice)."""
     spec = CONDITIONS[condition]
     p.condition = condition
-    p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0 = randint(rng, *BASELINE_HR_RANGE)
     p.sbp0 = randint(rng, *BASELINE_SBP_RANGE)
     p.onset_min = randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
@@ -309,7 +302,7 @@ def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
 def _resample_blood_types(world: World, rng: Random) -> None:
     for p in world.patients.values():
         if p.visible and not p.blood_type_known:
-            p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+            p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
 
 
 def _resample_hospital_timers(world: World, rng: Random) -> None:
@@ -415,7 +408,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random, world: World) -> Pendin
     caller's report (phase 2) are not."""
     p = spawn.patient
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
-    p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0, p.sbp0 = randint(rng, *BASELINE_HR_RANGE), randint(rng, *BASELINE_SBP_RANGE)
     p.band = band(p.reserve)
     if spawn.call is not None:
