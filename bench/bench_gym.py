@@ -118,7 +118,7 @@ def step_parts(task_id: str, steps: int, seed: int = 0) -> dict[str, float]:
     ``index_legal`` and the feature build; the same masked-random play as ``codered_rate``."""
     import codered_env.gym_env as gym_env
     from codered_env.gym_env.actions import index_legal
-    from codered_env.sim.observation import legal_actions
+    from codered_env.sim.legal import legal_actions
 
     env, rng, clock = gym_env.CodeRedGymEnv(task_id), np.random.default_rng(seed), time.process_time_ns
     env.reset(seed=seed)

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
-from ..sim.observation import legal_actions
+from ..sim.legal import legal_actions
 from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
 from .factored_actions import NVEC, encode

@@ -11,7 +11,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
-from ..sim.observation import alert_count, legal_actions, visible_calls
+from ..sim.legal import legal_actions
+from ..sim.obs_rows import alert_count, visible_calls
 from .actions import ACTION_ORDER, LegalIndex, index_legal
 from .rows import (
     _A_DYNAMIC,

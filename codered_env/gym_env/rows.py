@@ -12,7 +12,7 @@ import numpy as np
 
 from ..sim.city import edge_key
 from ..sim.conditions import CONDITIONS
-from ..sim.observation import ETA_STATES, patient_eta, shown_reserve, vitals_values, waiting_for
+from ..sim.obs_rows import ETA_STATES, patient_eta, shown_reserve, vitals_values, waiting_for
 from ..sim.params import BLOOD_TYPES, GCS_MIN, MEMO_ENTRIES, PROCEDURES, SPECIALTIES
 from ..sim.state import World
 from ..sim.triage import CALLBACK_PREFIX, report_facts

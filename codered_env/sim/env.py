@@ -1,7 +1,7 @@
 """``CodeRedSim``: one episode of CodeRedEnv, the pure-Python core every adapter wraps.
 
 Observation
-    ``observation()`` returns a JSON-serialisable dict (observation.py): clock, step budget,
+    ``observation()`` returns a JSON-serialisable dict (view.py): clock, step budget,
     visible patients (status, node, displayed vitals, ETA, destination, what they wait for),
     ambulances (status, position, ETA), hospitals (OR states, specialists, ICU, blood, crowding,
     diversion), open calls (caller reports only -- never the true condition), roads, alerts,
@@ -44,12 +44,12 @@ from .city import City
 from .citygen import resolve_city
 from .fork import fork_rng, fork_world, hidden_future_detached, secondary_pending
 from .handlers import apply_action
-from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
 from .rubric import final_score, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
 from .tick import new_world, tick
+from .view import ObservationView, StepContext, build_observation
 
 
 class StepResult(NamedTuple):

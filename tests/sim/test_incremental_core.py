@@ -65,7 +65,9 @@ def _stock_read(world: World) -> Any:
 
 
 # a kind of the change record -> what its readers read (equal while the version stays)
-_VERSIONED: dict[str, Callable[[World], Any]] = {"rooms": _rooms_read, "calls": _calls_read, "stock": _stock_read}
+_VERSIONED: dict[str, Callable[[World], Any]] = {
+    "rooms": _rooms_read, "calls": _calls_read, "stock": _stock_read,
+}
 
 
 # per simulation: (the versions, what their readers read) at the last step checked
@@ -97,7 +99,7 @@ def _check(sim: CodeRedSim) -> None:
     units = world.ambulances.values()
     ends = [u.trip.times[-1] for u in units if u.status in MOVING and u.trip is not None]
     ends += [u.busy_until for u in units if u.status in ("on_scene", "at_hospital")]
-    assert world.calendar["units"] <= min(ends, default=math.inf), "a unit's arrival or timer would be skipped"
+    assert world.calendar["units"] <= min(ends, default=math.inf), "a unit's arrival or timer is skipped"
     changes = [d.end if d.active else d.start for d in world.disruptions if d.active or d.end > world.clock]
     assert world.calendar["disruptions"] <= min(changes, default=math.inf), "a disruption would be skipped"
     coming = [r.arrives_at for r in world.mutual_aid if not r.arrived]
@@ -214,7 +216,7 @@ def test_gym_legal_parts_equal_a_rebuild(task_id: str) -> None:
     """The Gymnasium env reuses unchanged legal-action parts between steps; never stale."""
     np = pytest.importorskip("numpy")
     gym_env = pytest.importorskip("codered_env.gym_env")
-    from codered_env.sim.observation import legal_actions
+    from codered_env.sim.legal import legal_actions
 
     env = gym_env.CodeRedGymEnv(task_id)
     rng = np.random.default_rng(1)

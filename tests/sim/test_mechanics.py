@@ -494,7 +494,7 @@ def test_thrombolysis_while_pci_was_available_earns_no_readiness_credit() -> Non
 
 
 def test_stroke_vitals_show_rising_blood_pressure() -> None:
-    from codered_env.sim.observation import displayed_vitals
+    from codered_env.sim.obs_rows import displayed_vitals
 
     sim = CodeRedSim("task2", 0)
     stroke = next(p for p in sim.world.patients.values() if p.condition == "stroke")
