@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from random import Random
 
 from .city import RoadNetwork
+from .clinical import TELEPHONE_CPR_FACTOR
 from .conditions import CONDITIONS
 from .dynamics.spawns import callback_spawn, next_patient_id, schedule
 from .dynamics.travel import draw_noise
@@ -77,7 +78,6 @@ from .params import (
     SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
     SURGE_MIX,
-    TELEPHONE_CPR_FACTOR,
 )
 from .rng import randint, weighted_draw
 from .state import World

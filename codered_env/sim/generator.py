@@ -15,6 +15,7 @@ from random import Random
 
 from .city import PRAKASHNAGAR, City, RoadGraph, RoadNetwork, edge_key
 from .conditions import CONDITIONS
+from .facilities import HospitalSpec
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
     BASELINE_HR_RANGE,
@@ -44,7 +45,6 @@ from .params import (
     STROKE_ONSET_BEFORE_CALL_RANGE,
     SURGE_MIX,
     TASK3_SECONDARY_RANGE,
-    HospitalSpec,
 )
 from .rng import choice, randint, shuffle, weighted_draw
 from .tasks import TaskSpec

@@ -62,11 +62,11 @@ import math
 import statistics
 from typing import Any, NamedTuple
 
+from .clinical import CONDITION_NUMBERS
 from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, expected_death, expected_outcome
 from .dynamics.care import prep_credit
 from .dynamics.rooms import care_for
 from .params import (
-    CONDITION_NUMBERS,
     DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,

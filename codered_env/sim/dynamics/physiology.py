@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ..clinical import TELEPHONE_CPR_FACTOR
 from ..conditions import CONDITIONS
 from ..params import (
     ALS_DETERIORATION_FACTOR,
@@ -13,7 +14,6 @@ from ..params import (
     BLS_DETERIORATION_FACTOR,
     CROWDING_HAZARD,
     ED_DETERIORATION_FACTOR,
-    TELEPHONE_CPR_FACTOR,
     VITALS_BANDS,
 )
 from ..types import FINAL_PATIENT_STATES, Patient

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..clinical import ON_SCENE_CARE_QUALITY
 from ..conditions import CONDITIONS
 from ..params import (
     FOUND_DEAD_SCENE_MIN,
     MCI_EXTRA_SCENE_MIN,
     MIN_SCENE_MIN,
     NO_TRANSPORT_SCENE_MIN,
-    ON_SCENE_CARE_QUALITY,
     ON_SCENE_JITTER_MIN,
     TRANSPORT_FACTOR,
 )
