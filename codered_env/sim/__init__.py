@@ -8,10 +8,10 @@ sees in view.py (rows in obs_rows.py, legal actions in legal.py), and the 14 act
 phases, help, parameters: every action surface derives from it) in catalogue.py.
 """
 
-from .actions import ACTION_TYPES, action_json_schemas, parse_action
-from .env import CodeRedSim, Snapshot, StepResult, grade_episode
+from .actions import ACTION_TYPES, parse_action
+from .env import CodeRedSim, Snapshot, grade_episode
 from .render import render_text
-from .tasks import TASK_IDS, TASKS, TaskSpec
+from .tasks import TASK_IDS, TASKS
 
 __all__ = [
     "ACTION_TYPES",
@@ -19,9 +19,6 @@ __all__ = [
     "TASK_IDS",
     "CodeRedSim",
     "Snapshot",
-    "StepResult",
-    "TaskSpec",
-    "action_json_schemas",
     "grade_episode",
     "parse_action",
     "render_text",
