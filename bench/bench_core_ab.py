@@ -2,7 +2,8 @@
 
 The actions are recorded once (random and heuristic play on seeds ``0..N-1`` of every task, in
 this checkout); each round then replays them with ``CodeRedSim.step`` alone (the core: tick loop,
-action handling, running grade) in a fresh process per tree and task, the two trees in turn
+action handling, running grade; CPU time of the process, summed per episode, reset excluded) in
+a fresh process per tree and task, the two trees in turn
 (A B, then B A), so drift in the machine's load falls on both. Each process keeps its fastest
 of ``--repeats`` replays; the table shows, per task, the fastest round of each tree and the
 median over rounds of the per-round ratio B / A (below 1: this checkout is faster).
@@ -64,16 +65,16 @@ def worker(task_id: str, episodes: dict[str, list[dict[str, Any]]], repeats: int
 
     best = None
     scores: list[float] = []
-    clock = time.perf_counter_ns
+    clock = time.process_time_ns  # CPU time of this process: other processes' load counts less
     for _ in range(repeats):
         total, steps, scores = 0, 0, []
         for key, actions in episodes.items():
             sim = CodeRedSim(task_id, int(key.split(":")[0]))
             step = sim.step
+            t0 = clock()
             for action in actions:
-                t0 = clock()
                 step(action)
-                total += clock() - t0
+            total += clock() - t0
             steps += len(actions)
             scores.append(sim.score_preview)
         best = total if best is None else min(best, total)
@@ -139,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                 ratios[task_id].append(us[task_id, "B"][-1] / us[task_id, "A"][-1])
             print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr)
 
-    lines = [f"A = `{commit}` (baseline), B = this checkout; {args.seeds} seeds x {len(AGENTS)} agents per task, "
-             f"{args.rounds} rounds, fastest of {args.repeats} replays per process.", "",
-             "| task | steps | A core µs/step | B core µs/step | B / A (median of rounds) | min - max of rounds |",
+    lines = [f"A = `{commit}` (baseline), B = this checkout; {args.seeds} seeds x {len(AGENTS)} agents "
+             f"per task, {args.rounds} rounds, fastest of {args.repeats} replays per process.", "",
+             "| task | steps | A core µs/step | B core µs/step | B / A (median of rounds) "
+             "| min - max of rounds |",
              "|---|---|---|---|---|---|"]
     all_ratios = []
     for task_id in tasks:
