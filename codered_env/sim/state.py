@@ -9,8 +9,8 @@ Two records serve the steps that skip work:
   ``version(kind)`` is what a memo of it compares (kinds in ``CHANGE_KINDS``);
 - the calendar: ``due(kind, at)`` says something of ``kind`` falls due at minute ``at``, and
   ``is_due(kind, t)`` is how the tick asks whether the step of ``kind`` has work at minute ``t``
-  (kinds in ``DUE_KINDS``). The step that owns a kind scans everything of it: it ``clear_due``\\s
-  the kind first and re-enters, through ``due``, what is still to come.
+  (kinds in ``DUE_KINDS``). The step that owns a kind scans everything of it: it calls
+  ``clear_due`` first and enters again, through ``due``, what is still to come.
 
 Three seeded random streams keep the scenario independent of play: ``scenario`` (generator.py,
 drawn once at reset), ``travel`` (trip-time noise, scene and handover jitter, in the order

@@ -49,20 +49,22 @@ def new_world(task: TaskSpec, seed: int, city: City = PRAKASHNAGAR) -> World:
 
 
 def tick(world: World) -> None:
-    """One simulated minute."""
+    """One simulated minute. The calendar is read here as ``World.is_due`` reads it, without the
+    call: this runs every simulated minute of every episode and rollout."""
     world.clock += 1
     t = world.clock
-    if world.is_due("disruptions", t):
+    due = world.calendar
+    if t >= due["disruptions"]:
         disruptions.start_and_end(world, t)
     if world.spawns and world.spawns[0].at <= t:
         spawns.release_due(world, t)
-    if world.is_due("aid", t):
+    if t >= due["aid"]:
         mutual_aid.arrivals(world, t)
-    if world.transfers or world.is_due("labs", t):
+    if world.transfers or t >= due["labs"]:
         blood.results_and_transfers(world, t)
-    if world.is_due("timers", t):
+    if t >= due["timers"]:
         rooms.timers(world, t)
-    if world.is_due("units", t):
+    if t >= due["units"]:
         ambulances.move(world, t)
     care.advance(world, t)
     physiology.deteriorate(world)
