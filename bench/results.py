@@ -63,6 +63,9 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("bench/bench_hostile.py",)),
     "scaling": ("codered eval serial, in worker processes and on Ray; concurrent LLM episodes",
                 ("bench/bench_eval_scaling.py",)),
+    "core_ab": ("Core step A/B: the state/tick layout (B) against the layout before it (A)",
+                ("bench/bench_core_ab.py", "--baseline", "1306a78", "--seeds", "4", "--rounds", "4",
+                 "--repeats", "3")),
 }
 TRAINING_DOC = ROOT / "docs" / "TRAINING.md"
 PERFORMANCE_DOC = ROOT / "docs" / "PERFORMANCE.md"
