@@ -68,6 +68,9 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
     "open_loop": ("What memorising buys: the heuristic's action list replayed blind, fixed city "
                   "against held-out cities",
                   ("bench/open_loop_cities.py", "--sources", "5", "--targets", "7")),
+    "core_ab": ("Core step A/B: the state/tick layout (B) against the layout before it (A)",
+                ("bench/bench_core_ab.py", "--baseline", "1306a78", "--seeds", "4", "--rounds", "4",
+                 "--repeats", "3")),
 }
 TRAINING_DOC = ROOT / "docs" / "TRAINING.md"
 PERFORMANCE_DOC = ROOT / "docs" / "PERFORMANCE.md"

@@ -26,8 +26,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
 from codered_env.sim.city import EDGES, NODE_IDS, NODES, RIVERSIDE_EDGES, edge_key
+from codered_env.sim.facilities import FLEET
 from codered_env.sim.generator import ENTRY_NODE
-from codered_env.sim.params import FLEET
 from codered_env.viewer import NODE_POSITIONS as POSITIONS  # the schematic layout, shared with the viewer
 
 # Where each node's name goes (default: above the node; home stations are listed below it).

@@ -6,14 +6,17 @@ Layers, bottom to top (a module may import its own layer and the ones below):
          <-  tools (evaluation, viewer, train, runner, replay, runlog, web)  <-  server, cli, inference.py
 
 Imports are read with ``ast`` (nothing is imported), including the ones inside functions: a lazy
-import is still a dependency. Imports under ``if TYPE_CHECKING:`` are type hints only and do not
-count. Importing ``a.b.c`` also runs the packages ``a`` and ``a.b``, so those count as imported
-too, except the importer's own ancestors (already running when it is imported).
+import is still a dependency. Imports under ``if TYPE_CHECKING:`` are type hints only: they do
+not count for the layers, but they do for cycles (two modules that name each other's types are
+one unit to read and change, whichever of them imports at run time). Importing ``a.b.c`` also
+runs the packages ``a`` and ``a.b``, so those count as imported too, except the importer's own
+ancestors (already running when it is imported).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -48,8 +51,7 @@ LAYERS: dict[str, int] = {
 }
 LAYER_NAMES = ("sim", "adapters", "agents", "tools", "server/cli")
 
-# Import cycles tolerated while they are being removed: none today (sim.fork reaches sim.env
-# only under TYPE_CHECKING).
+# Import cycles tolerated while they are being removed: none today.
 KNOWN_CYCLES: set[frozenset[str]] = set()
 
 
@@ -72,14 +74,14 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
-    """Every import statement, skipping the bodies of ``if TYPE_CHECKING:``."""
+def _import_nodes(tree: ast.AST, type_hints: bool = False) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement, skipping the bodies of ``if TYPE_CHECKING:`` unless ``type_hints``."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+        elif isinstance(node, ast.If) and _is_type_checking(node.test) and not type_hints:
             stack.extend(node.orelse)
         else:
             stack.extend(ast.iter_child_nodes(node))
@@ -102,13 +104,14 @@ def _ancestors(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the project modules it imports (directly, or as a package that runs first)."""
+def import_graph(modules: dict[str, Path], type_hints: bool = False) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (directly, or as a package that runs first);
+    with ``type_hints``, also those imported under ``if TYPE_CHECKING:``."""
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         own = {module, *_ancestors(module)}
         targets: set[str] = set()
-        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8")), type_hints):
             for name in _named(module, node, path.name == "__init__.py"):
                 targets.update(m for m in (*_ancestors(name), name) if m in modules and m not in own)
         graph[module] = targets
@@ -190,13 +193,26 @@ def graph() -> dict[str, set[str]]:
     return import_graph(module_files(REPO, PACKAGE, scripts=("inference",)))
 
 
-def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
-    unexpected = [sorted(c) for c in cycles(graph) if c not in KNOWN_CYCLES]
+@pytest.fixture(scope="module")
+def hinted_graph() -> dict[str, set[str]]:
+    return import_graph(module_files(REPO, PACKAGE, scripts=("inference",)), type_hints=True)
+
+
+def test_no_import_cycles(hinted_graph: dict[str, set[str]]) -> None:
+    unexpected = [sorted(c) for c in cycles(hinted_graph) if c not in KNOWN_CYCLES]
     assert not unexpected, f"import cycles: {unexpected}"
 
 
-def test_no_cycles_between_packages(graph: dict[str, set[str]]) -> None:
-    assert not [sorted(c) for c in cycles(units(graph))]
+def test_no_cycles_between_packages(hinted_graph: dict[str, set[str]]) -> None:
+    assert not [sorted(c) for c in cycles(units(hinted_graph))]
+
+
+def test_the_simulation_subpackages_form_no_cycle(hinted_graph: dict[str, set[str]]) -> None:
+    """``sim.dynamics`` and the rest of ``sim`` as units: the state every subsystem reads sits
+    below the subsystems, and the clock that calls them above."""
+    inside = {m: {t for t in targets if t.startswith("codered_env.sim")}
+              for m, targets in hinted_graph.items() if m.startswith("codered_env.sim")}
+    assert not [sorted(c) for c in cycles(units(inside, depth=3))]
 
 
 def test_no_import_points_up_the_layers(graph: dict[str, set[str]]) -> None:
@@ -249,5 +265,106 @@ def test_type_checking_imports_do_not_count_and_upward_imports_are_named(tmp_pat
         "pkg/agent.py": "import pkg.tool\n",
     })
     assert cycles(graph) == [] and graph["pkg.core"] == set()
+    hinted = import_graph(module_files(tmp_path, "pkg"), type_hints=True)
+    assert cycles(hinted) == [frozenset({"pkg.core", "pkg.tool"})]
     layers = {"pkg": 0, "pkg.core": 0, "pkg.agent": 2, "pkg.tool": 3}
     assert upward_imports(graph, layers) == ["pkg.agent (agents) imports pkg.tool (tools)"]
+
+
+# ------------------------------------------------------------------- module size and re-exports
+MAX_MODULE_LINES = 600
+# Modules tolerated above the limit while they are split: one of the Gymnasium adapter's.
+KNOWN_LONG: set[str] = {"codered_env/gym_env/rows.py"}
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    long = {path.relative_to(REPO).as_posix(): n for path in sorted((REPO / PACKAGE).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert set(long) <= KNOWN_LONG, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def reexports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the names its ``__all__`` lists that it imports from elsewhere (re-exports)."""
+    out: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        listed: set[str] = set()
+        imported: set[str] = set()
+        for node in tree.body:
+            is_all = isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            if is_all:
+                listed = {e.value for e in getattr(node.value, "elts", ()) if isinstance(e, ast.Constant)}
+            elif isinstance(node, ast.ImportFrom):
+                imported |= {alias.asname or alias.name for alias in node.names}
+        if listed & imported:
+            out[module] = listed & imported
+    return out
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?", re.M)
+
+
+def _names_read(module: str, text: str, is_package: bool, modules: dict[str, Path],
+                attributes: re.Pattern[str]) -> set[str]:
+    """Dotted names a file imports (``from m import x``: ``m.x``) or reads as an attribute of a
+    module it imported (``import m as alias; alias.x``: ``m.x``); read from the text (quick, and
+    an import in a docstring's example counts as a use)."""
+    names: set[str] = set()
+    aliases: dict[str, str] = {}
+    for base, items in _FROM_IMPORT.findall(text):
+        level = len(base) - len(base.lstrip("."))
+        if level:
+            anchor = module.split(".") if is_package else module.split(".")[:-1]
+            anchor = anchor[: len(anchor) - (level - 1)]
+            base = ".".join([*anchor, base.lstrip(".")] if base.lstrip(".") else anchor)
+        for item in items.strip("()").replace("\n", ",").split(","):
+            parts = item.split("#")[0].split()
+            if parts:
+                names.add(f"{base}.{parts[0]}")
+                if f"{base}.{parts[0]}" in modules:
+                    aliases[parts[-1]] = f"{base}.{parts[0]}"
+    for name, alias in _IMPORT.findall(text):
+        aliases[alias or name] = name
+    for owner, attr in attributes.findall(text):
+        names.add(f"{aliases.get(owner, owner)}.{attr}")
+    return names
+
+
+def unused_reexports(root: Path, modules: dict[str, Path], readers: Iterable[Path]) -> list[str]:
+    """``module.name`` for every re-export no other file imports from the module or reads as an
+    attribute of it (code, tests, scripts and docs; an example in a doc counts as a use)."""
+    exported = reexports(modules)
+    listed = sorted(set().union(*exported.values()))
+    attributes = re.compile(r"\b([A-Za-z_][\w.]*)\.(" + "|".join(map(re.escape, listed)) + r")\b")
+    read: set[str] = set()
+    for path in readers:
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        read |= _names_read(module, path.read_text(encoding="utf-8"), path.name == "__init__.py",
+                            modules, attributes)
+    return sorted(f"{module}.{name}" for module, names in exported.items() for name in names
+                  if f"{module}.{name}" not in read)
+
+
+def _readers(root: Path) -> list[Path]:
+    found = [p for d in (PACKAGE, "tests", "bench", "examples", "docs")
+             for p in sorted((root / d).rglob("*.py"))]
+    found += [*sorted((root / "docs").glob("*.md")), root / "README.md", root / "inference.py"]
+    return [p for p in found if p.is_file()]
+
+
+def test_every_reexport_is_used() -> None:
+    modules = module_files(REPO, PACKAGE)
+    assert unused_reexports(REPO, modules, _readers(REPO)) == []
+
+
+def test_an_unused_reexport_is_caught(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "pkg/__init__.py": "from .a import kept, dropped\n__all__ = ['dropped', 'kept']\n",
+        "pkg/a.py": "kept = 1\ndropped = 2\n",
+        "pkg/user.py": "from pkg import kept\n",
+    })
+    modules = module_files(tmp_path, "pkg")
+    assert unused_reexports(tmp_path, modules, sorted((tmp_path / "pkg").rglob("*.py"))) == ["pkg.dropped"]

@@ -12,11 +12,10 @@ import jsonschema
 import pytest
 
 from codered_env.sim import catalogue as cat
+from codered_env.sim.facilities import FLEET, HOSPITAL_SPECS
 from codered_env.sim.handlers import HANDLERS
 from codered_env.sim.params import (
     BLOOD_TYPES,
-    FLEET,
-    HOSPITAL_SPECS,
     MAX_BLOOD_UNITS_PER_ACTION,
     PROCEDURE_DURATION_MIN,
     PROCEDURES,

@@ -276,7 +276,7 @@ def test_features_agree_with_the_structured_observation(task_id: str) -> None:
     new observation fields: counts, slots, one-hots and per-slot masks, not exact values)."""
     env, rng = CodeRedGymEnv(task_id), np.random.default_rng(7)
     obs, info = env.reset(seed=5)
-    col = {name: {f: i for i, f in enumerate(getattr(gym_env, f"{name.upper()}_FEATURES"))}
+    col = {name: {f: i for i, f in enumerate(getattr(gym_schema, f"{name.upper()}_FEATURES"))}
            for name in ("ambulance", "patient", "call", "hospital")}
     for _ in range(25):
         structured = env.sim.observation()

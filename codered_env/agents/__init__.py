@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import MAINTAIN, Agent, NoopAgent
+from .base import Agent, NoopAgent
 from .heuristic import HeuristicAgent
 from .oracle import OracleAgent
 from .planner import PlannerAgent
 from .random_agent import RandomAgent
-from .roster import AGENT_SPECS, AGENTS, BUILTIN_AGENTS, SERVED_AGENTS, AgentSpec
+from .roster import AGENT_SPECS, AGENTS, BUILTIN_AGENTS, SERVED_AGENTS
 
 
 def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
@@ -51,10 +51,8 @@ __all__ = [
     "AGENTS",
     "AGENT_SPECS",
     "BUILTIN_AGENTS",
-    "MAINTAIN",
     "SERVED_AGENTS",
     "Agent",
-    "AgentSpec",
     "HeuristicAgent",
     "NoopAgent",
     "OracleAgent",

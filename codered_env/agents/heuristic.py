@@ -35,8 +35,8 @@ from typing import Any, NamedTuple, Protocol
 
 from ..sim.city import RoadNetwork, road_graph_of
 from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.dynamics.blood import COMPATIBLE_DONORS
 from ..sim.handlers import DISPATCHABLE
-from ..sim.observation import ObservationView
 from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
     CATH_LAB_PREP_RANGE,
@@ -47,7 +47,7 @@ from ..sim.params import (
     SPECIALIST_PAGE_DELAY_BY_TIER,
     UNTRIAGED_RESPONSE,
 )
-from ..sim.world import COMPATIBLE_DONORS
+from ..sim.view import ObservationView
 from .base import MAINTAIN, code_fingerprint
 from .triage_rule import suspected_condition, triage_report
 
@@ -143,7 +143,7 @@ class HeuristicAgent:
         """The rows of ``obs[part]`` in ``statuses``: from the observation view, its brief rows
         (only the fields the rules read; ``ObservationView.brief``), else the full rows,
         filtered once per decision."""
-        if type(obs) is ObservationView:
+        if isinstance(obs, ObservationView):
             return obs.brief(part, statuses)
         seen, filtered = self._filtered
         if seen is not obs:
@@ -525,7 +525,7 @@ def action_key(action: dict[str, Any]) -> str:
 
 def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
     """A hospital's row; from the observation view without building the other hospitals'."""
-    if type(obs) is ObservationView:
+    if isinstance(obs, ObservationView):
         return obs.hospital(hospital_id)
     return next(h for h in obs["hospitals"] if h["hospital_id"] == hospital_id)
 
@@ -533,7 +533,7 @@ def _hospital(obs: Mapping[str, Any], hospital_id: str) -> dict[str, Any]:
 def _full_call(obs: Mapping[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     """The call's full row (``triage_priority`` may read any field of it), read from the view
     only when a call is to be triaged."""
-    if type(obs) is not ObservationView:
+    if not isinstance(obs, ObservationView):
         return call
     return obs.call(call["call_id"])
 

@@ -6,24 +6,3 @@
 * :mod:`codered_env.evaluation.report` - ``generate_report`` behind ``codered report``
 * :mod:`codered_env.evaluation.trajectory` - the JSONL trajectory format and ``replay``
 """
-
-from codered_env.evaluation.store import DEFAULT_DB, EpisodeRecord, EpisodeStore, StoreError
-from codered_env.evaluation.trajectory import (
-    ReplayResult,
-    StepRecord,
-    Trajectory,
-    TrajectoryError,
-    replay,
-)
-
-__all__ = [
-    "DEFAULT_DB",
-    "EpisodeRecord",
-    "EpisodeStore",
-    "ReplayResult",
-    "StepRecord",
-    "StoreError",
-    "Trajectory",
-    "TrajectoryError",
-    "replay",
-]

@@ -29,30 +29,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the dev 
 
 from .actions import ACTION_ORDER, enumerate_actions
 from .env import CodeRedGymEnv
-from .factored_actions import COMPONENTS, NVEC, PARAMETER_TABLE
+from .factored_actions import NVEC
 from .factored_env import CodeRedFactoredEnv
-from .factored_features import CASE_COLUMNS, GLOBAL_COLUMNS, HOSPITAL_COLUMNS, UNIT_COLUMNS
+from .factored_features import CASE_COLUMNS
 from .factored_vector import CodeRedFactoredVectorEnv
-from .features import FeatureBuilder, observation_space, sim_features
+from .features import FeatureBuilder, sim_features
 from .gen_env import CodeRedGenGymEnv
 from .registration import register_envs
-from .schema import (
-    ACTION_FEATURES,
-    AMBULANCE_FEATURES,
-    CALL_FEATURES,
-    GLOBAL_FEATURES,
-    HOSPITAL_FEATURES,
-    PATIENT_FEATURES,
-    ROAD_FEATURES,
-)
-from .slots import HOSPITAL_IDS, MAX_CASES, UNIT_IDS
+from .schema import CALL_FEATURES, GLOBAL_FEATURES
 
 __all__ = [
-    "ACTION_FEATURES", "ACTION_ORDER", "AMBULANCE_FEATURES", "CALL_FEATURES", "CASE_COLUMNS", "COMPONENTS",
-    "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES", "HOSPITAL_IDS", "MAX_CASES",
-    "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS",
-    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGenGymEnv", "CodeRedGymEnv", "FeatureBuilder",
-    "enumerate_actions", "observation_space", "register_envs", "sim_features",
+    "ACTION_ORDER", "CALL_FEATURES", "CASE_COLUMNS", "GLOBAL_FEATURES", "NVEC", "CodeRedFactoredEnv",
+    "CodeRedFactoredVectorEnv", "CodeRedGenGymEnv", "CodeRedGymEnv", "FeatureBuilder", "enumerate_actions",
+    "register_envs", "sim_features",
 ]
 
 register_envs()

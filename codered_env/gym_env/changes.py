@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..sim.observation import ObservationView
+from ..sim.view import ObservationView
 
 
 class ChangeMarks(NamedTuple):
@@ -24,4 +24,4 @@ class ChangeMarks(NamedTuple):
 def change_marks(view: ObservationView) -> ChangeMarks:
     """The marks of the episode ``view`` shows, now."""
     world = view._world  # the view's own episode state; read for its change counters only
-    return ChangeMarks(world, world.calls_version, world.rooms_version, world.stock_version)
+    return ChangeMarks(world, world.version("calls"), world.version("rooms"), world.version("stock"))

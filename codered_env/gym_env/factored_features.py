@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from ..sim.city import NODE_IDS
 from ..sim.conditions import CONDITIONS
-from ..sim.observation import ObservationView
+from ..sim.view import ObservationView
 from ..sim.params import BLOOD_TYPES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
 from ..sim.types import AMBULANCE_STATES, FINAL_PATIENT_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES

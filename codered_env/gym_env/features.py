@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
-from ..sim.observation import ObservationView
+from ..sim.view import ObservationView
 from .actions import ACTION_ORDER, LegalIndex, index_legal
 from .changes import ChangeMarks, change_marks
 from .hospital_rows import _H_DYNAMIC, _hospitals, _roads, hospital_flag_sets

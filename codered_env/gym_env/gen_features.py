@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from ..sim.city import City, edge_key
 from ..sim.conditions import CONDITIONS
-from ..sim.observation import ObservationView
+from ..sim.view import ObservationView
 from .actions import LegalIndex
 from .features import FeatureBuilder
 from .gen_schema import (

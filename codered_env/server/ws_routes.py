@@ -62,7 +62,7 @@ RESET_OPTIONS = ("task_id", "seed", "city", "episode_id", "split", "index")
 MESSAGE_TYPES = "reset, step, state, observe, grade, mcp, close"
 # ``/ws?observation=``: what a step reply carries (docs/SERVER.md, "WebSocket").
 OBSERVATION_MODES = ("full", "without_text", "none")
-__all__ = ["CLOSE_RESTART", "WsSession", "WsSessions", "handle_frame", "register_ws_route"]
+__all__ = ["CLOSE_RESTART", "handle_frame", "register_ws_route"]
 
 
 def origin_allowed(headers: Mapping[str, str], allowed: tuple[str, ...]) -> bool:

@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .city import PRAKASHNAGAR, City
+from .facilities import HOSPITAL_SPECS
 from .params import (
     ACTION_ID_MAX_CHARS,
     BLOOD_TYPE_QUERY_MIN,
     BLOOD_TYPES,
     CATH_LAB_PREP_RANGE,
     CHILDBEARING_AGE_RANGE,
-    HOSPITAL_SPECS,
     MAX_BLOOD_UNITS_PER_ACTION,
     MUTUAL_AID_DELAY_RANGE,
     MUTUAL_AID_UNIT_PREFIX,

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from .params import FLEET, HOSPITAL_SPECS, MEMO_ENTRIES, PEAK_HOUR_FACTOR, HospitalSpec
+from .facilities import FLEET, HOSPITAL_SPECS, HospitalSpec
+from .params import MEMO_ENTRIES, PEAK_HOUR_FACTOR
 
 
 @dataclass(frozen=True)

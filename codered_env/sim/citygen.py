@@ -75,14 +75,8 @@ from .cityparams import (
     TIER_TRAUMA_THEATRES_RANGE,
     TRAIN_CITY_SEEDS,
 )
-from .params import (
-    SPECIALTIES,
-    TIER_CHC,
-    TIER_DISTRICT,
-    TIER_TERTIARY,
-    HospitalSpec,
-    blood_stock,
-)
+from .facilities import HospitalSpec, blood_stock
+from .params import SPECIALTIES, TIER_CHC, TIER_DISTRICT, TIER_TERTIARY
 
 GENERATED_PREFIX = "gen-"
 _PLAYABLE: weakref.WeakSet[City] = weakref.WeakSet()  # cities given as values, checked once

@@ -3,7 +3,7 @@
 Every condition states its true dispatch priority (MPDS-style, see triage.py), the target time
 from the 108 call to definitive treatment, the care each hospital tier can give (procedure,
 specialist, quality, therapy, in-hospital intervals), whether it needs blood, its deterioration
-rate and its outcome curve. Every number comes from ``params.py`` with its source.
+rate and its outcome curve. Every number comes from ``clinical.py`` or ``params.py`` with its source.
 
 Outcome curves (expected survival or good-outcome probability as a function of the delay ``d``
 in minutes from the call to definitive treatment, the therapy and the care quality ``q``):
@@ -30,17 +30,15 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+from . import clinical as C
 from . import params as P
-from .params import (
+from .clinical import (
     OHCA_LARSEN_CPR_PER_MIN,
     OHCA_LARSEN_INTERCEPT_PCT,
     OHCA_LOSS_PER_MIN_NO_CPR,
     OHCA_SURVIVAL_AT_COLLAPSE,
-    PROCEDURE_DURATION_MIN,
-    TIER_CHC,
-    TIER_DISTRICT,
-    TIER_TERTIARY,
 )
+from .params import PROCEDURE_DURATION_MIN, TIER_CHC, TIER_DISTRICT, TIER_TERTIARY
 
 MINUTES_PER_HOUR = 60.0
 
@@ -51,7 +49,7 @@ class Care:
 
     Door-to-treatment is at least ``door_min``; a room the hospital itself has to ready is
     activated ``activation_min`` after arrival, and treatment starts ``room_min`` after the
-    room is ready (params.py, in-hospital intervals)."""
+    room is ready (clinical.py, in-hospital intervals)."""
 
     procedure: str | None  # OR procedure needed (None: no operating room)
     specialist: str | None  # specialist who must be present (None: ED team suffices)
@@ -98,15 +96,15 @@ class Condition:
         return bool(best and (best.procedure or best.specialist)) or self.needs_blood
 
     def treatment_minutes(self, care: Care) -> int:
-        return PROCEDURE_DURATION_MIN.get(care.procedure or "", P.DEFAULT_TREATMENT_MIN)
+        return PROCEDURE_DURATION_MIN.get(care.procedure or "", C.DEFAULT_TREATMENT_MIN)
 
 
-_STEMI_LYSIS = Care(None, None, P.STEMI_LYSIS_QUALITY, P.STEMI_LYSIS_DOOR_MIN, "thrombolysis", "lysis")
-_STROKE_LYSIS = Care(None, None, 1.0, P.STROKE_LYSIS_DOOR_MIN, "IV thrombolysis", "lysis")
+_STEMI_LYSIS = Care(None, None, C.STEMI_LYSIS_QUALITY, C.STEMI_LYSIS_DOOR_MIN, "thrombolysis", "lysis")
+_STROKE_LYSIS = Care(None, None, 1.0, C.STROKE_LYSIS_DOOR_MIN, "IV thrombolysis", "lysis")
 
 
 def _numbers(key: str) -> dict:
-    n = P.CONDITION_NUMBERS[key]
+    n = C.CONDITION_NUMBERS[key]
     return {
         "target_min": n.target_min,
         "deterioration_per_min": n.deterioration_per_min,
@@ -117,13 +115,13 @@ def _numbers(key: str) -> dict:
 
 
 def _low(key: str, label: str, priority: str) -> Condition:
-    any_tier = Care(None, None, 1.0, P.ED_CARE_DOOR_MIN, "ED care")
+    any_tier = Care(None, None, 1.0, C.ED_CARE_DOOR_MIN, "ED care")
     return Condition(
         key=key,
         label=label,
         true_priority=priority,
         care_by_tier={TIER_TERTIARY: any_tier, TIER_DISTRICT: any_tier, TIER_CHC: any_tier},
-        untreated_outcome=P.LOW_ACUITY_UNTREATED_GOOD,
+        untreated_outcome=C.LOW_ACUITY_UNTREATED_GOOD,
         **_numbers(key),
     )
 
@@ -132,27 +130,27 @@ _PCI = Care(
     "cath_lab",
     "cardiology",
     1.0,
-    P.PCI_DOOR_MIN,
+    C.PCI_DOOR_MIN,
     "primary PCI",
     "pci",
-    P.PCI_ACTIVATION_MIN,
-    P.PCI_ROOM_TO_DEVICE_MIN,
+    C.PCI_ACTIVATION_MIN,
+    C.PCI_ROOM_TO_DEVICE_MIN,
 )
 _EVT = Care(
     "stroke_intervention",
     "neurology",
     1.0,
-    P.EVT_DOOR_MIN,
+    C.EVT_DOOR_MIN,
     "thrombectomy",
     "evt",
-    P.EVT_ACTIVATION_MIN,
-    P.EVT_ROOM_TO_PUNCTURE_MIN,
+    C.EVT_ACTIVATION_MIN,
+    C.EVT_ROOM_TO_PUNCTURE_MIN,
 )
 
 
 def _surgery(quality: float, door: int, label: str) -> Care:
     return Care(
-        "trauma_surgery", "trauma_surgery", quality, door, label, "surgery", 0, P.TRAUMA_ROOM_TO_INCISION_MIN
+        "trauma_surgery", "trauma_surgery", quality, door, label, "surgery", 0, C.TRAUMA_ROOM_TO_INCISION_MIN
     )
 
 
@@ -164,12 +162,12 @@ CONDITIONS: dict[str, Condition] = {
             label="STEMI",
             true_priority="P1",
             care_by_tier={TIER_TERTIARY: _PCI, TIER_DISTRICT: _STEMI_LYSIS},
-            untreated_outcome=1.0 - P.STEMI_UNTREATED_MORTALITY,
+            untreated_outcome=1.0 - C.STEMI_UNTREATED_MORTALITY,
             fallback_care=Care(
                 None,
                 None,
-                P.STEMI_LYSIS_QUALITY,
-                P.STEMI_LYSIS_DOOR_MIN,
+                C.STEMI_LYSIS_QUALITY,
+                C.STEMI_LYSIS_DOOR_MIN,
                 "thrombolysis (cath lab unavailable)",
                 "lysis",
             ),
@@ -180,9 +178,9 @@ CONDITIONS: dict[str, Condition] = {
             label="Stroke",
             true_priority="P1",
             care_by_tier={TIER_TERTIARY: _EVT, TIER_DISTRICT: _STROKE_LYSIS},
-            untreated_outcome=P.STROKE_UNTREATED_GOOD,
+            untreated_outcome=C.STROKE_UNTREATED_GOOD,
             fallback_care=Care(
-                None, None, 1.0, P.STROKE_LYSIS_DOOR_MIN, "IV thrombolysis (angio suite unavailable)", "lysis"
+                None, None, 1.0, C.STROKE_LYSIS_DOOR_MIN, "IV thrombolysis (angio suite unavailable)", "lysis"
             ),
             **_numbers("stroke"),
         ),
@@ -191,13 +189,13 @@ CONDITIONS: dict[str, Condition] = {
             label="Major trauma with haemorrhage",
             true_priority="P1",
             care_by_tier={
-                TIER_TERTIARY: _surgery(1.0, P.TRAUMA_SURGERY_DOOR_MIN, "damage-control surgery"),
+                TIER_TERTIARY: _surgery(1.0, C.TRAUMA_SURGERY_DOOR_MIN, "damage-control surgery"),
                 TIER_DISTRICT: _surgery(
-                    P.TIER2_TRAUMA_QUALITY, P.TRAUMA_SURGERY_DOOR_MIN, "damage-control surgery"
+                    C.TIER2_TRAUMA_QUALITY, C.TRAUMA_SURGERY_DOOR_MIN, "damage-control surgery"
                 ),
             },
             needs_blood=True,
-            untreated_outcome=P.HAEMORRHAGE_UNTREATED_SURVIVAL,
+            untreated_outcome=C.HAEMORRHAGE_UNTREATED_SURVIVAL,
             **_numbers("trauma_haemorrhage"),
         ),
         Condition(
@@ -205,10 +203,10 @@ CONDITIONS: dict[str, Condition] = {
             label="Major trauma",
             true_priority="P2",
             care_by_tier={
-                TIER_TERTIARY: _surgery(1.0, P.TRAUMA_MAJOR_DOOR_MIN, "trauma surgery"),
-                TIER_DISTRICT: _surgery(P.TIER2_TRAUMA_QUALITY, P.TRAUMA_MAJOR_DOOR_MIN, "trauma surgery"),
+                TIER_TERTIARY: _surgery(1.0, C.TRAUMA_MAJOR_DOOR_MIN, "trauma surgery"),
+                TIER_DISTRICT: _surgery(C.TIER2_TRAUMA_QUALITY, C.TRAUMA_MAJOR_DOOR_MIN, "trauma surgery"),
             },
-            untreated_outcome=P.TRAUMA_UNTREATED_SURVIVAL,
+            untreated_outcome=C.TRAUMA_UNTREATED_SURVIVAL,
             **_numbers("trauma_major"),
         ),
         Condition(
@@ -217,16 +215,16 @@ CONDITIONS: dict[str, Condition] = {
             true_priority="P2",
             care_by_tier={
                 TIER_TERTIARY: Care(
-                    None, "obstetrics", 1.0, P.OBSTETRIC_DOOR_MIN, "obstetric care", "delivery"
+                    None, "obstetrics", 1.0, C.OBSTETRIC_DOOR_MIN, "obstetric care", "delivery"
                 ),
                 TIER_DISTRICT: Care(
-                    None, "obstetrics", 1.0, P.OBSTETRIC_DOOR_MIN, "obstetric care", "delivery"
+                    None, "obstetrics", 1.0, C.OBSTETRIC_DOOR_MIN, "obstetric care", "delivery"
                 ),
                 TIER_CHC: Care(
-                    None, None, P.CHC_DELIVERY_QUALITY, P.MIDWIFE_DOOR_MIN, "midwife delivery", "delivery"
+                    None, None, C.CHC_DELIVERY_QUALITY, C.MIDWIFE_DOOR_MIN, "midwife delivery", "delivery"
                 ),
             },
-            untreated_outcome=P.LABOUR_UNTREATED_GOOD,
+            untreated_outcome=C.LABOUR_UNTREATED_GOOD,
             **_numbers("labour"),
         ),
         _low("minor_injury", "Minor injury", "P3"),
@@ -237,11 +235,11 @@ CONDITIONS: dict[str, Condition] = {
             label="Anxiety / panic attack",
             true_priority="P3",
             transport=False,
-            untreated_outcome=P.LOW_ACUITY_UNTREATED_GOOD,
+            untreated_outcome=C.LOW_ACUITY_UNTREATED_GOOD,
             treated_on_scene=True,
             **_numbers("anxiety"),
         ),
-        Condition(  # MPDS Echo; parameters and sources in params.py ("Cardiac arrest")
+        Condition(  # MPDS Echo; parameters and sources in clinical.py ("Cardiac arrest")
             key="cardiac_arrest",
             label="Cardiac arrest",
             true_priority="P1",
@@ -264,25 +262,25 @@ CONDITIONS: dict[str, Condition] = {
 
 
 def _stemi(d: float, q: float, therapy: str | None) -> float:
-    door_to_balloon = d - P.STEMI_CALL_TO_DOOR_MIN
-    m = P.STEMI_MORTALITY_AT_D2B_30 * math.exp(
-        P.STEMI_MORTALITY_GROWTH_PER_MIN * (door_to_balloon - P.STEMI_RATHORE_REF_D2B_MIN)
+    door_to_balloon = d - C.STEMI_CALL_TO_DOOR_MIN
+    m = C.STEMI_MORTALITY_AT_D2B_30 * math.exp(
+        C.STEMI_MORTALITY_GROWTH_PER_MIN * (door_to_balloon - C.STEMI_RATHORE_REF_D2B_MIN)
     )
-    return 1.0 - min(P.STEMI_UNTREATED_MORTALITY, m / q)
+    return 1.0 - min(C.STEMI_UNTREATED_MORTALITY, m / q)
 
 
 def _stroke(d: float, q: float, therapy: str | None, onset_min: int) -> float:
     onset_to_treatment = onset_min + d
     if therapy == "lysis":
-        if onset_to_treatment >= P.STROKE_LYSIS_WINDOW_MIN:
-            return P.STROKE_UNTREATED_GOOD
-        hours_left = (P.STROKE_LYSIS_WINDOW_MIN - onset_to_treatment) / MINUTES_PER_HOUR
-        base = P.STROKE_UNTREATED_GOOD
-        odds = base / (1.0 - base) * math.exp(P.STROKE_LYSIS_LOG_OR_PER_HOUR * hours_left)
+        if onset_to_treatment >= C.STROKE_LYSIS_WINDOW_MIN:
+            return C.STROKE_UNTREATED_GOOD
+        hours_left = (C.STROKE_LYSIS_WINDOW_MIN - onset_to_treatment) / MINUTES_PER_HOUR
+        base = C.STROKE_UNTREATED_GOOD
+        odds = base / (1.0 - base) * math.exp(C.STROKE_LYSIS_LOG_OR_PER_HOUR * hours_left)
         return odds / (1.0 + odds)
-    hours_late = (onset_to_treatment - P.STROKE_EVT_REF_ONSET_MIN) / MINUTES_PER_HOUR
-    good = (P.STROKE_EVT_GOOD_AT_REF - P.STROKE_EVT_LOSS_PER_HOUR * hours_late) * q
-    return max(P.STROKE_UNTREATED_GOOD, good)
+    hours_late = (onset_to_treatment - C.STROKE_EVT_REF_ONSET_MIN) / MINUTES_PER_HOUR
+    good = (C.STROKE_EVT_GOOD_AT_REF - C.STROKE_EVT_LOSS_PER_HOUR * hours_late) * q
+    return max(C.STROKE_UNTREATED_GOOD, good)
 
 
 def _haemorrhage(d: float, q: float, door_min: float | None) -> float:
@@ -290,20 +288,20 @@ def _haemorrhage(d: float, q: float, door_min: float | None) -> float:
     delay is counted at the ED slope -- the conservative estimate planners use)."""
     prehospital = 0.0 if door_min is None else min(d, max(0.0, door_min))
     in_hospital = d - prehospital
-    linear = min(in_hospital, P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
-    late = max(0.0, in_hospital - P.HAEMORRHAGE_LINEAR_UNTIL_MIN)
+    linear = min(in_hospital, C.HAEMORRHAGE_LINEAR_UNTIL_MIN)
+    late = max(0.0, in_hospital - C.HAEMORRHAGE_LINEAR_UNTIL_MIN)
     death = (
-        P.HAEMORRHAGE_DEATH_AT_0
-        + P.HAEMORRHAGE_DEATH_PER_MIN * (linear + P.HAEMORRHAGE_PREHOSPITAL_SHARE * prehospital)
-        + P.HAEMORRHAGE_DEATH_PER_MIN_AFTER * late
+        C.HAEMORRHAGE_DEATH_AT_0
+        + C.HAEMORRHAGE_DEATH_PER_MIN * (linear + C.HAEMORRHAGE_PREHOSPITAL_SHARE * prehospital)
+        + C.HAEMORRHAGE_DEATH_PER_MIN_AFTER * late
     )
-    return max(P.HAEMORRHAGE_UNTREATED_SURVIVAL, 1.0 - min(1.0, death / q))
+    return max(C.HAEMORRHAGE_UNTREATED_SURVIVAL, 1.0 - min(1.0, death / q))
 
 
 def cardiac_arrest_survival(no_cpr_min: float, cpr_min: float) -> float:
     """Survival after an arrest reached by a crew after ``no_cpr_min`` minutes without CPR and
     ``cpr_min`` minutes with (telephone-assisted) CPR: Larsen 1993's linear model scaled to
-    ``OHCA_SURVIVAL_AT_COLLAPSE`` (params.py, "Cardiac arrest")."""
+    ``OHCA_SURVIVAL_AT_COLLAPSE`` (clinical.py, "Cardiac arrest")."""
     no_cpr, cpr = max(0.0, no_cpr_min), max(0.0, cpr_min)
     lost = OHCA_LOSS_PER_MIN_NO_CPR * (no_cpr + cpr) - OHCA_LARSEN_CPR_PER_MIN * cpr
     return OHCA_SURVIVAL_AT_COLLAPSE * max(0.0, 1.0 - lost / OHCA_LARSEN_INTERCEPT_PCT)
@@ -322,7 +320,7 @@ def expected_outcome(
     the call; ``onset_min`` is the stroke symptom-onset lead before the call; ``cpr_min`` the
     part of the delay a cardiac arrest spent under telephone CPR; ``door_min`` the minutes from
     the call to the first hospital door (used by haemorrhage; None when not known)."""
-    q = max(quality, P.MIN_CARE_QUALITY)
+    q = max(quality, C.MIN_CARE_QUALITY)
     d = max(0.0, delay_min)
     key = condition.key
     if key == "cardiac_arrest":
@@ -335,12 +333,12 @@ def expected_outcome(
     if key == "trauma_haemorrhage":
         return _haemorrhage(d, q, door_min)
     if key == "trauma_major":
-        death = P.TRAUMA_DEATH_AT_0 * math.exp(P.TRAUMA_DEATH_GROWTH_PER_MIN * d)
+        death = C.TRAUMA_DEATH_AT_0 * math.exp(C.TRAUMA_DEATH_GROWTH_PER_MIN * d)
         return max(condition.untreated_outcome, 1.0 - death / q)
     if key == "labour":
-        full = (P.LABOUR_GOOD_AT_0 - P.LABOUR_LOSS_PER_MIN * d) * q
-        return max(condition.untreated_outcome, full + (1 - q) * P.LABOUR_PARTIAL_CARE_OUTCOME)
-    return max(condition.untreated_outcome, P.LOW_ACUITY_GOOD_AT_0 - P.LOW_ACUITY_LOSS_PER_MIN * d)
+        full = (C.LABOUR_GOOD_AT_0 - C.LABOUR_LOSS_PER_MIN * d) * q
+        return max(condition.untreated_outcome, full + (1 - q) * C.LABOUR_PARTIAL_CARE_OUTCOME)
+    return max(condition.untreated_outcome, C.LOW_ACUITY_GOOD_AT_0 - C.LOW_ACUITY_LOSS_PER_MIN * d)
 
 
 SURVIVAL_CURVES = ("stemi", "trauma_haemorrhage", "trauma_major", "cardiac_arrest")
@@ -357,9 +355,9 @@ def expected_death(condition: Condition, outcome: float, died: bool = False) -> 
     if condition.key in SURVIVAL_CURVES:
         return min(1.0, max(0.0, 1.0 - outcome))
     if condition.key == "stroke":
-        span = P.STROKE_EVT_GOOD_AT_REF - P.STROKE_UNTREATED_GOOD
-        share = min(1.0, max(0.0, (outcome - P.STROKE_UNTREATED_GOOD) / span))
-        return P.STROKE_DEATH_UNTREATED - share * (P.STROKE_DEATH_UNTREATED - P.STROKE_DEATH_EVT)
+        span = C.STROKE_EVT_GOOD_AT_REF - C.STROKE_UNTREATED_GOOD
+        share = min(1.0, max(0.0, (outcome - C.STROKE_UNTREATED_GOOD) / span))
+        return C.STROKE_DEATH_UNTREATED - share * (C.STROKE_DEATH_UNTREATED - C.STROKE_DEATH_EVT)
     return 0.0
 
 

@@ -1,7 +1,7 @@
 """``CodeRedSim``: one episode of CodeRedEnv, the pure-Python core every adapter wraps.
 
 Observation
-    ``observation()`` returns a JSON-serialisable dict (observation.py): clock, step budget,
+    ``observation()`` returns a JSON-serialisable dict (view.py): clock, step budget,
     visible patients (status, node, displayed vitals, ETA, destination, what they wait for),
     ambulances (status, position, ETA), hospitals (OR states, specialists, ICU, blood, crowding,
     diversion), open calls (caller reports only -- never the true condition), roads, alerts,
@@ -44,12 +44,12 @@ from .city import City
 from .citygen import resolve_city
 from .fork import fork_rng, fork_world, hidden_future_detached, secondary_pending
 from .handlers import apply_action
-from .observation import ObservationView, StepContext, build_observation
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
 from .rubric import final_score, grade, preview_score
 from .tasks import TASK_IDS, TASKS, TaskSpec
-from .world import World
+from .tick import new_world, tick
+from .view import ObservationView, StepContext, build_observation
 
 
 class StepResult(NamedTuple):
@@ -104,7 +104,7 @@ class CodeRedSim:
         self.task: TaskSpec = TASKS[task_id]
         self.seed = seed
         self.city: City = resolve_city(city)
-        self.world = World(self.task, seed, self.city)
+        self.world = new_world(self.task, seed, self.city)
         self.max_steps = self.task.max_steps
         self.step_count = 0
         self.done = False
@@ -171,11 +171,11 @@ class CodeRedSim:
         world = self.world
         if not waiting:
             for _ in range(DECISION_COST_MIN):
-                world.tick()
+                tick(world)
             return
         world.notable = False
         for _ in range(MAINTAIN_PLAN_CAP_MIN):
-            world.tick()
+            tick(world)
             if world.notable or world.clock >= self.task.horizon_min:
                 return
 
@@ -190,7 +190,7 @@ class CodeRedSim:
         """Play the world on to its end; the final score."""
         world = self.world
         while not world.resolved() and world.clock < self.task.horizon_min:
-            world.tick()
+            tick(world)
         self.done = True
         self._final_score = score = final_score(world)
         return score

@@ -51,8 +51,9 @@ from contextlib import contextmanager
 from random import Random
 
 from .city import RoadNetwork
+from .clinical import TELEPHONE_CPR_FACTOR
 from .conditions import CONDITIONS
-from .dynamics.spawns import callback_spawn
+from .dynamics.spawns import callback_spawn, next_patient_id, schedule
 from .dynamics.travel import draw_noise
 from .dynamics.vitals import band
 from .generator import (
@@ -77,19 +78,11 @@ from .params import (
     SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
     SURGE_MIX,
-    TELEPHONE_CPR_FACTOR,
 )
-from .triage import (
-    callback_plan,
-    caller_report,
-    condition_posterior,
-    draw_constant,
-    parse_report,
-    randint,
-    weighted_draw,
-)
+from .rng import randint, weighted_draw
+from .state import World
+from .triage import callback_plan, caller_report, condition_posterior, parse_report
 from .types import Call, Patient, PendingSpawn
-from .world import World
 
 _MAX_DRAWS = 20
 _ESCALATION = "incident escalated"
@@ -138,9 +131,9 @@ def fork_world(world: World, rng: Random, pending_secondary: bool) -> None:
     callbacks = _redraw_callbacks(world, rng)
     _resample_blood_types(world, rng)
     _resample_hospital_timers(world, rng)
-    world.next_timer_at = 0  # timers were redrawn: rooms.timers finds the next one afresh
-    world.next_disruption_at = 0  # so were the disruptions to come
-    world.next_unit_at = 0  # so were trips' arrivals: ambulances.move finds the next one afresh
+    # timers, the disruptions to come and trips' arrivals are redrawn: their steps scan afresh
+    for kind in ("timers", "disruptions", "units"):
+        world.due(kind, 0)
     _renoise_trips(world, rng)
     shadow = _shadow_arrivals(world, rng)
     _replace_future(world, rng, callbacks, shadow, pending_secondary)
@@ -254,7 +247,7 @@ def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str,
     replayed (deterioration, telephone CPR, death, release after P4 advice)."""
     spec = CONDITIONS[condition]
     p.condition = condition
-    p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0 = randint(rng, *BASELINE_HR_RANGE)
     p.sbp0 = randint(rng, *BASELINE_SBP_RANGE)
     p.onset_min = randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0
@@ -309,7 +302,7 @@ def _redraw_callbacks(world: World, rng: Random) -> dict[str, PendingSpawn]:
 def _resample_blood_types(world: World, rng: Random) -> None:
     for p in world.patients.values():
         if p.visible and not p.blood_type_known:
-            p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+            p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
 
 
 def _resample_hospital_timers(world: World, rng: Random) -> None:
@@ -368,7 +361,7 @@ def _replace_future(
         _renumber(world, spawn)
         if in_incident:
             world.mci.add(spawn.patient.patient_id)
-        world.schedule(spawn)
+        schedule(world, spawn)
 
 
 def _incident_future(world: World, pending_secondary: bool, shadow: ShadowArrivals) -> list[PendingSpawn]:
@@ -415,7 +408,7 @@ def _redraw_escalation(spawn: PendingSpawn, rng: Random, world: World) -> Pendin
     caller's report (phase 2) are not."""
     p = spawn.patient
     p.reserve = round(rng.uniform(*CONDITIONS[p.condition].initial_reserve), 3)
-    p.blood_type = draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    p.blood_type = weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     p.hr0, p.sbp0 = randint(rng, *BASELINE_HR_RANGE), randint(rng, *BASELINE_SBP_RANGE)
     p.band = band(p.reserve)
     if spawn.call is not None:
@@ -435,7 +428,7 @@ def _renumber(world: World, spawn: PendingSpawn) -> None:
     on arrival)."""
     p = spawn.patient
     if world.patients.get(p.patient_id) is not p:
-        p.patient_id = world.next_patient_id()
+        p.patient_id = next_patient_id(world)
         if spawn.call is not None:
             spawn.call.patient_id = p.patient_id
 

@@ -15,6 +15,7 @@ from random import Random
 
 from .city import PRAKASHNAGAR, City, RoadGraph, RoadNetwork, edge_key
 from .conditions import CONDITIONS
+from .facilities import HospitalSpec
 from .params import (
     ACCIDENT_CONGESTION_FACTOR,
     BASELINE_HR_RANGE,
@@ -44,10 +45,10 @@ from .params import (
     STROKE_ONSET_BEFORE_CALL_RANGE,
     SURGE_MIX,
     TASK3_SECONDARY_RANGE,
-    HospitalSpec,
 )
+from .rng import choice, randint, shuffle, weighted_draw
 from .tasks import TaskSpec
-from .triage import AGE_BANDS, draw_constant, drawn_report, randbelow, randint, skip_report, weighted_draw
+from .triage import AGE_BANDS, drawn_report, skip_report
 from .types import (
     Ambulance,
     Call,
@@ -132,7 +133,7 @@ def _patient(
         node=node,
         appeared_at=at,
         reserve=round(rng.uniform(lo, hi), 3),
-        blood_type=draw_constant(rng, BLOOD_TYPE_FREQUENCY),
+        blood_type=weighted_draw(rng, BLOOD_TYPE_FREQUENCY),
         hr0=randint(rng, *BASELINE_HR_RANGE),
         sbp0=randint(rng, *BASELINE_SBP_RANGE),
         onset_min=randint(rng, *STROKE_ONSET_BEFORE_CALL_RANGE) if condition == "stroke" else 0,
@@ -147,7 +148,7 @@ def _patient(
 def _skip_reported_patient(rng: Random, condition: str) -> None:
     """Advance ``rng`` exactly as ``_patient(..., reported=True)`` and its ``_call`` would."""
     rng.random()
-    draw_constant(rng, BLOOD_TYPE_FREQUENCY)
+    weighted_draw(rng, BLOOD_TYPE_FREQUENCY)
     randint(rng, *BASELINE_HR_RANGE)
     randint(rng, *BASELINE_SBP_RANGE)
     if condition == "stroke":
@@ -243,12 +244,12 @@ def _road_disruption(
         if not candidates or rng.random() < RIVERSIDE_CLOSURE_PROBABILITY:
             riverside = [edge_key(a, b) for a, b in city.riverside_edges]
             candidates = [e for e in riverside if _connected_without(net, state, e)]
-        edge = candidates[randbelow(rng, len(candidates))]
+        edge = choice(rng, candidates)
         label = city.edge_label(*edge)
         text = f"Waterlogging closes {label} ({edge[0]}-{edge[1]})"
         return Disruption(kind, start, end, edges=(edge,), text=text)
     options = candidates or sorted(city.roads.edge_base)
-    edge = options[randbelow(rng, len(options))]
+    edge = choice(rng, options)
     factor = f"x{ACCIDENT_CONGESTION_FACTOR:g} travel time"
     text = f"Accident blocks lanes on {city.edge_label(*edge)} ({edge[0]}-{edge[1]}), {factor}"
     return Disruption(kind, start, end, edges=(edge,), text=text)
@@ -290,8 +291,8 @@ def draw_disruption(
             or_id=or_id,
             text=f"{hid} {or_id} ({label}) equipment failure",
         )
-    specialty = {"task2": _choice(rng, ("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
-        task.task_id, _choice(rng, ("cardiology", "neurology", "trauma_surgery"))
+    specialty = {"task2": choice(rng, ("cardiology", "neurology")), "task3": "trauma_surgery"}.get(
+        task.task_id, choice(rng, ("cardiology", "neurology", "trauma_surgery"))
     )
     start = randint(rng, *SPECIALIST_OUT_WINDOW[0])
     return Disruption(
@@ -443,20 +444,20 @@ def _phase2(rng: Random, ids: _Ids, task: TaskSpec, city: City):
 def _phase2_plan(rng: Random, task: TaskSpec, city: City) -> tuple[list[_Planned], str | None]:
     n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [randint(rng, 1, last_call) for _ in range(n_calls - 1)])
-    conditions = ["stemi", _choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
-    conditions += [draw_constant(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
-    _shuffle(rng, conditions)
+    conditions = ["stemi", choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
+    conditions += [weighted_draw(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
+    shuffle(rng, conditions)
     planned = [
-        (at, cond, _choice(rng, city.patient_nodes), "call")
+        (at, cond, choice(rng, city.patient_nodes), "call")
         for at, cond in zip(times, conditions, strict=False)
     ]
     incident = None
     if task.cascades:
-        incident = _choice(rng, city.incident_nodes)
+        incident = choice(rng, city.incident_nodes)
         at = randint(rng, *INCIDENT_CALL_RANGE)
         planned += [(at, cond, incident, "incident call") for cond in ("trauma_haemorrhage", "trauma_major")]
         later = at + randint(rng, *INCIDENT_SECONDARY_DELAY_RANGE)
-        cond = _choice(rng, ("trauma_haemorrhage", "trauma_major"))
+        cond = choice(rng, ("trauma_haemorrhage", "trauma_major"))
         planned.append((later, cond, incident, "secondary casualty at the incident"))
     draw = rng.random
     return sorted([(at, draw(), cond, node, reason) for at, cond, node, reason in planned]), incident
@@ -489,18 +490,6 @@ def _phase2_spawns(
     return spawns, mci
 
 
-def _choice(rng: Random, options: tuple[str, ...]) -> str:
-    """``rng.choice(options)``, the same draws (``triage.randbelow``)."""
-    return options[randbelow(rng, len(options))]
-
-
-def _shuffle(rng: Random, items: list[str]) -> None:
-    """``rng.shuffle(items)``, the same draws (``triage.randbelow``)."""
-    for i in range(len(items) - 1, 0, -1):
-        j = randbelow(rng, i + 1)
-        items[i], items[j] = items[j], items[i]
-
-
 _PHASE1_BUILDERS = {"task1": _task1, "task2": _task2, "task3": _task3}
 
 #: The conditions each phase-1 builder above can produce (public: the task descriptions say so).
@@ -526,7 +515,7 @@ def surge_calls(rng: Random, patients_start: int, start: int, city: City) -> lis
     for _ in range(randint(rng, *NEWS_CYCLE_SURGE_CALLS)):
         at = start + randint(rng, 1, NEWS_CYCLE_SURGE_SPREAD_MIN)
         p = _patient(
-            rng, ids.patient(), draw_constant(rng, SURGE_MIX), _choice(rng, city.patient_nodes), at,
+            rng, ids.patient(), weighted_draw(rng, SURGE_MIX), choice(rng, city.patient_nodes), at,
             visible=False, reported=True,
         )
         spawns.append(PendingSpawn(at, p, _call(rng, p, city, surge=True), "news-cycle surge"))

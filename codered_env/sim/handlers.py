@@ -12,8 +12,11 @@ from typing import Any
 
 from .actions import PHASE_OF
 from .conditions import CONDITIONS
-from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
-from .dynamics.dispatch import charge_advice
+from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o, request_blood_type
+from .dynamics.care import note_destination
+from .dynamics.dispatch import can_reach, charge_advice, send_unit
+from .dynamics.spawns import schedule_callback
+from .dynamics.travel import reroute
 from .params import (
     BLOOD_COURIER_DISPATCH_MIN,
     MUTUAL_AID_DELAY_RANGE,
@@ -22,6 +25,7 @@ from .params import (
     OR_PREP_MIN_BY_TIER,
     TYPE_SPECIFIC_MIN,
 )
+from .state import World
 from .types import (
     FINAL_PATIENT_STATES,
     OPEN_CALL_STATES,
@@ -32,7 +36,6 @@ from .types import (
     MutualAidRequest,
     Patient,
 )
-from .world import World
 
 DISPATCHABLE = ("available", "returning")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -89,7 +92,7 @@ def _hospital(world: World, hid: str) -> tuple[Hospital | None, str | None]:
 
 
 def _route_error(world: World, amb: Ambulance, p: Patient) -> str | None:
-    if not world.can_reach(amb, p):
+    if not can_reach(world, amb, p):
         return f"no open road from {amb.ambulance_id}'s position to {p.node} right now"
     return None
 
@@ -108,7 +111,7 @@ def dispatch_ambulance(world: World, a: Any) -> str | None:
     err = _route_error(world, amb, p)
     if err:
         return err
-    world.send_unit(amb, p, None)
+    send_unit(world, amb, p, None)
     return None
 
 
@@ -125,7 +128,7 @@ def _dispatch_call(world: World, a: Any, kind: str) -> str | None:
     err = _route_error(world, amb, p)
     if err:
         return err
-    world.send_unit(amb, p, call)
+    send_unit(world, amb, p, call)
     return None
 
 
@@ -149,7 +152,7 @@ def triage_call(world: World, a: Any) -> str | None:
             "P4 (advice only) needs a call without a unit"
         )
     call.priority = a.priority
-    world.calls_version += 1
+    world.changed("calls")
     p = world.patients[call.patient_id]
     if a.priority == "P1" and call.coded_p1_at is None:
         call.coded_p1_at = world.clock  # when telephone CPR would start (fork.py replays it)
@@ -158,10 +161,10 @@ def triage_call(world: World, a: Any) -> str | None:
     if a.priority == "P4":
         charge_advice(world, call)
         call.status, call.closed_at = "closed_advice", world.clock
-        world.calls_version += 1
+        world.changed("calls")
         if call.true_priority == "P4":
             p.status = "released"
-        world.schedule_callback(call)
+        schedule_callback(world, call)
     return None
 
 
@@ -181,11 +184,11 @@ def assign_hospital(world: World, a: Any) -> str | None:
             f"{h.hospital_id} is on diversion ({h.diversion_reason}) until t{h.diverted_until}; "
             f"open hospitals: {_ids(open_ids)}"
         )
-    world.note_destination(p, h.hospital_id)
+    note_destination(world, p, h.hospital_id)
     amb = world.ambulances.get(p.ambulance_id or "")
     if p.status == "transporting" and amb is not None and amb.trip is not None:
         amb.trip.target = h.node
-        world.reroute(amb)
+        reroute(world, amb)
     return None
 
 
@@ -208,8 +211,8 @@ def prepare_or(world: World, a: Any) -> str | None:
     if "cath_lab" not in room.procedures:
         room.prep_total = OR_PREP_MIN_BY_TIER[h.tier]
     room.state, room.procedure, room.until = "preparing", a.procedure, world.clock + room.prep_total
-    world.rooms_version += 1
-    world.timer_set(room.until)
+    world.changed("rooms")
+    world.due("timers", room.until)
     room.agent_prepared, room.patient_id = True, None
     return None
 
@@ -227,8 +230,8 @@ def page_specialist(world: World, a: Any) -> str | None:
         ]
         return f"{h.hospital_id} {a.specialty} is already {spec.state} ({when} t{spec.until})"
     spec.state, spec.until, spec.agent_paged, spec.used = "paged", world.clock + spec.page_delay, True, False
-    world.rooms_version += 1
-    world.timer_set(spec.until)
+    world.changed("rooms")
+    world.due("timers", spec.until)
     return None
 
 
@@ -246,7 +249,7 @@ def preempt_or(world: World, a: Any) -> str | None:
             f"elective cases there: {_ids(electives)}"
         )
     room.state, room.elective, room.procedure, room.until = "idle", False, None, 0
-    world.rooms_version += 1
+    world.changed("rooms")
     world.count("preempt_or")
     return None
 
@@ -295,7 +298,7 @@ def allocate_blood(world: World, a: Any) -> str | None:
         )
     )
     h.blood[a.blood_type] -= a.units
-    world.stock_version += 1
+    world.changed("stock")
     if not CONDITIONS[p.condition].needs_blood:
         world.count("unneeded_blood")
     if sample_here:
@@ -321,7 +324,7 @@ def transfer_blood(world: World, a: Any) -> str | None:
         return f"no open road from {src.hospital_id} to {dst.hospital_id} right now"
     arrives = world.clock + BLOOD_COURIER_DISPATCH_MIN + round(minutes)
     src.blood[a.blood_type] -= a.units
-    world.stock_version += 1
+    world.changed("stock")
     world.transfers.append(BloodTransfer(src.hospital_id, dst.hospital_id, a.blood_type, a.units, arrives))
     return None
 
@@ -361,7 +364,7 @@ def request_mutual_aid(world: World, a: Any) -> str | None:
     delay = world.narrative_rng.randint(*MUTUAL_AID_DELAY_RANGE)
     unit_id = f"{MUTUAL_AID_UNIT_PREFIX}{len(world.mutual_aid) + 1}"
     world.mutual_aid.append(MutualAidRequest(unit_id, world.clock, world.clock + delay, target, unneeded))
-    world.next_aid_at = min(world.next_aid_at, world.clock + delay)
+    world.due("aid", world.clock + delay)
     world.event(f"MUTUAL AID requested: {unit_id} (ALS) expected at N7 around t{world.clock + delay}")
     return None
 
@@ -376,7 +379,7 @@ def query_blood_type(world: World, a: Any) -> str | None:
         return f"{p.patient_id}'s blood type is already known: {p.blood_type}"
     if p.blood_type_ready_at is not None:
         return f"{p.patient_id}'s blood type result is due at t{p.blood_type_ready_at}"
-    world.request_blood_type(p)
+    request_blood_type(world, p)
     return None
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render_lines import MAX_EVENTS, lines_text, render_lines
-
-__all__ = ["MAX_EVENTS", "render_text"]
+from .render_lines import lines_text, render_lines
 
 
 def render_text(obs: dict[str, Any]) -> str:

@@ -65,11 +65,11 @@ import math
 import statistics
 from typing import Any, NamedTuple
 
+from .clinical import CONDITION_NUMBERS
 from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, expected_death, expected_outcome
 from .dynamics.care import prep_credit
 from .dynamics.rooms import care_for
 from .params import (
-    CONDITION_NUMBERS,
     DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
@@ -86,9 +86,9 @@ from .params import (
     SECONDARY_RESPONSE_ZERO_MIN,
     STROKE_ONSET_BEFORE_CALL_RANGE,
 )
+from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
 from .types import FINAL_PATIENT_STATES, Call, Patient
-from .world import World
 
 _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 

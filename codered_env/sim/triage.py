@@ -44,11 +44,9 @@ Public functions
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import re
-import struct
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -70,6 +68,7 @@ from .params import (
     REPORT_SHARE_MALE,
     UNDER_TRIAGE_COST_PER_LEVEL,
 )
+from .rng import choice, randint, shuffle, weighted_draw
 
 PRIORITIES: tuple[str, ...] = ("P1", "P2", "P3", "P4")
 
@@ -139,64 +138,6 @@ def age_band(age: int) -> str:
     return "old" if age > AGE_BANDS["old"][0] else "child"
 
 
-def weighted_draw(rng: Random, table: dict[str, float]) -> str:
-    """One key of ``table``, drawn with probability proportional to its weight."""
-    x = rng.random() * sum(table.values())
-    for key, weight in table.items():
-        x -= weight
-        if x <= 0:
-            return key
-    return next(reversed(table))
-
-
-def draw_constant(rng: Random, table: dict[str, float]) -> str:
-    """``weighted_draw(rng, table)`` for a table that never changes (a module constant): the same
-    draw and the same key, found by bisection on each key's limit instead of walking the table."""
-    entry = _LIMITS.get(id(table))
-    if entry is None or entry[0] is not table:
-        entry = _LIMITS[id(table)] = (table, *_limits(table))
-    _, total, limits, keys = entry
-    i = bisect.bisect_left(limits, rng.random() * total)
-    return keys[i] if i < len(keys) else keys[-1]
-
-
-#: id(table) -> (table, its total, each key's limit, its keys) for ``draw_constant`` (the table
-#: itself is kept, so its id is never reused while the entry lives).
-_LIMITS: dict[int, tuple[dict[str, float], float, list[float], list[str]]] = {}
-_DOUBLE = struct.Struct("<d")
-_INT64 = struct.Struct("<q")
-
-
-def _limits(table: dict[str, float]) -> tuple[float, list[float], list[str]]:
-    """``weighted_draw`` returns the first key after whose weight ``x`` (drawn, times the total)
-    minus the weights so far is ``<= 0``. Each such difference is a non-decreasing function of
-    ``x`` in floating point (rounding is monotone, the weights are non-negative), so key ``i`` is
-    returned exactly when ``x`` is at most the largest double whose difference is ``<= 0`` (its
-    limit, found by bisection over the doubles in ``[0, total]``) and above the limits before."""
-    weights = list(table.values())
-    if any(not w >= 0.0 for w in weights):
-        raise ValueError(f"draw_constant needs non-negative weights, got {table}")
-    total = sum(weights)
-
-    def left(x: float, upto: int) -> float:
-        for w in weights[: upto + 1]:
-            x -= w
-        return x
-
-    limits = []
-    top = _INT64.unpack(_DOUBLE.pack(total))[0]
-    for i in range(len(weights)):
-        lo, hi = 0, top  # doubles >= 0 order as their bit patterns; left(0.0) <= 0 always
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if left(_DOUBLE.unpack(_INT64.pack(mid))[0], i) <= 0:
-                lo = mid
-            else:
-                hi = mid - 1
-        limits.append(_DOUBLE.unpack(_INT64.pack(lo))[0])
-    return total, limits, list(table)
-
-
 def _false_mention(feature: str) -> float:
     return 0.0 if feature in REPORT_NEVER_MISTAKEN else REPORT_FALSE_MENTION
 
@@ -210,41 +151,18 @@ def _feature_table(condition: str) -> tuple[tuple[float, float, tuple[str, ...]]
     )
 
 
-def randbelow(rng: Random, n: int) -> int:
-    """``rng._randbelow(n)`` of CPython's ``random.Random`` (what ``randint``, ``choice`` and
-    ``shuffle`` draw through): the same draws from the stream, without their Python call layers.
-    tests/sim/test_fork_speed_equivalence.py checks it against ``random.Random``."""
-    if n <= 0:
-        raise ValueError(f"randbelow needs n > 0, got {n}")
-    bits = rng.getrandbits
-    k = n.bit_length()
-    r = bits(k)
-    while r >= n:
-        r = bits(k)
-    return r
-
-
-def randint(rng: Random, lo: int, hi: int) -> int:
-    """``rng.randint(lo, hi)`` for ``lo <= hi``, the same draws (see ``randbelow``)."""
-    if hi < lo:
-        raise ValueError(f"empty range for randint({lo}, {hi})")
-    return lo + randbelow(rng, hi - lo + 1)
-
-
 def _mentions(condition: str, caller: str, rng: Random) -> list[str]:
     """The phrases a ``caller`` uses for ``condition``'s features, in the shuffled order of
     ``drawn_report``: per feature the draws of ``random() < P(present)``, ``random() < P(said)``
-    and, when said, ``rng.choice(phrases)``; then ``rng.shuffle`` (the same draws, ``randbelow``)."""
+    and, when said, ``rng.choice(phrases)``; then ``rng.shuffle`` (the same draws, rng.py)."""
     reliability = REPORT_CALLER_RELIABILITY[caller]
     draw = rng.random
     mentioned = []
     for present_p, false_p, phrases in _feature_table(condition):
         said_p = reliability if draw() < present_p else false_p
         if draw() < said_p:
-            mentioned.append(phrases[randbelow(rng, len(phrases))])
-    for i in range(len(mentioned) - 1, 0, -1):
-        j = randbelow(rng, i + 1)
-        mentioned[i], mentioned[j] = mentioned[j], mentioned[i]
+            mentioned.append(choice(rng, phrases))
+    shuffle(rng, mentioned)
     return mentioned
 
 
@@ -255,8 +173,8 @@ def caller_report(condition: str, place: str, rng: Random) -> str:
 
 def drawn_report(condition: str, place: str, rng: Random) -> tuple[str, str, int]:
     """``caller_report`` with the sex and age it drew (what ``parse_report`` would read back)."""
-    caller = draw_constant(rng, REPORT_CALLER_MIX[condition])
-    lo, hi = AGE_BANDS[draw_constant(rng, REPORT_AGE_BANDS[condition])]
+    caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
     age = randint(rng, lo, hi)
     sex = "M" if rng.random() < REPORT_SHARE_MALE[condition] else "F"
     mentioned = _mentions(condition, caller, rng)
@@ -267,8 +185,8 @@ def drawn_report(condition: str, place: str, rng: Random) -> tuple[str, str, int
 def skip_report(condition: str, rng: Random) -> None:
     """Advance ``rng`` exactly as ``drawn_report(condition, ...)`` would, building no text (a
     fork's shadow schedule discards the calls it has already passed)."""
-    caller = draw_constant(rng, REPORT_CALLER_MIX[condition])
-    lo, hi = AGE_BANDS[draw_constant(rng, REPORT_AGE_BANDS[condition])]
+    caller = weighted_draw(rng, REPORT_CALLER_MIX[condition])
+    lo, hi = AGE_BANDS[weighted_draw(rng, REPORT_AGE_BANDS[condition])]
     randint(rng, lo, hi)
     rng.random()
     _mentions(condition, caller, rng)

@@ -1,7 +1,7 @@
 """State records of the world: patients, calls, ambulances, hospitals, ORs, specialists, events.
 
 These are plain mutable dataclasses owned by ``World``; the agent never sees them directly (it
-gets the observation built in observation.py). Status strings are enumerated in the ``*_STATES``
+gets the observation built in view.py and obs_rows.py). Status strings are enumerated in the ``*_STATES``
 tuples so tests can assert that every entity is always in exactly one valid state.
 """
 

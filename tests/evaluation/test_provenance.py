@@ -240,4 +240,4 @@ def test_real_ppo_checkpoint_retrained_into_the_same_path(tmp_path: Path) -> Non
 
 def test_sim_fingerprint_covers_the_simulation_subpackages() -> None:
     names = {path.relative_to(provenance._SIM_DIR).as_posix() for path in provenance.sim_source_files()}
-    assert {"params.py", "world.py", "dynamics/physiology.py", "dynamics/care.py"} <= names
+    assert {"params.py", "state.py", "tick.py", "dynamics/physiology.py", "dynamics/care.py"} <= names

@@ -24,7 +24,7 @@ from codered_env.gym_env.factored_env import MASKED_OUT
 from codered_env.gym_env.slots import MAX_CASES
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
-from codered_env.sim.observation import legal_actions
+from codered_env.sim.legal import legal_actions
 from codered_env.sim.tasks import TASK_IDS
 
 N_TYPES = NVEC[0]

@@ -34,7 +34,7 @@ from codered_env.gym_env import (
 )
 from codered_env.gym_env.focus import focus_legal
 from codered_env.gym_env.rows import FEATURE_MEMOS
-from codered_env.sim.observation import legal_actions
+from codered_env.sim.legal import legal_actions
 from codered_env.sim.tasks import TASK_IDS
 
 Chooser = Callable[[CodeRedGymEnv, np.random.Generator], int]

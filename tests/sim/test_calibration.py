@@ -22,6 +22,7 @@ import pytest
 from codered_env.agents.heuristic import HeuristicAgent
 from codered_env.agents.triage_rule import triage_report
 from codered_env.sim import CodeRedSim, rubric
+from codered_env.sim import clinical as C
 from codered_env.sim import params as P
 from codered_env.sim.conditions import CONDITIONS, expected_outcome
 from codered_env.sim.dynamics import scene, travel
@@ -48,7 +49,7 @@ class Row:
 
 
 def _stemi_mortality(door_to_balloon: float, therapy: str = "pci", quality: float = 1.0) -> float:
-    delay = door_to_balloon + P.STEMI_CALL_TO_DOOR_MIN
+    delay = door_to_balloon + C.STEMI_CALL_TO_DOOR_MIN
     return 100 * (1 - expected_outcome(CONDITIONS["stemi"], delay, quality, 0, therapy))
 
 
@@ -58,7 +59,7 @@ def _stroke_good(onset_to_treatment: float, therapy: str) -> float:
 
 def _lysis_odds_ratio(hours: float) -> float:
     treated = _stroke_good(hours * 60, "lysis")
-    base = P.STROKE_UNTREATED_GOOD
+    base = C.STROKE_UNTREATED_GOOD
     return (treated / (1 - treated)) / (base / (1 - base))
 
 
@@ -187,7 +188,7 @@ def _arrest_benefit(minutes: int, cpr: bool) -> float:
             p,
             treatment_start=p.appeared_at + minutes,
             cpr_from=p.appeared_at + 1 if cpr else None,
-            treatment_quality=P.ON_SCENE_CARE_QUALITY,
+            treatment_quality=C.ON_SCENE_CARE_QUALITY,
             therapy="on_scene",
             status="treated",
         )
@@ -319,7 +320,7 @@ ROWS: list[Row] = [
         "PCI 54 min after lysis (the trials' PCI-related delay)",
         (360 / 3867) / (270 / 3872),
         0.05,
-        lambda: _stemi_mortality(60, "lysis", P.STEMI_LYSIS_QUALITY) / _stemi_mortality(60 + 54),
+        lambda: _stemi_mortality(60, "lysis", C.STEMI_LYSIS_QUALITY) / _stemi_mortality(60 + 54),
         "Keeley 2003, Lancet 361:13 (9.3 % vs 7.0 %); Boersma 2006 (PCI-related delay ~55 min)",
     ),
     Row(

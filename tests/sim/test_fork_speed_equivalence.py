@@ -8,6 +8,7 @@ calls; a fork's copy must not share anything the twin or its parent may change.
 
 from __future__ import annotations
 
+import itertools
 import math
 import pickle
 from random import Random
@@ -17,18 +18,9 @@ import pytest
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.generator import draw_arrivals, draw_arrivals_after
+from codered_env.sim.rng import choice, randbelow, randint, shuffle, weighted_draw
 from codered_env.sim.tasks import TASKS
-from codered_env.sim.triage import (
-    ReportFacts,
-    draw_constant,
-    drawn_report,
-    log_likelihood,
-    parse_report,
-    randbelow,
-    randint,
-    skip_report,
-    weighted_draw,
-)
+from codered_env.sim.triage import ReportFacts, drawn_report, log_likelihood, parse_report, skip_report
 
 SEEDS = range(300)
 
@@ -57,8 +49,8 @@ def _reference_report(condition: str, place: str, rng: Random) -> tuple[str, str
     """``drawn_report`` written with ``random.Random``'s own methods (the plain version)."""
     from codered_env.sim import triage as t
 
-    caller = t.weighted_draw(rng, t.REPORT_CALLER_MIX[condition])
-    lo, hi = t.AGE_BANDS[t.weighted_draw(rng, t.REPORT_AGE_BANDS[condition])]
+    caller = _choices(rng, t.REPORT_CALLER_MIX[condition])
+    lo, hi = t.AGE_BANDS[_choices(rng, t.REPORT_AGE_BANDS[condition])]
     age = rng.randint(lo, hi)
     sex = "M" if rng.random() < t.REPORT_SHARE_MALE[condition] else "F"
     reliability = t.REPORT_CALLER_RELIABILITY[caller]
@@ -149,23 +141,36 @@ def _constant_tables() -> list[dict[str, float]]:
 
 
 @pytest.mark.parametrize("table", _constant_tables(), ids=lambda t: ",".join(t)[:40])
-def test_draw_constant_is_weighted_draw(table: dict[str, float]) -> None:
+def test_weighted_draw_is_random_choices(table: dict[str, float]) -> None:
     for seed in range(2000):
         ours, theirs = _paired(seed)
-        assert draw_constant(ours, table) == weighted_draw(theirs, table)
-    # at and next to every key's limit, where rounding decides
-    from codered_env.sim.triage import _LIMITS
-
-    draw_constant(Random(0), table)
-    _, total, limits, _ = _LIMITS[id(table)]
-    for limit in limits:
+        assert weighted_draw(ours, table) == _choices(theirs, table)
+        assert ours.getstate() == theirs.getstate()
+    # at and next to every cumulative weight, where rounding decides
+    total = sum(table.values())
+    for limit in itertools.accumulate(table.values()):
         value = limit / total
         for _ in range(4):
             value = math.nextafter(value, -math.inf)
         for _ in range(9):
             if 0.0 <= value < 1.0:
-                assert draw_constant(_Fixed(value), table) == weighted_draw(_Fixed(value), table)
+                drawn = weighted_draw(_Fixed(value), table)
+                assert drawn == _choices(_Fixed(value), table) and table[drawn] > 0
             value = math.nextafter(value, math.inf)
+
+
+def test_choice_and_shuffle_draw_like_random() -> None:
+    for seed in SEEDS:
+        ours, theirs = _paired(seed)
+        items, expected = list("abcdefg"), list("abcdefg")
+        shuffle(ours, items)
+        theirs.shuffle(expected)
+        assert items == expected and choice(ours, items) == theirs.choice(expected)
+        assert ours.getstate() == theirs.getstate()
+
+
+def _choices(rng: Random, table: dict[str, float]) -> str:
+    return rng.choices(list(table), list(table.values()))[0]
 
 
 class _Fixed(Random):

@@ -11,18 +11,17 @@ and rollouts, through a wrapper around ``step``):
   unit rows are reused from earlier steps while what they show is unchanged), and a view handed
   out at one step still reads the same after later steps (reused rows are never changed in
   place); the heuristic given the view plays exactly the actions it plays given the dict;
-- the minute of the next blood-type result (``World.next_lab_at``) equals a scan of the patients,
-  with no result overdue; no running OR or specialist timer falls due before
-  ``World.next_timer_at``, nor a unit's arrival, scene or handover before ``World.next_unit_at``,
-  nor a disruption's start or end before ``World.next_disruption_at``, nor a mutual-aid unit's
-  arrival before ``World.next_aid_at``;
-  calls come in the order of their minute and none before
-  ``World.first_pending_call`` is pending;
-- each of ``World``'s versions moved whenever what its readers read differs from the last step
-  checked (``_VERSIONED``: a room's state, procedure or elective flag or a specialist's state for
-  ``rooms_version``; a call's arrival, status, triage or unit for ``calls_version``; the blood
-  stock for ``stock_version``): the legal actions and the Gymnasium rows built from those
-  records are reused while it stays.
+- the calendar's minute of the next blood-type result (``World.calendar["labs"]``) equals a scan
+  of the patients, with no result overdue; no running OR or specialist timer falls due before
+  the "timers" minute, nor a unit's arrival, scene or handover before the "units" minute, nor a
+  disruption's start or end before the "disruptions" minute, nor a mutual-aid unit's arrival
+  before the "aid" minute; calls come in the order of their minute and none before
+  ``World.first_pending`` is pending;
+- each of ``World``'s change versions moved whenever what its readers read differs from the
+  last step checked (``_VERSIONED``: a room's state, procedure or elective flag or a
+  specialist's state for "rooms"; a call's arrival, status, triage or unit for "calls"; the
+  blood stock for "stock"): the legal actions and the Gymnasium rows built from those records
+  are reused while it stays.
 """
 
 from __future__ import annotations
@@ -42,8 +41,8 @@ from codered_env.sim import TASK_IDS, CodeRedSim, rubric
 from codered_env.sim.city import NODE_IDS, RoadNetwork, _shortest_paths
 from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.dynamics.travel import MOVING
+from codered_env.sim.state import CHANGE_KINDS, World
 from codered_env.sim.triage import caller_report, drawn_report, parse_report
-from codered_env.sim.world import World
 
 PLANNER_STEPS = 12  # the planner's rollouts run whole episodes; its own play is capped
 
@@ -65,9 +64,9 @@ def _stock_read(world: World) -> Any:
     return tuple(tuple(h.blood.items()) for h in world.hospitals.values())
 
 
-# World's version attribute -> what its readers read (equal while the version stays)
+# a kind of the change record -> what its readers read (equal while the version stays)
 _VERSIONED: dict[str, Callable[[World], Any]] = {
-    "rooms_version": _rooms_read, "calls_version": _calls_read, "stock_version": _stock_read,
+    "rooms": _rooms_read, "calls": _calls_read, "stock": _stock_read,
 }
 
 
@@ -76,11 +75,12 @@ _LAST_READ: weakref.WeakKeyDictionary[CodeRedSim, dict[str, tuple[int, Any]]] = 
 
 
 def _check_versions(sim: CodeRedSim) -> None:
-    now = {name: (getattr(sim.world, name), read(sim.world)) for name, read in _VERSIONED.items()}
+    assert set(_VERSIONED) == set(CHANGE_KINDS)
+    now = {name: (sim.world.version(name), read(sim.world)) for name, read in _VERSIONED.items()}
     last = _LAST_READ.get(sim)
     for name, (version, read) in now.items():
         if last is not None and last[name][1] != read:
-            assert version != last[name][0], f"what World.{name} versions changed without it"
+            assert version != last[name][0], f"what World.version({name!r}) versions changed without it"
     _LAST_READ[sim] = now
 
 
@@ -91,22 +91,22 @@ def _check(sim: CodeRedSim) -> None:
         assert sim.score_preview == rubric.preview_score(world), "reported preview is stale"
     calls = list(world.calls.values())  # World.oldest_pending_call's premises
     assert all(a.received_at <= b.received_at for a, b in itertools.pairwise(calls))
-    assert all(c.status != "pending" for c in calls[: world.first_pending_call])
+    assert all(c.status != "pending" for c in calls[: world.first_pending])
     hospitals = world.hospitals.values()
     running = [r.until for h in hospitals for r in h.ors if r.state in ("preparing", "ready", "in_use")]
     running += [s.until for h in hospitals for s in h.specialists.values() if s.state in ("paged", "present")]
-    assert world.next_timer_at <= min(running, default=math.inf), "a running timer would be skipped"
+    assert world.calendar["timers"] <= min(running, default=math.inf), "a running timer would be skipped"
     units = world.ambulances.values()
     ends = [u.trip.times[-1] for u in units if u.status in MOVING and u.trip is not None]
     ends += [u.busy_until for u in units if u.status in ("on_scene", "at_hospital")]
-    assert world.next_unit_at <= min(ends, default=math.inf), "a unit's arrival or timer would be skipped"
+    assert world.calendar["units"] <= min(ends, default=math.inf), "a unit's arrival or timer is skipped"
     changes = [d.end if d.active else d.start for d in world.disruptions if d.active or d.end > world.clock]
-    assert world.next_disruption_at <= min(changes, default=math.inf), "a disruption would be skipped"
+    assert world.calendar["disruptions"] <= min(changes, default=math.inf), "a disruption would be skipped"
     coming = [r.arrives_at for r in world.mutual_aid if not r.arrived]
-    assert world.next_aid_at <= min(coming, default=math.inf), "a mutual-aid arrival would be skipped"
+    assert world.calendar["aid"] <= min(coming, default=math.inf), "a mutual-aid arrival would be skipped"
     pending = [p.blood_type_ready_at for p in world.patients.values()
                if p.blood_type_ready_at is not None and not p.blood_type_known]
-    assert world.next_lab_at == min(pending, default=math.inf)
+    assert world.calendar["labs"] == min(pending, default=math.inf)
     assert all(at > world.clock for at in pending), "a blood-type result is overdue"
     net = world.net
     fresh = RoadNetwork(world.peak_hour)
@@ -213,10 +213,11 @@ def test_road_tables_are_shared_per_road_state_and_never_stale() -> None:
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_gym_legal_parts_equal_a_rebuild(task_id: str) -> None:
-    """The Gymnasium env reuses unchanged legal-action parts between steps; never stale."""
+    """The legal actions the Gymnasium env reads from the observation view (which reuses unchanged
+    parts between steps) are never stale: they equal a rebuild from the world."""
     np = pytest.importorskip("numpy")
     gym_env = pytest.importorskip("codered_env.gym_env")
-    from codered_env.sim.observation import legal_actions
+    from codered_env.sim.legal import legal_actions
 
     env = gym_env.CodeRedGymEnv(task_id)
     rng = np.random.default_rng(1)
@@ -226,7 +227,7 @@ def test_gym_legal_parts_equal_a_rebuild(task_id: str) -> None:
         _, _, terminated, truncated, _ = env.step(int(rng.integers(int(env.action_masks().sum()))))
         done = terminated or truncated
         if not env.sim.done:
-            assert legal_actions(env.sim.world, env._legal_parts) == legal_actions(env.sim.world)
+            assert env.sim.observation_view()["legal_actions"] == legal_actions(env.sim.world)
 
 
 @pytest.mark.parametrize("condition", sorted(CONDITIONS))
@@ -242,7 +243,7 @@ def test_the_drawn_sex_and_age_are_what_the_report_says(condition: str) -> None:
 
 
 def test_a_lab_result_requested_in_a_copy_arrives_on_time() -> None:
-    """``World.next_lab_at`` travels with a fork: results due there still arrive."""
+    """The calendar's "labs" minute travels with a fork: results due there still arrive."""
     sim = _play("task3", 2, "heuristic", max_steps=6)
     pid = next(p.patient_id for p in sim.world.patients.values() if p.visible and not p.blood_type_known)
     sim.step({"action_type": "query_blood_type", "patient_id": pid})

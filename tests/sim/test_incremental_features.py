@@ -16,7 +16,7 @@ import pytest
 
 gym_env = pytest.importorskip("codered_env.gym_env")
 from codered_env.gym_env import rows as gym_rows  # noqa: E402
-from codered_env.sim.observation import legal_actions  # noqa: E402
+from codered_env.sim.legal import legal_actions  # noqa: E402
 
 _ROW_MEMOS = gym_rows.ROW_MEMOS
 

@@ -31,13 +31,8 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.agents.heuristic import BRIEF_READS, EN_ROUTE
 from codered_env.sim import TASK_IDS, CodeRedSim
-from codered_env.sim.observation import (
-    _SECTION_OF,
-    LegalActionsView,
-    legal_actions,
-    open_calls,
-    visible_calls,
-)
+from codered_env.sim.legal import _SECTION_OF, LegalActionsView, legal_actions
+from codered_env.sim.obs_rows import open_calls, visible_calls
 from codered_env.sim.rounding import round2
 from codered_env.sim.types import AMBULANCE_STATES, CALL_STATES, PATIENT_STATES
 
@@ -79,7 +74,7 @@ def _restricted(row: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _check_brief(sim: CodeRedSim) -> None:
-    from codered_env.sim.observation import BRIEF_FIELDS
+    from codered_env.sim.obs_rows import BRIEF_FIELDS
 
     full = sim.observation()
     view = sim.observation_view()

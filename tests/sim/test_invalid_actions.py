@@ -25,8 +25,8 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import ACTION_TYPES, CodeRedSim
 from codered_env.sim.actions import MODEL_BY_TYPE
+from codered_env.sim.dynamics.blood import COMPATIBLE_DONORS
 from codered_env.sim.params import DECISION_COST_MIN, PENALTY
-from codered_env.sim.world import COMPATIBLE_DONORS
 
 WAIT: dict[str, Any] = {"action_type": "maintain_plan"}
 HARMLESS: dict[str, Any] = {"action_type": "query_or_status", "hospital_id": "H1"}

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from codered_env.agents import make_agent
 from codered_env.sim import ACTION_TYPES, TASK_IDS, CodeRedSim, grade_episode, parse_action
+from codered_env.sim.dynamics.blood import in_circulation
 from codered_env.sim.types import (
     AMBULANCE_STATES,
     CALL_STATES,
@@ -129,7 +130,7 @@ def check_world(sim: CodeRedSim) -> None:
             assert n >= 0, (h.hospital_id, t, n)
     assert all(a.units > 0 for a in w.allocations)
     assert all(tr.units > 0 for tr in w.transfers)
-    circulating = {t: n for t, n in w.blood_in_circulation().items() if n}
+    circulating = {t: n for t, n in in_circulation(w).items() if n}
     assert circulating == {t: n for t, n in w.initial_blood.items() if n}
 
     # every entity in exactly one valid state

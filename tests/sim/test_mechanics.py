@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from codered_env.sim import CodeRedSim
+from codered_env.sim.dynamics.blood import in_circulation
 from codered_env.sim.triage import callback_plan, report_priority_posterior
 from codered_env.sim.types import Disruption
 
@@ -63,7 +64,8 @@ def test_road_closure_lengthens_eta_and_reroutes_a_unit_en_route() -> None:
     assert len(before_nodes) >= 3, "needs a multi-edge route to close a later edge"
     a, b = before_nodes[-2], before_nodes[-1]
     now = sim.clock
-    sim.world.add_disruption(Disruption("road_closure", now + 1, now + 60, edges=((a, b),), text="test"))
+    sim.world.disruptions.append(Disruption("road_closure", now + 1, now + 60, edges=((a, b),), text="test"))
+    sim.world.due("disruptions", now + 1)
     sim.step(WAIT)
     assert amb.status == "en_route"
     assert (a, b) not in list(zip(amb.trip.nodes[-2:], amb.trip.nodes[-1:], strict=False)), (
@@ -118,7 +120,7 @@ def _haemorrhage_run(allocate: bool, empty_stock: bool) -> CodeRedSim:
         for h in sim.world.hospitals.values():
             h.blood = dict.fromkeys(h.blood, 0)
         sim.world.hospitals["H1"].blood["O-"] = 2 if allocate else 0
-        sim.world.initial_blood = sim.world.blood_in_circulation()
+        sim.world.initial_blood = in_circulation(sim.world)
     plan = [
         {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": pid},
         {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": "H1"},
@@ -316,7 +318,7 @@ def test_als_care_slows_deterioration_compared_with_bls() -> None:
             ],
         )
         sim.world.ambulances[unit].trip.times[-1] = sim.clock + 1  # same response time for both
-        sim.world.unit_due(sim.clock + 1)
+        sim.world.due("units", sim.clock + 1)
         while patient(sim).status != "at_hospital" and not sim.done:
             sim.step(WAIT)
         return patient(sim).reserve
@@ -412,7 +414,7 @@ def test_type_specific_blood_waits_for_the_sample_to_reach_the_lab() -> None:
     p = patient(sim, pid)
     p.blood_type, p.blood_type_known, p.sex = "A+", True, "M"
     sim.world.hospitals["H1"].blood["A+"] = 4
-    sim.world.initial_blood = sim.world.blood_in_circulation()
+    sim.world.initial_blood = in_circulation(sim.world)
     play(
         sim,
         [
@@ -492,7 +494,7 @@ def test_thrombolysis_while_pci_was_available_earns_no_readiness_credit() -> Non
 
 
 def test_stroke_vitals_show_rising_blood_pressure() -> None:
-    from codered_env.sim.observation import displayed_vitals
+    from codered_env.sim.obs_rows import displayed_vitals
 
     sim = CodeRedSim("task2", 0)
     stroke = next(p for p in sim.world.patients.values() if p.condition == "stroke")

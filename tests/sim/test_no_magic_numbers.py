@@ -1,4 +1,5 @@
-"""One source of truth: clinical and scoring numbers live in params.py.
+"""One source of truth: clinical and scoring numbers live in the data modules (params.py,
+clinical.py, facilities.py).
 
 The modules that turn parameters into dynamics, grades and views may use only 0 and 1 (and -1).
 The allow-list, each for a reason that has nothing to do with clinical or scoring numbers:
@@ -8,7 +9,7 @@ The allow-list, each for a reason that has nothing to do with clinical or scorin
 * the exponent of ``**`` (squares in the travel-noise formula);
 * the task phase (1, 2) and hospital tier (1, 2, 3) an identifier is compared with.
 
-A number anywhere else must move to params.py with its source (or "design choice: why")."""
+A number anywhere else must move to a data module with its source (or "design choice: why")."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ SIM = Path(__file__).resolve().parents[2] / "codered_env" / "sim"
 CHECKED = (
     "conditions.py",
     "rubric.py",
-    "world.py",
-    "observation.py",
+    "state.py",
+    "tick.py",
+    "obs_rows.py",
+    "legal.py",
+    "view.py",
     *sorted(f"dynamics/{f.name}" for f in (SIM / "dynamics").glob("*.py")),
 )
 ALLOWED = {0, 1, -1}
@@ -74,8 +78,8 @@ def test_no_unexplained_numeric_literals(module: str) -> None:
     tree = ast.parse((SIM / module).read_text(encoding="utf-8"))
     found = _numbers(tree)
     assert not found, (
-        f"{module} hard-codes numbers {found} (line, value); move them to params.py with a source "
-        "or 'design choice: why'"
+        f"{module} hard-codes numbers {found} (line, value); move them to a data module (params.py, "
+        "clinical.py) with a source or 'design choice: why'"
     )
 
 

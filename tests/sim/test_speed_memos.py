@@ -8,7 +8,7 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import CodeRedSim, rubric
 from codered_env.sim import actions as actions_module
-from codered_env.sim.observation import _alerts, alert_count
+from codered_env.sim.obs_rows import alert_count, alert_texts
 
 gym_env = pytest.importorskip("codered_env.gym_env")
 from codered_env.gym_env import rows as gym_rows  # noqa: E402
@@ -41,7 +41,7 @@ def test_features_and_preview_do_not_depend_on_memo_state(task_id: str) -> None:
         assert rubric.preview_score(sim.world) == warm_preview
         for key in warm:
             assert warm[key].tobytes() == cold[key].tobytes(), key
-        assert alert_count(sim.world) == len(_alerts(sim.world))
+        assert alert_count(sim.world) == len(alert_texts(sim.world))
 
 
 @pytest.mark.parametrize("units", [2, 2.0, True, "2", 2.5, None])

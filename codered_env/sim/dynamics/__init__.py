@@ -1,6 +1,6 @@
-"""The world's subsystems, one module each, as functions of the ``World`` they move.
+"""The world's subsystems, one module each, as functions of the ``World`` (state.py) they move.
 
-``World.tick`` (world.py) calls one entry point per subsystem, in the order docs/MODEL.md
+``tick.tick`` (tick.py) calls one entry point per subsystem, in the order docs/MODEL.md
 §4.1 documents. The modules form a layered graph (no import cycles); a module may use those
 above it in this list:
 

@@ -14,15 +14,13 @@ from .dispatch import return_home
 from .travel import MOVING
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def move(world: World, t: int) -> None:
-    """Tick step 6: arrivals at the end of a trip, scene and handover timers (none before
-    ``World.next_unit_at``, which the scan sets to the earliest still to come)."""
-    if t < world.next_unit_at:
-        return
-    world.next_unit_at = math.inf  # units acting below set their next minute (World.unit_due)
+    """Tick step 6 (when "units" are due): arrivals at the end of a trip, scene and handover
+    timers; the scan enters the earliest still to come in the calendar."""
+    world.clear_due("units")  # units acting below enter their own next minute
     due = math.inf
     for amb in world.ambulances.values():
         status = amb.status
@@ -57,8 +55,7 @@ def move(world: World, t: int) -> None:
         else:
             world.event(f"{amb.ambulance_id} clear at {amb.node}, free for a new job")
             return_home(world, amb)
-    if due < world.next_unit_at:
-        world.next_unit_at = due
+    world.due("units", due)
 
 
 def _arrive_hospital(world: World, amb: Ambulance) -> None:
@@ -68,7 +65,7 @@ def _arrive_hospital(world: World, amb: Ambulance) -> None:
     if h.crowded:
         handover = round(handover * CROWDED_HANDOVER_FACTOR)
     amb.status, amb.busy_until = "at_hospital", world.clock + handover
-    world.unit_due(amb.busy_until)
+    world.due("units", amb.busy_until)
     world.event(f"{amb.ambulance_id} arrived at {h.hospital_id} with {p.patient_id}")
     if p.status == "deceased":
         return

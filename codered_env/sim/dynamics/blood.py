@@ -3,7 +3,6 @@ arrival, reservations and transfusion (docs/MODEL.md §3.4)."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from ..params import (
@@ -14,10 +13,11 @@ from ..params import (
     O_NEG_RELEASE_MIN,
     TYPE_SPECIFIC_MIN,
 )
+from ..state import stock_by_type
 from ..types import BloodAllocation, Hospital, Patient
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 COMPATIBLE_DONORS: dict[str, tuple[str, ...]] = {
     "O-": ("O-",),
@@ -39,42 +39,34 @@ def emergency_group_o(p: Patient) -> tuple[str, ...]:
 
 def results_and_transfers(world: World, t: int) -> None:
     """Tick step 4: blood-type results due now, courier transfers arriving."""
-    if t >= world.next_lab_at:  # else no result is due (set by request_blood_type)
+    if world.is_due("labs", t):  # else no result is due (entered by request_blood_type)
+        world.clear_due("labs")
         for p in world.patients.values():
-            if p.blood_type_ready_at is not None and p.blood_type_ready_at <= t and not p.blood_type_known:
+            if p.blood_type_ready_at is None or p.blood_type_known:
+                continue
+            if p.blood_type_ready_at <= t:
                 p.blood_type_known = True
                 world.event(f"LAB {p.patient_id} blood type {p.blood_type}")
-        world.next_lab_at = min(
-            (p.blood_type_ready_at for p in world.patients.values()
-             if p.blood_type_ready_at is not None and not p.blood_type_known),
-            default=math.inf,
-        )
+            else:
+                world.due("labs", p.blood_type_ready_at)
     if not world.transfers:
         return
     arrived = [tr for tr in world.transfers if tr.arrives_at <= t]
     for tr in arrived:
         world.transfers.remove(tr)
         world.hospitals[tr.to_hospital].blood[tr.blood_type] += tr.units
-        world.stock_version += 1
+        world.changed("stock")
         world.event(f"BLOOD {tr.units}u {tr.blood_type} arrived at {tr.to_hospital} from {tr.from_hospital}")
 
 
 def request_blood_type(world: World, p: Patient) -> None:
     p.blood_type_ready_at = world.clock + BLOOD_TYPE_QUERY_MIN
-    world.next_lab_at = min(world.next_lab_at, p.blood_type_ready_at)
-
-
-def totals_by_type(world: World) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for h in world.hospitals.values():
-        for t, n in h.blood.items():
-            totals[t] = totals.get(t, 0) + n
-    return totals
+    world.due("labs", p.blood_type_ready_at)
 
 
 def in_circulation(world: World) -> dict[str, int]:
     """stock + reserved + in transit + transfused, per type (must equal the initial totals)."""
-    totals = totals_by_type(world)
+    totals = stock_by_type(world.hospitals)
     for a in world.allocations:
         totals[a.blood_type] = totals.get(a.blood_type, 0) + a.units
     for tr in world.transfers:
@@ -152,7 +144,7 @@ def _reserve_first(world: World, p: Patient, h: Hospital, types: list[str], unit
 
 def _reserve(world: World, p: Patient, h: Hospital, blood_type: str, units: int) -> None:
     h.blood[blood_type] -= units
-    world.stock_version += 1
+    world.changed("stock")
     world.allocations.append(
         BloodAllocation(p.patient_id, h.hospital_id, blood_type, units, world.clock, ready_at=world.clock)
     )

@@ -40,7 +40,7 @@ from .rooms import (
 )
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 # statuses hospital care never acts on (the three branches below are the others)
@@ -295,8 +295,8 @@ def _start_treatment(
     p.treatment_end = world.clock + cond.treatment_minutes(care)
     if room is not None:
         room.state, room.until, room.procedure = "in_use", p.treatment_end, care.procedure
-        world.rooms_version += 1
-        world.timer_set(room.until)
+        world.changed("rooms")
+        world.due("timers", room.until)
         h.ed_patients.remove(p.patient_id)
     if care.specialist:
         h.specialists[care.specialist].used = True
@@ -313,11 +313,11 @@ def _finish_treatment(world: World, p: Patient) -> None:
         room = h.or_by_id(p.or_ref[1])
         if room is not None and room.patient_id == p.patient_id:
             room.state, room.patient_id, room.procedure = "idle", None, None
-            world.rooms_version += 1
+            world.changed("rooms")
             room.agent_prepared = False
             if room.failure_until > world.clock:
                 room.state, room.until = "out_of_service", room.failure_until
-                world.rooms_version += 1
+                world.changed("rooms")
     elif p.patient_id in h.ed_patients:
         h.ed_patients.remove(p.patient_id)
     if care and care.specialist:

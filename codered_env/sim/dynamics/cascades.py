@@ -16,7 +16,7 @@ from ..params import (
 from .spawns import next_patient_id, schedule
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def advance(world: World, t: int) -> None:

@@ -19,7 +19,7 @@ from ..types import Ambulance, Call, Patient
 from .travel import departure_point, draw_noise, plan_trip
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def response_level(call: Call | None) -> str | None:
@@ -85,7 +85,7 @@ def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bo
     if trip is None:
         return False
     amb.status, amb.trip, amb.held = "en_route", trip, False
-    world.unit_due(trip.times[-1])
+    world.due("units", trip.times[-1])
     amb.patient_id, amb.call_id = p.patient_id, call.call_id if call else None
     amb.dispatches += 1
     charge_response(world, amb, p, call)
@@ -94,7 +94,7 @@ def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bo
     p.ambulance_id = amb.ambulance_id
     if call is not None:
         call.status, call.ambulance_id = "dispatched", amb.ambulance_id
-        world.calls_version += 1
+        world.changed("calls")
     target = call.call_id if call else p.patient_id
     eta = world.clock + trip.eta_minutes(world.clock)
     world.event(f"{amb.ambulance_id} dispatched to {target} at {p.node}, ETA ~t{eta}")
@@ -109,4 +109,4 @@ def return_home(world: World, amb: Ambulance) -> None:
         amb.status, amb.trip = "available", None
         return
     amb.status, amb.trip = "returning", trip
-    world.unit_due(trip.times[-1])
+    world.due("units", trip.times[-1])

@@ -12,12 +12,12 @@ from ..types import Disruption
 from .travel import reroute_all
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def start_and_end(world: World, t: int) -> None:
-    """Tick step 1: disruptions due now start, those past their end clear; ``World.next_disruption_at``
-    becomes the next minute one does."""
+    """Tick step 1: disruptions due now start, those past their end clear; the next minute one
+    does is entered in the calendar ("disruptions")."""
     due = math.inf
     for d in world.disruptions:
         if not d.active and d.start <= t < d.end:
@@ -32,7 +32,8 @@ def start_and_end(world: World, t: int) -> None:
             due = min(due, d.end)
         elif d.end > t:  # not started: it would have above if its start had come
             due = min(due, d.start)
-    world.next_disruption_at = due
+    world.clear_due("disruptions")
+    world.due("disruptions", due)
 
 
 def apply(world: World, d: Disruption, on: bool) -> None:
@@ -54,10 +55,10 @@ def apply(world: World, d: Disruption, on: bool) -> None:
         spec = world.hospitals[d.hospital_id or ""].specialists[d.specialty or ""]
         if on:
             spec.state, spec.until, spec.agent_paged = "unavailable", d.end, False
-            world.rooms_version += 1
+            world.changed("rooms")
         elif spec.state == "unavailable":
             spec.state = "on_call"
-            world.rooms_version += 1
+            world.changed("rooms")
 
 
 def _or_failure(world: World, d: Disruption, on: bool) -> None:
@@ -68,7 +69,7 @@ def _or_failure(world: World, d: Disruption, on: bool) -> None:
         room.failure_until = 0
         if room.state == "out_of_service":
             room.state, room.procedure, room.until = "idle", None, 0
-            world.rooms_version += 1
+            world.changed("rooms")
         return
     if room.state == "in_use" and room.patient_id:
         room.failure_until = d.end  # the running case finishes; the room fails afterwards
@@ -77,4 +78,4 @@ def _or_failure(world: World, d: Disruption, on: bool) -> None:
         world.patients[room.patient_id].or_ref = None
     room.state, room.until, room.elective, room.patient_id = "out_of_service", d.end, False, None
     room.agent_prepared, room.procedure = False, None
-    world.rooms_version += 1
+    world.changed("rooms")

@@ -12,12 +12,12 @@ from ..types import Ambulance
 from .dispatch import send_unit
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def arrivals(world: World, t: int) -> None:
-    """Tick step 3: requested units due now arrive; ``World.next_aid_at`` becomes the next
-    minute one does."""
+    """Tick step 3: requested units due now arrive; the next minute one does is entered in the
+    calendar ("aid")."""
     due = math.inf
     for req in world.mutual_aid:
         if req.arrived:
@@ -32,7 +32,8 @@ def arrivals(world: World, t: int) -> None:
         world.event(f"MUTUAL AID {req.unit_id} (ALS) arrived at {entry} {world.city.node_names[entry]}")
         if req.target_id:
             _auto_dispatch(world, amb, req.target_id)
-    world.next_aid_at = due
+    world.clear_due("aid")
+    world.due("aid", due)
 
 
 def _auto_dispatch(world: World, amb: Ambulance, target_id: str) -> None:

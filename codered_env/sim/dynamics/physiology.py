@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ..clinical import TELEPHONE_CPR_FACTOR
 from ..conditions import CONDITIONS
 from ..params import (
     ALS_DETERIORATION_FACTOR,
@@ -13,7 +14,6 @@ from ..params import (
     BLS_DETERIORATION_FACTOR,
     CROWDING_HAZARD,
     ED_DETERIORATION_FACTOR,
-    TELEPHONE_CPR_FACTOR,
     VITALS_BANDS,
 )
 from ..types import FINAL_PATIENT_STATES, Patient
@@ -21,7 +21,7 @@ from .cascades import maybe_news_after_death
 from .vitals import band
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 _RATE = {name: cond.deterioration_per_min for name, cond in CONDITIONS.items()}

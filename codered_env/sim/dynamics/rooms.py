@@ -19,7 +19,7 @@ from ..params import (
 from ..types import Hospital, OperatingRoom, Patient, Specialist
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 _TIMED_ROOM_STATES = frozenset({"preparing", "ready", "in_use"})
 _TIMED_SPECIALIST_STATES = frozenset({"paged", "present"})
@@ -27,8 +27,8 @@ _CLAIM_RANK = {state: i for i, state in enumerate(("ready", "preparing", "idle")
 
 
 def timers(world: World, t: int) -> None:
-    """Tick step 5 (from ``World.next_timer_at`` on): OR and specialist timers; the scan sets
-    ``next_timer_at`` to the earliest timer still running."""
+    """Tick step 5 (when "timers" are due): OR and specialist timers; the scan enters the
+    earliest timer still running in the calendar."""
     due = math.inf
     for h in world.hospitals.values():
         for room in h.ors:
@@ -45,36 +45,37 @@ def timers(world: World, t: int) -> None:
                 _specialist_timer(world, h, spec, t)
             if spec.state in _TIMED_SPECIALIST_STATES and spec.until < due:
                 due = spec.until
-    world.next_timer_at = due
+    world.clear_due("timers")
+    world.due("timers", due)
 
 
 def _specialist_timer(world: World, h: Hospital, spec: Specialist, t: int) -> None:
     if spec.state == "paged":
         spec.state, spec.until, spec.present_since = "present", t + SPECIALIST_WINDOW_MIN, t
-        world.rooms_version += 1
+        world.changed("rooms")
         world.event(f"{h.hospital_id} {spec.specialty} specialist arrived")
     elif not _needs_specialist(world, h, spec.specialty):
         if spec.agent_paged and not spec.used:
             world.count("wasted_page")
         spec.state, spec.agent_paged, spec.used = "on_call", False, False
-        world.rooms_version += 1
+        world.changed("rooms")
         world.event(f"{h.hospital_id} {spec.specialty} specialist left")
 
 
 def _room_timer(world: World, h: Hospital, room: OperatingRoom, t: int) -> None:
     if room.state == "preparing" and room.until <= t:
         room.state, room.until, room.ready_at = "ready", t + OR_HOLD_WINDOW_MIN, t
-        world.rooms_version += 1
+        world.changed("rooms")
         world.event(f"{h.hospital_id} {room.or_id} ready for {room.procedure}")
     elif room.state == "ready" and room.until <= t and room.patient_id is None:
         if room.agent_prepared:
             world.count("unused_or_prep")
         room.state, room.procedure, room.agent_prepared = "idle", None, False
-        world.rooms_version += 1
+        world.changed("rooms")
         world.event(f"{h.hospital_id} {room.or_id} preparation expired unused")
     elif room.state == "in_use" and room.until <= t and room.elective:
         room.state, room.elective, room.procedure = "idle", False, None
-        world.rooms_version += 1
+        world.changed("rooms")
 
 
 def _needs_specialist(world: World, h: Hospital, specialty: str) -> bool:
@@ -139,19 +140,19 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
         if room is not None and (activated or room.state != "idle"):
             if room.state == "idle":
                 room.state, room.procedure = "preparing", care.procedure
-                world.rooms_version += 1
+                world.changed("rooms")
                 room.prep_total = _prep_minutes(h, room)
                 room.until = world.clock + room.prep_total
                 room.agent_prepared = False
-                world.timer_set(room.until)
+                world.due("timers", room.until)
             room.patient_id = p.patient_id
             p.or_ref = (h.hospital_id, room.or_id)
     if care.specialist and activated:
         spec = h.specialists.get(care.specialist)
         if spec is not None and spec.state == "on_call":
             spec.state, spec.until = "paged", world.clock + spec.page_delay
-            world.rooms_version += 1
-            world.timer_set(spec.until)
+            world.changed("rooms")
+            world.due("timers", spec.until)
 
 
 def _prep_minutes(h: Hospital, room: OperatingRoom) -> int:

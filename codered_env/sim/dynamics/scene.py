@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..clinical import ON_SCENE_CARE_QUALITY
 from ..conditions import CONDITIONS
 from ..params import (
     FOUND_DEAD_SCENE_MIN,
     MCI_EXTRA_SCENE_MIN,
     MIN_SCENE_MIN,
     NO_TRANSPORT_SCENE_MIN,
-    ON_SCENE_CARE_QUALITY,
     ON_SCENE_JITTER_MIN,
     TRANSPORT_FACTOR,
 )
@@ -23,7 +23,7 @@ from .dispatch import return_home
 from .travel import draw_noise, plan_trip
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def arrive(world: World, amb: Ambulance) -> None:
@@ -33,11 +33,11 @@ def arrive(world: World, amb: Ambulance) -> None:
     p.first_unit_at = world.clock if p.first_unit_at is None else p.first_unit_at
     if p.call_id and p.call_id in world.calls:
         world.calls[p.call_id].status = "on_scene"
-        world.calls_version += 1
+        world.changed("calls")
     if p.status == "deceased":
         p.visible = True
         amb.busy_until = world.clock + FOUND_DEAD_SCENE_MIN
-        world.unit_due(amb.busy_until)
+        world.due("units", amb.busy_until)
         world.event(f"{amb.ambulance_id} on scene: {p.patient_id} found dead")
         maybe_news_after_death(world, p.patient_id)
         return
@@ -49,7 +49,7 @@ def arrive(world: World, amb: Ambulance) -> None:
     if p.patient_id in world.mci:
         scene += MCI_EXTRA_SCENE_MIN
     amb.busy_until = world.clock + max(MIN_SCENE_MIN, scene)
-    world.unit_due(amb.busy_until)
+    world.due("units", amb.busy_until)
     if cond.treated_on_scene:
         _treat_on_scene(world, p, amb.busy_until)
     where = f" (call {p.call_id})" if p.call_id else ""
@@ -84,10 +84,10 @@ def leave(world: World, amb: Ambulance) -> None:
     trip = plan_trip(world, amb.node, to, world.clock, "hospital", TRANSPORT_FACTOR, draw_noise(world))
     if trip is None:  # every route closed: wait on scene one more minute
         amb.busy_until = world.clock + 1
-        world.unit_due(amb.busy_until)
+        world.due("units", amb.busy_until)
         return
     amb.status, amb.trip = "transporting", trip
-    world.unit_due(trip.times[-1])
+    world.due("units", trip.times[-1])
     p.status, p.hospital = "transporting", None
     p.destination = hid
     eta = world.clock + trip.eta_minutes(world.clock)

@@ -13,7 +13,7 @@ from .care import note_prompt_reference
 from .vitals import band
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 
 def callback_spawn(call: Call, p: Patient, at: int) -> PendingSpawn:
@@ -48,7 +48,7 @@ def add_spawn(world: World, spawn: PendingSpawn) -> None:
         call = spawn.call
         call.call_id = next_call_id(world)
         world.calls[call.call_id] = call
-        world.calls_version += 1
+        world.changed("calls")
         p.call_id = call.call_id
         world.event(f'NEW CALL {call.call_id}: "{call.report}"')
     else:

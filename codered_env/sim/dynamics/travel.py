@@ -12,7 +12,7 @@ from ..params import TRAVEL_NOISE_CV
 from ..types import Ambulance, Trip
 
 if TYPE_CHECKING:
-    from ..world import World
+    from ..state import World
 
 MOVING = frozenset({"en_route", "transporting", "returning"})
 NOISE_SIGMA = math.sqrt(math.log(1.0 + TRAVEL_NOISE_CV**2))
@@ -66,7 +66,7 @@ def reroute(world: World, amb: Ambulance) -> None:
     if new is None:
         amb.trip = Trip(head_nodes, head_times, trip.noise, trip.speed_factor, trip.purpose, trip.target)
         amb.held = True
-        world.unit_due(head_times[-1])
+        world.due("units", head_times[-1])
         return
     amb.held = False
     old_arrival = trip.arrival
@@ -78,7 +78,7 @@ def reroute(world: World, amb: Ambulance) -> None:
         trip.purpose,
         trip.target,
     )
-    world.unit_due(amb.trip.times[-1])
+    world.due("units", amb.trip.times[-1])
     if amb.trip.arrival != old_arrival:
         eta = world.clock + amb.trip.eta_minutes(world.clock)
         world.event(f"{amb.ambulance_id} rerouted via {'-'.join(amb.trip.nodes)}, ETA ~t{eta}")
