@@ -18,10 +18,10 @@ from gymnasium import spaces
 
 from ..sim.city import NODE_IDS
 from ..sim.conditions import CONDITIONS
-from ..sim.view import ObservationView
 from ..sim.params import BLOOD_TYPES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
 from ..sim.types import AMBULANCE_STATES, FINAL_PATIENT_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES
+from ..sim.view import ObservationView
 from .factored_actions import NVEC, OFFSETS, SLOT_PARAMS, TYPE_INDEX
 from .schema import BYSTANDER_CUE, CONDITION_IDS, LARGEST_STEP_BUDGET, LONGEST_HORIZON_MIN, REPORT_CUES
 from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, UNIT_IDS, UNIT_SLOT, SlotTable

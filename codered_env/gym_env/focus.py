@@ -32,10 +32,9 @@ from typing import Any, NamedTuple
 
 from ..sim.conditions import CONDITIONS
 from ..sim.dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
-from ..sim.view import ObservationView
 from ..sim.params import BLOOD_UNITS_PER_CASE
-from ..sim.state import World
 from ..sim.types import FINAL_PATIENT_STATES, Patient
+from ..sim.view import ObservationView
 
 Legal = dict[str, list[dict[str, list[Any]]]]
 
