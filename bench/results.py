@@ -208,6 +208,8 @@ def training() -> None:
               "and in `run.json`); grades are mean ± sample std over the held-out seeds "
               "10000-10009, \"best\" is the best of the periodic greedy evaluations (an optimistic "
               "pick), \"final\" the policy at the end.\n\n"
+            + ("" if table.count("\n") > 1 else "No run is kept for the current Gymnasium ids "
+               "(`CodeRedEnv-taskN-v2`).\n\n")
             + table + "\n")
     (RESULTS / "training.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / 'training.md'}")
@@ -231,7 +233,8 @@ def _ppo_row(name: str, runs: list[dict]) -> str:
     mean = sum(finals) / len(finals)
     std = (sum((f - mean) ** 2 for f in finals) / (len(finals) - 1)) ** 0.5 if len(finals) > 1 else 0.0
     start = [r["curve"][0]["mean"] for r in runs]
-    warm = f"BC {cfg['bc_episodes']} episodes" if cfg["bc_episodes"] else "none"
+    warm = (f"BC {cfg['bc_episodes']} episodes" if cfg["bc_episodes"] else
+            f"`{Path(cfg['init_from']).parent.name}`'s policy" if cfg.get("init_from") else "none")
     seeds = cfg["eval_seeds"]
     return (f"| `{name}` | {cfg['task_id']} | {warm} | {len(runs)} | {first['final']['steps']:,} | "
             f"{sum(start) / len(start):.3f} | {mean:.3f} ± {std:.3f} | "

@@ -13,8 +13,8 @@ over the legal vectors only (``legal_actions()``): a softmax over exactly the le
 combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
 CPU torch), imported only inside the functions here.
 
-A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
-over environment steps), ``bc.json`` (the warm start's accuracy and grades, when used),
+A run writes into ``out_dir``: ``curve.json`` (greedy grade on held-out seeds over environment
+steps), ``bc.json`` (the warm start's accuracy and grades per fitting round, when used),
 ``policy.pt`` (the final weights) and ``run.json``.
 """
 
