@@ -1,6 +1,8 @@
-"""What a trained MaskablePPO policy does, next to the heuristic, on held-out seeds (docs/TRAINING.md).
+"""What a trained policy does, next to the heuristic, on held-out seeds (docs/TRAINING.md).
 
 Usage: ``uv run python bench/ppo_behaviour.py runs/train/task4/best.zip --task task4 --seeds 10000-10009``
+(a MaskablePPO ``.zip``) or ``... RUN/policy.pt --task task1`` (a factored-interface policy of
+``codered_env.factored_ppo``, played greedily on ``CodeRedFactoredEnv``).
 
 Per agent: mean grade, the share of each action type among its decisions, refused decisions, and
 the grade's components (from ``grade()``), to see which part of the job a policy has not learnt.
@@ -30,6 +32,37 @@ def play(agent_name: str, task_id: str, seed: int) -> dict[str, Any]:
     return {"score": grade["score"], "kinds": kinds, "refused": refused, "components": grade["components"]}
 
 
+def play_factored(policy: Any, task_id: str, seed: int) -> dict[str, Any]:
+    """One greedy episode of a factored policy (``factored_ppo.greedy_grades``' loop, counted)."""
+    import torch
+
+    from codered_env.factored_ppo import batch_inputs
+    from codered_env.gym_env import CodeRedFactoredEnv
+
+    env, kinds = CodeRedFactoredEnv(task_id), Counter()
+    obs, _ = env.reset(seed=seed)
+    done = False
+    with torch.no_grad():
+        while not done:
+            legal = env.legal_actions()
+            action = legal[int(policy(*batch_inputs([obs], [legal]))[0][0].argmax())]
+            kinds[env.decode(action)["action_type"]] += 1
+            obs, _, done, _, _ = env.step(action)
+    grade = env.sim.grade()
+    return {"score": grade["score"], "kinds": kinds, "refused": 0, "components": grade["components"]}
+
+
+def load_factored(path: str) -> Any:
+    import torch
+
+    from codered_env.factored_ppo import make_policy
+
+    saved = torch.load(path)
+    policy = make_policy(saved["config"]["hidden"])
+    policy.load_state_dict(saved["state_dict"])
+    return policy.eval()
+
+
 def summarise(name: str, episodes: list[dict[str, Any]]) -> None:
     kinds: Counter[str] = Counter()
     for e in episodes:
@@ -52,8 +85,12 @@ def main() -> None:
     args = parser.parse_args()
     lo, _, hi = args.seeds.partition("-")
     seeds = range(int(lo), int(hi or lo) + 1)
-    for label, name in (("heuristic", "heuristic"), ("ppo", f"ppo:{args.policy}")):
-        summarise(label, [play(name, args.task, seed) for seed in seeds])
+    summarise("heuristic", [play("heuristic", args.task, seed) for seed in seeds])
+    if args.policy.endswith(".pt"):
+        policy = load_factored(args.policy)
+        summarise("factored", [play_factored(policy, args.task, seed) for seed in seeds])
+    else:
+        summarise("ppo", [play(f"ppo:{args.policy}", args.task, seed) for seed in seeds])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Usage::
 
     uv run python bench/results.py baselines   # docs/results/baselines.md (+ the README's table)
     uv run python bench/results.py training    # docs/results/training.md from docs/results/training/
+                                               # and docs/results/training_factored.md
 
 ``baselines`` plays every agent of the ladder (noop, random, heuristic, planner, oracle) on the
 held-out seeds of every task with ``codered eval`` into ``runs/results/baselines.db`` (an
@@ -15,7 +16,10 @@ markers; ``tests/test_docs.py`` fails when the two differ.
 
 ``training`` turns the ``run.json`` of every ``codered train`` run kept under
 ``docs/results/training/<run>/`` into ``docs/results/training.md`` (each run's own commit,
-machine and load are in its ``run.json``; the command that produced it is in the table).
+machine and load are in its ``run.json``; the command that produced it is in the table), and
+the runs of the factored interface's learner kept under ``docs/results/training_factored/``
+(``bench/factored_runs.py keep``) into ``docs/results/training_factored.md``: a behaviour-cloning
+table (one row per task) and a PPO table (one row per run of several training seeds).
 
 ``bench NAME`` runs one benchmark of :data:`BENCHES` (a benchmark prints markdown on stdout) and
 keeps its output as ``docs/results/bench_NAME.md`` under the same header. Benchmarks measure time
@@ -212,10 +216,76 @@ def training() -> None:
               "and in `run.json`); grades are mean ± sample std over the held-out seeds "
               "10000-10009, \"best\" is the best of the periodic greedy evaluations (an optimistic "
               "pick), \"final\" the policy at the end.\n\n"
+            + ("" if table.count("\n") > 1 else "No run is kept for the current Gymnasium ids "
+               "(`CodeRedEnv-taskN-v2`).\n\n")
             + table + "\n")
     (RESULTS / "training.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / 'training.md'}")
     fill(TRAINING_DOC, "training", table)
+    factored_training(load)
+
+
+def _bc_row(name: str, r: dict) -> str:
+    bc, cfg = r["bc"], r["config"]
+    seeds = cfg["eval_seeds"]
+    return (f"| `{name}` | {cfg['task_id']} | {cfg['bc_episodes']} + {cfg['bc_dagger_rounds']} x "
+            f"{cfg['bc_dagger_episodes']} | {bc['train_samples'] + bc['held_out_samples']:,} | "
+            f"{bc['accuracy_waits']:.2f} / {bc['accuracy_decisions']:.2f} | {bc['grade']:.3f} | "
+            f"{r['heuristic']:.3f} | **{bc['ratio_to_heuristic']:.2f}** | {seeds[0]}-{seeds[-1]} | "
+            f"{bc['cpu_s'] / 60:.1f} | {r['machine']['commit']} |")
+
+
+def _ppo_row(name: str, runs: list[dict]) -> str:
+    cfg, first = runs[0]["config"], runs[0]
+    finals = [r["final"]["mean"] for r in runs]
+    mean = sum(finals) / len(finals)
+    std = (sum((f - mean) ** 2 for f in finals) / (len(finals) - 1)) ** 0.5 if len(finals) > 1 else 0.0
+    start = [r["curve"][0]["mean"] for r in runs]
+    warm = (f"BC {cfg['bc_episodes']} episodes" if cfg["bc_episodes"] else
+            f"`{Path(cfg['init_from']).parent.name}`'s policy" if cfg.get("init_from") else "none")
+    seeds = cfg["eval_seeds"]
+    return (f"| `{name}` | {cfg['task_id']} | {warm} | {len(runs)} | {first['final']['steps']:,} | "
+            f"{sum(start) / len(start):.3f} | {mean:.3f} ± {std:.3f} | "
+            f"{min(finals):.3f} / {max(finals):.3f} | "
+            f"{first['heuristic']:.3f} | **{mean / first['heuristic']:.2f}** | {seeds[0]}-{seeds[-1]} | "
+            f"{sum(r['wall_s'] for r in runs) / 60:.0f} | {first['machine']['commit']} |")
+
+
+def factored_tables(root: Path) -> tuple[str, str]:
+    """The behaviour-cloning table and the PPO table of the kept factored runs."""
+    bc = ["| run | task | demonstration episodes (+ relabelling rounds x episodes) | samples | held-out "
+          "accuracy waits / decisions | BC grade (greedy) | heuristic | BC / heuristic | evaluation "
+          "seeds | CPU (min) | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    ppo = ["| run | task | warm start | training seeds | steps per seed | grade at step 0 | final grade "
+           "(mean ± sample std over seeds) | worst / best seed | heuristic | final / heuristic | "
+           "evaluation seeds | wall (min, all seeds) | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for run in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
+        if (run / "run.json").exists():
+            bc.append(_bc_row(run.name, json.loads((run / "run.json").read_text(encoding="utf-8"))))
+        else:
+            seeds = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(run.glob("seed*/run.json"))]
+            if seeds:
+                ppo.append(_ppo_row(run.name, seeds))
+    return "\n".join(bc), "\n".join(ppo)
+
+
+def factored_training(load: float) -> None:
+    command = "uv run python bench/results.py training"
+    bc, ppo = factored_tables(RESULTS / "training_factored")
+    text = (header("Factored-interface learner (`codered_env.factored_ppo`)", command, load,
+                   "Each run's own commit, machine and configuration are in its `run.json`; the "
+                   "machine above only rendered the tables")
+            + "\nRuns: `uv run python bench/factored_runs.py bc|ppo ...` (the values in the rows and "
+              "in `run.json`), kept with `bench/factored_runs.py keep`. Grades are final grades of the "
+              "greedy policy, mean over the held-out evaluation seeds (never used in training: "
+              "demonstrations use seeds below 10000, PPO episodes draw theirs from the vector env's "
+              "seeded RNG).\n\n## Behaviour cloning of the heuristic\n\n" + bc
+            + "\n\n## PPO\n\n" + ppo + "\n")
+    (RESULTS / "training_factored.md").write_text(text, encoding="utf-8")
+    print(f"wrote {RESULTS / 'training_factored.md'}")
+    fill(TRAINING_DOC, "training_factored_bc", bc)
+    fill(TRAINING_DOC, "training_factored_ppo", ppo)
 
 
 def tables(text: str) -> list[str]:

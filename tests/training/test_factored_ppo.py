@@ -18,6 +18,7 @@ pytest.importorskip("sb3_contrib")
 from codered_env.cli import app  # noqa: E402
 from codered_env.factored_ppo import (  # noqa: E402
     FactoredConfig,
+    _type_weights,
     batch_inputs,
     behaviour_clone,
     heuristic_demonstrations,
@@ -94,3 +95,38 @@ def test_cli_trains_the_factored_interface(tmp_path: Path) -> None:
     assert json.loads(result.stdout.strip().splitlines()[-1])["final"]["steps"] >= 32
     bad = CliRunner().invoke(app, ["train", "--interface", "tabular", "--out", str(tmp_path)])
     assert bad.exit_code != 0 and "valid: flat, factored" in bad.output
+
+
+def test_type_weights_balance_the_action_types() -> None:
+    data = heuristic_demonstrations("task1", [0, 1])
+    types = np.array([int(legal[target, 0]) for _, legal, target in data])
+    assert (types == 0).sum() > (types != 0).sum()  # waits dominate the heuristic's decisions
+    flat, inverse = _type_weights(data, 0.0), _type_weights(data, 1.0)
+    assert np.allclose(flat, 1.0) and np.isclose(inverse.mean(), 1.0)
+    per_type = {t: inverse[types == t].sum() for t in set(types.tolist())}
+    assert np.allclose(list(per_type.values()), next(iter(per_type.values())))  # equal total per type
+
+
+def test_relabelling_plays_the_learner_and_labels_with_the_heuristic() -> None:
+    torch.manual_seed(0)
+    waiter = make_policy(16)
+    with torch.no_grad():  # a policy that always waits: its states differ from the heuristic's
+        waiter.type_head.bias[0] = 1e6
+    own = heuristic_demonstrations("task1", [3], policy=waiter)
+    expert = heuristic_demonstrations("task1", [3])
+    assert len(own) != len(expert)
+    assert any(target != 0 for _, _, target in own)  # the heuristic would have acted there
+
+
+def test_warm_start_with_relabelling_and_init_from(tmp_path: Path) -> None:
+    config = FactoredConfig(task_id="task1", total_steps=0, hidden=16, bc_episodes=2, bc_epochs=1,
+                            bc_dagger_rounds=1, bc_dagger_episodes=1, eval_seeds=[10_000],
+                            out_dir=str(tmp_path / "bc"))
+    result = train_factored(config, log=lambda line: None)
+    assert len(result["bc"]["rounds"]) == 2 and result["bc"]["training_seeds"] == [0, 2]
+    assert result["curve"] == []
+    again = FactoredConfig(task_id="task1", total_steps=0, hidden=16, bc_episodes=0, eval_seeds=[10_000],
+                           init_from=str(tmp_path / "bc" / "policy.pt"), out_dir=str(tmp_path / "again"))
+    train_factored(again, log=lambda line: None)
+    first, second = (torch.load(tmp_path / d / "policy.pt")["state_dict"] for d in ("bc", "again"))
+    assert all(torch.equal(first[k], second[k]) for k in first)

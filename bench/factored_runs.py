@@ -1,0 +1,139 @@
+"""Runs of the factored interface's reference learner (``codered_env.factored_ppo``) for
+docs/TRAINING.md, and the files kept from them.
+
+    uv run python bench/factored_runs.py bc --tasks task1,task2 --episodes 100 --out RUNS
+    uv run python bench/factored_runs.py ppo --task task1 --seeds 0,1,2 --steps 30000 --out RUNS [--bc 100]
+    uv run python bench/factored_runs.py keep RUNS/ppo-task1-scratch \
+        docs/results/training/factored-ppo-task1-scratch
+
+``bc`` clones the heuristic on each task (no PPO) and writes ``RUNS/bc-<task>/``; ``ppo`` trains
+one run per training seed into ``RUNS/<name>/seed<k>/``; ``keep`` copies the small files of a run
+(``run.json``, ``bc.json``, per-seed curves) into the docs folder, with ``curve.csv`` (mean, sample
+std, min and max over the training seeds at every evaluation) and ``curve.png``. Every run is
+evaluated on the held-out seeds 10000-10019 (``--eval-seeds``); one torch thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import statistics
+from pathlib import Path
+from typing import Any
+
+from codered_env.factored_ppo import EVAL_SEED_BASE, FactoredConfig, train_factored
+
+EVAL_SEEDS = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + 20))
+
+
+def _seeds(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def bc(args: argparse.Namespace) -> None:
+    for task in args.tasks.split(","):
+        config = FactoredConfig(task_id=task, total_steps=0, bc_episodes=args.episodes, bc_epochs=args.epochs,
+                                bc_type_weight_power=args.weight_power, bc_dagger_rounds=args.dagger_rounds,
+                                bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
+                                out_dir=str(Path(args.out) / f"bc-{task}"))
+        train_factored(config)
+
+
+def ppo(args: argparse.Namespace) -> None:
+    name = f"ppo-{args.task}-" + ("bc" if args.bc or args.init_from else "scratch")
+    for seed in (int(s) for s in args.seeds.split(",")):
+        config = FactoredConfig(
+            task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
+            init_from=args.init_from, bc_episodes=args.bc, bc_epochs=args.epochs,
+            bc_dagger_rounds=args.dagger_rounds,
+            bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
+            out_dir=str(Path(args.out) / name / f"seed{seed}"))
+        train_factored(config)
+
+
+def spread(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean, sample std, min and max of the per-seed means at one evaluation."""
+    means = [r["mean"] for r in rows]
+    std = statistics.stdev(means) if len(means) > 1 else 0.0
+    return {"steps": rows[0]["steps"], "seeds": len(means), "mean": round(statistics.fmean(means), 4),
+            "std": round(std, 4), "min": min(means), "max": max(means)}
+
+
+def keep(args: argparse.Namespace) -> None:
+    src, dst = Path(args.run), Path(args.dest)
+    dst.mkdir(parents=True, exist_ok=True)
+    runs = sorted(p for p in src.iterdir() if (p / "run.json").exists()) or [src]
+    for run in runs:
+        target = dst if run == src else dst / run.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("run.json", "bc.json"):
+            if (run / name).exists():
+                shutil.copy(run / name, target / name)
+    curves = [json.loads((r / "run.json").read_text())["curve"] for r in runs]
+    if not curves[0]:
+        return
+    length = min(len(c) for c in curves)
+    table = [spread([c[i] for c in curves]) for i in range(length)]
+    with (dst / "curve.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    heuristic = json.loads((runs[0] / "run.json").read_text())["heuristic"]
+    plot(dst / "curve.png", dst.name, table, curves, heuristic)
+
+
+def plot(path: Path, title: str, table: list[dict[str, Any]], curves: list[list[dict[str, Any]]],
+         heuristic: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    x = [r["steps"] for r in table]
+    for curve in curves:
+        ax.plot([r["steps"] for r in curve], [r["mean"] for r in curve], color="tab:blue", alpha=0.3, lw=0.8)
+    ax.plot(x, [r["mean"] for r in table], marker="o", color="tab:blue",
+            label=f"mean of {len(curves)} training seeds (greedy)")
+    ax.fill_between(x, [r["min"] for r in table], [r["max"] for r in table], alpha=0.2,
+                    label="min-max over seeds")
+    ax.axhline(heuristic, linestyle="--", color="black", label=f"heuristic {heuristic:.3f}")
+    ax.axhline(0.9 * heuristic, linestyle=":", color="grey", label="0.9x heuristic")
+    ax.set(xlabel="environment steps", ylabel="final grade (held-out seeds)", title=title, ylim=(0, 1))
+    ax.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    for name in ("bc", "ppo"):
+        p = sub.add_parser(name)
+        p.add_argument("--out", default="/tmp/codered-factored")
+        p.add_argument("--epochs", type=int, default=20)
+        p.add_argument("--dagger-rounds", type=int, default=0)
+        p.add_argument("--dagger-episodes", type=int, default=0)
+        p.add_argument("--eval-seeds", default=f"{EVAL_SEEDS[0]}-{EVAL_SEEDS[-1]}")
+    sub.choices["bc"].add_argument("--tasks", default="task1,task2,task3,task4,task5")
+    sub.choices["bc"].add_argument("--episodes", type=int, default=100)
+    sub.choices["bc"].add_argument("--weight-power", type=float, default=0.5)
+    sub.choices["ppo"].add_argument("--task", default="task1")
+    sub.choices["ppo"].add_argument("--seeds", default="0,1,2")
+    sub.choices["ppo"].add_argument("--steps", type=int, default=30_000)
+    sub.choices["ppo"].add_argument("--eval-every", type=int, default=5_000)
+    sub.choices["ppo"].add_argument("--bc", type=int, default=0, help="heuristic episodes to clone first")
+    sub.choices["ppo"].add_argument("--init-from", help="start from this policy.pt (a bc run's)")
+    k = sub.add_parser("keep")
+    k.add_argument("run")
+    k.add_argument("dest")
+    args = parser.parse_args()
+    {"bc": bc, "ppo": ppo, "keep": keep}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
