@@ -29,9 +29,8 @@ Actions refused once are not repeated.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from ..sim.city import RoadNetwork, road_graph_of
 from ..sim.conditions import CONDITIONS, benefit_kept
@@ -49,6 +48,7 @@ from ..sim.params import (
 )
 from ..sim.view import ObservationView
 from .base import MAINTAIN, code_fingerprint
+from .hospital_rooms import RepairsOnDemand, Rooms, ready_rooms, rooms_for
 from .triage_rule import suspected_condition, triage_report
 
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
@@ -106,7 +106,7 @@ class HeuristicAgent:
         self._last: dict[str, Any] | str | None = None
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
-        self._repairs = _RepairsOnDemand({})
+        self._repairs = RepairsOnDemand({})
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
         self._net = RoadNetwork(False)
         self._filtered: tuple[Any, Filtered] = _NO_ROWS  # a dict observation's rows (``_rows``)
@@ -274,7 +274,7 @@ class HeuristicAgent:
         inbound = self._inbound(obs)
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
-        self._repairs = _RepairsOnDemand(obs)
+        self._repairs = RepairsOnDemand(obs)
         ranked = []
         for p in unassigned:
             scores = sorted(self._hospital_scores(p, hospitals, inbound, net).items(), key=lambda kv: -kv[1])
@@ -347,8 +347,8 @@ class HeuristicAgent:
         return scores
 
     def _rooms(self, h: Row, procedure: str) -> Rooms:
-        """``_rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
-        rooms = _rooms_for(h, procedure)
+        """``rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
+        rooms = rooms_for(h, procedure)
         if rooms.in_service:
             return rooms
         repaired: list[Row] = []
@@ -394,7 +394,7 @@ class HeuristicAgent:
             if care.procedure:
                 key = (h["hospital_id"], care.procedure)
                 need_rooms[key] = need_rooms.get(key, 0) + 1
-                if _ready_rooms(h, care.procedure) < need_rooms[key]:
+                if ready_rooms(h, care.procedure) < need_rooms[key]:
                     yield from self._free_room(h, care.procedure, p["priority"])
             if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "on_call":
                 yield {
@@ -434,7 +434,7 @@ class HeuristicAgent:
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
-        self._repairs = _RepairsOnDemand(obs)
+        self._repairs = RepairsOnDemand(obs)
         scores = self._hospital_scores(caller, hospitals, self._inbound(obs), net)
         return hospitals[max(scores, key=lambda hid: (scores[hid], hid))] if scores else None
 
@@ -572,70 +572,6 @@ def nearest_unit(units: list[Row], node: str, net: Router) -> tuple[float, str, 
         if best is None or here < best:
             best = here
     return best
-
-
-class Rooms(NamedTuple):
-    """A hospital's rooms that can host a procedure: all of them, those in service, and whether
-    one is ready or being readied with nobody in it; when none is in service, those whose
-    announced repair comes within the episode and the minutes until the first of them is back."""
-
-    capable: list[Row]
-    in_service: list[Row]
-    free_ready: bool
-    repaired: tuple[Row, ...] = ()
-    repair_min: float | None = None
-
-
-#: An OR failure's alert: "<hospital> <room> (<label>) equipment failure (until ~t<minute>)"
-#: (the public disruption notice, observation ``alerts``).
-_OR_FAILURE_ALERT = re.compile(r"^(\S+) (\S+) \(.*\) equipment failure \(until ~t(\d+)\)$")
-
-
-def or_repairs(alerts: list[str]) -> dict[tuple[str, str], int]:
-    """(hospital, room) -> the minute an out-of-service room is announced back, from the alerts."""
-    repairs = {}
-    for text in alerts:
-        m = _OR_FAILURE_ALERT.match(text)
-        if m:
-            repairs[m[1], m[2]] = int(m[3])
-    return repairs
-
-
-class _RepairsOnDemand:
-    """``or_repairs`` of one observation's alerts, read when a rule first asks (rooms out of
-    service are rare: most decisions read no alert)."""
-
-    __slots__ = ("_obs", "_repairs")
-
-    def __init__(self, obs: Mapping[str, Any]) -> None:
-        self._obs = obs
-        self._repairs: dict[tuple[str, str], int] | None = None
-
-    def until(self, hospital_id: str, or_id: str) -> int | None:
-        if self._repairs is None:
-            self._repairs = or_repairs(self._obs.get("alerts") or [])
-        return self._repairs.get((hospital_id, or_id))
-
-
-def _rooms_for(h: Row, procedure: str) -> Rooms:
-    capable, in_service, free_ready = [], [], False
-    for r in h["ors"]:
-        if procedure in r["procedures"]:
-            capable.append(r)
-            if r["state"] != "out_of_service":
-                in_service.append(r)
-            if r["state"] in ("ready", "preparing") and r["patient_id"] is None:
-                free_ready = True
-    return Rooms(capable, in_service, free_ready)
-
-
-def _ready_rooms(h: Row, procedure: str) -> int:
-    """The hospital's rooms ready or being readied for ``procedure``, nobody in them yet."""
-    ready = 0
-    for r in h["ors"]:
-        if r["procedure"] == procedure and r["state"] in ("preparing", "ready") and r["patient_id"] is None:
-            ready += 1
-    return ready
 
 
 def _emergency_o(p: dict[str, Any]) -> tuple[str, ...]:

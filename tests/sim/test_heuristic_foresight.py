@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codered_env.agents.heuristic import HeuristicAgent, or_repairs
+from codered_env.agents.heuristic import HeuristicAgent
+from codered_env.agents.hospital_rooms import or_repairs
 from codered_env.agents.triage_rule import suspected_condition
 from codered_env.sim import CodeRedSim
 
