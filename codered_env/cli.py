@@ -375,7 +375,7 @@ def train(
     resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
     actions: Annotated[str, typer.Option(help="action set: full (every legal action) or focused")] = "full",
     gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 0.995,
-    interface: Annotated[str, typer.Option(help="flat (MaskablePPO on CodeRedEnv-v1) or factored "
+    interface: Annotated[str, typer.Option(help="flat (MaskablePPO on CodeRedEnv-taskN-v2) or factored "
                                                  "(the factored-head PPO on CodeRedFactored-v0)")] = "flat",
     bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,
 ) -> None:
