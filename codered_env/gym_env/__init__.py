@@ -46,10 +46,11 @@ from .slots import GENERATED_MAXIMA, HOSPITAL_IDS, MAX_CASES, PRAKASHNAGAR_MAXIM
 
 __all__ = [
     "ACTION_FEATURES", "ACTION_ORDER", "AMBULANCE_FEATURES", "CALL_FEATURES", "CASE_COLUMNS", "COMPONENTS",
-    "GENERATED_MAXIMA", "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES", "HOSPITAL_IDS", "MAX_CASES",
-    "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "PRAKASHNAGAR_MAXIMA", "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS",
-    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGymEnv", "FeatureBuilder", "SlotMaxima", "enumerate_actions",
-    "observation_space", "register_envs", "sim_features",
+    "GENERATED_MAXIMA", "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES",
+    "HOSPITAL_IDS", "MAX_CASES", "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "PRAKASHNAGAR_MAXIMA",
+    "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS", "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv",
+    "CodeRedGymEnv", "FeatureBuilder", "SlotMaxima", "enumerate_actions", "observation_space",
+    "register_envs", "sim_features",
 ]
 
 register_envs()

@@ -13,7 +13,7 @@ triage_call         --      call                   --               priority
 assign_hospital     --      patient                hospital         --
 prepare_or          --      --                     hospital         procedure
 page_specialist     --      --                     hospital         specialty
-preempt_or          --      --                     hospital         operating room (``OR_IDS``)
+preempt_or          --      --                     hospital         operating room (by slot)
 allocate_blood      --      patient                hospital         blood type x units
 transfer_blood      --      --                     from hospital    to hospital x blood type x units
 request_mutual_aid  --      target (parameter 1)   --               0: no target, 1: for the case
@@ -85,14 +85,12 @@ ParameterTable = dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]]
 
 
 def _parameter_table(layout: SlotLayout) -> ParameterTable:
-    table: ParameterTable = {
-        spec.name: (
-            _SPLIT[spec.name][1],
-            tuple(itertools.product(*(_values(p, layout) for p in spec.params if p.name in _SPLIT[spec.name][1]))),
-        )
-        for spec in ACTIONS
-        if _SPLIT[spec.name][1]
-    }
+    table: ParameterTable = {}
+    for spec in ACTIONS:
+        names = _SPLIT[spec.name][1]
+        if names:
+            values = (_values(p, layout) for p in spec.params if p.name in names)
+            table[spec.name] = (names, tuple(itertools.product(*values)))
     table.update(
         {
             spec.name: ((), ((), ()))
@@ -243,7 +241,10 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- legal combinations
 def _option_columns(
-    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int], tables: ActionTables
+    action_type: str,
+    option: Mapping[str, Sequence[Any]],
+    slot_of: Mapping[str, int],
+    tables: ActionTables,
 ) -> list[list[int]]:
     """Per component (unit, case, hospital, parameter), the values one legal option allows
     (a case without a slot is left out)."""
@@ -267,7 +268,10 @@ def _option_columns(
 
 
 def _option_rows(
-    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int], tables: ActionTables
+    action_type: str,
+    option: Mapping[str, Sequence[Any]],
+    slot_of: Mapping[str, int],
+    tables: ActionTables,
 ) -> np.ndarray:
     """Every legal component vector of one option (rows; the last component varies fastest)."""
     t = TYPE_INDEX[action_type]
@@ -339,7 +343,10 @@ class FactoredLegal:
 
 
 def masks_of(
-    combos: np.ndarray, out_flat: np.ndarray, out_types: np.ndarray, tables: ActionTables = _PRAKASHNAGAR_TABLES
+    combos: np.ndarray,
+    out_flat: np.ndarray,
+    out_types: np.ndarray,
+    tables: ActionTables = _PRAKASHNAGAR_TABLES,
 ) -> None:
     """Write the masks of the legal vectors ``combos``: ``out_types`` (types, ``sum(NVEC[1:])``)
     per type, the values of each other component that type's legal actions use (exact for the

@@ -34,6 +34,16 @@ _MAXIMA = {"prakashnagar": PRAKASHNAGAR_MAXIMA, "generated": GENERATED_MAXIMA}
 _CITY_DRAW_SALT = 0xC17
 
 
+def _split_cities(split: str, num_cities: int | None) -> range:
+    seeds = split_seeds(split)
+    if num_cities is None:
+        return seeds
+    if isinstance(num_cities, bool) or not isinstance(num_cities, int) or not 1 <= num_cities <= len(seeds):
+        valid = f"an integer in 1..{len(seeds)} for split {split!r}"
+        raise ValueError(f"num_cities must be {valid}, got {num_cities!r}")
+    return seeds[:num_cities]
+
+
 class CityChoice:
     """Which city each episode plays, and the slot maxima every city of the env fits.
 
@@ -59,14 +69,7 @@ class CityChoice:
         if num_cities is not None and split is None:
             raise ValueError("num_cities= needs split= ('train' or 'test')")
         self.city: City | None = None if split is not None else resolve_city(city or PRAKASHNAGAR.key)
-        self.seeds: range | None = None
-        if split is not None:
-            seeds = split_seeds(split)
-            if num_cities is not None:
-                if isinstance(num_cities, bool) or not isinstance(num_cities, int) or not 1 <= num_cities <= len(seeds):
-                    raise ValueError(f"num_cities must be an integer in 1..{len(seeds)} for split {split!r}, got {num_cities!r}")
-                seeds = seeds[:num_cities]
-            self.seeds = seeds
+        self.seeds: range | None = None if split is None else _split_cities(split, num_cities)
         self.maxima = self._maxima(maxima)
         if self.city is not None:
             layout_for(self.city, self.maxima)  # a ValueError if the city does not fit

@@ -158,7 +158,9 @@ SHAPES: Shapes = shapes()
 
 def factored_observation_space(maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> spaces.Dict:
     """Every array is a ``Box`` in [0, 1] (float32 features, int8 presence, bool masks)."""
-    return spaces.Dict({name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in shapes(maxima).items()})
+    return spaces.Dict(
+        {name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in shapes(maxima).items()}
+    )
 
 
 class Buffers:
@@ -262,8 +264,9 @@ _NO_PATIENT = (0.0,) * len(_PATIENT_PART)
 
 
 def _patient_columns(p: Mapping[str, Any], hospital_ids: tuple[str | None, ...]) -> tuple[float, ...]:
+    has_unit = p["ambulance_id"] is not None
     head, tail = _patient_static(
-        p["condition"], p["status"], p["destination"], p["hospital"], p["ambulance_id"] is not None, hospital_ids
+        p["condition"], p["status"], p["destination"], p["hospital"], has_unit, hospital_ids
     )
     v = p["vitals"]
     eta = p["eta_min"]

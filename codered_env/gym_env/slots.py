@@ -90,14 +90,9 @@ class SlotLayout:
             raise ValueError(f"city {city.key!r} does not fit the declared slots: {'; '.join(problems)}")
         self.maxima = maxima
         self.city_key = city.key
-        own: list[str | None] = list(city.unit_ids)
-        self.unit_ids: tuple[str | None, ...] = (
-            *own, *([None] * (maxima.units - len(own))), *MUTUAL_AID_IDS
-        )
-        hospitals = city.hospital_ids
-        self.hospital_ids: tuple[str | None, ...] = (*hospitals, *([None] * (maxima.hospitals - len(hospitals))))
-        ors = fixed_id_choices(city)["or"]
-        self.or_ids: tuple[str | None, ...] = (*ors, *([None] * (maxima.ors - len(ors))))
+        self.unit_ids: tuple[str | None, ...] = (*_padded(city.unit_ids, maxima.units), *MUTUAL_AID_IDS)
+        self.hospital_ids: tuple[str | None, ...] = _padded(city.hospital_ids, maxima.hospitals)
+        self.or_ids: tuple[str | None, ...] = _padded(fixed_id_choices(city)["or"], maxima.ors)
         self.unit_slot: dict[str, int] = {u: i for i, u in enumerate(self.unit_ids) if u is not None}
         self.hospital_slot: dict[str, int] = {h: i for i, h in enumerate(self.hospital_ids) if h is not None}
         self.node_index: dict[str, int] = {n: i for i, n in enumerate(city.node_ids)}
@@ -109,6 +104,10 @@ class SlotLayout:
     @property
     def n_hospitals(self) -> int:
         return len(self.hospital_ids)
+
+
+def _padded(ids: tuple[str, ...], slots: int) -> tuple[str | None, ...]:
+    return (*ids, *([None] * (slots - len(ids))))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -126,15 +125,6 @@ UNIT_IDS: tuple[str, ...] = _PRAKASHNAGAR_IDS["ambulance"]
 
 
 HOSPITAL_IDS: tuple[str, ...] = _PRAKASHNAGAR_IDS["hospital"]
-
-
-OR_IDS: tuple[str, ...] = _PRAKASHNAGAR_IDS["or"]
-
-
-UNIT_SLOT: dict[str, int] = PRAKASHNAGAR_LAYOUT.unit_slot
-
-
-HOSPITAL_SLOT: dict[str, int] = PRAKASHNAGAR_LAYOUT.hospital_slot
 
 
 class SlotTable:
