@@ -14,7 +14,7 @@ FLAT_VERSION, FACTORED_VERSION = 2, 0
 
 
 def register_envs() -> list[str]:
-    """Register every id (idempotent); returns them, the flat ones first."""
+    """Register every id (idempotent); returns them, the flat ones first, the generated-city ones last."""
     ids = []
     for task_id in TASK_IDS:
         flat, factored = (
@@ -41,4 +41,4 @@ def register_envs() -> list[str]:
                 kwargs={"task_id": task_id, "split": "train"},
             )
         ids += [flat, factored, factored_gen]
-    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-"))
+    return sorted(ids, key=lambda i: (not i.startswith("CodeRedEnv-"), "-gen-" in i))
