@@ -68,7 +68,8 @@ class CityChoice:
             raise ValueError("give either city= (one city) or split= (a city per episode), not both")
         if num_cities is not None and split is None:
             raise ValueError("num_cities= needs split= ('train' or 'test')")
-        self.city: City | None = None if split is not None else resolve_city(city or PRAKASHNAGAR.key)
+        one = PRAKASHNAGAR.key if city is None else city
+        self.city: City | None = None if split is not None else resolve_city(one)
         self.seeds: range | None = None if split is None else _split_cities(split, num_cities)
         self.maxima = self._maxima(maxima)
         if self.city is not None:
@@ -118,8 +119,8 @@ class FactoredCore:
         if task_id is not None:
             _check_task(task_id)
         chosen = self.cities.city_of(seed, city)
-        self.task_id = task_id or self.task_id
-        self.sim = CodeRedSim(self.task_id, seed, city=chosen)
+        self.sim = CodeRedSim(task_id or self.task_id, seed, city=chosen)  # bad input raises here
+        self.task_id = self.sim.task.task_id
         self.layout = layout_for(chosen, self.cities.maxima)
         self.features.reset(self.out, self.layout)
         self.legal.reset(self.layout)

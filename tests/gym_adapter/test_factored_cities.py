@@ -235,6 +235,7 @@ def test_bad_city_choices_are_refused_with_a_clear_error() -> None:
         CodeRedFactoredEnv("task1", split="test", num_cities=10_000)
     with pytest.raises(ValueError, match="unknown maxima"):
         CodeRedFactoredEnv("task1", maxima="huge")
+    assert CodeRedFactoredEnv("task1", city=0).reset(seed=0)[1]["city"] == "gen-0"  # seed 0 is a city
     env = CodeRedFactoredEnv("task1")
     env.reset(seed=4)
     before = (env.sim, env.sim.observation())
