@@ -42,14 +42,15 @@ from .schema import (
     PATIENT_FEATURES,
     ROAD_FEATURES,
 )
-from .slots import HOSPITAL_IDS, MAX_CASES, UNIT_IDS
+from .slots import GENERATED_MAXIMA, HOSPITAL_IDS, MAX_CASES, PRAKASHNAGAR_MAXIMA, UNIT_IDS, SlotMaxima
 
 __all__ = [
     "ACTION_FEATURES", "ACTION_ORDER", "AMBULANCE_FEATURES", "CALL_FEATURES", "CASE_COLUMNS", "COMPONENTS",
-    "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES", "HOSPITAL_IDS", "MAX_CASES",
-    "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS",
-    "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv", "CodeRedGymEnv", "FeatureBuilder", "enumerate_actions",
-    "observation_space", "register_envs", "sim_features",
+    "GENERATED_MAXIMA", "GLOBAL_COLUMNS", "GLOBAL_FEATURES", "HOSPITAL_COLUMNS", "HOSPITAL_FEATURES",
+    "HOSPITAL_IDS", "MAX_CASES", "NVEC", "PARAMETER_TABLE", "PATIENT_FEATURES", "PRAKASHNAGAR_MAXIMA",
+    "ROAD_FEATURES", "UNIT_COLUMNS", "UNIT_IDS", "CodeRedFactoredEnv", "CodeRedFactoredVectorEnv",
+    "CodeRedGymEnv", "FeatureBuilder", "SlotMaxima", "enumerate_actions", "observation_space",
+    "register_envs", "sim_features",
 ]
 
 register_envs()
