@@ -37,7 +37,7 @@ from .features import FeatureBuilder, sim_features
 from .gen_env import CodeRedGenGymEnv
 from .registration import register_envs
 from .schema import CALL_FEATURES, GLOBAL_FEATURES
-from .slots import GENERATED_MAXIMA, PRAKASHNAGAR_MAXIMA, SlotMaxima
+from .slots import GENERATED_MAXIMA, PRAKASHNAGAR_MAXIMA
 
 __all__ = [
     "ACTION_ORDER",
