@@ -375,8 +375,8 @@ def train(
     resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
     actions: Annotated[str, typer.Option(help="action set: full (every legal action) or focused")] = "full",
     gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 0.995,
-    interface: Annotated[str, typer.Option(help="flat (MaskablePPO on CodeRedEnv-v1) or factored "
-                                                 "(the factored-head PPO on CodeRedFactored-v0)")] = "flat",
+    interface: Annotated[str, typer.Option(help="flat (MaskablePPO, CodeRedEnv-taskN-v2) or factored "
+                                                 "(factored-head PPO on CodeRedFactored-taskN-v0)")] = "flat",
     bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""

@@ -69,15 +69,18 @@ class FactoredConfig:
     out_dir: str = "runs/factored"
 
 
-def greedy_grades(policy: Any, task_id: str, seeds: list[int]) -> list[float]:
-    """Final grade of the greedy policy (the most likely legal vector) on each seed."""
+def greedy_grades(
+    policy: Any, task_id: str, seeds: list[int], cities: list[Any] | None = None, maxima: Any = None
+) -> list[float]:
+    """Final grade of the greedy policy (the most likely legal vector) on each seed (in the city
+    of the same index of ``cities`` when given; slots of ``maxima``)."""
     torch = policy_torch()
     from .gym_env import CodeRedFactoredEnv
 
-    env, grades = CodeRedFactoredEnv(task_id), []
+    env, grades = CodeRedFactoredEnv(task_id, maxima=maxima), []
     with torch.no_grad():
-        for seed in seeds:
-            obs, info = env.reset(seed=seed)
+        for k, seed in enumerate(seeds):
+            obs, info = env.reset(seed=seed, options={"city": cities[k]} if cities else None)
             done = False
             while not done:
                 legal = env.legal_actions()
@@ -99,21 +102,24 @@ def heuristic_grades(task_id: str, seeds: list[int]) -> list[float]:
 Demo = tuple[dict[str, np.ndarray], np.ndarray, int]
 
 
-def heuristic_demonstrations(task_id: str, seeds: list[int], policy: Any = None) -> list[Demo]:
+def heuristic_demonstrations(
+    task_id: str, seeds: list[int], policy: Any = None, cities: list[Any] | None = None, maxima: Any = None
+) -> list[Demo]:
     """(observation, legal vectors, index of the heuristic's action among them) for every
-    decision of the episodes on ``seeds``. Without ``policy`` the heuristic plays them; with one,
-    the greedy ``policy`` plays and the heuristic only labels the states it reaches (DAgger-style
+    decision of the episodes on ``seeds`` (in the city of the same index of ``cities`` when given;
+    slots of ``maxima``). Without ``policy`` the heuristic plays them; with one, the greedy
+    ``policy`` plays and the heuristic only labels the states it reaches (DAgger-style
     relabelling). A heuristic action that is not legal is not kept (and, when the heuristic plays,
     a wait is played instead)."""
     from .agents import make_agent
     from .gym_env import CodeRedFactoredEnv
 
     torch = policy_torch() if policy is not None else None
-    env, out = CodeRedFactoredEnv(task_id), []
-    for seed in seeds:
+    env, out = CodeRedFactoredEnv(task_id, maxima=maxima), []
+    for k, seed in enumerate(seeds):
         agent = make_agent("heuristic", seed)
         agent.reset(task_id, seed)
-        obs, _ = env.reset(seed=seed)
+        obs, _ = env.reset(seed=seed, options={"city": cities[k]} if cities else None)
         done = False
         while not done:
             wire = agent.act(env.sim.observation())

@@ -211,6 +211,11 @@ def test_training_table_is_the_generated_one() -> None:
     assert {row.split(" | ")[0].strip("|` ") for row in generated[0].splitlines()[2:]} == runs
 
 
+def test_generalisation_tables_are_the_generated_ones() -> None:
+    generated = _tables(_text(RESULTS / "generalisation.md"))
+    assert _tables(_block(_text(DOCS / "TRAINING.md"), "generalisation")) == generated[: len(generated) - 1]
+
+
 def test_performance_tables_are_copies_of_results_files() -> None:
     results = "\n".join(_text(p) for p in sorted(RESULTS.glob("*.md")))
     tables = _tables(_text(DOCS / "PERFORMANCE.md"))

@@ -330,7 +330,7 @@ def test_render_modes_other_than_ansi_do_not_crash(mode: str | None) -> None:
 
 def test_make_render_and_action_masks_through_wrappers() -> None:
     ids = [f"CodeRedEnv-{t}-v2" for t in TASK_IDS] + [f"CodeRedFactored-{t}-v0" for t in TASK_IDS]
-    ids += [f"CodeRedEnv-gen-{t}-v2" for t in TASK_IDS]
+    ids += [f"CodeRedFactored-gen-{t}-v0" for t in TASK_IDS] + [f"CodeRedEnv-gen-{t}-v2" for t in TASK_IDS]
     assert gym_env.register_envs() == gym_env.register_envs() == ids
     env = gymnasium.make("CodeRedEnv-task3-v2", render_mode="ansi")
     _, info = env.reset(seed=0)

@@ -43,15 +43,22 @@ def policy_torch() -> Any:
     return torch
 
 
-def make_policy(hidden: int = 128) -> Any:
-    """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``)."""
+def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
+    """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``) for the spaces of ``maxima`` (a
+    ``SlotMaxima``; Prakashnagar's by default). Its weights do not depend on the number of
+    slots, only on the columns and the parameter codes."""
     torch = policy_torch()
     from torch import nn
 
-    from ..gym_env.factored_actions import NVEC
-    from ..gym_env.factored_features import SHAPES
+    from ..gym_env.factored_actions import action_tables
+    from ..gym_env.factored_features import shapes
+    from ..gym_env.slots import PRAKASHNAGAR_MAXIMA, layout_for
+    from ..sim.city import PRAKASHNAGAR
 
-    n_types, n_params = NVEC[0], NVEC[4]
+    maxima = maxima or PRAKASHNAGAR_MAXIMA
+    SHAPES = shapes(maxima)
+    nvec = action_tables(layout_for(PRAKASHNAGAR, maxima)).nvec
+    n_types, n_params = nvec[0], nvec[4]
 
     def mlp(n_in: int, n_out: int) -> nn.Module:
         return nn.Sequential(nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, n_out), nn.Tanh())

@@ -37,11 +37,25 @@ from .features import FeatureBuilder, sim_features
 from .gen_env import CodeRedGenGymEnv
 from .registration import register_envs
 from .schema import CALL_FEATURES, GLOBAL_FEATURES
+from .slots import GENERATED_MAXIMA, PRAKASHNAGAR_MAXIMA
 
 __all__ = [
-    "ACTION_ORDER", "CALL_FEATURES", "CASE_COLUMNS", "GLOBAL_FEATURES", "NVEC", "CodeRedFactoredEnv",
-    "CodeRedFactoredVectorEnv", "CodeRedGenGymEnv", "CodeRedGymEnv", "FeatureBuilder", "enumerate_actions",
-    "register_envs", "sim_features",
+    "ACTION_ORDER",
+    "CALL_FEATURES",
+    "CASE_COLUMNS",
+    "GENERATED_MAXIMA",
+    "GLOBAL_FEATURES",
+    "NVEC",
+    "PRAKASHNAGAR_MAXIMA",
+    "CodeRedFactoredEnv",
+    "CodeRedFactoredVectorEnv",
+    "CodeRedGenGymEnv",
+    "CodeRedGymEnv",
+    "FeatureBuilder",
+    "SlotMaxima",
+    "enumerate_actions",
+    "register_envs",
+    "sim_features",
 ]
 
 register_envs()

@@ -13,7 +13,7 @@ triage_call         --      call                   --               priority
 assign_hospital     --      patient                hospital         --
 prepare_or          --      --                     hospital         procedure
 page_specialist     --      --                     hospital         specialty
-preempt_or          --      --                     hospital         operating room (``OR_IDS``)
+preempt_or          --      --                     hospital         operating room (by slot)
 allocate_blood      --      patient                hospital         blood type x units
 transfer_blood      --      --                     from hospital    to hospital x blood type x units
 request_mutual_aid  --      target (parameter 1)   --               0: no target, 1: for the case
@@ -28,6 +28,7 @@ type's rows are kept while that type's options are unchanged.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..sim.catalogue import ACTION_NAMES, ACTIONS, MAINTAIN_PLAN, ActionSpec, ParamSpec
-from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, OR_IDS, UNIT_IDS, UNIT_SLOT, SlotTable
+from .slots import PRAKASHNAGAR_LAYOUT, SlotLayout, SlotTable
 
 COMPONENTS: tuple[str, ...] = ("type", "unit", "case", "hospital", "parameter")
 
@@ -43,17 +44,15 @@ COMPONENTS: tuple[str, ...] = ("type", "unit", "case", "hospital", "parameter")
 TYPE_INDEX: dict[str, int] = {name: i for i, name in enumerate(ACTION_NAMES)}
 
 
-def _values(param: ParamSpec) -> tuple[Any, ...]:
-    """Every value a parameter can take (enums, integer ranges, the fixed ids)."""
+def _values(param: ParamSpec, layout: SlotLayout) -> tuple[Any, ...]:
+    """Every value a parameter can take (enums, integer ranges, the layout's ids by slot: None
+    for a slot this city leaves empty)."""
     if param.kind == "enum":
         return param.choices
     if param.kind == "int":
         assert param.minimum is not None and param.maximum is not None
         return tuple(range(param.minimum, param.maximum + 1))
-    return _FIXED[param.id_of or ""]
-
-
-_FIXED = {"hospital": HOSPITAL_IDS, "or": OR_IDS}
+    return {"hospital": layout.hospital_ids, "or": layout.or_ids}[param.id_of or ""]
 
 
 def _components(spec: ActionSpec) -> tuple[tuple[str | None, str | None, str | None], tuple[str, ...]]:
@@ -82,24 +81,63 @@ SLOT_PARAMS: dict[str, tuple[str | None, str | None, str | None]] = {
 }
 
 
+ParameterTable = dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]]
+
+
+def _parameter_table(layout: SlotLayout) -> ParameterTable:
+    table: ParameterTable = {}
+    for spec in ACTIONS:
+        names = _SPLIT[spec.name][1]
+        if names:
+            values = (_values(p, layout) for p in spec.params if p.name in names)
+            table[spec.name] = (names, tuple(itertools.product(*values)))
+    table.update(
+        {
+            spec.name: ((), ((), ()))
+            for spec in ACTIONS
+            if any(not p.required and p.name in SLOT_PARAMS[spec.name] for p in spec.params)
+        }
+    )
+    return table
+
+
+class ActionTables:
+    """The codes of one slot layout: ``nvec`` (its ``MultiDiscrete``), ``offsets`` (the first
+    column of each component in a flat mask of length ``sum(nvec)``), the parameter table and its
+    index (a value naming an empty slot has no index)."""
+
+    __slots__ = ("column_shift", "layout", "nvec", "offsets", "parameter_index", "parameter_table")
+
+    def __init__(self, layout: SlotLayout) -> None:
+        self.layout = layout
+        self.parameter_table = _parameter_table(layout)
+        self.parameter_index: dict[str, dict[tuple[Any, ...], int]] = {
+            name: {values: i for i, values in enumerate(table) if None not in values}
+            for name, (_, table) in self.parameter_table.items()
+        }
+        n_parameters = max(len(values) for _, values in self.parameter_table.values())
+        self.nvec: tuple[int, ...] = (
+            len(ACTION_NAMES), layout.n_units, layout.maxima.cases, layout.n_hospitals, n_parameters
+        )
+        self.offsets: tuple[int, ...] = tuple(int(x) for x in np.cumsum((0, *self.nvec[:-1])))
+        # component k's first column in a type's row of ``type_masks``
+        self.column_shift = np.array(self.offsets[1:], np.int64) - self.nvec[0]
+
+
+@functools.lru_cache(maxsize=1024)
+def action_tables(layout: SlotLayout) -> ActionTables:
+    """The codes of ``layout`` (the same object for the same layout)."""
+    return ActionTables(layout)
+
+
+_PRAKASHNAGAR_TABLES = action_tables(PRAKASHNAGAR_LAYOUT)
+
+
 #: per action type with a parameter component: the wire parameters it stands for and every
 #: value of them in component order (the cross product, the last parameter varying fastest).
 #: An optional case (``request_mutual_aid``'s target) is parameter 0 (none) or 1 (the case).
-PARAMETER_TABLE: dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]] = {
-    spec.name: (
-        _SPLIT[spec.name][1],
-        tuple(itertools.product(*(_values(p) for p in spec.params if p.name in _SPLIT[spec.name][1]))),
-    )
-    for spec in ACTIONS
-    if _SPLIT[spec.name][1]
-}
-PARAMETER_TABLE.update(
-    {
-        spec.name: ((), ((), ()))
-        for spec in ACTIONS
-        if any(not p.required and p.name in SLOT_PARAMS[spec.name] for p in spec.params)
-    }
-)
+#: Prakashnagar's; a city's hospitals and rooms by slot in ``action_tables(layout)``.
+PARAMETER_TABLE: ParameterTable = _PRAKASHNAGAR_TABLES.parameter_table
 
 
 _ALIASES = {spec.name: tuple(a.name for a in spec.aliases) for spec in ACTIONS}
@@ -109,19 +147,11 @@ _ALIASES = {spec.name: tuple(a.name for a in spec.aliases) for spec in ACTIONS}
 OPTIONAL_CASE = frozenset(n for n, (names, table) in PARAMETER_TABLE.items() if not names and len(table) == 2)
 
 
-N_PARAMETERS = max(len(values) for _, values in PARAMETER_TABLE.values())
+#: Prakashnagar's ``MultiDiscrete`` (``CodeRedFactored-taskN``; ``ActionTables.nvec`` of others)
+NVEC: tuple[int, ...] = _PRAKASHNAGAR_TABLES.nvec
 
 
-NVEC: tuple[int, ...] = (len(ACTION_NAMES), len(UNIT_IDS), MAX_CASES, len(HOSPITAL_IDS), N_PARAMETERS)
-
-
-# the first column of each component in a flat mask of length ``sum(NVEC)``
-OFFSETS: tuple[int, ...] = tuple(int(x) for x in np.cumsum((0, *NVEC[:-1])))
-
-
-_PARAMETER_INDEX: dict[str, dict[tuple[Any, ...], int]] = {
-    name: {values: i for i, values in enumerate(table)} for name, (_, table) in PARAMETER_TABLE.items()
-}
+OFFSETS: tuple[int, ...] = _PRAKASHNAGAR_TABLES.offsets
 
 
 def encode(wire: Mapping[str, Any], slots: SlotTable) -> np.ndarray:
@@ -129,11 +159,13 @@ def encode(wire: Mapping[str, Any], slots: SlotTable) -> np.ndarray:
     action_type = wire.get("action_type")
     if action_type not in TYPE_INDEX:
         raise ValueError(f"unknown action_type {action_type!r}; valid: {', '.join(ACTION_NAMES)}")
+    layout = slots.layout
+    tables = action_tables(layout)
     out = np.zeros(len(NVEC), np.int64)
     out[0] = TYPE_INDEX[action_type]
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
     if unit_p is not None:
-        out[1] = _lookup(UNIT_SLOT, wire.get(unit_p), unit_p)
+        out[1] = _lookup(layout.unit_slot, wire.get(unit_p), unit_p)
     target = None
     if case_p is not None:
         target = wire.get(case_p)
@@ -142,13 +174,13 @@ def encode(wire: Mapping[str, Any], slots: SlotTable) -> np.ndarray:
         if target is not None or action_type not in OPTIONAL_CASE:
             out[2] = _lookup(slots.slot_of, target, case_p)
     if hospital_p is not None:
-        out[3] = _lookup(HOSPITAL_SLOT, wire.get(hospital_p), hospital_p)
+        out[3] = _lookup(layout.hospital_slot, wire.get(hospital_p), hospital_p)
     if action_type in OPTIONAL_CASE:
         out[4] = int(target is not None)
     elif action_type in PARAMETER_TABLE:
         names, _ = PARAMETER_TABLE[action_type]
         values = tuple(wire.get(n) for n in names)
-        index = _PARAMETER_INDEX[action_type].get(values)
+        index = tables.parameter_index[action_type].get(values)
         if index is None:
             raise ValueError(f"{action_type}: no parameter value for {dict(zip(names, values, strict=True))}")
         out[4] = index
@@ -167,8 +199,10 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
     Legality is not checked here (``FactoredLegal.error`` does)."""
     if len(combo) != len(NVEC):
         raise ValueError(f"a factored action has {len(NVEC)} components {COMPONENTS}, got {len(combo)}")
+    layout = slots.layout
+    tables = action_tables(layout)
     values = [int(v) for v in combo]
-    for name, v, n in zip(COMPONENTS, values, NVEC, strict=True):
+    for name, v, n in zip(COMPONENTS, values, tables.nvec, strict=True):
         if not 0 <= v < n:
             raise ValueError(f"component {name}={v} is out of range 0..{n - 1}")
     action_type = ACTION_NAMES[values[0]]
@@ -177,18 +211,26 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
     wire: dict[str, Any] = {"action_type": action_type}
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
     if unit_p is not None:
-        wire[unit_p] = UNIT_IDS[values[1]]
+        unit_id = layout.unit_ids[values[1]]
+        if unit_id is None:
+            raise ValueError(f"{action_type}: unit slot {values[1]} holds no unit in this city")
+        wire[unit_p] = unit_id
     if case_p is not None and (action_type not in OPTIONAL_CASE or values[4] == 1):
         case_id = slots.wire_id(values[2], case_p)
         if case_id is None:
             raise ValueError(f"{action_type}: case slot {values[2]} holds no {case_p.removesuffix('_id')}")
         wire[case_p] = case_id
     if hospital_p is not None:
-        wire[hospital_p] = HOSPITAL_IDS[values[3]]
+        hospital_id = layout.hospital_ids[values[3]]
+        if hospital_id is None:
+            raise ValueError(f"{action_type}: hospital slot {values[3]} holds no hospital in this city")
+        wire[hospital_p] = hospital_id
     if action_type in PARAMETER_TABLE and action_type not in OPTIONAL_CASE:
-        names, table = PARAMETER_TABLE[action_type]
+        names, table = tables.parameter_table[action_type]
         if values[4] >= len(table):
             raise ValueError(f"{action_type}: parameter {values[4]} is out of range 0..{len(table) - 1}")
+        if None in table[values[4]]:
+            raise ValueError(f"{action_type}: parameter {values[4]} names an empty slot in this city")
         wire.update(zip(names, table[values[4]], strict=True))
     elif values[4] > (1 if action_type in OPTIONAL_CASE else 0):
         raise ValueError(
@@ -199,22 +241,26 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- legal combinations
 def _option_columns(
-    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+    action_type: str,
+    option: Mapping[str, Sequence[Any]],
+    slot_of: Mapping[str, int],
+    tables: ActionTables,
 ) -> list[list[int]]:
     """Per component (unit, case, hospital, parameter), the values one legal option allows
     (a case without a slot is left out)."""
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
-    unit = [UNIT_SLOT[u] for u in option[unit_p]] if unit_p else [0]
+    layout = tables.layout
+    unit = [layout.unit_slot[u] for u in option[unit_p]] if unit_p else [0]
     if case_p is not None and case_p in option:
         case = [slot_of[c] for c in option[case_p] if c in slot_of]
     else:
         case = [0]
-    hospital = [HOSPITAL_SLOT[h] for h in option[hospital_p]] if hospital_p else [0]
+    hospital = [layout.hospital_slot[h] for h in option[hospital_p]] if hospital_p else [0]
     if action_type in OPTIONAL_CASE:
         parameter = [1 if case_p in option else 0]
     elif action_type in PARAMETER_TABLE:
         names, _ = PARAMETER_TABLE[action_type]
-        index = _PARAMETER_INDEX[action_type]
+        index = tables.parameter_index[action_type]
         parameter = [index[values] for values in itertools.product(*(option[n] for n in names))]
     else:
         parameter = [0]
@@ -222,11 +268,14 @@ def _option_columns(
 
 
 def _option_rows(
-    action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+    action_type: str,
+    option: Mapping[str, Sequence[Any]],
+    slot_of: Mapping[str, int],
+    tables: ActionTables,
 ) -> np.ndarray:
     """Every legal component vector of one option (rows; the last component varies fastest)."""
     t = TYPE_INDEX[action_type]
-    units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of)
+    units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of, tables)
     rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
     return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
 
@@ -241,13 +290,10 @@ _MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
 _DECISIONS = ACTION_NAMES[1:]
 
 
-_COLUMN_SHIFT = np.array(OFFSETS[1:], np.int64) - NVEC[0]  # component k's first column in a type's row
-
-
-def type_mask(rows: np.ndarray, width: int) -> np.ndarray:
+def type_mask(rows: np.ndarray, width: int, tables: ActionTables) -> np.ndarray:
     """One type's row of ``type_masks``: the values of each component its legal vectors use."""
     mask = np.zeros(width, np.bool_)
-    mask[(rows[:, 1:] + _COLUMN_SHIFT).reshape(-1)] = True
+    mask[(rows[:, 1:] + tables.column_shift).reshape(-1)] = True
     return mask
 
 
@@ -258,21 +304,24 @@ class FactoredLegal:
     the rows of types that changed are rewritten, and the list of every legal vector
     (``combos``) is put together only when asked for."""
 
-    def __init__(self) -> None:
+    def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
         self._memo: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}  # type -> options, rows, mask
         self._rows: dict[tuple[Any, ...], np.ndarray] = {}  # an option's content -> its rows
         self._now: dict[str, np.ndarray] = {}  # type -> its legal rows now (those with options)
         self._combos: np.ndarray | None = _MAINTAIN_ROW
         self._fresh = True  # the masks hold nothing yet (a new episode)
+        self.tables = action_tables(layout)
 
-    def reset(self) -> None:
-        """A new episode: slots (and so the rows of an option) start again; the mask arrays
-        were zeroed by the caller."""
+    def reset(self, layout: SlotLayout | None = None) -> None:
+        """A new episode (in the city of ``layout``, when given): slots (and so the rows of an
+        option) start again; the mask arrays were zeroed by the caller."""
         self._memo.clear()
         self._rows.clear()
         self._now.clear()
         self._combos = _MAINTAIN_ROW
         self._fresh = True
+        if layout is not None:
+            self.tables = action_tables(layout)
 
     @property
     def combos(self) -> np.ndarray:
@@ -309,7 +358,7 @@ class FactoredLegal:
             kept = memo.get(action_type)
             if kept is None or (kept[0] is not options and kept[0] != options):
                 rows = self._type_rows(action_type, options, slot_of)
-                kept = memo[action_type] = (options, rows, type_mask(rows, out_types.shape[1]))
+                kept = memo[action_type] = (options, rows, type_mask(rows, out_types.shape[1], self.tables))
             elif now.get(action_type) is kept[1]:
                 continue
             changed = True
@@ -324,7 +373,7 @@ class FactoredLegal:
         if not self._fresh:
             return False
         self._fresh = False
-        out_types[0] = type_mask(_MAINTAIN_ROW, out_types.shape[1])
+        out_types[0] = type_mask(_MAINTAIN_ROW, out_types.shape[1], self.tables)
         return True
 
     def _type_rows(
@@ -335,7 +384,7 @@ class FactoredLegal:
             key = _option_key(action_type, option)
             found = known.get(key)
             if found is None:
-                found = known[key] = _option_rows(action_type, option, slot_of)
+                found = known[key] = _option_rows(action_type, option, slot_of, self.tables)
             parts.append(found)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 

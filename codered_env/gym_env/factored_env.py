@@ -10,10 +10,13 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from ..sim.city import PRAKASHNAGAR, City
+from ..sim.citygen import resolve_city, split_seeds
 from ..sim.env import CodeRedSim
 from ..sim.tasks import TASK_IDS, TASKS
-from .factored_actions import NVEC, FactoredLegal, decode, encode
+from .factored_actions import FactoredLegal, decode, encode
 from .factored_features import Buffers, FactoredFeatures, factored_observation_space
+from .slots import GENERATED_MAXIMA, PRAKASHNAGAR_MAXIMA, SlotLayout, SlotMaxima, layout_for
 
 MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is sent to the simulation as
 
@@ -23,26 +26,104 @@ def _check_task(task_id: str) -> None:
         raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
 
 
+_MAXIMA = {"prakashnagar": PRAKASHNAGAR_MAXIMA, "generated": GENERATED_MAXIMA}
+
+
+# mixed into an episode's seed to draw its city (a stream of its own: the simulation's draws
+# from the same seed are untouched)
+_CITY_DRAW_SALT = 0xC17
+
+
+def _split_cities(split: str, num_cities: int | None) -> range:
+    seeds = split_seeds(split)
+    if num_cities is None:
+        return seeds
+    if isinstance(num_cities, bool) or not isinstance(num_cities, int) or not 1 <= num_cities <= len(seeds):
+        valid = f"an integer in 1..{len(seeds)} for split {split!r}"
+        raise ValueError(f"num_cities must be {valid}, got {num_cities!r}")
+    return seeds[:num_cities]
+
+
+class CityChoice:
+    """Which city each episode plays, and the slot maxima every city of the env fits.
+
+    - ``city``: one city for every episode: ``"prakashnagar"`` (default), a city seed or a
+      ``City`` (``citygen.resolve_city``).
+    - ``split``: instead, a city drawn per episode from the split's first ``num_cities`` seeds
+      (all of them by default) with a generator seeded by the episode's seed: the same seed
+      always plays the same city.
+    - ``maxima``: a ``SlotMaxima``, ``"prakashnagar"`` or ``"generated"``; by default
+      Prakashnagar's for Prakashnagar alone, else the generated range's.
+
+    Bad values raise a ValueError saying what is valid (a city larger than the maxima too)."""
+
+    def __init__(
+        self,
+        city: str | int | City | None = None,
+        split: str | None = None,
+        num_cities: int | None = None,
+        maxima: SlotMaxima | str | None = None,
+    ) -> None:
+        if split is not None and city is not None:
+            raise ValueError("give either city= (one city) or split= (a city per episode), not both")
+        if num_cities is not None and split is None:
+            raise ValueError("num_cities= needs split= ('train' or 'test')")
+        one = PRAKASHNAGAR.key if city is None else city
+        self.city: City | None = None if split is not None else resolve_city(one)
+        self.seeds: range | None = None if split is None else _split_cities(split, num_cities)
+        self.maxima = self._maxima(maxima)
+        if self.city is not None:
+            layout_for(self.city, self.maxima)  # a ValueError if the city does not fit
+
+    def _maxima(self, maxima: SlotMaxima | str | None) -> SlotMaxima:
+        if isinstance(maxima, SlotMaxima):
+            return maxima
+        if maxima is None:
+            return PRAKASHNAGAR_MAXIMA if self.city is PRAKASHNAGAR else GENERATED_MAXIMA
+        if maxima in _MAXIMA:
+            return _MAXIMA[maxima]
+        raise ValueError(f"unknown maxima {maxima!r}; valid: a SlotMaxima, {', '.join(map(repr, _MAXIMA))}")
+
+    def city_of(self, seed: int, city: str | int | City | None = None) -> City:
+        """The city of the episode with this seed (``city``: an override for this episode)."""
+        if city is not None:
+            chosen = resolve_city(city)
+        elif self.seeds is not None:
+            rng = np.random.default_rng((_CITY_DRAW_SALT, seed))
+            chosen = resolve_city(self.seeds[int(rng.integers(len(self.seeds)))])
+        else:
+            assert self.city is not None
+            chosen = self.city
+        layout_for(chosen, self.maxima)  # a ValueError if the city does not fit
+        return chosen
+
+
 class FactoredCore:
     """One episode of the factored interface, writing its observation into given arrays (the
     single env's own, or a vector env's batch rows). Reads only ``CodeRedSim.observation_view``."""
 
-    def __init__(self, task_id: str, out: Mapping[str, np.ndarray]) -> None:
+    def __init__(self, task_id: str, out: Mapping[str, np.ndarray], cities: CityChoice | None = None) -> None:
         _check_task(task_id)
         self.task_id = task_id
         self.out = out
-        self.sim = CodeRedSim(task_id, 0)
-        self.features = FactoredFeatures()
-        self.legal = FactoredLegal()
+        self.cities = cities or CityChoice()
+        first = self.cities.city_of(0)
+        self.sim = CodeRedSim(task_id, 0, city=first)
+        self.layout: SlotLayout = layout_for(first, self.cities.maxima)
+        self.features = FactoredFeatures(self.layout)
+        self.legal = FactoredLegal(self.layout)
         self.action_error: str | None = None
 
-    def reset(self, seed: int, task_id: str | None = None) -> None:
+    def reset(self, seed: int, task_id: str | None = None, city: str | int | City | None = None) -> None:
+        """A new episode: ``seed``, and the task and city when given (else the env's)."""
         if task_id is not None:
             _check_task(task_id)
-            self.task_id = task_id
-        self.sim = CodeRedSim(self.task_id, seed)
-        self.features.reset(self.out)
-        self.legal.reset()
+        chosen = self.cities.city_of(seed, city)
+        self.sim = CodeRedSim(task_id or self.task_id, seed, city=chosen)  # bad input raises here
+        self.task_id = self.sim.task.task_id
+        self.layout = layout_for(chosen, self.cities.maxima)
+        self.features.reset(self.out, self.layout)
+        self.legal.reset(self.layout)
         self.action_error = None
         self._observe()
 
@@ -67,7 +148,7 @@ class FactoredCore:
 
     def _wire(self, action: Any) -> tuple[dict[str, Any], str | None]:
         try:
-            combo = np.asarray(action, np.int64).reshape(len(NVEC))
+            combo = np.asarray(action, np.int64).reshape(len(self.legal.tables.nvec))
             wire = decode(combo, self.features.slots)
         except (ValueError, TypeError) as exc:
             return {"action_type": MASKED_OUT}, f"invalid factored action {_as_list(action)}: {exc}"
@@ -90,6 +171,7 @@ class FactoredCore:
             "action_error": self.action_error,
             "step": sim.step_count,
             "clock_min": sim.clock,
+            "city": sim.city.key,
         }
 
 
@@ -117,17 +199,31 @@ class CodeRedFactoredEnv(gymnasium.Env):
       names the entity in each slot.
     - Reward, start and end as ``CodeRedGymEnv``: the change of the score preview, every end
       ``terminated``; an illegal action is refused (``info["action_error"]``), its minute passes.
+    - Cities (``CityChoice``): ``city=`` one city for every episode, or ``split=`` (and
+      ``num_cities=``) a city per episode drawn from its seed; ``maxima=`` the slots (the
+      spaces). ``reset(options={"city": ...})`` plays one episode in a given city;
+      ``info["city"]`` names the episode's.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, task_id: str = "task1", render_mode: str | None = None) -> None:
+    def __init__(
+        self,
+        task_id: str = "task1",
+        render_mode: str | None = None,
+        *,
+        city: str | int | City | None = None,
+        split: str | None = None,
+        num_cities: int | None = None,
+        maxima: SlotMaxima | str | None = None,
+    ) -> None:
         self.render_mode = render_mode
-        self.action_space = spaces.MultiDiscrete(np.array(NVEC, np.int64))
-        self.observation_space = factored_observation_space()
-        self._buffers = Buffers()
+        cities = CityChoice(city, split, num_cities, maxima)
+        self._buffers = Buffers(maxima=cities.maxima)
         self._out = self._buffers.arrays
-        self.core = FactoredCore(task_id, self._out)
+        self.core = FactoredCore(task_id, self._out, cities)
+        self.action_space = spaces.MultiDiscrete(np.array(self.core.legal.tables.nvec, np.int64))
+        self.observation_space = factored_observation_space(cities.maxima)
 
     @property
     def task_id(self) -> str:
@@ -142,7 +238,8 @@ class CodeRedFactoredEnv(gymnasium.Env):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-        self.core.reset(sim_seed, (options or {}).get("task_id"))
+        options = options or {}
+        self.core.reset(sim_seed, options.get("task_id"), options.get("city"))
         obs = self._obs()
         return obs, self.core.info(obs)
 

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..sim.city import NODE_IDS
+from ..sim.city import PRAKASHNAGAR
 from ..sim.conditions import CONDITIONS
 from ..sim.params import BLOOD_TYPES, PROCEDURES, SPECIALTIES
 from ..sim.triage import CALLBACK_PREFIX, PRIORITIES, report_facts
 from ..sim.types import AMBULANCE_STATES, FINAL_PATIENT_STATES, OR_STATES, PATIENT_STATES, SPECIALIST_STATES
 from ..sim.view import ObservationView
-from .factored_actions import NVEC, OFFSETS, SLOT_PARAMS, TYPE_INDEX
+from .factored_actions import NVEC, SLOT_PARAMS, TYPE_INDEX, action_tables
 from .schema import BYSTANDER_CUE, CONDITION_IDS, LARGEST_STEP_BUDGET, LONGEST_HORIZON_MIN, REPORT_CUES
-from .slots import HOSPITAL_IDS, HOSPITAL_SLOT, MAX_CASES, UNIT_IDS, UNIT_SLOT, SlotTable
+from .slots import PRAKASHNAGAR_LAYOUT, PRAKASHNAGAR_MAXIMA, SlotLayout, SlotMaxima, SlotTable, layout_for
 
 GLOBAL_COLUMNS: tuple[str, ...] = (
     "clock_frac",
@@ -65,7 +65,14 @@ _REPORT_PART = (
     f"cue_{BYSTANDER_CUE}",
 )
 
-_PATIENT_PART = (
+def _hospital_names(n_hospitals: int) -> tuple[str, ...]:
+    """Column names of the hospital slots (``H1`` for slot 0: Prakashnagar's ids)."""
+    return tuple(f"H{i}" for i in range(1, n_hospitals + 1))
+
+
+def _patient_part(n_hospitals: int) -> tuple[str, ...]:
+    hospitals = _hospital_names(n_hospitals)
+    return (
     *(f"priority_{p}" for p in PRIORITIES),
     *(f"condition_{c}" for c in CONDITION_IDS),
     *(f"status_{s}" for s in PATIENT_STATES),
@@ -77,8 +84,8 @@ _PATIENT_PART = (
     "vitals_score",
     "eta",
     "has_unit",
-    *(f"dest_{h}" for h in HOSPITAL_IDS),
-    *(f"at_{h}" for h in HOSPITAL_IDS),
+    *(f"dest_{h}" for h in hospitals),
+    *(f"at_{h}" for h in hospitals),
     "waiting_or",
     "waiting_specialist",
     "waiting_blood",
@@ -86,18 +93,19 @@ _PATIENT_PART = (
     "blood_type_known",
     "blood_reserved",
     "secondary",
-)
+    )
 
-CASE_COLUMNS: tuple[str, ...] = (
-    "present",
-    "open_call",
-    "patient",
-    "done",
-    "waited",
-    *_CALL_PART,
-    *_REPORT_PART,
-    *_PATIENT_PART,
-)
+
+def case_columns(maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> tuple[str, ...]:
+    """The case row's columns under ``maxima`` (``dest_Hk`` / ``at_Hk``: the hospital of slot k-1)."""
+    return ("present", "open_call", "patient", "done", "waited", *_CALL_PART, *_REPORT_PART,
+            *_patient_part(maxima.hospitals))
+
+
+_PATIENT_PART = _patient_part(PRAKASHNAGAR_MAXIMA.hospitals)
+
+
+CASE_COLUMNS: tuple[str, ...] = case_columns()
 
 # what each hospital can take part in now: its component of the exact masks of every action type
 # with a hospital component
@@ -118,39 +126,51 @@ HOSPITAL_COLUMNS: tuple[str, ...] = (
     *(f"can_{a}" for a in _HOSPITAL_ACTIONS),
 )
 
-N_UNITS, N_HOSPITALS = len(UNIT_IDS), len(HOSPITAL_IDS)
-
 #: Minutes that read as 1.0 in the travel arrays (and any longer or cut-off route); design choice:
 #: the longest shortest route of the city at peak hour is under an hour.
 TRAVEL_SCALE_MIN = 60.0
 
-SHAPES: dict[str, tuple[tuple[int, ...], Any]] = {
-    "global": ((len(GLOBAL_COLUMNS),), np.float32),
-    "units": ((N_UNITS, len(UNIT_COLUMNS)), np.float32),
-    "cases": ((MAX_CASES, len(CASE_COLUMNS)), np.float32),
-    "hospitals": ((N_HOSPITALS, len(HOSPITAL_COLUMNS)), np.float32),
-    "unit_case_minutes": ((N_UNITS, MAX_CASES), np.float32),
-    "case_hospital_minutes": ((MAX_CASES, N_HOSPITALS), np.float32),
-    "unit_present": ((N_UNITS,), np.int8),
-    "case_present": ((MAX_CASES,), np.int8),
-    "action_mask": ((sum(NVEC),), np.bool_),
-    "type_masks": ((NVEC[0], sum(NVEC[1:])), np.bool_),
-}
+Shapes = dict[str, tuple[tuple[int, ...], Any]]
 
 
-def factored_observation_space() -> spaces.Dict:
+@functools.lru_cache(maxsize=16)
+def shapes(maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> Shapes:
+    """Every observation array's shape and dtype under ``maxima`` (read only)."""
+    layout = layout_for(PRAKASHNAGAR, maxima)  # every city's layout has the same sizes
+    nvec = action_tables(layout).nvec
+    units, cases, hospitals = layout.n_units, maxima.cases, maxima.hospitals
+    return {
+        "global": ((len(GLOBAL_COLUMNS),), np.float32),
+        "units": ((units, len(UNIT_COLUMNS)), np.float32),
+        "cases": ((cases, len(case_columns(maxima))), np.float32),
+        "hospitals": ((hospitals, len(HOSPITAL_COLUMNS)), np.float32),
+        "unit_case_minutes": ((units, cases), np.float32),
+        "case_hospital_minutes": ((cases, hospitals), np.float32),
+        "unit_present": ((units,), np.int8),
+        "case_present": ((cases,), np.int8),
+        "action_mask": ((sum(nvec),), np.bool_),
+        "type_masks": ((nvec[0], sum(nvec[1:])), np.bool_),
+    }
+
+
+SHAPES: Shapes = shapes()
+
+
+def factored_observation_space(maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> spaces.Dict:
     """Every array is a ``Box`` in [0, 1] (float32 features, int8 presence, bool masks)."""
-    return spaces.Dict({name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in SHAPES.items()})
+    return spaces.Dict(
+        {name: spaces.Box(0, 1, shape, dtype) for name, (shape, dtype) in shapes(maxima).items()}
+    )
 
 
 class Buffers:
     """Every observation array (``arrays``, leading ``batch`` dimensions), as views of one zeroed
     buffer per dtype, so ``copy`` takes one copy per buffer."""
 
-    def __init__(self, batch: tuple[int, ...] = ()) -> None:
+    def __init__(self, batch: tuple[int, ...] = (), maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> None:
         sizes: dict[Any, int] = {}
         layout = []
-        for name, (shape, dtype) in SHAPES.items():
+        for name, (shape, dtype) in shapes(maxima).items():
             size = int(np.prod(batch + shape))
             layout.append((name, dtype, sizes.get(dtype, 0), size, batch + shape))
             sizes[dtype] = sizes.get(dtype, 0) + size
@@ -173,12 +193,9 @@ def _index(columns: tuple[str, ...]) -> dict[str, int]:
 
 
 _U, _K, _H = _index(UNIT_COLUMNS), _index(CASE_COLUMNS), _index(HOSPITAL_COLUMNS)
-_NODE = {n: i for i, n in enumerate(NODE_IDS)}
 _CALL_START, _REPORT_START, _PATIENT_START = _K[_CALL_PART[0]], _K["age"], _K[_PATIENT_PART[0]]
 _HOSPITAL_TYPE_ROWS = np.array([TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS])
-_HOSPITAL_MASK_COLUMNS = np.arange(N_HOSPITALS) + OFFSETS[3] - NVEC[0]
 _CAN_START = _H[f"can_{_HOSPITAL_ACTIONS[0]}"]
-_NO_NODE = len(NODE_IDS)  # the index of the all-zero row and column of the padded travel table
 
 
 def _c(x: float) -> float:
@@ -216,7 +233,12 @@ _NO_CALL = (0.0,) * len(_CALL_PART)
 
 @functools.lru_cache(maxsize=8192)
 def _patient_static(
-    condition: str, status: str, destination: str | None, hospital: str | None, has_unit: bool
+    condition: str,
+    status: str,
+    destination: str | None,
+    hospital: str | None,
+    has_unit: bool,
+    hospital_ids: tuple[str | None, ...],
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The patient part's discrete columns before and after the vitals and ETA."""
     head = (
@@ -224,7 +246,7 @@ def _patient_static(
         *_one_hot(CONDITION_IDS, condition),
         *_one_hot(PATIENT_STATES, status),
     )
-    tail = (float(has_unit), *_one_hot(HOSPITAL_IDS, destination), *_one_hot(HOSPITAL_IDS, hospital))
+    tail = (float(has_unit), *_one_hot(hospital_ids, destination), *_one_hot(hospital_ids, hospital))
     return head, tail
 
 
@@ -241,9 +263,10 @@ def _waiting_columns(waiting: tuple[str, ...]) -> tuple[float, ...]:
 _NO_PATIENT = (0.0,) * len(_PATIENT_PART)
 
 
-def _patient_columns(p: Mapping[str, Any]) -> tuple[float, ...]:
+def _patient_columns(p: Mapping[str, Any], hospital_ids: tuple[str | None, ...]) -> tuple[float, ...]:
+    has_unit = p["ambulance_id"] is not None
     head, tail = _patient_static(
-        p["condition"], p["status"], p["destination"], p["hospital"], p["ambulance_id"] is not None
+        p["condition"], p["status"], p["destination"], p["hospital"], has_unit, hospital_ids
     )
     v = p["vitals"]
     eta = p["eta_min"]
@@ -321,26 +344,34 @@ def _unit_row(
 
 
 class FactoredFeatures:
-    """One episode's observation writer (``reset`` between episodes). ``write(view, legal, out)``
-    fills the arrays of ``out`` (``Buffers().arrays`` or a vector env's rows of its batch)."""
+    """One episode's observation writer (``reset`` between episodes, with the layout of the
+    episode's city). ``write(view, out, masks_changed)`` fills the arrays of ``out`` (``Buffers().arrays``
+    or a vector env's rows of its batch; their shapes are the layout's maxima's)."""
 
-    def __init__(self) -> None:
-        self.slots = SlotTable()
+    def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
+        self._set_layout(layout)
         self._case_state: dict[int, tuple[Any, ...]] = {}  # slot -> what its row was written from
-        self._case_node = np.full(MAX_CASES, _NO_NODE, np.intp)
         self._travel: tuple[Any, np.ndarray] | None = None
-        self._hospital_rows: list[Any] = [None] * N_HOSPITALS
-        self._hospital_nodes = np.zeros(N_HOSPITALS, np.intp)
-        self._unit_node = np.full(N_UNITS, _NO_NODE, np.intp)
-        self._unit_rows: list[Any] = [None] * N_UNITS  # slot -> the row written (lru-cached tuples)
 
-    def reset(self, out: Mapping[str, np.ndarray]) -> None:
-        self.slots = SlotTable()
+    def _set_layout(self, layout: SlotLayout) -> None:
+        self.layout = layout
+        self.slots = SlotTable(layout)
+        self._tables = action_tables(layout)
+        self._node = layout.node_index
+        self._no_node = len(layout.node_index)  # the all-zero row and column of the padded travel table
+        self._case_node = np.full(layout.maxima.cases, self._no_node, np.intp)
+        self._hospital_rows: list[Any] = [None] * layout.n_hospitals
+        self._hospital_nodes = np.full(layout.n_hospitals, self._no_node, np.intp)
+        self._hospital_mask_columns = np.arange(layout.n_hospitals) + self._tables.offsets[3] - NVEC[0]
+        self._unit_node = np.full(layout.n_units, self._no_node, np.intp)
+        self._unit_rows: list[Any] = [None] * layout.n_units  # slot -> the row written (lru-cached tuples)
+
+    def reset(self, out: Mapping[str, np.ndarray], layout: SlotLayout | None = None) -> None:
+        """A new episode (in the city of ``layout``, when given; its maxima must be the same)."""
+        if layout is not None and layout.maxima != self.layout.maxima:
+            raise ValueError(f"slot maxima {layout.maxima} differ from this writer's {self.layout.maxima}")
+        self._set_layout(layout or self.layout)
         self._case_state.clear()
-        self._case_node.fill(_NO_NODE)
-        self._hospital_rows = [None] * N_HOSPITALS
-        self._unit_node.fill(_NO_NODE)
-        self._unit_rows = [None] * N_UNITS
         for array in out.values():
             array.fill(0)
 
@@ -360,10 +391,11 @@ class FactoredFeatures:
 
     def _units(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> np.ndarray:
         """The unit rows (each written only when it changed); returns each slot's node index
-        (``_NO_NODE``: absent)."""
+        (the padded zero row: absent)."""
         rows, present, nodes, kept = out["units"], out["unit_present"], self._unit_node, self._unit_rows
+        unit_slot, node = self.layout.unit_slot, self._node
         for a in view["ambulances"]:
-            i = UNIT_SLOT[a["ambulance_id"]]
+            i = unit_slot[a["ambulance_id"]]
             row = _unit_row(
                 a["kind"],
                 a["mutual_aid"],
@@ -377,12 +409,13 @@ class FactoredFeatures:
                 rows[i] = row
                 present[i] = 1
                 kept[i] = row
-            nodes[i] = _NODE[a["node"]]
+            nodes[i] = node[a["node"]]
         return nodes
 
     def _cases(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
         slots, state = self.slots, self._case_state
         cases, present, node_of = out["cases"], out["case_present"], self._case_node
+        node, no_node, hospital_ids = self._node, self._no_node, self.layout.hospital_ids
         written: set[int] = set()
         for call in view["calls"]:
             slot = slots.slot_of.get(call["call_id"])
@@ -394,7 +427,7 @@ class FactoredFeatures:
                 if slot not in state:
                     cases[slot, _REPORT_START:_PATIENT_START] = report_columns(call["report"])
                     present[slot] = 1
-                    node_of[slot] = _NODE[call["node"]]
+                    node_of[slot] = node[call["node"]]
                 cases[slot, :_REPORT_START] = (1.0, 1.0, 0.0, 0.0, 0.0, *_call_columns(*key))
                 state[slot] = ("call", *key)
             cases[slot, 4] = _c(call["waiting_min"] / 120)
@@ -419,36 +452,38 @@ class FactoredFeatures:
                 _c(p["minutes_since_call"] / 120),
                 *_NO_CALL,
             )
-            cases[slot, _PATIENT_START:] = _patient_columns(p)
-            node_of[slot] = _NO_NODE if final else _NODE[p["node"]]
+            cases[slot, _PATIENT_START:] = _patient_columns(p, hospital_ids)
+            node_of[slot] = no_node if final else node[p["node"]]
             state[slot] = ("patient", status)
         for slot, kept in list(state.items()):
             if slot not in written and kept[0] == "call":  # a call closed without a patient
                 cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
-                node_of[slot] = _NO_NODE
+                node_of[slot] = no_node
                 state[slot] = ("closed",)
 
     def _hospitals(
         self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int, masks_changed: bool
     ) -> None:
-        hospitals, rewritten = out["hospitals"], False
+        hospitals, hospital_slot, rewritten = out["hospitals"], self.layout.hospital_slot, False
         for h in view["hospitals"]:
-            i = HOSPITAL_SLOT[h["hospital_id"]]
+            i = hospital_slot[h["hospital_id"]]
             if self._hospital_rows[i] is not h or h["diverted_until"] is not None:
                 hospitals[i] = _hospital_columns(h, clock)  # its can_* columns zeroed
                 self._hospital_rows[i] = h
-                self._hospital_nodes[i] = _NODE[h["node"]]
+                self._hospital_nodes[i] = self._node[h["node"]]
                 rewritten = True
         if masks_changed or rewritten:
-            hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, _HOSPITAL_MASK_COLUMNS].T
+            columns = self._hospital_mask_columns
+            hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, columns].T
 
     def _travel_minutes(
         self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]
     ) -> None:
         table = view.travel_minutes()
         if self._travel is None or self._travel[0] is not table:
-            scaled = np.zeros((_NO_NODE + 1, _NO_NODE + 1), np.float32)  # padded: absent reads 0
-            scaled[:_NO_NODE, :_NO_NODE] = np.minimum(np.asarray(table, np.float64) / TRAVEL_SCALE_MIN, 1.0)
+            n = self._no_node
+            scaled = np.zeros((n + 1, n + 1), np.float32)  # padded: absent reads 0
+            scaled[:n, :n] = np.minimum(np.asarray(table, np.float64) / TRAVEL_SCALE_MIN, 1.0)
             self._travel = (table, scaled)
         scaled = self._travel[1]
         cases = self._case_node
@@ -470,7 +505,7 @@ class FactoredFeatures:
             len(view["alerts"]) / 5,
             view["last_action_error"] is not None,
             view["query_result"] is not None,
-            len(self.slots) / MAX_CASES,
+            len(self.slots) / self.slots.max_cases,
             horizon / LONGEST_HORIZON_MIN,
             max_steps / LARGEST_STEP_BUDGET,
         )

@@ -12,9 +12,11 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .factored_actions import NVEC, decode, encode
-from .factored_env import FactoredCore
+from ..sim.city import City
+from .factored_actions import decode, encode
+from .factored_env import CityChoice, FactoredCore
 from .factored_features import Buffers, factored_observation_space
+from .slots import SlotMaxima
 
 _SEED_SPAN = 2**31 - 1
 
@@ -32,6 +34,8 @@ class CodeRedFactoredVectorEnv(VectorEnv):
     - ``infos``: ``score_preview`` (num_envs,), and for ended episodes ``final_score`` with its
       ``_final_score`` mask. ``legal_actions(i)``, ``encode(i, wire)``, ``decode(i, action)``
       and ``core(i)`` (its ``sim``) are one episode's.
+    - ``city``, ``split``, ``num_cities``, ``maxima``: as ``CodeRedFactoredEnv`` (each episode's
+      city follows from its seed).
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012
@@ -41,6 +45,11 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         num_envs: int = 1,
         task_id: str = "task1",
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        *,
+        city: str | int | City | None = None,
+        split: str | None = None,
+        num_cities: int | None = None,
+        maxima: SlotMaxima | str | None = None,
     ) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1")
@@ -49,15 +58,17 @@ class CodeRedFactoredVectorEnv(VectorEnv):
             raise ValueError("autoreset_mode must be NEXT_STEP or SAME_STEP")
         self.metadata = {"autoreset_mode": mode}
         self.num_envs = num_envs
-        self.single_observation_space = factored_observation_space()
-        self.single_action_space = spaces.MultiDiscrete(np.array(NVEC, np.int64))
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
-        self._buffers = Buffers((num_envs,))
+        cities = CityChoice(city, split, num_cities, maxima)
+        self._buffers = Buffers((num_envs,), cities.maxima)
         self._batch = self._buffers.arrays
         self._cores = [
-            FactoredCore(task_id, {k: v[i] for k, v in self._batch.items()}) for i in range(num_envs)
+            FactoredCore(task_id, {k: v[i] for k, v in self._batch.items()}, cities) for i in range(num_envs)
         ]
+        self._nvec = self._cores[0].legal.tables.nvec
+        self.single_observation_space = factored_observation_space(cities.maxima)
+        self.single_action_space = spaces.MultiDiscrete(np.array(self._nvec, np.int64))
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
         self._ended = np.zeros(num_envs, bool)
         self._rewards = np.zeros(num_envs, np.float64)
 
@@ -84,9 +95,9 @@ class CodeRedFactoredVectorEnv(VectorEnv):
             seeds = [seed + i for i in range(self.num_envs)]
         else:
             seeds = [self._draw_seed() for _ in range(self.num_envs)]
-        task_id = (options or {}).get("task_id")
+        options = options or {}
         for core, s in zip(self._cores, seeds, strict=True):
-            core.reset(int(s), task_id)
+            core.reset(int(s), options.get("task_id"), options.get("city"))
         self._ended.fill(False)
         return self._observation(), self._infos()
 
@@ -96,7 +107,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
     def step(
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        actions = np.asarray(actions, np.int64).reshape(self.num_envs, len(NVEC))
+        actions = np.asarray(actions, np.int64).reshape(self.num_envs, len(self._nvec))
         rewards, terminated = self._rewards, np.zeros(self.num_envs, bool)
         rewards.fill(0.0)
         same_step = self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP

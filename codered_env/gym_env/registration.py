@@ -1,7 +1,9 @@
 """Registration of the Gymnasium ids: ``CodeRedEnv-task1-v2`` .. ``CodeRedEnv-task5-v2`` (the flat
-``Discrete`` interface) and ``CodeRedFactored-task1-v0`` .. ``CodeRedFactored-task5-v0`` (stable
-slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env), and
-``CodeRedEnv-gen-task1-v2`` .. ``-task5-v2`` (the flat interface on generated cities)."""
+``Discrete`` interface), ``CodeRedFactored-task1-v0`` .. ``CodeRedFactored-task5-v0`` (stable
+slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env),
+``CodeRedFactored-gen-task1-v0`` .. (the same on a generated city per episode, drawn from the
+``train`` split; ``split="test"`` for the held-out cities) and ``CodeRedEnv-gen-task1-v2`` ..
+``-task5-v2`` (the flat interface on generated cities)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ GEN_FLAT_VERSION = 2  # CodeRedEnv-gen-taskN: the flat interface on generated ci
 
 
 def register_envs() -> list[str]:
-    """Register every id (idempotent); returns them: the flat ones, the factored ones, the flat
-    ones on generated cities."""
+    """Register every id (idempotent); returns them: the flat ones, the factored ones, the factored
+    ones on generated cities, the flat ones on generated cities."""
     ids = []
     for task_id in TASK_IDS:
         flat, factored = (
@@ -35,9 +37,16 @@ def register_envs() -> list[str]:
                 vector_entry_point="codered_env.gym_env:CodeRedFactoredVectorEnv",
                 kwargs={"task_id": task_id},
             )
-        ids.append(flat)
-        ids.append(factored)
-    return sorted(ids, key=lambda i: not i.startswith("CodeRedEnv-")) + _register_gen_flat()
+        factored_gen = f"CodeRedFactored-gen-{task_id}-v{FACTORED_VERSION}"
+        if factored_gen not in gymnasium.registry:
+            gymnasium.register(
+                id=factored_gen,
+                entry_point="codered_env.gym_env:CodeRedFactoredEnv",
+                vector_entry_point="codered_env.gym_env:CodeRedFactoredVectorEnv",
+                kwargs={"task_id": task_id, "split": "train"},
+            )
+        ids += [flat, factored, factored_gen]
+    return sorted(ids, key=lambda i: (not i.startswith("CodeRedEnv-"), "-gen-" in i)) + _register_gen_flat()
 
 
 def _register_gen_flat() -> list[str]:
