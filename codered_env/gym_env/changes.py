@@ -1,7 +1,7 @@
-"""What changed since an earlier step, as the adapters' row caches ask it: the one place the
-Gymnasium adapter reads the core's change bookkeeping (everything else it reads from the
-observation view). A row cache compares two ``ChangeMarks``: equal marks of the same episode
-mean the parts they cover are unchanged."""
+"""What changed since an earlier step, as the adapters' row caches ask it: the view's change
+marks (``ObservationView.change_marks``), the one piece of the core's change record the
+Gymnasium adapter reads besides the observation itself. A row cache compares two
+``ChangeMarks``: equal marks of the same episode mean the parts they cover are unchanged."""
 
 from __future__ import annotations
 
@@ -23,5 +23,4 @@ class ChangeMarks(NamedTuple):
 
 def change_marks(view: ObservationView) -> ChangeMarks:
     """The marks of the episode ``view`` shows, now."""
-    world = view._world  # the view's own episode state; read for its change counters only
-    return ChangeMarks(world, world.version("calls"), world.version("rooms"), world.version("stock"))
+    return ChangeMarks(*view.change_marks())

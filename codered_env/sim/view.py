@@ -156,6 +156,13 @@ class ObservationView(Mapping[str, Any]):
             value = built[key] = self._parts[key](self._world, self._ctx)
         return value
 
+    def change_marks(self) -> tuple[object, int, int, int]:
+        """``(episode, calls, rooms, stock)``: an identity of the episode (compare it with ``is``)
+        and the change record's counts of call, room and blood-stock changes (each moves on such a
+        change), for adapters that cache rows between steps. Counts only, nothing hidden."""
+        world = self._world
+        return world, world.version("calls"), world.version("rooms"), world.version("stock")
+
     def hospital(self, hospital_id: str) -> dict[str, Any]:
         """The row of ``self["hospitals"]`` of this hospital, without building the others'."""
         row = self._hospitals.get(hospital_id)
