@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from codered_env.agents.roster import SERVED_AGENTS
-from codered_env.city_choice import DEFAULT_CITY, city_key, valid_cities
+from codered_env.city_choice import DEFAULT_CITY, MAX_CITY_SEED, city_key, valid_cities
 from codered_env.models import CodeRedAction
 from codered_env.sim import TASK_IDS
 
@@ -32,8 +32,17 @@ def _city(value: Any) -> str:
 CityChoice = Annotated[
     str,
     BeforeValidator(_city),
-    WithJsonSchema({"type": ["integer", "string"], "description": f"The city to play in: {valid_cities()}.",
-                    "examples": [DEFAULT_CITY, 100000]}),
+    WithJsonSchema({
+        "anyOf": [
+            {"type": "integer", "minimum": 0, "maximum": MAX_CITY_SEED},
+            # the city's name, or a seed as digits (no leading zeros) or "gen-<seed>"; nine digits
+            # at most here, so every string the schema admits is a city (seeds up to 2**32 - 1
+            # are accepted as integers)
+            {"type": "string", "pattern": f"^({DEFAULT_CITY}|(gen-)?(0|[1-9][0-9]{{0,8}}))$"},
+        ],
+        "description": f"The city to play in: {valid_cities()}.",
+        "examples": [DEFAULT_CITY, 100000],
+    }),
 ]
 # Server-issued ids are 24 characters; 64 leaves room without letting clients send essays.
 EpisodeIdStr = Annotated[str, Field(min_length=1, max_length=64)]
