@@ -256,16 +256,21 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
     def step_count(self) -> int:
         return self._episode.step_count
 
+    def _step_recorded(self, action: Any, logged: Mapping[str, Any]) -> tuple[Any, Any]:
+        """One step of the live episode, recorded with its wire form (caller holds the lock)."""
+        sim = self._require_sim()
+        result = sim.step(action)
+        wire_action = dict(logged)
+        self._episode.record(float(result.reward), result.error, wire_action)
+        if self.recorder is not None:
+            self.recorder({"op": "step", "action": wire_action})
+        return sim, result
+
     def step_summary(self, action: Any, logged: Mapping[str, Any]) -> dict[str, Any]:
         """A step answered without building the observation: reward, done, the step's error, the
         running score and the clock (``/ws?observation=none``)."""
         with self._lock:
-            sim = self._require_sim()
-            result = sim.step(action)
-            wire_action = dict(logged)
-            self._episode.record(float(result.reward), result.error, wire_action)
-            if self.recorder is not None:
-                self.recorder({"op": "step", "action": wire_action})
+            sim, result = self._step_recorded(action, logged)
             return {
                 "observation": {
                     "last_action_error": result.error,
@@ -282,12 +287,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         simulation's observation view: no observation model is made or dumped. For immediate
         encoding only: its rows are shared with the episode's memo and must not be changed."""
         with self._lock:
-            sim = self._require_sim()
-            result = sim.step(action)
-            wire_action = dict(logged)
-            self._episode.record(float(result.reward), result.error, wire_action)
-            if self.recorder is not None:
-                self.recorder({"op": "step", "action": wire_action})
+            sim, result = self._step_recorded(action, logged)
             data = plain_observation(sim.observation_view())
             data["last_action_error"] = result.error
             rendered = render_text(data) if text else ""
