@@ -202,18 +202,12 @@ class ReplayResult:
 
 
 def regrade(task_id: str, seed: int, city: str, actions: list[dict[str, Any]]) -> dict[str, Any]:
-    """The final grade of ``actions`` replayed from reset on (task, seed) in ``city`` (what
-    ``codered_env.sim.grade_episode`` gives for Prakashnagar). ValueError on a bad task or city."""
+    """The final grade of ``actions`` replayed from reset on (task, seed) in ``city``
+    (``codered_env.sim.grade_episode``). ValueError on a bad task or city."""
     from codered_env.city_choice import city_key
-    from codered_env.sim import CodeRedSim
+    from codered_env.sim import grade_episode
 
-    sim = CodeRedSim(task_id, seed, city=city_key(city))
-    for action in actions:
-        if sim.done:
-            break
-        sim.step(action)
-    sim.finish()
-    return sim.grade()
+    return grade_episode(task_id, seed, actions, city=city_key(city))
 
 
 def replay(source: str | Path | Trajectory) -> ReplayResult:

@@ -381,13 +381,15 @@ def _unpickled_snapshot(*values: Any) -> Snapshot:
     return snapshot
 
 
-def grade_episode(task_id: str, seed: int, actions: list[Any]) -> dict[str, Any]:
-    """Replay ``actions`` from reset and return the final grade (a pure function).
+def grade_episode(
+    task_id: str, seed: int, actions: list[Any], city: str | int | City = "prakashnagar"
+) -> dict[str, Any]:
+    """Replay ``actions`` from reset (in ``city``) and return the final grade (a pure function).
 
     Actions past the end of the episode are ignored; a list that ends before the episode does
     is graded as if the agent stopped deciding there (the world plays on, as at the budget).
     """
-    sim = CodeRedSim(task_id, seed)
+    sim = CodeRedSim(task_id, seed, city=city)
     for action in actions:
         if sim.done:
             break

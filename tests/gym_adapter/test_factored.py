@@ -155,9 +155,15 @@ def _twist(sim: CodeRedSim, shift: int) -> None:
 
 @pytest.mark.parametrize("task_id", ["task4", "task5"])
 def test_hidden_truth_of_unseen_callers_never_shows(task_id: str) -> None:
+    assert_hidden_truth_never_shows(task_id)
+
+
+def assert_hidden_truth_never_shows(task_id: str, **env_kwargs: Any) -> None:
+    """Twin episodes whose unseen callers' truth differs give identical observations, legal
+    vectors, slots and rewards until a crew sees a patient (``env_kwargs``: e.g. the city)."""
     compared = 0
     for seed in (1000, 1001):
-        real, twin = CodeRedFactoredEnv(task_id), CodeRedFactoredEnv(task_id)
+        real, twin = CodeRedFactoredEnv(task_id, **env_kwargs), CodeRedFactoredEnv(task_id, **env_kwargs)
         obs_a, info_a = real.reset(seed=seed)
         twin.reset(seed=seed)
         _twist(twin.sim, shift=3 + seed % 5)
