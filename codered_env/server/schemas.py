@@ -39,8 +39,9 @@ CityChoice = Annotated[
             # at most here, so every string the schema admits is a city (seeds up to 2**32 - 1
             # are accepted as integers)
             {"type": "string", "pattern": f"^({DEFAULT_CITY}|(gen-)?(0|[1-9][0-9]{{0,8}}))$"},
+            {"type": "null"},  # the default city
         ],
-        "description": f"The city to play in: {valid_cities()}.",
+        "description": f"The city to play in: {valid_cities()}; null means {DEFAULT_CITY}.",
         "examples": [DEFAULT_CITY, 100000],
     }),
 ]

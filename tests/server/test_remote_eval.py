@@ -86,8 +86,9 @@ def _has_children(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and /proc")
 def test_a_killed_eval_leaves_no_worker_processes(tmp_path: Path) -> None:
     codered = Path(sys.executable).with_name("codered")
+    # the planner: slow enough per episode that the run always goes to worker processes
     proc = subprocess.Popen(
-        [str(codered), "eval", "--agents", "heuristic", "--tasks", "all", "--seeds", "0-39",
+        [str(codered), "eval", "--agents", "planner", "--tasks", "all", "--seeds", "0-39",
          "--workers", "2", "--db", str(tmp_path / "k.db")],
         cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
