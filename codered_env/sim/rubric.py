@@ -26,19 +26,24 @@ are those with a real need (true priority P1-P3); P4 callers are not patients fo
   dispatcher knew* (the posterior given the caller's report; the known priority in phase 1)
   that a response was wrong: ALS to a non-urgent caller, any unit to an advice-only caller, a
   cold or BLS response or advice to a caller who needed more.
-* ``prep_ready`` -- the stake-weighted mean over every scored patient of ``benefit kept x
-  readiness``: readiness credit is gated on the outcome it serves, so it never exceeds
-  ``time_score`` and one patient's readiness moves it no more than that patient's stake moves
-  ``time_score``. The readiness (each of OR / specialist / blood in 0..1) is measured when they
-  first reached a hospital or at their prompt-arrival reference if that came first
-  (``dynamics.care.prompt_arrival``), so arriving late never raises it. A patient whose care
-  needs nothing prepared counts as ready when that care was the best on offer to them, and as 0
-  when a better-equipped hospital could have taken them; an unseen caller whose condition would
-  need preparation counts as not ready yet.
+* ``prep_ready`` -- the stake-weighted mean over every scored patient of ``benefit kept x (0.75
+  + 0.25 x readiness)`` (``PREP_READINESS_SHARE``): readiness credit is gated on the outcome it
+  serves, so it never exceeds ``time_score``, and readiness decides a quarter of it, so process
+  credit cannot outweigh the outcomes it serves (readiness acts on those through the door-to-
+  treatment delay in ``time_score`` as well). The readiness (each of OR / specialist / blood in
+  0..1) is measured when they first reached a hospital or at their prompt-arrival reference if
+  that came first (``dynamics.care.prompt_arrival``), so arriving late never raises it. A
+  patient whose care needs nothing prepared counts as ready when that care was the best on offer
+  to them, and as 0 when a better-equipped hospital could have taken them; an unseen caller
+  whose condition would need preparation counts as not ready yet.
 * ``vitals_score_avg`` -- stake-weighted mean reserve (0..1) at the start of treatment; 0 untreated.
-* ``secondary_harm`` -- stake-weighted mean over secondary casualties of the outcome gain
-  ``(O - O_untreated) / (O_best - O_untreated)``, clipped to 0..1 (``O_best``: care at 40 % of target).
-* ``cascade_score`` -- mean of: secondary casualties reached in time (1 within 10 min, 0 at 40);
+* ``secondary_harm`` -- the stake-weighted benefit kept over every scored patient less the
+  stake-weighted outcome gain secondary casualties lost, ``1 - (O - O_untreated) / (O_best -
+  O_untreated)`` clipped to 0..1 (``O_best``: care at 40 % of target), both shares of the total
+  stake, floored at 0. A secondary casualty weighs as much as their stake, as in ``time_score``,
+  so the few of them cannot outweigh the many; with none it equals ``time_score``.
+* ``cascade_score`` -- mean of: secondary casualties reached in time (the benefit kept less the
+  stake share of each casualty's response credit short of 1; 1 within 10 min, 0 at 40);
   hospital load handled (stake-weighted share of patients to be taken to hospital who got
   there x (1 - 0.5 x overcrowding diversions)); in phase 2 the triage accuracy, the mean over
   received calls of ``1 - E[cost(code, level) | report]`` (0 untriaged), halved after a news cycle.
@@ -78,6 +83,7 @@ from .params import (
     NEWS_CYCLE_TRIAGE_FACTOR,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
+    PREP_READINESS_SHARE,
     PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
     SCORE_CEIL,
@@ -218,13 +224,17 @@ class _Entry(NamedTuple):
     prep_wkr: float  # w x benefit kept x readiness (1 where their care needed nothing prepared)
     load_w: float  # w, if they are to be taken to hospital
     load_wd: float  # w x delivered
-    sec_w: float  # secondary casualties: stake, stake x gain, count, response credit
+    sec_w: float  # secondary casualties: stake, stake x gain, stake x response credit
     sec_wg: float
-    sec_n: float
     sec_r: float
 
 
 _ZERO = _Entry(*([0.0] * len(_Entry._fields)))
+
+
+def _readiness_credit(readiness: float) -> float:
+    """The share of a patient's benefit kept that ``prep_ready`` credits at this readiness."""
+    return 1.0 - PREP_READINESS_SHARE + PREP_READINESS_SHARE * readiness
 
 
 def _prep(world: World, p: Patient, final: bool) -> float | None:
@@ -263,12 +273,12 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
         vitals = max(0.0, p.reserve) * hope
     prep = _prep(world, p, final) if cond.needs_prep else None
-    prep_wkr = w * kept * (1.0 if prep is None else prep)  # nothing to prepare: ready
+    prep_wkr = w * kept * _readiness_credit(1.0 if prep is None else prep)  # nothing to prepare: ready
     load_w = w if cond.transport else 0.0
     delivered = 1.0 if p.first_hospital_arrival is not None else hope
-    sec_w = sec_wg = sec_n = sec_r = 0.0
+    sec_w = sec_wg = sec_r = 0.0
     if p.secondary:
-        sec_w, sec_n = w, 1.0
+        sec_w = w
         if p.treatment_start is not None:
             start = p.treatment_start
             quality, cpr = p.treatment_quality, _cpr_minutes(p, start)
@@ -277,10 +287,10 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         elif hope:
             sec_wg = w * _secondary_gain_now(p, t) * hope
         reached_at = p.first_unit_at
-        sec_r = _response_credit(reached_at - p.appeared_at) if reached_at is not None else (
-            _response_credit(t - p.appeared_at) * hope)
+        sec_r = w * (_response_credit(reached_at - p.appeared_at) if reached_at is not None else (
+            _response_credit(t - p.appeared_at) * hope))
     return _Entry(1.0, float(p.first_unit_at is not None), w, w * kept, w * vitals, prep_wkr, load_w,
-                  load_w * delivered, sec_w, sec_wg, sec_n, sec_r)
+                  load_w * delivered, sec_w, sec_wg, sec_r)
 
 
 # a stroke call's mean onset lead (the preview's nominal caller)
@@ -321,9 +331,9 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
         kept = weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
         wk += kept
         wv += weight * reserve
-        ready_wk += 0.0 if prep else kept  # nothing prepared yet for an unseen caller
+        ready_wk += kept * _readiness_credit(0.0 if prep else 1.0)  # unseen: nothing prepared yet
         load_w += weight if transport else 0.0
-    return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0, 0.0)
+    return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0)
 
 
 def _caller_entry(world: World, call: Call) -> _Entry:
@@ -333,7 +343,7 @@ def _caller_entry(world: World, call: Call) -> _Entry:
     b = _caller_bound(call.report, t - call.received_at, cpr)
     hope = _hope(call.received_at, t, world.task.horizon_min)
     return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w, b.load_wd * hope,
-                  0.0, 0.0, 0.0, 0.0)
+                  0.0, 0.0, 0.0)
 
 
 def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
@@ -359,33 +369,34 @@ def _add_up(entries: list[_Entry]) -> _Entry:
 
 
 # ---------------------------------------------------------------- episode-level terms
-def _penalties(world: World, final: bool) -> dict[str, float]:
-    """The ledger, plus (final) the waste still outstanding when the episode ends."""
+def _penalties(world: World) -> dict[str, float]:
+    """The ledger plus the waste outstanding now: pages, preparations and blood the agent asked
+    for that nothing has used yet. The preview charges them when they are made (use refunds
+    them), so waste never used costs through the episode, not only at its last step."""
     counts = dict(world.ledger)
-    if final:
-        extra_pages = sum(
-            1
-            for h in world.hospitals.values()
-            for s in h.specialists.values()
-            if s.agent_paged and not s.used and s.state in ("paged", "present")
-        )
-        extra_preps = sum(
-            1
-            for h in world.hospitals.values()
-            for r in h.ors
-            if r.agent_prepared and r.patient_id is None and r.state in ("preparing", "ready")
-        )
-        unused_blood = sum(
-            1
-            for a in world.allocations
-            if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
-        )
-        outstanding = (
-            ("wasted_page", extra_pages), ("unused_or_prep", extra_preps), ("unneeded_blood", unused_blood)
-        )
-        for key, n in outstanding:
-            if n:
-                counts[key] = counts.get(key, 0) + n
+    extra_pages = sum(
+        1
+        for h in world.hospitals.values()
+        for s in h.specialists.values()
+        if s.agent_paged and not s.used and s.state in ("paged", "present")
+    )
+    extra_preps = sum(
+        1
+        for h in world.hospitals.values()
+        for r in h.ors
+        if r.agent_prepared and r.patient_id is None and r.state in ("preparing", "ready")
+    )
+    unused_blood = sum(
+        1
+        for a in world.allocations
+        if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
+    )
+    outstanding = (
+        ("wasted_page", extra_pages), ("unused_or_prep", extra_preps), ("unneeded_blood", unused_blood)
+    )
+    for key, n in outstanding:
+        if n:
+            counts[key] = counts.get(key, 0) + n
     return counts
 
 
@@ -411,7 +422,8 @@ def _triage_mean(world: World) -> float:
 
 
 def _cascade(world: World, total: _Entry) -> float:
-    response = total.sec_r / total.sec_n if total.sec_n else 0.0
+    # as in secondary_harm: the response short of time weighs by the casualty's stake
+    response = max(0.0, _ratio(total.wk - (total.sec_w - total.sec_r), total.w))
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     delivered = total.load_wd / total.load_w if total.load_w else 0.0
     subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
@@ -447,13 +459,21 @@ def _ratio(part: float, whole: float) -> float:
     return part / whole if whole > 0 else 0.0
 
 
+def _secondary_harm(total: _Entry) -> float:
+    """The benefit kept over every scored patient, less the share of the outcome gain secondary
+    casualties lost, both as shares of the total stake (floored at 0): a secondary casualty moves
+    it by their stake, as a patient moves ``time_score``, not by one over the few of them."""
+    lost = total.sec_w - total.sec_wg
+    return max(0.0, _ratio(total.wk - lost, total.w))
+
+
 def _components(world: World, total: _Entry, waste: float) -> dict[str, float | None]:
     cascades = world.task.cascades
     time_score = _ratio(total.wk, total.w)
     return {
         "time_score": time_score,
         "efficiency": time_score * math.exp(-waste / max(1.0, total.n)),
-        "secondary_harm": _ratio(total.sec_wg, total.sec_w) if cascades else None,
+        "secondary_harm": _secondary_harm(total) if cascades else None,
         "prep_ready": _ratio(total.prep_wkr, total.w),
         "vitals_score_avg": _ratio(total.wv, total.w),
         "cascade_score": _cascade(world, total) if cascades else None,
@@ -465,7 +485,7 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
     the final grade and the running preview."""
     known, entries = _entries(world, final)
     total = _add_up(entries)
-    counts = _penalties(world, final)
+    counts = _penalties(world)
     waste = _waste(counts)
     components = _components(world, total, waste)
     effective = _effective_weights(world.task.cascades)
@@ -513,20 +533,22 @@ def _patient_record(world: World, p: Patient, final: bool, surge: frozenset[str]
     }
 
 
-def clinical_outcomes(patients: list[Patient], surge: frozenset[str] = frozenset()) -> dict[str, float | int]:
+def clinical_outcomes(
+    patients: list[Patient], caused: frozenset[str] = frozenset()
+) -> dict[str, float | int]:
     """What the episode did to patients, beside the score (never part of it): the priority-
     weighted mean expected good outcome (P1 x3, P2 x2, P3 x1) and the expected deaths per 100
-    graded patients (``conditions.expected_death``). Callers a news cycle brought (``surge``:
-    their patient ids) count in what is lost (deaths, outcome short of 1) but not in the hundred
-    or the weights it is a share of, so a policy that sets off a surge of low-acuity calls
-    cannot dilute its figures with them."""
+    graded patients (``conditions.expected_death``). Patients the play itself brought about
+    (``caused``: callers a news cycle brought, the bystander an unattended incident injured)
+    count in what is lost (deaths, outcome short of 1) but not in the hundred or the weights it
+    is a share of, so a policy cannot dilute its figures with casualties it caused."""
     base_w = short = deaths = 0.0
     base = 0
     for p in patients:
         cond = CONDITIONS[p.condition]
         w = PRIORITY_WEIGHT[cond.true_priority]
         outcome = _outcome(p)
-        if p.patient_id not in surge:
+        if p.patient_id not in caused:
             base_w += w
             base += 1
         short += w * (1.0 - outcome)
@@ -541,6 +563,12 @@ def clinical_outcomes(patients: list[Patient], surge: frozenset[str] = frozenset
 def surge_patients(world: World) -> frozenset[str]:
     """The patients a news cycle's surge of calls brought (their calls carry ``surge``)."""
     return frozenset(c.patient_id for c in world.calls.values() if c.surge)
+
+
+def caused_patients(world: World) -> frozenset[str]:
+    """The patients the play brought about: a news cycle's surge and an escalation's bystander."""
+    escalation = world.escalation_casualty
+    return surge_patients(world) | ({escalation} if escalation else frozenset())
 
 
 def _clamp(raw: float, final: bool) -> float:
@@ -578,5 +606,5 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
         "patients": [_patient_record(world, p, final, surge) for p in s["scored"]],
-        "outcomes": clinical_outcomes(s["scored"], surge),
+        "outcomes": clinical_outcomes(s["scored"], caused_patients(world)),
     }

@@ -95,6 +95,7 @@ class World:
         self.news_cycle_at: int | None = None
         self.news_cycle_reason = ""
         self.escalated = False
+        self.escalation_casualty: str | None = None  # the bystander an unattended incident injured
         # calls before this place in ``calls`` have left "pending", which no call re-enters
         self.first_pending = 0
         self.id_counters = [self._max_id("P"), 0]  # call ids are given on arrival

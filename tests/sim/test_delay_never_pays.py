@@ -3,7 +3,8 @@ preparation or a call's triage back by k minutes, all else equal, never raises t
 
 The held policy is the heuristic that, the first time it would play an action of the held kind,
 waits ``k`` decision minutes (an OR-status query: one minute, no effect on the world) before
-playing it. The fast sweep covers every task on a few seeds; the broad one (``CODERED_SLOW=1``)
+playing it. The fast sweep covers every task on twenty seeds (a mean: one seed on which waiting
+lets the heuristic choose better can gain alone); the broad one (``CODERED_SLOW=1``)
 more seeds and holds."""
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ CASES = [(t, hold) for t in TASK_IDS for hold in sorted(HOLDS) if hold != "triag
 
 @pytest.mark.parametrize(("task_id", "hold"), CASES)
 def test_holding_back_never_raises_the_score(task_id: str, hold: str) -> None:
-    gains = _gains(task_id, range(2000, 2004), hold, 6)
+    gains = _gains(task_id, range(2000, 2020), hold, 6)
     assert sum(gains) / len(gains) <= TOLERANCE, gains
 
 

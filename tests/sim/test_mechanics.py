@@ -9,6 +9,7 @@ import pytest
 
 from codered_env.sim import CodeRedSim
 from codered_env.sim.dynamics.blood import in_circulation
+from codered_env.sim.params import PREP_READINESS_SHARE
 from codered_env.sim.triage import callback_plan, report_priority_posterior
 from codered_env.sim.types import Disruption
 
@@ -96,9 +97,10 @@ def test_prepared_or_and_paged_specialist_earn_prep_credit_and_time() -> None:
     play(cold, [*stemi_plan("H1", prep=False), WAIT, WAIT])
     run_until_done(cold)
     g_ready, g_cold = ready.grade(), cold.grade()
-    assert g_ready["components"]["prep_ready"] > 0.5
+    assert g_ready["patients"][0]["prep"] > 0.5
     # unprepared, the hospital readies the lab itself after arrival: credited only as late as that is
-    assert g_cold["components"]["prep_ready"] < 0.25
+    assert g_cold["patients"][0]["prep"] < 0.25
+    assert g_ready["components"]["prep_ready"] > g_cold["components"]["prep_ready"]
     assert patient(ready).treatment_start < patient(cold).treatment_start
     assert g_ready["score"] > g_cold["score"]
 
@@ -490,7 +492,9 @@ def test_thrombolysis_while_pci_was_available_earns_no_readiness_credit() -> Non
     g = sim.grade()
     rec = g["patients"][0]
     assert rec["therapy"] == "lysis" and rec["prep"] == 0.0
-    assert g["components"]["prep_ready"] == 0.0
+    # readiness 0: only the share of prep_ready that follows the benefit kept
+    share = 1.0 - PREP_READINESS_SHARE
+    assert g["components"]["prep_ready"] == pytest.approx(share * g["components"]["time_score"], abs=1e-3)
 
 
 def test_stroke_vitals_show_rising_blood_pressure() -> None:

@@ -25,6 +25,7 @@ from codered_env.sim.params import (
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     PENALTY,
+    PREP_READINESS_SHARE,
     PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
     SCORE_CEIL,
@@ -271,8 +272,10 @@ def test_per_patient_breakdown(task_id: str) -> None:
     assert g["components"]["time_score"] == pytest.approx(time_score, abs=1e-3)
     vitals = sum(weights[i] * r["vitals_at_treatment"] for i, r in records.items()) / sum(weights.values())
     assert g["components"]["vitals_score_avg"] == pytest.approx(vitals, abs=1e-3)
-    # readiness gated on the benefit kept, over every patient (nothing to prepare: ready)
-    ready = {i: 1.0 if r["prep"] is None else r["prep"] for i, r in records.items()}
+    # readiness gated on the benefit kept, over every patient (nothing to prepare: ready), and
+    # deciding PREP_READINESS_SHARE of it
+    ready = {i: 1.0 - PREP_READINESS_SHARE * (1.0 - (1.0 if r["prep"] is None else r["prep"]))
+             for i, r in records.items()}
     prep = sum(weights[i] * r["time_score"] * ready[i] for i, r in records.items())
     assert g["components"]["prep_ready"] == pytest.approx(prep / sum(weights.values()), abs=2e-3)
     assert g["components"]["prep_ready"] <= g["components"]["time_score"] + 1e-9
@@ -410,10 +413,11 @@ WASTE = [
 
 
 @pytest.mark.parametrize(("key", "waste"), WASTE, ids=[f"{k}-{w['hospital_id']}" for k, w in WASTE])
-def test_waste_is_counted_once_the_episode_ends(key: str, waste: dict[str, Any]) -> None:
-    ref, _ = _stemi_plan_then(act("query_or_status", hospital_id="H2"))
+def test_waste_is_charged_while_unused(key: str, waste: dict[str, Any]) -> None:
+    ref, ref_preview = _stemi_plan_then(act("query_or_status", hospital_id="H2"))
     sim, preview = _stemi_plan_then(waste)
-    assert key not in preview["penalties"], "not yet wasted while it may still be used"
+    charged = preview["penalties"].get(key, 0) - ref_preview["penalties"].get(key, 0)
+    assert charged == 1, "the preview charges it while nothing uses it"
     g_ref, g = _finish(ref), _finish(sim)
     assert g["final"] is True
     assert g["penalties"].get(key) == 1
@@ -442,12 +446,13 @@ def test_unneeded_blood_is_penalised() -> None:
     assert g["penalties"].get("unneeded_blood") == 1  # and not counted twice at the end
 
 
-def test_unused_blood_for_a_bleeding_patient_is_penalised_at_the_end() -> None:
-    """task3: blood reserved at a hospital the casualty never reaches is wasted (counted at the end)."""
+def test_unused_blood_for_a_bleeding_patient_is_penalised() -> None:
+    """task3: blood reserved at a hospital the casualty never reaches is wasted (charged while it
+    lies unused, and still at the end)."""
     sim = CodeRedSim("task3", 0)
     bleeding = next(p.patient_id for p in sim.world.patients.values() if p.condition == "trauma_haemorrhage")
     play(sim, [act("allocate_blood", patient_id=bleeding, hospital_id="H3", blood_type="O-", units=1)])
-    assert "unneeded_blood" not in sim.grade()["penalties"]
+    assert sim.grade()["penalties"].get("unneeded_blood") == 1
     g = _finish(sim)
     assert g["penalties"].get("unneeded_blood") == 1
 
@@ -585,3 +590,27 @@ def test_a_news_cycle_surge_cannot_dilute_the_death_rate() -> None:
     as_surge = clinical_outcomes(patients + low, frozenset(p.patient_id for p in low))
     assert diluted["deaths_per_100"] < plain["deaths_per_100"]  # what a surge used to do
     assert as_surge["deaths_per_100"] == pytest.approx(plain["deaths_per_100"], abs=0.011)
+
+
+def test_an_escalation_bystander_counts_in_the_deaths_not_in_the_hundred() -> None:
+    """The bystander an unattended incident injures is harm the play caused: in the expected
+    deaths, not in the base, so holding every dispatch back cannot dilute the rate with them."""
+    from codered_env.sim.rubric import caused_patients, clinical_outcomes
+
+    unattended = CodeRedSim("task3", 0)
+    unattended.finish()
+    bystander = unattended.world.escalation_casualty
+    assert bystander is not None, "nobody reached the incident in time"
+    caused = caused_patients(unattended.world)
+    assert bystander in caused
+    patients = [unattended.world.patients[r["patient_id"]] for r in unattended.grade()["patients"]]
+    assert bystander in {p.patient_id for p in patients}
+    outcomes = unattended.grade()["outcomes"]
+    assert outcomes == clinical_outcomes(patients, caused)
+    assert outcomes["deaths_per_100"] > clinical_outcomes(patients)["deaths_per_100"]
+    attended = CodeRedSim("task3", 0)
+    agent = make_agent("heuristic", 0)
+    agent.reset("task3", 0)
+    while not attended.done:
+        attended.step(agent.act(attended.observation()))
+    assert attended.world.escalation_casualty is None

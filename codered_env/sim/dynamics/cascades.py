@@ -47,6 +47,7 @@ def _maybe_escalate_incident(world: World, t: int) -> None:
         world.task.phase, world.city,
     )
     world.mci.add(spawn.patient.patient_id)
+    world.escalation_casualty = spawn.patient.patient_id
     schedule(world, spawn)
     world.event(
         f"ALERT incident at {world.incident_node} unattended for {INCIDENT_ESCALATION_MIN} min: "
