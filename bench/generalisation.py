@@ -107,7 +107,7 @@ def train_and_score(job: dict[str, Any]) -> dict[str, Any]:
         result["scores"]["BC + PPO"] = _greedy(fp, policy, task_id, job["episodes"])
     out = Path(args["artifacts"]) / f"{task_id}-{name}"
     out.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": policy.state_dict(), "task_id": task_id, "train_set": name}, out / "policy.pt")
+    fp.save_policy(policy, out / "policy.pt", {"task_id": task_id, "train_set": name})
     result["cpu_s"] = round(time.process_time() - cpu0, 1)
     result["wall_s"] = round(time.monotonic() - started, 1)
     (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -39,7 +39,7 @@ def play_factored(policy: Any, task_id: str, seed: int) -> dict[str, Any]:
     from codered_env.factored_ppo import batch_inputs
     from codered_env.gym_env import CodeRedFactoredEnv
 
-    env, kinds = CodeRedFactoredEnv(task_id), Counter()
+    env, kinds = CodeRedFactoredEnv(task_id, maxima=policy.maxima), Counter()
     obs, _ = env.reset(seed=seed)
     done = False
     with torch.no_grad():
@@ -53,14 +53,9 @@ def play_factored(policy: Any, task_id: str, seed: int) -> dict[str, Any]:
 
 
 def load_factored(path: str) -> Any:
-    import torch
+    from codered_env.agents.factored import load_policy
 
-    from codered_env.factored_ppo import make_policy
-
-    saved = torch.load(path)
-    policy = make_policy(saved["config"]["hidden"])
-    policy.load_state_dict(saved["state_dict"])
-    return policy.eval()
+    return load_policy(path)[0]
 
 
 def summarise(name: str, episodes: list[dict[str, Any]]) -> None:

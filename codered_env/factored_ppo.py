@@ -15,8 +15,8 @@ CPU torch), imported only inside the functions that use it.
 
 A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
 over environment steps), ``bc.json`` (the warm start's accuracy and grades per fitting round,
-when used), ``policy.pt`` (the final weights, which ``codered eval --agents factored:PATH``
-plays, agents/factored.py) and ``run.json``.
+when used), ``policy.pt`` (the final weights and their slot maxima, which ``codered eval
+--agents factored:PATH`` plays, agents/factored.py) and ``run.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .agents.factored import INPUTS, batch_inputs, make_policy, policy_torch
+from .agents.factored import INPUTS, batch_inputs, load_policy, make_policy, policy_torch, save_policy
 from .sim.catalogue import MAINTAIN_PLAN
 
 EVAL_SEED_BASE = 10_000
@@ -55,6 +55,7 @@ class FactoredConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 128
+    maxima: str = "prakashnagar"  # the slots (spaces) the policy is built for: prakashnagar or generated
     bc_episodes: int = 0  # heuristic episodes to clone before PPO (0: from scratch)
     bc_epochs: int = 20
     # design choice: each demonstration weighs count(its type) ** -power (0: unweighted), so the
@@ -73,11 +74,11 @@ def greedy_grades(
     policy: Any, task_id: str, seeds: list[int], cities: list[Any] | None = None, maxima: Any = None
 ) -> list[float]:
     """Final grade of the greedy policy (the most likely legal vector) on each seed (in the city
-    of the same index of ``cities`` when given; slots of ``maxima``)."""
+    of the same index of ``cities`` when given; slots of ``maxima``, by default the policy's)."""
     torch = policy_torch()
     from .gym_env import CodeRedFactoredEnv
 
-    env, grades = CodeRedFactoredEnv(task_id, maxima=maxima), []
+    env, grades = CodeRedFactoredEnv(task_id, maxima=maxima or policy.maxima), []
     with torch.no_grad():
         for k, seed in enumerate(seeds):
             obs, info = env.reset(seed=seed, options={"city": cities[k]} if cities else None)
@@ -313,9 +314,7 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     started, cpu_started = time.monotonic(), time.process_time()
-    policy = make_policy(config.hidden)
-    if config.init_from:
-        policy.load_state_dict(torch.load(config.init_from)["state_dict"])
+    policy = _initial_policy(config)
     heuristic = heuristic_grades(config.task_id, config.eval_seeds)
     result: dict[str, Any] = {
         "config": asdict(config),
@@ -327,7 +326,7 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
         result["bc"]["cpu_s"] = round(time.process_time() - cpu_started, 1)
         (out / "bc.json").write_text(json.dumps(result["bc"], indent=1) + "\n")
     rows = _ppo(policy, config, rng, out, log, started)
-    torch.save({"state_dict": policy.state_dict(), "config": asdict(config)}, out / "policy.pt")
+    save_policy(policy, out / "policy.pt", asdict(config))
     result |= {
         "curve": rows,
         "final": rows[-1] if rows else None,
@@ -338,6 +337,21 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
     return result
 
 
+def _initial_policy(config: FactoredConfig) -> Any:
+    """A fresh policy with the run's slots, or ``init_from``'s weights (which must have them)."""
+    from .gym_env.slots import maxima_from_config
+
+    maxima = maxima_from_config(config.maxima)
+    policy = make_policy(config.hidden, maxima)
+    if config.init_from:
+        start, _ = load_policy(config.init_from)
+        if start.maxima != maxima:
+            raise ValueError(f"init_from {config.init_from} has the slots {start.maxima}, "
+                             f"this run {config.maxima!r}'s: {maxima}")
+        policy.load_state_dict(start.state_dict())
+    return policy
+
+
 def _warm_start(
     policy: Any, config: FactoredConfig, rng: np.random.Generator, heuristic: float, log: Any
 ) -> dict[str, Any]:
@@ -345,14 +359,14 @@ def _warm_start(
     ``bc_dagger_rounds`` rounds that add the learner's own states on the next seeds, labelled by
     the heuristic, and fit again on everything. Training seeds stay below ``EVAL_SEED_BASE``."""
     task = config.task_id
-    data = heuristic_demonstrations(task, list(range(config.bc_episodes)))
+    data = heuristic_demonstrations(task, list(range(config.bc_episodes)), maxima=policy.maxima)
     rounds: list[dict[str, Any]] = []
     next_seed = config.bc_episodes
     for round_ in range(config.bc_dagger_rounds + 1):
         if round_:
             seeds = list(range(next_seed, next_seed + config.bc_dagger_episodes))
             next_seed += config.bc_dagger_episodes
-            data += heuristic_demonstrations(task, seeds, policy)
+            data += heuristic_demonstrations(task, seeds, policy, maxima=policy.maxima)
         if next_seed > EVAL_SEED_BASE:
             raise ValueError(f"behaviour cloning would train on seeds >= {EVAL_SEED_BASE} (held out)")
         fit = behaviour_clone(policy, data, config.bc_epochs, 1e-3, rng,
@@ -373,7 +387,9 @@ def _ppo(
     rows: list[dict[str, Any]] = []
     if config.total_steps <= 0:
         return rows
-    vec = CodeRedFactoredVectorEnv(config.n_envs, config.task_id, autoreset_mode="SameStep")
+    vec = CodeRedFactoredVectorEnv(
+        config.n_envs, config.task_id, autoreset_mode="SameStep", maxima=policy.maxima
+    )
     obs, _ = vec.reset(seed=config.seed * 1000)
     optimiser = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
     steps, next_eval = 0, 0

@@ -7,6 +7,10 @@ component vector. As the ``ppo:PATH`` agent, the agent keeps a *mirror* episode:
 ``CodeRedFactoredEnv`` reset with the episode's task and seed and advanced with the agent's own
 actions (episodes are deterministic); every step checks that the observation it was given matches
 the mirror's and raises if not. It plays greedily: the most likely legal vector.
+
+A saved policy records the slot maxima it was built for (``config["maxima"]``; a file without
+them is Prakashnagar's), and the agent's mirror uses those slots. An episode's city is read from
+its first observation; a city that does not fit the slots is a ValueError.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..sim.city import PRAKASHNAGAR, city_key_of
 from .base import MAINTAIN, code_fingerprint
 from .ppo import check_mirror
 
@@ -46,7 +51,8 @@ def policy_torch() -> Any:
 def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
     """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``) for the spaces of ``maxima`` (a
     ``SlotMaxima``; Prakashnagar's by default). Its weights do not depend on the number of
-    slots, only on the columns and the parameter codes."""
+    slots, only on the columns and the parameter codes. ``hidden`` and ``maxima`` stay on the
+    module as attributes (``save_policy`` stores them)."""
     torch = policy_torch()
     from torch import nn
 
@@ -78,6 +84,7 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
             self.param_head = nn.Linear(hidden, n_types * n_params)
             self.travel = nn.Parameter(torch.zeros(2, n_types))
             self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+            self.hidden, self.maxima = hidden, maxima
 
         def forward(self, obs: dict[str, Any], legal: Any, legal_mask: Any) -> tuple[Any, Any]:
             """Logits (B, K) of the padded legal vectors ``legal`` (B, K, 5) (-inf where
@@ -136,9 +143,20 @@ def pad_legal(legal: list[np.ndarray]) -> tuple[Any, Any]:
     return torch.as_tensor(padded), torch.as_tensor(mask)
 
 
+def save_policy(policy: Any, path: str | Path, config: dict[str, Any] | None = None) -> None:
+    """Write ``policy`` to ``path`` as ``load_policy`` reads it: the weights and ``config`` (plain
+    values) with the policy's ``hidden`` and slot ``maxima`` (integers)."""
+    from ..gym_env.slots import maxima_as_config
+
+    torch = policy_torch()
+    stored = {**(config or {}), "hidden": policy.hidden, "maxima": maxima_as_config(policy.maxima)}
+    torch.save({"state_dict": policy.state_dict(), "config": stored}, path)
+
+
 def load_policy(path: str | Path) -> tuple[Any, str]:
     """The policy saved at ``path`` (``policy.pt`` of ``codered train --interface factored``) in
-    eval mode, and the file's SHA-256; a ValueError saying what is wrong with the file."""
+    eval mode, built for the slot maxima the file names (Prakashnagar's when it names none), and
+    the file's SHA-256; a ValueError saying what is wrong with the file."""
     torch = policy_torch()
     path = Path(path)
     hint = "give the policy.pt written by codered train --interface factored"
@@ -155,7 +173,7 @@ def load_policy(path: str | Path) -> tuple[Any, str]:
     hidden = config.get("hidden")
     if not isinstance(hidden, int) or hidden < 1:
         raise ValueError(f"{path}: config.hidden must be a positive integer, got {hidden!r}")
-    policy = make_policy(hidden)
+    policy = make_policy(hidden, _saved_maxima(path, config))
     try:
         policy.load_state_dict(saved["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as exc:
@@ -166,16 +184,26 @@ def load_policy(path: str | Path) -> tuple[Any, str]:
     return policy, hashlib.sha256(data).hexdigest()
 
 
+def _saved_maxima(path: Path, config: dict[str, Any]) -> Any:
+    from ..gym_env.slots import maxima_from_config
+
+    try:
+        return maxima_from_config(config.get("maxima"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: config.maxima: {exc}") from None
+
+
 class FactoredAgent:
     """Greedy factored policy loaded from a ``policy.pt`` saved by ``codered train --interface factored``."""
 
     def __init__(self, path: str | Path) -> None:
         self.policy, self.checkpoint_sha256 = load_policy(path)
+        self.maxima = self.policy.maxima
         self.name = f"factored:{path}"
-        from ..gym_env import CodeRedFactoredEnv
-
-        self.env = CodeRedFactoredEnv()
+        self.env: Any = None  # the mirror (a CodeRedFactoredEnv with the policy's slots), made at reset
         self._obs: dict[str, np.ndarray] | None = None
+        self._task: tuple[str, int] | None = None
+        self._unplayable: str | None = None  # why this episode's city cannot be mirrored
 
     def fingerprint(self) -> dict[str, Any]:
         """The checkpoint's content and the interface's code (a change to either replays)."""
@@ -184,12 +212,43 @@ class FactoredAgent:
             "checkpoint_sha256": self.checkpoint_sha256,
         }
 
-    def reset(self, task_id: str, seed: int) -> None:
-        self._obs, _ = self.env.reset(seed=seed, options={"task_id": task_id})
+    def reset(self, task_id: str, seed: int, city: Any = PRAKASHNAGAR.key) -> None:
+        """A new mirror episode (``city``: its name, a city seed or a ``City``; an episode's first
+        observation names its city too, and the mirror moves there if it differs)."""
+        self._task, self._unplayable = (task_id, seed), None
+        self._mirror(city)
+
+    def _mirror(self, city: Any) -> None:
+        from ..gym_env import CodeRedFactoredEnv
+
+        assert self._task is not None
+        task_id, seed = self._task
+        try:
+            if self.env is None:
+                self.env = CodeRedFactoredEnv(task_id, city=city, maxima=self.maxima)
+            self._obs, _ = self.env.reset(seed=seed, options={"task_id": task_id, "city": city})
+        except ValueError as exc:
+            self._unplayable = (f"{self.name} cannot play city {city!r} with the slots it was trained "
+                                f"for ({self.maxima}): {exc}")
+            raise ValueError(self._unplayable) from None
+
+    def _follow_city(self, observation: dict[str, Any]) -> None:
+        key = city_key_of(observation)
+        if key == self.env.sim.city.key:
+            return
+        if observation.get("step") != 0:
+            raise RuntimeError(f"factored agent: the episode diverged from its mirror (city: {key!r} != "
+                               f"{self.env.sim.city.key!r})")
+        self._mirror(key)
 
     def act(self, observation: dict[str, Any]) -> dict[str, Any]:
+        if self._unplayable is not None:
+            raise ValueError(self._unplayable)
+        if self._obs is None:
+            return dict(MAINTAIN)
+        self._follow_city(observation)
         sim = self.env.sim
-        if sim.done or self._obs is None:
+        if sim.done:
             return dict(MAINTAIN)
         check_mirror("factored agent", observation, sim)
         torch = policy_torch()

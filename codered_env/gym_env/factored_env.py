@@ -16,7 +16,7 @@ from ..sim.env import CodeRedSim
 from ..sim.tasks import TASK_IDS, TASKS
 from .factored_actions import FactoredLegal, decode, encode
 from .factored_features import Buffers, FactoredFeatures, factored_observation_space
-from .slots import GENERATED_MAXIMA, PRAKASHNAGAR_MAXIMA, SlotLayout, SlotMaxima, layout_for
+from .slots import GENERATED_MAXIMA, MAXIMA_BY_NAME, PRAKASHNAGAR_MAXIMA, SlotLayout, SlotMaxima, layout_for
 
 MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is sent to the simulation as
 
@@ -24,9 +24,6 @@ MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is 
 def _check_task(task_id: str) -> None:
     if task_id not in TASKS:
         raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
-
-
-_MAXIMA = {"prakashnagar": PRAKASHNAGAR_MAXIMA, "generated": GENERATED_MAXIMA}
 
 
 # mixed into an episode's seed to draw its city (a stream of its own: the simulation's draws
@@ -80,9 +77,10 @@ class CityChoice:
             return maxima
         if maxima is None:
             return PRAKASHNAGAR_MAXIMA if self.city is PRAKASHNAGAR else GENERATED_MAXIMA
-        if maxima in _MAXIMA:
-            return _MAXIMA[maxima]
-        raise ValueError(f"unknown maxima {maxima!r}; valid: a SlotMaxima, {', '.join(map(repr, _MAXIMA))}")
+        if maxima in MAXIMA_BY_NAME:
+            return MAXIMA_BY_NAME[maxima]
+        names = ", ".join(map(repr, MAXIMA_BY_NAME))
+        raise ValueError(f"unknown maxima {maxima!r}; valid: a SlotMaxima, {names}")
 
     def city_of(self, seed: int, city: str | int | City | None = None) -> City:
         """The city of the episode with this seed (``city``: an override for this episode)."""

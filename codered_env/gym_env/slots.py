@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..sim.catalogue import fixed_id_choices
@@ -74,6 +74,34 @@ GENERATED_MAXIMA = SlotMaxima(
     hospitals=HOSPITALS_RANGE[1],
     ors=1 + max(hi for _, hi in TIER_TRAUMA_THEATRES_RANGE.values()),
 )
+
+
+MAXIMA_BY_NAME: dict[str, SlotMaxima] = {"prakashnagar": PRAKASHNAGAR_MAXIMA, "generated": GENERATED_MAXIMA}
+_MAXIMA_FIELDS = tuple(f.name for f in fields(SlotMaxima))
+
+
+def maxima_as_config(maxima: SlotMaxima) -> dict[str, int]:
+    """``maxima`` as plain integers (what a saved policy stores; ``maxima_from_config`` reads it)."""
+    return {name: int(getattr(maxima, name)) for name in _MAXIMA_FIELDS}
+
+
+def maxima_from_config(value: object) -> SlotMaxima:
+    """The ``SlotMaxima`` a stored value names: a mapping of every field to a positive integer
+    (``maxima_as_config``), a name of ``MAXIMA_BY_NAME``, or None (Prakashnagar's). A ValueError
+    says what is valid."""
+    if value is None:
+        return PRAKASHNAGAR_MAXIMA
+    if isinstance(value, str) and value in MAXIMA_BY_NAME:
+        return MAXIMA_BY_NAME[value]
+    if isinstance(value, Mapping) and set(value) == set(_MAXIMA_FIELDS) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value.values()
+    ):
+        return SlotMaxima(**{name: value[name] for name in _MAXIMA_FIELDS})
+    names = ", ".join(map(repr, MAXIMA_BY_NAME))
+    raise ValueError(
+        f"unknown slot maxima {value!r}; valid: {names}, or a mapping of {', '.join(_MAXIMA_FIELDS)} "
+        "to positive integers"
+    )
 
 
 class SlotLayout:
