@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# prep_ready over every patient, surge-proof outcomes; the heuristic plans with announced repairs
-# and pre-alerts (CHANGELOG.md)
-DIGEST_VERSION = "0.2.1"
+# secondary casualties weigh by stake, readiness decides a quarter of prep_ready, unused waste is
+# charged while it lies unused (CHANGELOG.md)
+DIGEST_VERSION = "0.2.2"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "5fc27f84de1db2c9",
-    "task2": "4c9c029797c541fd",
-    "task3": "9896bb2379450390",
-    "task4": "60be7f043089e3e7",
-    "task5": "94370ac0cbb7a402",
+    "task1": "cda607e78dd4e87d",
+    "task2": "3aaec731ba232e95",
+    "task3": "bfb166dffcaa0853",
+    "task4": "b1793e7e26107ee0",
+    "task5": "6c5c346c23fb6c09",
 }
 
 

@@ -374,30 +374,23 @@ def _penalties(world: World) -> dict[str, float]:
     for that nothing has used yet. The preview charges them when they are made (use refunds
     them), so waste never used costs through the episode, not only at its last step."""
     counts = dict(world.ledger)
-    extra_pages = sum(
-        1
-        for h in world.hospitals.values()
-        for s in h.specialists.values()
-        if s.agent_paged and not s.used and s.state in ("paged", "present")
-    )
-    extra_preps = sum(
-        1
-        for h in world.hospitals.values()
-        for r in h.ors
-        if r.agent_prepared and r.patient_id is None and r.state in ("preparing", "ready")
-    )
-    unused_blood = sum(
-        1
-        for a in world.allocations
-        if a.by_agent and not a.used and CONDITIONS[world.patients[a.patient_id].condition].needs_blood
-    )
-    outstanding = (
-        ("wasted_page", extra_pages), ("unused_or_prep", extra_preps), ("unneeded_blood", unused_blood)
-    )
-    for key, n in outstanding:
+    hospitals = world.hospitals.values()
+    outstanding = {
+        "wasted_page": sum(s.agent_paged and not s.used and s.state in ("paged", "present")
+                           for h in hospitals for s in h.specialists.values()),
+        "unused_or_prep": sum(r.agent_prepared and r.patient_id is None and r.state in ("preparing", "ready")
+                              for h in hospitals for r in h.ors),
+        "unneeded_blood": sum(a.by_agent and not a.used and _needs_blood(world, a.patient_id)
+                              for a in world.allocations),
+    }
+    for key, n in outstanding.items():
         if n:
             counts[key] = counts.get(key, 0) + n
     return counts
+
+
+def _needs_blood(world: World, patient_id: str) -> bool:
+    return CONDITIONS[world.patients[patient_id].condition].needs_blood
 
 
 def _waste(counts: dict[str, float]) -> float:
@@ -504,7 +497,7 @@ def _summary(world: World, final: bool) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- reports
-def _patient_record(world: World, p: Patient, final: bool, surge: frozenset[str]) -> dict[str, Any]:
+def _patient_record(world: World, p: Patient, final: bool, caused: frozenset[str]) -> dict[str, Any]:
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(world, p, final) if cond.needs_prep else None
@@ -515,7 +508,7 @@ def _patient_record(world: World, p: Patient, final: bool, surge: frozenset[str]
         "priority": cond.true_priority,
         "stake": round(stake(p.condition, p.onset_min), 4),
         "secondary": p.secondary,
-        "surge": p.patient_id in surge,
+        "caused": p.patient_id in caused,  # a surge caller or an escalation's bystander
         "status": p.status,
         "hospital": p.hospital,
         "delay_min": p.treatment_start - p.appeared_at if treated else None,
@@ -560,15 +553,12 @@ def clinical_outcomes(
     }
 
 
-def surge_patients(world: World) -> frozenset[str]:
-    """The patients a news cycle's surge of calls brought (their calls carry ``surge``)."""
-    return frozenset(c.patient_id for c in world.calls.values() if c.surge)
-
-
 def caused_patients(world: World) -> frozenset[str]:
-    """The patients the play brought about: a news cycle's surge and an escalation's bystander."""
+    """The patients the play brought about: a news cycle's surge (their calls carry ``surge``)
+    and an escalation's bystander."""
+    surge = frozenset(c.patient_id for c in world.calls.values() if c.surge)
     escalation = world.escalation_casualty
-    return surge_patients(world) | ({escalation} if escalation else frozenset())
+    return surge | {escalation} if escalation else surge
 
 
 def _clamp(raw: float, final: bool) -> float:
@@ -589,7 +579,7 @@ def grade(world: World, final: bool) -> dict[str, Any]:
     """Score breakdown of the episode so far (``final`` adds end-of-episode waste checks)."""
     s = _summary(world, final)
     counts = s["counts"]
-    surge = surge_patients(world)
+    caused = caused_patients(world)
     return {
         "task_id": world.task.task_id,
         "seed": world.seed,
@@ -605,6 +595,6 @@ def grade(world: World, final: bool) -> dict[str, Any]:
         "coverage": round(s["coverage"], 4),
         "news_cycle": world.news_cycle_reason or None,
         "overcrowding_diversions": sum(h.overcrowding_events for h in world.hospitals.values()),
-        "patients": [_patient_record(world, p, final, surge) for p in s["scored"]],
-        "outcomes": clinical_outcomes(s["scored"], caused_patients(world)),
+        "patients": [_patient_record(world, p, final, caused) for p in s["scored"]],
+        "outcomes": clinical_outcomes(s["scored"], caused),
     }

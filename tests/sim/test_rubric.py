@@ -534,7 +534,7 @@ def test_triage_accuracy_is_the_expected_cost_under_the_report_posterior() -> No
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_clinical_outcomes_beside_the_score(task_id: str) -> None:
     """grade["outcomes"]: the priority-weighted expected outcome of the graded patients and the
-    expected deaths per 100 (surge callers in what is lost, not in what it is a share of); doing
+    expected deaths per 100 (patients the play caused in what is lost, not in what it is a share of); doing
     nothing leaves more deaths and a worse outcome than the
     heuristic, and the numbers follow the per-patient records (never the score)."""
     results = {a: run_episode(task_id, 1005, make_agent(a, 1005)) for a in ("noop", "heuristic")}
@@ -546,7 +546,7 @@ def test_clinical_outcomes_beside_the_score(task_id: str) -> None:
         outcomes = result.grade["outcomes"]
         weights = [PRIORITY_WEIGHT[r["priority"]] for r in records]
         short = sum(w * (1 - r["expected_outcome"]) for w, r in zip(weights, records, strict=True))
-        mean = 1 - short / sum(w for w, r in zip(weights, records, strict=True) if not r["surge"])
+        mean = 1 - short / sum(w for w, r in zip(weights, records, strict=True) if not r["caused"])
         assert outcomes["patients"] == len(records)
         assert outcomes["weighted_outcome"] == pytest.approx(mean, abs=1e-3)
         assert 0.0 <= outcomes["deaths_per_100"] <= 100.0
