@@ -216,6 +216,22 @@ def test_generalisation_tables_are_the_generated_ones() -> None:
     assert _tables(_block(_text(DOCS / "TRAINING.md"), "generalisation")) == generated[: len(generated) - 1]
 
 
+def _cells(table: str) -> list[list[str]]:
+    return [row.strip("| ").split(" | ") for row in table.splitlines()[2:]]
+
+
+def test_model_city_figures_are_the_generated_ones() -> None:
+    held_out, prakashnagar = (_cells(t) for t in _tables(_text(RESULTS / "bench_cities.md"))[:2])
+    expected = [[*c[:4], f"{p[2]}, {p[3]}"] for c, p in zip(held_out, prakashnagar, strict=True)]
+    model = _text(DOCS / "MODEL.md")
+    assert [_cells(t) for t in _tables(model)].count(expected) == 1
+    kept = {where: " / ".join(r[4] for r in _cells(_tables(_text(RESULTS / "bench_open_loop.md"))[0])
+                              if r[1] == where) for where in ("fixed city", "new cities")}
+    prose = " ".join(model.split())
+    assert f"it keeps {kept['fixed city']} of the heuristic's own score" in prose
+    assert f"on held-out generated cities {kept['new cities']}," in prose
+
+
 def test_performance_tables_are_copies_of_results_files() -> None:
     results = "\n".join(_text(p) for p in sorted(RESULTS.glob("*.md")))
     tables = _tables(_text(DOCS / "PERFORMANCE.md"))
