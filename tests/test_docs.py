@@ -220,6 +220,24 @@ def _cells(table: str) -> list[list[str]]:
     return [row.strip("| ").split(" | ") for row in table.splitlines()[2:]]
 
 
+def _mean(cell: str) -> float:
+    return float(cell.split(" ± ")[0])
+
+
+def test_training_generalisation_prose_quotes_the_generated_ratios() -> None:
+    task1, task3 = ({r[0].split(" ")[0] + r[1]: r for r in _cells(t)}
+                    for t in _tables(_text(RESULTS / "generalisation.md"))[:2])
+    there = [f"{_mean(t['open-loopPrakashnagar, 1 episode'][3]) / _mean(t['heuristic-'][3]):.2f}"
+             for t in (task1, task3)]
+    held_out = [t["open-loopPrakashnagar, 1 episode"][4] for t in (task1, task3)]
+    learner = [task1[f"factored{s}"][4] for s in ("1 train city", "10 train cities", "100 train cities")]
+    prose = " ".join(_text(DOCS / "TRAINING.md").split())
+    assert (f"the blind replay keeps {there[0]} (task1) and {there[1]} (task3) of the heuristic there, "
+            f"{held_out[0]} and {held_out[1]} on held-out cities") in prose
+    assert f"{task1['factoredPrakashnagar only'][4]} of the heuristic on held-out cities" in prose
+    assert f"{', '.join(learner)} with 1, 10, 100 cities" in prose
+
+
 def test_model_city_figures_are_the_generated_ones() -> None:
     held_out, prakashnagar = (_cells(t) for t in _tables(_text(RESULTS / "bench_cities.md"))[:2])
     expected = [[*c[:4], f"{p[2]}, {p[3]}"] for c, p in zip(held_out, prakashnagar, strict=True)]
