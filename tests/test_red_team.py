@@ -171,6 +171,14 @@ def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
         probe.main(["--policies", "no-such-policy"])
 
 
+def test_the_summary_prints_when_too_few_policies_to_rank(capsys) -> None:
+    line = {"task": "task5", "inversions": 0, "return_inversions": 0, "max_delay_gain": None,
+            "spearman_score": None, "spearman_return": None, "reach_negative": 0.4, "reach_mean": 0.01,
+            "best_fair": "heuristic", "best_fair_gain": 0.0, "culprits": {}}
+    probe.print_summary([line])
+    assert "task5 | 0/0 | - | -/- | 40%" in capsys.readouterr().out
+
+
 @SLOW
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", TASK_IDS)

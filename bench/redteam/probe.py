@@ -358,8 +358,10 @@ def print_summary(lines: list[dict[str, Any]]) -> None:
     for x in lines:
         gain = "-" if x["max_delay_gain"] is None else f"{x['max_delay_gain']:+.4f}"
         culprits = ", ".join(f"{k} {n}" for k, n in x["culprits"].items()) or "-"
+        ranks = "/".join("-" if r is None else f"{r:.2f}"  # too few policies to rank
+                         for r in (x["spearman_score"], x["spearman_return"]))
         print(f"  {x['task']} | {x['inversions']}/{x['return_inversions']} | {gain} | "
-              f"{x['spearman_score']:.2f}/{x['spearman_return']:.2f} | {x['reach_negative']:.0%}, "
+              f"{ranks} | {x['reach_negative']:.0%}, "
               f"{x['reach_mean']:+.4f} | {x['best_fair']} ({x['best_fair_gain']:+.4f}) | {culprits}")
 
 
