@@ -361,6 +361,8 @@ def _replace_future(
         _renumber(world, spawn)
         if in_incident:
             world.mci.add(spawn.patient.patient_id)
+        if spawn.reason.startswith(_ESCALATION):  # the announced bystander, under its new id
+            world.escalation_casualty = spawn.patient.patient_id
         schedule(world, spawn)
 
 

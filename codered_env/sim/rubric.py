@@ -221,7 +221,7 @@ class _Entry(NamedTuple):
     w: float  # stake weight
     wk: float  # w x benefit kept
     wv: float  # w x vitals at treatment
-    prep_wkr: float  # w x benefit kept x readiness (1 where their care needed nothing prepared)
+    prep_wkr: float  # w x benefit kept x readiness credit (ready where care needed nothing prepared)
     load_w: float  # w, if they are to be taken to hospital
     load_wd: float  # w x delivered
     sec_w: float  # secondary casualties: stake, stake x gain, stake x response credit
@@ -415,8 +415,7 @@ def _triage_mean(world: World) -> float:
 
 
 def _cascade(world: World, total: _Entry) -> float:
-    # as in secondary_harm: the response short of time weighs by the casualty's stake
-    response = max(0.0, _ratio(total.wk - (total.sec_w - total.sec_r), total.w))
+    response = _less_secondary_shortfall(total, total.sec_r)
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     delivered = total.load_wd / total.load_w if total.load_w else 0.0
     subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
@@ -452,12 +451,13 @@ def _ratio(part: float, whole: float) -> float:
     return part / whole if whole > 0 else 0.0
 
 
-def _secondary_harm(total: _Entry) -> float:
-    """The benefit kept over every scored patient, less the share of the outcome gain secondary
-    casualties lost, both as shares of the total stake (floored at 0): a secondary casualty moves
-    it by their stake, as a patient moves ``time_score``, not by one over the few of them."""
-    lost = total.sec_w - total.sec_wg
-    return max(0.0, _ratio(total.wk - lost, total.w))
+def _less_secondary_shortfall(total: _Entry, secondary_credit: float) -> float:
+    """The benefit kept over every scored patient less what secondary casualties fell short of
+    full credit (``secondary_credit``: their stake x credit, summed), both as shares of the total
+    stake, floored at 0: a secondary casualty moves it by their stake, as a patient moves
+    ``time_score``, not by one over the few of them (``secondary_harm``, and the response part of
+    ``cascade_score``)."""
+    return max(0.0, _ratio(total.wk - (total.sec_w - secondary_credit), total.w))
 
 
 def _components(world: World, total: _Entry, waste: float) -> dict[str, float | None]:
@@ -466,7 +466,7 @@ def _components(world: World, total: _Entry, waste: float) -> dict[str, float | 
     return {
         "time_score": time_score,
         "efficiency": time_score * math.exp(-waste / max(1.0, total.n)),
-        "secondary_harm": _secondary_harm(total) if cascades else None,
+        "secondary_harm": _less_secondary_shortfall(total, total.sec_wg) if cascades else None,
         "prep_ready": _ratio(total.prep_wkr, total.w),
         "vitals_score_avg": _ratio(total.wv, total.w),
         "cascade_score": _cascade(world, total) if cascades else None,

@@ -352,3 +352,16 @@ def test_a_fork_only_snapshot_holds_no_hidden_state() -> None:
     assert state_bytes(partial.fork(2)) == state_bytes(sim.fork(2))
     with pytest.raises(ValueError, match="no hidden state"):
         partial.copy()
+
+
+def test_a_fork_names_the_announced_bystander_under_its_new_id() -> None:
+    """A fork renumbers the future's patients: the escalation's bystander keeps its place among
+    the patients the play caused (the outcome figures' base leaves it out)."""
+    sim = CodeRedSim("task3", 0)
+    while sim.world.escalation_casualty is None:
+        sim.step({"action_type": "maintain_plan"})
+    for fork_seed in (3, 4):
+        world = sim.fork(fork_seed).world
+        escalations = [s.patient.patient_id for s in world.spawns
+                       if s.reason.startswith("incident escalated")]
+        assert escalations == [world.escalation_casualty]
