@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# secondary casualties weigh by stake, readiness decides a quarter of prep_ready, unused waste is
-# charged while it lies unused (CHANGELOG.md)
-DIGEST_VERSION = "0.2.2"
+# a caller left waiting while a crew that could answer stands free is charged per minute; the
+# preview's value of an unreached patient falls over 90 min, of an unseen caller over 30 (CHANGELOG.md)
+DIGEST_VERSION = "0.2.3"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "cda607e78dd4e87d",
-    "task2": "3aaec731ba232e95",
-    "task3": "bfb166dffcaa0853",
-    "task4": "b1793e7e26107ee0",
-    "task5": "6c5c346c23fb6c09",
+    "task1": "17ac3b503b405aa1",
+    "task2": "a1b252b0ebc76323",
+    "task3": "4ad32c92f31b6606",
+    "task4": "f65978dba245ffc8",
+    "task5": "cb07bf3642727d8c",
 }
 
 

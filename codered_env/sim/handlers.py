@@ -14,7 +14,7 @@ from .actions import PHASE_OF
 from .conditions import CONDITIONS
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o, request_blood_type
 from .dynamics.care import note_destination
-from .dynamics.dispatch import can_reach, charge_advice, send_unit
+from .dynamics.dispatch import DISPATCHABLE, can_reach, charge_advice, send_unit
 from .dynamics.spawns import schedule_callback
 from .dynamics.travel import reroute
 from .params import (
@@ -37,7 +37,6 @@ from .types import (
     Patient,
 )
 
-DISPATCHABLE = ("available", "returning")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 
 

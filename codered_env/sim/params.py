@@ -156,6 +156,13 @@ PENALTY = {
     "over_triage": 0.03,  # ALS sent: P(P3 or P4)
     "dispatch_no_need": 0.02,  # any unit sent: P(P4)
     "under_triage": 0.06,  # cold or BLS response: P(P1); advice: P(P1 or P2). Dearer than over
+    # per minute a caller waited while a crew that could answer them stood free, times the chance
+    # it could (ALS for a P1, any crew for P2/P3; dispatch.charge_waiting). The call-to-dispatch
+    # interval is a standard EMS measure (108 dispatches within ~3 min, Financial Express; Alberta
+    # <= 90 s, Calgary Herald 2020); the rate is sized so that holding responses a few minutes
+    # costs more than re-planning after the wait was measured to gain, and below the outcome
+    # differences between crews of either kind (docs/MODEL.md#red-team) [design choice]
+    "dispatch_wait": 0.01,
 }
 # A mutual-aid unit is a neighbouring district's ALS crew; borrowing one needlessly costs that
 # district cover, which no patient of this episode pays for: kept below one unnecessary unit
@@ -234,6 +241,17 @@ BLOOD_PENDING_CREDIT = 0.5  # prep credit for blood reserved but still being iss
 # 100 patients (docs/MODEL.md#red-team: holding every preparation 10 min moved prep_ready 4x as
 # much as time_score at a share of 1) [design choice]
 PREP_READINESS_SHARE = 0.25
+# The running preview's value of a patient no crew has reached falls linearly to 0 over these
+# minutes (or by the horizon), so the step reward charges waiting while it happens; reaching them
+# restores it. An unseen caller (valued at the report's posterior) falls over 30 min, half again
+# the National Ambulance Service's 20-min response target (NAS Operational Guidelines 2026); a
+# known patient over 90 min, the STEMI first-contact-to-device target (ACC/AHA). Measured by the
+# red team under the common per-decision discount 0.99 (docs/MODEL.md#red-team): over the whole
+# horizon, leaving callers waiting through many short decisions out-returned reaching them; at 30
+# min for known patients too, the dip before a late crew arrived cost more return than the
+# outcome it cost [design choice]
+UNSEEN_CALLER_WINDOW_MIN = 30
+UNREACHED_PATIENT_WINDOW_MIN = 90
 OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out
 SECONDARY_BEST_DELAY_FRACTION = 0.4  # secondary_harm's "best outcome": care at 40 % of target

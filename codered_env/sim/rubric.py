@@ -21,11 +21,11 @@ are those with a real need (true priority P1-P3); P4 callers are not patients fo
   Never treated: 0.
 * ``efficiency`` -- ``time_score x exp(-waste)``: the benefit delivered, discounted continuously
   (never free past a floor) by the waste per scored patient, ``sum(PENALTY[k] x count_k) / n``.
-  Waste: invalid actions, specialist pages and OR preparations never used, pre-empted elective
-  cases, blood reserved needlessly, and the response charges, each the chance *given what the
-  dispatcher knew* (the posterior given the caller's report; the known priority in phase 1)
-  that a response was wrong: ALS to a non-urgent caller, any unit to an advice-only caller, a
-  cold or BLS response or advice to a caller who needed more.
+  Waste: invalid actions, unused pages and OR preparations, pre-empted electives, needless blood,
+  each minute a caller waits while a unit stands free, and the response charges, each the chance
+  *given what the dispatcher knew* (the report's posterior; the known priority in phase 1) that a
+  response was wrong: ALS to a non-urgent caller, any unit to an advice-only caller, a cold or
+  BLS response or advice to a caller who needed more.
 * ``prep_ready`` -- the stake-weighted mean over every scored patient of ``benefit kept x (0.75
   + 0.25 x readiness)`` (``PREP_READINESS_SHARE``): readiness credit is gated on the outcome it
   serves, so it never exceeds ``time_score``, and readiness decides a quarter of it, so process
@@ -52,9 +52,9 @@ are those with a real need (true priority P1-P3); P4 callers are not patients fo
 
 The running preview (the step reward is its change) is the same computation on the world now,
 from what the agent can see: a patient not yet treated is valued at the benefit they would keep
-if care began this minute, times the share of the horizon still left to give it
-(``_hope``) -- so benefit lost is charged minute by minute -- and a caller no crew has seen
-enters at the expectation of that value under the posterior given the report
+if care began this minute, times, while no crew has reached them, a share falling to 0 over 90
+min (an unseen caller: 30 min after the first call; ``_hope``) -- so benefit lost is charged minute
+by minute -- and a caller no crew has seen enters at the expectation under the report's posterior
 (``triage.condition_posterior``), never by the hidden condition. A crew reaching a caller swaps
 the expectation for the truth: no change on average. The final grade values the untreated at 0.
 
@@ -91,6 +91,8 @@ from .params import (
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
     STROKE_ONSET_BEFORE_CALL_RANGE,
+    UNREACHED_PATIENT_WINDOW_MIN,
+    UNSEEN_CALLER_WINDOW_MIN,
 )
 from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
@@ -195,8 +197,8 @@ def _kept_if_treated_now(p: Patient, t: int) -> float:
 
 def _secondary_gain_now(p: Patient, t: int) -> float:
     quality, therapy = _best_therapy(CONDITIONS[p.condition])
-    delay = t - p.appeared_at
-    return _gain(p.condition, delay, quality, p.onset_min, therapy, _cpr_minutes(p, t), delay)
+    return _gain(p.condition, t - p.appeared_at, quality, p.onset_min, therapy, _cpr_minutes(p, t),
+                 t - p.appeared_at)
 
 
 def _response_credit(minutes: int) -> float:
@@ -204,12 +206,12 @@ def _response_credit(minutes: int) -> float:
     return min(1.0, max(0.0, 1.0 - (minutes - SECONDARY_RESPONSE_FULL_MIN) / span))
 
 
-def _hope(appeared_at: int, t: int, horizon: int) -> float:
-    """The share of the patient's time to the horizon still left at minute ``t``: the preview's
-    value of a patient no crew has reached falls to 0 by the horizon, where the final grade puts
-    the untreated; reaching them restores it (so reaching a caller is rewarded, not punished)."""
-    span = horizon - appeared_at
-    return 1.0 if span <= 0 else min(1.0, max(0.0, (horizon - t) / span))
+def _hope(appeared_at: int, t: int, horizon: int, window: int) -> float:
+    """The preview's share of the value of a patient no crew has reached at minute ``t``: 1 when
+    they appeared, 0 at the horizon or ``window`` minutes later, so waiting costs as it happens;
+    reaching them restores it (reaching a caller is rewarded, not punished)."""
+    span = min(horizon - appeared_at, window)
+    return 1.0 if span <= 0 else min(1.0, max(0.0, 1.0 - (t - appeared_at) / span))
 
 
 # ---------------------------------------------------------------- per-patient terms
@@ -266,7 +268,7 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     elif p.first_unit_at is not None:
         hope = 1.0  # a crew is with them: care is under way
     else:
-        hope = _hope(p.appeared_at, t, world.task.horizon_min)
+        hope = _hope(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
     if p.treatment_start is not None:
         kept, vitals = _time_score(p), p.reserve_at_treatment or 0.0
     else:
@@ -299,8 +301,7 @@ _STROKE_ONSET_NOMINAL = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE))
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
-    """What ``_caller_bound`` reads of each scored condition of the posterior given ``report``
-    that does not depend on the delay (asked of every unseen caller at every preview)."""
+    """What ``_caller_bound`` reads of each scored condition of ``report``'s posterior, less the delay."""
     terms = []
     for condition, chance in report_condition_posterior(report).items():
         if condition in _NOT_SCORED or chance <= 0.0:
@@ -336,12 +337,12 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0)
 
 
-def _caller_entry(world: World, call: Call) -> _Entry:
-    """An unseen caller in the preview: the posterior expectation, nothing hidden."""
+def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
+    """An unseen caller: the expectation under the latest report's posterior, since the first call."""
     t = world.clock
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
-    b = _caller_bound(call.report, t - call.received_at, cpr)
-    hope = _hope(call.received_at, t, world.task.horizon_min)
+    b = _caller_bound(call.report, t - first_call, cpr)
+    hope = _hope(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
     return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w, b.load_wd * hope,
                   0.0, 0.0, 0.0)
 
@@ -354,11 +355,12 @@ def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
     entries = [_known_entry(world, p, final) for p in known]
     if not final:
         patients = world.patients
-        unseen: dict[str, Call] = {}
-        for call in world.calls.values():
+        unseen: dict[str, tuple[Call, int]] = {}
+        for call in world.calls.values():  # in arrival order: the latest report, the first minute
             if not patients[call.patient_id].visible:
-                unseen[call.patient_id] = call  # calls in arrival order: the latest wins
-        entries += [_caller_entry(world, call) for call in unseen.values()]
+                first = unseen.get(call.patient_id)
+                unseen[call.patient_id] = (call, call.received_at if first is None else first[1])
+        entries += [_caller_entry(world, call, first) for call, first in unseen.values()]
     return known, entries
 
 
@@ -370,27 +372,23 @@ def _add_up(entries: list[_Entry]) -> _Entry:
 
 # ---------------------------------------------------------------- episode-level terms
 def _penalties(world: World) -> dict[str, float]:
-    """The ledger plus the waste outstanding now: pages, preparations and blood the agent asked
-    for that nothing has used yet. The preview charges them when they are made (use refunds
-    them), so waste never used costs through the episode, not only at its last step."""
+    """The ledger plus the waste outstanding now (pages, preparations, blood nothing has used yet):
+    charged while unused (use refunds them), so waste never used costs through the episode."""
     counts = dict(world.ledger)
-    hospitals = world.hospitals.values()
+    hospitals, patients = world.hospitals.values(), world.patients
     outstanding = {
         "wasted_page": sum(s.agent_paged and not s.used and s.state in ("paged", "present")
                            for h in hospitals for s in h.specialists.values()),
         "unused_or_prep": sum(r.agent_prepared and r.patient_id is None and r.state in ("preparing", "ready")
                               for h in hospitals for r in h.ors),
-        "unneeded_blood": sum(a.by_agent and not a.used and _needs_blood(world, a.patient_id)
+        "unneeded_blood": sum(a.by_agent and not a.used
+                              and CONDITIONS[patients[a.patient_id].condition].needs_blood
                               for a in world.allocations),
     }
     for key, n in outstanding.items():
         if n:
             counts[key] = counts.get(key, 0) + n
     return counts
-
-
-def _needs_blood(world: World, patient_id: str) -> bool:
-    return CONDITIONS[world.patients[patient_id].condition].needs_blood
 
 
 def _waste(counts: dict[str, float]) -> float:

@@ -4,6 +4,8 @@
 order docs/MODEL.md §4.1 documents (MODEL.md#41-time-decisions-ticks-and-maintain_plan,
 "Order inside a tick"):
 
+0. ``dispatch.charge_waiting``: the rubric's charge for callers left waiting while a unit stood
+   free, for the minute now ending;
 1. ``disruptions.start_and_end``: disruptions start and clear (roads, diversions, ORs,
    specialists);
 2. ``spawns.release_due``: new calls and casualties;
@@ -26,6 +28,7 @@ from .dynamics import (
     blood,
     care,
     cascades,
+    dispatch,
     disruptions,
     mutual_aid,
     physiology,
@@ -51,6 +54,7 @@ def new_world(task: TaskSpec, seed: int, city: City = PRAKASHNAGAR) -> World:
 def tick(world: World) -> None:
     """One simulated minute. The calendar is read here as ``World.is_due`` reads it, without the
     call: this runs every simulated minute of every episode and rollout."""
+    dispatch.charge_waiting(world)  # the minute now ending, as the agent's decisions left it
     world.clock += 1
     t = world.clock
     due = world.calendar

@@ -1,9 +1,10 @@
 """Sending units: the response level of a call (lights and sirens or not), a unit sent to a
-scene, the route it would take, the response charges of the rubric, and a unit sent home after
-its job (docs/MODEL.md §4.2-§4.3, §8.1)."""
+scene, the route it would take, the response and waiting charges of the rubric, and a unit sent
+home after its job (docs/MODEL.md §4.2-§4.3, §8.1)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from ..conditions import CONDITIONS
@@ -20,6 +21,9 @@ from .travel import departure_point, draw_noise, plan_trip
 
 if TYPE_CHECKING:
     from ..state import World
+
+#: Unit states the agent may dispatch from.
+DISPATCHABLE = ("available", "returning")
 
 
 def response_level(call: Call | None) -> str | None:
@@ -75,6 +79,34 @@ def charge_advice(world: World, call: Call) -> None:
     caller needed a hot response (P1 or P2)."""
     chances = report_priority_posterior(call.report)
     world.count("under_triage", chances.get("P1", 0.0) + chances.get("P2", 0.0))
+
+
+def charge_waiting(world: World) -> None:
+    """``dispatch_wait`` for the minute now ending: every caller the agent has left without a crew
+    (a phase-1 patient awaiting a unit; a pending call) while a unit that could answer them stands
+    free counts the chance, given what the dispatcher knows (``priority_chances``), that it could:
+    an ALS crew for an immediate (P1) need, any crew for P2 or P3. Holding a response back costs
+    from its first minute; waiting for the right kind of crew while only the other is free does
+    not."""
+    free = [a.kind for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    if not free:
+        return
+    als_free = "ALS" in free
+    waiting = 0.0
+    for p in world.patients.values():
+        if p.visible and p.status == "awaiting_unit" and p.call_id is None:
+            waiting += _answerable(priority_chances(p, None), als_free)
+    for call in itertools.islice(world.calls.values(), world.first_pending, None):
+        if call.status == "pending":  # a callback comes only after its first call was closed
+            waiting += _answerable(report_priority_posterior(call.report), als_free)
+    if waiting:
+        world.count("dispatch_wait", waiting)
+
+
+def _answerable(chances: dict[str, float], als_free: bool) -> float:
+    """The chance a free crew could answer a caller of these priority chances (BLS: not a P1)."""
+    urgent = chances.get("P2", 0.0) + chances.get("P3", 0.0)
+    return urgent + chances.get("P1", 0.0) if als_free else urgent
 
 
 def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bool:

@@ -1,0 +1,123 @@
+"""Waiting is charged where it starts (docs/MODEL.md §8.1, §8.5).
+
+``dispatch_wait``: every minute a caller is left without a crew while one that could answer them
+stands free costs the chance, given what the dispatcher knows, that it could (ALS for a P1, any
+crew for P2/P3); nothing while no such crew is free. The running preview's value of a patient no
+crew has reached falls to 0 over ``UNREACHED_PATIENT_WINDOW_MIN``, of an unseen caller over
+``UNSEEN_CALLER_WINDOW_MIN`` after the first call, which a callback does not restart.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from codered_env.sim import CodeRedSim
+from codered_env.sim.dynamics.dispatch import charge_waiting
+from codered_env.sim.params import PENALTY, UNREACHED_PATIENT_WINDOW_MIN, UNSEEN_CALLER_WINDOW_MIN
+from codered_env.sim.rubric import _hope, preview_score
+from codered_env.sim.state import World
+from codered_env.sim.triage import report_priority_posterior
+from codered_env.sim.types import Call
+
+QUERY: dict[str, Any] = {"action_type": "query_or_status", "hospital_id": "H1"}  # one minute, no effect
+DISPATCH: dict[str, Any] = {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}
+
+
+def _charged(world: World) -> float:
+    return world.ledger.get("dispatch_wait", 0.0)
+
+
+def _busy(world: World, kind: str) -> None:
+    for amb in world.ambulances.values():
+        if amb.kind == kind:
+            amb.status = "en_route"
+
+
+def test_a_patient_left_waiting_with_a_crew_free_is_charged_each_minute() -> None:
+    sim = CodeRedSim("task1", 0)
+    for minute in range(1, 4):
+        assert sim.step(QUERY).minutes == 1
+        assert _charged(sim.world) == pytest.approx(minute)
+    assert sim.grade()["penalties"]["dispatch_wait"] == pytest.approx(3)
+    assert PENALTY["dispatch_wait"] > 0
+    out = sim.step(DISPATCH)
+    assert out.error is None
+    sim.step(QUERY)
+    sim.step(QUERY)
+    assert _charged(sim.world) == pytest.approx(3), "a dispatched patient is no longer waiting"
+
+
+def test_holding_a_dispatch_lowers_the_running_score_from_its_first_minute() -> None:
+    held, prompt = CodeRedSim("task1", 0), CodeRedSim("task1", 0)
+    prompt.step(DISPATCH)
+    held.step(QUERY)
+    charge = held.grade()["waste_per_patient"]
+    assert charge == pytest.approx(PENALTY["dispatch_wait"])
+    assert prompt.grade()["penalties"].get("dispatch_wait", 0) == 0
+
+
+def test_nothing_is_charged_while_no_crew_that_could_answer_is_free() -> None:
+    world = copy.deepcopy(CodeRedSim("task1", 0).world)  # one P1 STEMI awaiting a unit
+    _busy(world, "ALS")
+    charge_waiting(world)
+    assert _charged(world) == 0.0, "holding a P1 for an ALS crew while only BLS is free costs nothing"
+    _busy(world, "BLS")
+    charge_waiting(world)
+    assert _charged(world) == 0.0
+    world.ambulances["ALS2"].status = "returning"  # a returning crew can be sent
+    charge_waiting(world)
+    assert _charged(world) == pytest.approx(1.0)
+
+
+def test_a_pending_call_counts_the_chance_a_free_crew_could_answer_it() -> None:
+    world = copy.deepcopy(CodeRedSim("task4", 0).world)
+    (call,) = [c for c in world.calls.values() if c.status == "pending"]
+    chances = report_priority_posterior(call.report)
+    charge_waiting(world)
+    assert _charged(world) == pytest.approx(1.0 - chances.get("P4", 0.0))
+    world.ledger.clear()
+    _busy(world, "ALS")
+    charge_waiting(world)
+    assert _charged(world) == pytest.approx(chances.get("P2", 0.0) + chances.get("P3", 0.0))
+    world.ledger.clear()
+    call.status = "closed_advice"
+    world.ambulances["ALS1"].status = "available"
+    charge_waiting(world)
+    assert _charged(world) == 0.0, "a call closed with advice is not waiting"
+
+
+def test_the_preview_share_of_an_unreached_patient_falls_over_its_window() -> None:
+    caller, known = UNSEEN_CALLER_WINDOW_MIN, UNREACHED_PATIENT_WINDOW_MIN
+    assert caller < known
+    assert _hope(10, 10, 180, caller) == 1.0
+    assert _hope(10, 10 + caller // 2, 180, caller) == pytest.approx(0.5)
+    assert _hope(10, 10 + caller, 180, caller) == 0.0
+    assert _hope(10, 10 + caller, 180, known) == pytest.approx(1 - caller / known)
+    assert _hope(170, 175, 180, caller) == pytest.approx(0.5), "by the horizon when that comes first"
+    assert _hope(200, 200, 180, caller) == 1.0
+
+
+def test_a_callback_does_not_restart_the_callers_wait() -> None:
+    sim = CodeRedSim("task4", 0)
+    for _ in range(20):
+        sim.step(QUERY)
+    world = sim.world
+    first = world.calls["C1"]
+    assert not world.patients[first.patient_id].visible
+
+    def with_call(received_at: int, callback: bool) -> float:
+        w = copy.deepcopy(world)
+        if callback:
+            w.calls[first.call_id].status = "closed_advice"
+            w.calls["CB"] = Call("CB", received_at, first.node, first.report, first.patient_id,
+                                 first.true_priority, callback_of=first.call_id)
+        else:
+            w.calls[first.call_id].received_at = received_at
+        return preview_score(w)
+
+    now = world.clock
+    assert with_call(now, callback=True) == with_call(first.received_at, callback=False)
+    assert with_call(now, callback=False) > with_call(now, callback=True), "a fresh call is worth more"
