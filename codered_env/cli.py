@@ -362,6 +362,9 @@ def serve(
     run_server(host, port)
 
 
+DEFAULT_MAXIMA = "prakashnagar"  # FactoredConfig's default slots
+
+
 @app.command()
 def train(
     task: Annotated[str, typer.Option(help="task1..task5")] = "task1",
@@ -378,6 +381,9 @@ def train(
     interface: Annotated[str, typer.Option(help="flat (MaskablePPO, CodeRedEnv-taskN-v2) or factored "
                                                  "(factored-head PPO on CodeRedFactored-taskN-v0)")] = "flat",
     bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,
+    maxima: Annotated[str, typer.Option(help="factored: the slot maxima the policy is built for: "
+                                             "prakashnagar (Prakashnagar's fleet and hospitals) or "
+                                             "generated (the largest generated city)")] = DEFAULT_MAXIMA,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
@@ -387,9 +393,17 @@ def train(
     parse_tasks(task)
     if interface not in ("flat", "factored"):
         raise typer.BadParameter(f"unknown interface {interface!r}; valid: flat, factored")
+    from .gym_env.slots import MAXIMA_BY_NAME
+
+    if maxima not in MAXIMA_BY_NAME:
+        raise typer.BadParameter(f"unknown slot maxima {maxima!r}; valid: {', '.join(MAXIMA_BY_NAME)}",
+                                 param_hint="'--maxima'")
     if interface == "factored":
-        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, gamma, bc_episodes)
+        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, gamma, bc_episodes, maxima)
         return
+    if maxima != DEFAULT_MAXIMA:
+        raise typer.BadParameter(f"{maxima!r} needs --interface factored: the flat interface has no slots "
+                                 f"(leave --maxima at {DEFAULT_MAXIMA})", param_hint="'--maxima'")
     if actions not in ACTION_SETS:
         raise typer.BadParameter(f"unknown action set {actions!r}; valid: {', '.join(ACTION_SETS)}")
     if not steps and not minutes:
@@ -413,12 +427,12 @@ def _print_line(line: str) -> None:
 
 
 def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int, eval_seeds: str, out: Path,
-                    gamma: float, bc_episodes: int) -> None:
+                    gamma: float, bc_episodes: int, maxima: str) -> None:
     from .factored_ppo import FactoredConfig, train_factored
 
     config = FactoredConfig(task_id=task, seed=seed, total_steps=steps, n_envs=envs, eval_every=eval_every,
                             eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), gamma=gamma,
-                            bc_episodes=bc_episodes)
+                            bc_episodes=bc_episodes, maxima=maxima)
     try:
         result = train_factored(config, log=_print_line)
     except ImportError as exc:

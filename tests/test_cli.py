@@ -106,3 +106,40 @@ def test_cities_are_chosen_by_name_seed_or_split() -> None:
                            ("prakashnagar", "test", 201)):
         with pytest.raises(typer.BadParameter):
             parse_cities(city, split, n)
+
+
+def _unboxed(text: str) -> str:
+    """``text`` (a rich error panel) without its border and line wrapping."""
+    return " ".join(text.replace("│", " ").replace("╭", " ").replace("╰", " ").replace("─", " ").split())
+
+
+def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("gymnasium")
+    from codered_env import factored_ppo
+    from codered_env.cli import DEFAULT_MAXIMA
+    from codered_env.gym_env.slots import MAXIMA_BY_NAME
+
+    configs = []
+
+    def capture(config, log):
+        configs.append(config)
+        return {"final": {"mean": 0.5}, "bc": None, "heuristic": 0.6}
+
+    monkeypatch.setattr(factored_ppo, "train_factored", capture)
+    base = ["train", "--interface", "factored", "--steps", "32", "--out", str(tmp_path)]
+    for args, expected in (([], DEFAULT_MAXIMA), (["--maxima", "generated"], "generated")):
+        result = runner.invoke(app, [*base, *args])
+        assert result.exit_code == 0, result.output
+        assert configs[-1].maxima == expected and configs[-1].total_steps == 32
+    assert factored_ppo.FactoredConfig().maxima == DEFAULT_MAXIMA
+    command = typer.main.get_command(app).commands["train"]
+    option = next(p for p in command.params if p.name == "maxima")
+    assert option.default == DEFAULT_MAXIMA and all(name in option.help for name in MAXIMA_BY_NAME)
+
+    bad = runner.invoke(app, [*base, "--maxima", "huge"])
+    assert bad.exit_code == 2 and len(configs) == 2
+    assert "'--maxima': unknown slot maxima 'huge'; valid: prakashnagar, generated" in _unboxed(bad.output)
+    flat = runner.invoke(app, ["train", "--maxima", "generated", "--steps", "32", "--out", str(tmp_path)])
+    assert flat.exit_code == 2 and not (tmp_path / "run.json").exists()
+    assert ("'--maxima': 'generated' needs --interface factored: the flat interface has no slots (leave "
+            "--maxima at prakashnagar)") in _unboxed(flat.output)
