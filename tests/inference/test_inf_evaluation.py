@@ -18,6 +18,7 @@ from codered_env.evaluation.episode import LocalEnv, finish, play_episode
 from codered_env.evaluation.evaluate import run_evaluation
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.evaluation.trajectory import Trajectory, TrajectoryError, replay
+from codered_env.runlog import _reward
 
 
 def fast_config(url: str, **extra: object) -> LLMConfig:
@@ -133,4 +134,4 @@ def test_inference_trajectory_regrades_to_the_logged_score(tmp_path: Path) -> No
     result = replay(path)
     assert len(result.trajectory.steps) == len(log.rewards) == 6
     assert f"{result.score:.3f}" == f"{log.score:.3f}"
-    assert [f"{s.reward:.2f}" for s in result.trajectory.steps] == log.rewards
+    assert [_reward(s.reward) for s in result.trajectory.steps] == log.rewards  # the log's format
