@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from ..sim.city import RoadNetwork, road_graph_of
 from ..sim.conditions import CONDITIONS, benefit_kept
 from ..sim.dynamics.blood import COMPATIBLE_DONORS
-from ..sim.handlers import DISPATCHABLE
+from ..sim.dynamics.dispatch import DISPATCHABLE
 from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
     CATH_LAB_PREP_RANGE,

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .dynamics.blood import COMPATIBLE_DONORS, emergency_group_o
-from .handlers import BEFORE_ARRIVAL, DISPATCHABLE
+from .dynamics.dispatch import DISPATCHABLE
+from .handlers import BEFORE_ARRIVAL
 from .obs_rows import Memo, open_calls
 from .params import MAX_BLOOD_UNITS_PER_ACTION
 from .state import World

@@ -22,10 +22,10 @@ are those with a real need (true priority P1-P3); P4 callers are not patients fo
 * ``efficiency`` -- ``time_score x exp(-waste)``: the benefit delivered, discounted continuously
   (never free past a floor) by the waste per scored patient, ``sum(PENALTY[k] x count_k) / n``.
   Waste: invalid actions, unused pages and OR preparations, pre-empted electives, needless blood,
-  each minute a caller waits while a unit stands free, and the response charges, each the chance
-  *given what the dispatcher knew* (the report's posterior; the known priority in phase 1) that a
-  response was wrong: ALS to a non-urgent caller, any unit to an advice-only caller, a cold or
-  BLS response or advice to a caller who needed more.
+  each minute a caller waits while a crew that could answer stands free, and the response
+  charges, each the chance *given what the dispatcher knew* (the report's posterior; the known
+  priority in phase 1) that a response was wrong: ALS to a non-urgent caller, any unit to an
+  advice-only caller, a cold or BLS response or advice to a caller who needed more.
 * ``prep_ready`` -- the stake-weighted mean over every scored patient of ``benefit kept x (0.75
   + 0.25 x readiness)`` (``PREP_READINESS_SHARE``): readiness credit is gated on the outcome it
   serves, so it never exceeds ``time_score``, and readiness decides a quarter of it, so process
@@ -197,8 +197,8 @@ def _kept_if_treated_now(p: Patient, t: int) -> float:
 
 def _secondary_gain_now(p: Patient, t: int) -> float:
     quality, therapy = _best_therapy(CONDITIONS[p.condition])
-    return _gain(p.condition, t - p.appeared_at, quality, p.onset_min, therapy, _cpr_minutes(p, t),
-                 t - p.appeared_at)
+    delay = t - p.appeared_at
+    return _gain(p.condition, delay, quality, p.onset_min, therapy, _cpr_minutes(p, t), delay)
 
 
 def _response_credit(minutes: int) -> float:

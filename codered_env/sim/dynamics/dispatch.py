@@ -88,17 +88,24 @@ def charge_waiting(world: World) -> None:
     an ALS crew for an immediate (P1) need, any crew for P2 or P3. Holding a response back costs
     from its first minute; waiting for the right kind of crew while only the other is free does
     not."""
-    free = [a.kind for a in world.ambulances.values() if a.status in DISPATCHABLE]
+    free = als_free = False
+    for amb in world.ambulances.values():
+        if amb.status in DISPATCHABLE:
+            free = True
+            if amb.kind == "ALS":
+                als_free = True
+                break
     if not free:
         return
-    als_free = "ALS" in free
     waiting = 0.0
-    for p in world.patients.values():
-        if p.visible and p.status == "awaiting_unit" and p.call_id is None:
-            waiting += _answerable(priority_chances(p, None), als_free)
-    for call in itertools.islice(world.calls.values(), world.first_pending, None):
-        if call.status == "pending":  # a callback comes only after its first call was closed
-            waiting += _answerable(report_priority_posterior(call.report), als_free)
+    if world.task.phase == 1:  # known patients; in phase 2 every patient comes with a call
+        for p in world.patients.values():
+            if p.status == "awaiting_unit" and p.visible:
+                waiting += _answerable(priority_chances(p, None), als_free)
+    else:
+        for call in itertools.islice(world.calls.values(), world.first_pending, None):
+            if call.status == "pending":  # a callback comes only after its first call was closed
+                waiting += _answerable(report_priority_posterior(call.report), als_free)
     if waiting:
         world.count("dispatch_wait", waiting)
 
