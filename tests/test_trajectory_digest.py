@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# a caller left waiting while a crew that could answer stands free is charged per minute; the
-# preview's value of an unreached patient falls over 90 min, of an unseen caller over 30 (CHANGELOG.md)
-DIGEST_VERSION = "0.2.3"
+# a death before care keeps a negative benefit (the untreated outcome lost too), charged in the
+# step it happens (CHANGELOG.md)
+DIGEST_VERSION = "0.2.4"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "17ac3b503b405aa1",
     "task2": "a1b252b0ebc76323",
-    "task3": "4ad32c92f31b6606",
+    "task3": "067c823cffb581ee",
     "task4": "f65978dba245ffc8",
-    "task5": "cb07bf3642727d8c",
+    "task5": "9fe3000bf12ea0e1",
 }
 
 

@@ -18,7 +18,9 @@ are those with a real need (true priority P1-P3); P4 callers are not patients fo
   ``clip((O(d - a, care given) - O_untreated) / (O(0, best care) - O_untreated), 0, 1)``, with
   ``d`` minutes from the call to definitive care and ``a`` the transfer allowance (30 min, STEMI
   120 instead of 90, for a patient transferred while no PCI-capable hospital could take them).
-  Never treated: 0.
+  Never treated: 0; died before any care: ``-O_untreated / (O(0, best care) - O_untreated)``
+  (they lost the untreated outcome too), so deaths move it as they move the weighted outcome;
+  the mean is floored at 0.
 * ``efficiency`` -- ``time_score x exp(-waste)``: the benefit delivered, discounted continuously
   (never free past a floor) by the waste per scored patient, ``sum(PENALTY[k] x count_k) / n``.
   Waste: invalid actions, unused pages and OR preparations, pre-empted electives, needless blood,
@@ -56,7 +58,8 @@ if care began this minute, times, while no crew has reached them, a share fallin
 min (an unseen caller: 30 min after the first call; ``_hope``) -- so benefit lost is charged minute
 by minute -- and a caller no crew has seen enters at the expectation under the report's posterior
 (``triage.condition_posterior``), never by the hidden condition. A crew reaching a caller swaps
-the expectation for the truth: no change on average. The final grade values the untreated at 0.
+the expectation for the truth: no change on average. The final grade values the untreated at 0
+and a death before care below 0, charged in the step it happens.
 
 ``secondary_harm`` and ``cascade_score`` are ``None`` (not applicable) in tasks without
 cascades; their weight is shared out over the other components in proportion. The score is
@@ -138,6 +141,17 @@ def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str |
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _kept_by_death(condition: str, onset: int) -> float:
+    """The benefit kept, on the ``benefit_kept`` scale, by a patient who died before any care:
+    ``(0 - O_untreated) / (O(0, best care) - O_untreated)``, at most 0. They lost the outcome
+    they would have had untreated as well, so the stake-weighted sum of benefit kept moves with
+    the priority-weighted expected outcome for deaths too (0 where untreated means death)."""
+    cond = CONDITIONS[condition]
+    span = stake(condition, onset) / PRIORITY_WEIGHT.get(cond.true_priority, 1.0)
+    return -cond.untreated_outcome / span if span > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
 def stake(condition: str, onset: int) -> float:
     """The patient's weight in every mean: priority weight x the outcome at stake,
     ``O(0, best care) - O_untreated`` (0 for a P4 caller)."""
@@ -175,7 +189,7 @@ def _cpr_minutes(p: Patient, until: int) -> float:
 
 def _time_score(p: Patient) -> float:
     if p.treatment_start is None:
-        return 0.0
+        return _kept_by_death(p.condition, p.onset_min) if p.status == "deceased" else 0.0
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
     return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy,
                     _cpr_minutes(p, p.treatment_start), _door(p))
@@ -269,13 +283,15 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         hope = 1.0  # a crew is with them: care is under way
     else:
         hope = _hope(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
-    if p.treatment_start is not None:
+    if p.treatment_start is not None or p.status == "deceased":
         kept, vitals = _time_score(p), p.reserve_at_treatment or 0.0
     else:
         kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
         vitals = max(0.0, p.reserve) * hope
     prep = _prep(world, p, final) if cond.needs_prep else None
-    prep_wkr = w * kept * _readiness_credit(1.0 if prep is None else prep)  # nothing to prepare: ready
+    # nothing to prepare: ready; a death before care counts in full, whatever was ready
+    credit = _readiness_credit(1.0 if prep is None else prep) if kept > 0.0 else 1.0
+    prep_wkr = w * kept * credit
     load_w = w if cond.transport else 0.0
     delivered = 1.0 if p.first_hospital_arrival is not None else hope
     sec_w = sec_wg = sec_r = 0.0
@@ -460,12 +476,12 @@ def _less_secondary_shortfall(total: _Entry, secondary_credit: float) -> float:
 
 def _components(world: World, total: _Entry, waste: float) -> dict[str, float | None]:
     cascades = world.task.cascades
-    time_score = _ratio(total.wk, total.w)
+    time_score = max(0.0, _ratio(total.wk, total.w))  # deaths before care can take it below 0
     return {
         "time_score": time_score,
         "efficiency": time_score * math.exp(-waste / max(1.0, total.n)),
         "secondary_harm": _less_secondary_shortfall(total, total.sec_wg) if cascades else None,
-        "prep_ready": _ratio(total.prep_wkr, total.w),
+        "prep_ready": max(0.0, _ratio(total.prep_wkr, total.w)),
         "vitals_score_avg": _ratio(total.wv, total.w),
         "cascade_score": _cascade(world, total) if cascades else None,
     }

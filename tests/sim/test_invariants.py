@@ -191,7 +191,8 @@ def check_grade(sim: CodeRedSim) -> None:
     if sim.task.cascades:
         assert all(v is not None for v in g["components"].values())
     for rec in g["patients"]:
-        assert 0.0 <= rec["time_score"] <= 1.0
+        died_untreated = rec["status"] == "deceased" and rec["delay_min"] is None
+        assert rec["time_score"] <= 1.0 and (rec["time_score"] >= 0.0 or died_untreated), rec
         assert 0.0 <= rec["vitals_at_treatment"] <= 1.0
         assert rec["prep"] is None or 0.0 <= rec["prep"] <= 1.0
 

@@ -614,3 +614,52 @@ def test_an_escalation_bystander_counts_in_the_deaths_not_in_the_hundred() -> No
     while not attended.done:
         attended.step(agent.act(attended.observation()))
     assert attended.world.escalation_casualty is None
+
+
+def _heuristic_then_wait(task_id: str, seed: int, decisions: int) -> CodeRedSim:
+    """The heuristic for ``decisions`` decisions, then only waiting: bleeding callers die untreated."""
+    sim = CodeRedSim(task_id, seed)
+    agent = make_agent("heuristic", seed)
+    agent.reset(task_id, seed)
+    while not sim.done:
+        sim.step(agent.act(sim.observation()) if sim.step_count < decisions else WAIT)
+    return sim
+
+
+@pytest.mark.parametrize(("task_id", "seed"), [("task3", 1), ("task4", 4)])
+def test_benefit_kept_moves_with_the_weighted_outcome_deaths_included(task_id: str, seed: int) -> None:
+    """stake x benefit kept = priority weight x (expected outcome - untreated outcome) for every
+    patient, so a death before care (outcome 0, below the untreated outcome) costs the score what
+    it costs the weighted outcome; the breakdown shows it as a negative benefit kept."""
+    g = _heuristic_then_wait(task_id, seed, 10).grade()
+    died = [r for r in g["patients"] if r["status"] == "deceased" and r["delay_min"] is None
+            and CONDITIONS[r["condition"]].untreated_outcome > 0]
+    assert died, "the seed has a patient who died before care"
+    assert all(r["benefit_kept"] < 0 for r in died)
+    for r in g["patients"]:
+        cond = CONDITIONS[r["condition"]]
+        gained = PRIORITY_WEIGHT[cond.true_priority] * (r["expected_outcome"] - cond.untreated_outcome)
+        if r["therapy"] is None or r["delay_min"] is not None and r["target_min"] == cond.target_min:
+            assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=2e-3), r
+    assert 0.0 <= g["components"]["time_score"] <= 1.0
+    assert g["components"]["prep_ready"] <= g["components"]["time_score"]
+
+
+def test_a_death_before_care_is_charged_in_the_step_it_happens() -> None:
+    """The preview counts the death when the patient dies (a negative step reward then), not
+    only at the end."""
+    sim = CodeRedSim("task3", 1)
+    agent = make_agent("heuristic", 1)
+    agent.reset("task3", 1)
+    charged = []
+    while not sim.done:
+        visible_dead = {p.patient_id for p in sim.world.patients.values() if p.visible and p.status == "deceased"}
+        result = sim.step(agent.act(sim.observation()) if sim.step_count < 10 else WAIT)
+        newly = {p.patient_id for p in sim.world.patients.values()
+                 if p.visible and p.status == "deceased" and p.treatment_start is None} - visible_dead
+        if newly:
+            preview = {r["patient_id"]: r for r in sim.grade()["patients"]}
+            charged.append((result.reward, [preview[pid]["benefit_kept"] for pid in newly]))
+    assert charged
+    for reward, kept in charged:
+        assert reward < 0 and all(k < 0 for k in kept)
