@@ -639,7 +639,8 @@ def test_benefit_kept_moves_with_the_weighted_outcome_deaths_included(task_id: s
     for r in g["patients"]:
         cond = CONDITIONS[r["condition"]]
         gained = PRIORITY_WEIGHT[cond.true_priority] * (r["expected_outcome"] - cond.untreated_outcome)
-        if r["therapy"] is None or r["delay_min"] is not None and r["target_min"] == cond.target_min:
+        relaxed_transfer = r["target_min"] != cond.target_min  # benefit measured with an allowance
+        if r["therapy"] is None or not relaxed_transfer:
             assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=2e-3), r
     assert 0.0 <= g["components"]["time_score"] <= 1.0
     assert g["components"]["prep_ready"] <= g["components"]["time_score"]
@@ -653,7 +654,8 @@ def test_a_death_before_care_is_charged_in_the_step_it_happens() -> None:
     agent.reset("task3", 1)
     charged = []
     while not sim.done:
-        visible_dead = {p.patient_id for p in sim.world.patients.values() if p.visible and p.status == "deceased"}
+        patients = sim.world.patients.values()
+        visible_dead = {p.patient_id for p in patients if p.visible and p.status == "deceased"}
         result = sim.step(agent.act(sim.observation()) if sim.step_count < 10 else WAIT)
         newly = {p.patient_id for p in sim.world.patients.values()
                  if p.visible and p.status == "deceased" and p.treatment_start is None} - visible_dead
