@@ -21,17 +21,17 @@ query_blood_type    --      patient                --               --
 query_or_status     --      --                     hospital         --
 ==================  ======  =====================  ===============  =================================
 
-``legal_combos`` turns the simulation's legal actions into the array of every legal component
-vector (one row per concrete legal action, every blood unit count included); each action
-type's rows are kept while that type's options are unchanged.
+``FactoredLegal`` turns the simulation's legal actions into the masks, each option into
+component codes once; the array of every legal component vector (one row per concrete legal
+action, every blood unit count included) is put together only when asked for.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -240,14 +240,19 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- legal combinations
+ParameterCodes = Callable[[str, Mapping[str, Sequence[Any]]], list[int]]
+
+
 def _option_columns(
     action_type: str,
     option: Mapping[str, Sequence[Any]],
     slot_of: Mapping[str, int],
     tables: ActionTables,
+    parameter_codes: ParameterCodes,
 ) -> list[list[int]]:
     """Per component (unit, case, hospital, parameter), the values one legal option allows
-    (a case without a slot is left out)."""
+    (a case without a slot is left out); ``parameter_codes`` gives the parameter component of a
+    type with a parameter table."""
     unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
     layout = tables.layout
     unit = [layout.unit_slot[u] for u in option[unit_p]] if unit_p else [0]
@@ -259,23 +264,33 @@ def _option_columns(
     if action_type in OPTIONAL_CASE:
         parameter = [1 if case_p in option else 0]
     elif action_type in PARAMETER_TABLE:
-        names, _ = PARAMETER_TABLE[action_type]
-        index = tables.parameter_index[action_type]
-        parameter = [index[values] for values in itertools.product(*(option[n] for n in names))]
+        parameter = parameter_codes(action_type, option)
     else:
         parameter = [0]
     return [unit, case, hospital, parameter]
 
 
-def _option_rows(
-    action_type: str,
-    option: Mapping[str, Sequence[Any]],
-    slot_of: Mapping[str, int],
-    tables: ActionTables,
-) -> np.ndarray:
+class _Option(NamedTuple):
+    """One legal option in codes: the values of each component (unit, case, hospital,
+    parameter) every combination of which is legal, and the columns of a ``type_masks`` row
+    they mark (none when a component has no value: a case without a slot is left out)."""
+
+    values: tuple[tuple[int, ...], ...]
+    columns: list[int]
+
+
+def _compile_option(values: list[list[int]], tables: ActionTables) -> _Option:
+    codes = tuple(tuple(v) for v in values)
+    if not all(codes):
+        return _Option(codes, [])
+    shift = tables.column_shift.tolist()
+    return _Option(codes, [v + s for s, component in zip(shift, codes, strict=True) for v in component])
+
+
+def _option_rows(action_type: str, option: _Option) -> np.ndarray:
     """Every legal component vector of one option (rows; the last component varies fastest)."""
     t = TYPE_INDEX[action_type]
-    units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of, tables)
+    units, cases, hospitals, parameters = option.values
     rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
     return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
 
@@ -290,33 +305,55 @@ _MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
 _DECISIONS = ACTION_NAMES[1:]
 
 
-def type_mask(rows: np.ndarray, width: int, tables: ActionTables) -> np.ndarray:
-    """One type's row of ``type_masks``: the values of each component its legal vectors use."""
-    mask = np.zeros(width, np.bool_)
-    mask[(rows[:, 1:] + tables.column_shift).reshape(-1)] = True
-    return mask
+class _TypeNow:
+    """One action type's legal options as the simulation gave them, in codes, with the columns
+    its ``type_masks`` row marks; its rows are put together only when asked for."""
+
+    __slots__ = ("_rows", "action_type", "columns", "compiled", "options")
+
+    def __init__(self, action_type: str, options: Any, compiled: list[_Option]) -> None:
+        self.action_type, self.options, self.compiled = action_type, options, compiled
+        self.columns = [c for option in compiled for c in option.columns]
+        self._rows: np.ndarray | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        if self._rows is None:
+            parts = [_option_rows(self.action_type, option) for option in self.compiled]
+            self._rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return self._rows
+
+    def contains(self, unit: int, case: int, hospital: int, parameter: int) -> bool:
+        return any(
+            unit in units and case in cases and hospital in hospitals and parameter in parameters
+            for units, cases, hospitals, parameters in (option.values for option in self.compiled)
+        )
 
 
 class FactoredLegal:
     """The legal component vectors of one episode, step by step (``update``), and their masks
-    written in place. A type's rows and mask row are kept while its options are unchanged (the
-    observation view hands back the same option lists while their inputs are the same); only
-    the rows of types that changed are rewritten, and the list of every legal vector
-    (``combos``) is put together only when asked for."""
+    written in place. Each option is turned into codes once (kept by its content: slots never
+    change within an episode), and a type's mask row is written only when its options changed
+    (the observation view hands back the same option lists while their inputs are the same).
+    The masks are written from the options' codes; the rows of every legal vector
+    (``combos``) are put together only when asked for, and a played action is checked against
+    the codes of its own type alone (``contains``)."""
 
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
-        self._memo: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}  # type -> options, rows, mask
-        self._rows: dict[tuple[Any, ...], np.ndarray] = {}  # an option's content -> its rows
-        self._now: dict[str, np.ndarray] = {}  # type -> its legal rows now (those with options)
+        self._memo: dict[str, _TypeNow] = {}  # type -> its options when last legal
+        self._compiled: dict[tuple[Any, ...], _Option] = {}  # an option's content -> its codes
+        self._parameters: dict[tuple[Any, ...], list[int]] = {}  # parameter values -> their codes
+        self._now: dict[str, _TypeNow] = {}  # the types legal now (maintain_plan aside)
         self._combos: np.ndarray | None = _MAINTAIN_ROW
         self._fresh = True  # the masks hold nothing yet (a new episode)
         self.tables = action_tables(layout)
 
     def reset(self, layout: SlotLayout | None = None) -> None:
-        """A new episode (in the city of ``layout``, when given): slots (and so the rows of an
+        """A new episode (in the city of ``layout``, when given): slots (and so the codes of an
         option) start again; the mask arrays were zeroed by the caller."""
         self._memo.clear()
-        self._rows.clear()
+        self._compiled.clear()
+        self._parameters.clear()
         self._now.clear()
         self._combos = _MAINTAIN_ROW
         self._fresh = True
@@ -328,7 +365,7 @@ class FactoredLegal:
         """Every legal vector now (rows; ``maintain_plan`` first, then by type). Read only."""
         if self._combos is None:
             now = self._now
-            parts = [_MAINTAIN_ROW, *(now[t] for t in _DECISIONS if t in now)]
+            parts = [_MAINTAIN_ROW, *(now[t].rows for t in _DECISIONS if t in now)]
             self._combos = np.concatenate(parts) if len(parts) > 1 else _MAINTAIN_ROW
         return self._combos
 
@@ -343,7 +380,7 @@ class FactoredLegal:
         (the legal types, then per component the values some legal action uses) and ``out_types``
         (per type, the values of each other component its legal actions use: exact for the chosen
         type; a type is legal exactly when its row marks anything). Every id in ``legal`` has
-        had its slot given (or refused) already, so rows never go stale. Returns whether any
+        had its slot given (or refused) already, so codes never go stale. Returns whether any
         mask changed."""
         changed = self._start(out_types)
         memo, now = self._memo, self._now
@@ -356,14 +393,16 @@ class FactoredLegal:
                     changed = True
                 continue
             kept = memo.get(action_type)
-            if kept is None or (kept[0] is not options and kept[0] != options):
-                rows = self._type_rows(action_type, options, slot_of)
-                kept = memo[action_type] = (options, rows, type_mask(rows, out_types.shape[1], self.tables))
-            elif now.get(action_type) is kept[1]:
+            if kept is None or (kept.options is not options and kept.options != options):
+                compiled = self._compile(action_type, options, slot_of)
+                kept = memo[action_type] = _TypeNow(action_type, options, compiled)
+            elif now.get(action_type) is kept:
                 continue
             changed = True
-            out_types[TYPE_INDEX[action_type]] = kept[2]
-            now[action_type] = kept[1]
+            row = out_types[TYPE_INDEX[action_type]]
+            row[:] = False
+            row[kept.columns] = True
+            now[action_type] = kept
         if changed:
             self._combos = None
             _flat_mask(out_types, out_flat)
@@ -373,20 +412,32 @@ class FactoredLegal:
         if not self._fresh:
             return False
         self._fresh = False
-        out_types[0] = type_mask(_MAINTAIN_ROW, out_types.shape[1], self.tables)
+        out_types[0, self.tables.column_shift] = True  # maintain_plan: every component 0
         return True
 
-    def _type_rows(
+    def _compile(
         self, action_type: str, options: Sequence[Mapping[str, Sequence[Any]]], slot_of: Mapping[str, int]
-    ) -> np.ndarray:
-        known, parts = self._rows, []
+    ) -> list[_Option]:
+        known, compiled = self._compiled, []
         for option in options:
             key = _option_key(action_type, option)
             found = known.get(key)
             if found is None:
-                found = known[key] = _option_rows(action_type, option, slot_of, self.tables)
-            parts.append(found)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+                columns = _option_columns(action_type, option, slot_of, self.tables, self._parameter_codes)
+                found = known[key] = _compile_option(columns, self.tables)
+            compiled.append(found)
+        return compiled
+
+    def _parameter_codes(self, action_type: str, option: Mapping[str, Sequence[Any]]) -> list[int]:
+        """The parameter component's values of an option, kept by the parameter values (the
+        same blood types and unit counts recur in the options of many patients)."""
+        names, _ = PARAMETER_TABLE[action_type]
+        key = (action_type, *(tuple(option[n]) for n in names))
+        codes = self._parameters.get(key)
+        if codes is None:
+            index = self.tables.parameter_index[action_type]
+            codes = self._parameters[key] = [index[values] for values in itertools.product(*key[1:])]
+        return codes
 
     def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> bool:
         """The episode is over: only the wait is legal (and marked). Returns True (the masks
@@ -400,11 +451,11 @@ class FactoredLegal:
         return True
 
     def contains(self, combo: np.ndarray) -> bool:
-        t = int(combo[0])
+        t, unit, case, hospital, parameter = combo.tolist()
         if t == 0:
-            return not combo.any()
-        rows = self._now.get(ACTION_NAMES[t]) if 0 < t < len(ACTION_NAMES) else None
-        return rows is not None and bool((rows == combo).all(axis=1).any())
+            return not (unit or case or hospital or parameter)
+        kept = self._now.get(ACTION_NAMES[t]) if 0 < t < len(ACTION_NAMES) else None
+        return kept is not None and kept.contains(unit, case, hospital, parameter)
 
 
 def _flat_mask(out_types: np.ndarray, out_flat: np.ndarray) -> None:
