@@ -351,6 +351,9 @@ class FactoredFeatures:
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
         self._set_layout(layout)
         self._case_state: dict[int, tuple[Any, ...]] = {}  # slot -> what its row was written from
+        self._open_calls: set[int] = set()  # the slots of calls no patient has taken over
+        # slot -> the patient's status and columns last written
+        self._patient_written: list[Any] = [None] * layout.maxima.cases
         self._travel: tuple[Any, np.ndarray] | None = None
 
     def _set_layout(self, layout: SlotLayout) -> None:
@@ -372,6 +375,8 @@ class FactoredFeatures:
             raise ValueError(f"slot maxima {layout.maxima} differ from this writer's {self.layout.maxima}")
         self._set_layout(layout or self.layout)
         self._case_state.clear()
+        self._open_calls.clear()
+        self._patient_written = [None] * self.layout.maxima.cases
         for array in out.values():
             array.fill(0)
 
@@ -413,53 +418,64 @@ class FactoredFeatures:
         return nodes
 
     def _cases(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
+        """The case rows: a call's or a patient's columns written only when they changed (the
+        minutes waited, which move every minute, always)."""
+        calls_now = self._call_rows(view, out)
+        self._patient_rows(view, out)
+        cases = out["cases"]
+        for slot in self._open_calls - calls_now:  # a call closed without a patient
+            cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
+            self._case_node[slot] = self._no_node
+            self._case_state[slot] = ("closed",)
+        self._open_calls = calls_now
+
+    def _call_rows(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> set[int]:
+        """The rows of the calls no patient has taken over; returns their slots."""
         slots, state = self.slots, self._case_state
-        cases, present, node_of = out["cases"], out["case_present"], self._case_node
-        node, no_node, hospital_ids = self._node, self._no_node, self.layout.hospital_ids
+        cases, present, node_of, node = out["cases"], out["case_present"], self._case_node, self._node
         written: set[int] = set()
         for call in view["calls"]:
             slot = slots.slot_of.get(call["call_id"])
             if slot is None or slots.case_patient[slot] is not None:
                 continue
             written.add(slot)
-            key = (call["priority"], call["status"], call["ambulance_id"] is not None)
-            if state.get(slot) != ("call", *key):
+            key = ("call", call["priority"], call["status"], call["ambulance_id"] is not None)
+            if state.get(slot) != key:
                 if slot not in state:
                     cases[slot, _REPORT_START:_PATIENT_START] = report_columns(call["report"])
                     present[slot] = 1
                     node_of[slot] = node[call["node"]]
-                cases[slot, :_REPORT_START] = (1.0, 1.0, 0.0, 0.0, 0.0, *_call_columns(*key))
-                state[slot] = ("call", *key)
+                cases[slot, :_REPORT_START] = (1.0, 1.0, 0.0, 0.0, 0.0, *_call_columns(*key[1:]))
+                state[slot] = key
             cases[slot, 4] = _c(call["waiting_min"] / 120)
+        return written
+
+    def _patient_rows(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> None:
+        slots, state, hospital_ids = self.slots, self._case_state, self.layout.hospital_ids
+        cases, present, node_of = out["cases"], out["case_present"], self._case_node
         for p in view["patients"]:
             slot = slots.slot_of.get(p["patient_id"])
             if slot is None:
                 continue
-            written.add(slot)
             status = p["status"]
             final = status in FINAL_PATIENT_STATES
+            since = _c(p["minutes_since_call"] / 120)
             if final and state.get(slot) == ("patient", status):
-                cases[slot, 4] = _c(p["minutes_since_call"] / 120)
+                cases[slot, 4] = since
                 continue
             if slot not in state:
                 present[slot] = 1
                 cases[slot, _REPORT_START : _REPORT_START + 2] = (_c(p["age"] / 100), float(p["sex"] == "M"))
-            cases[slot, :_REPORT_START] = (
-                1.0,
-                0.0,
-                1.0,
-                float(final),
-                _c(p["minutes_since_call"] / 120),
-                *_NO_CALL,
-            )
-            cases[slot, _PATIENT_START:] = _patient_columns(p, hospital_ids)
-            node_of[slot] = no_node if final else node[p["node"]]
+            columns = _patient_columns(p, hospital_ids)
+            if self._patient_written[slot] != (status, columns):
+                cases[slot, :_REPORT_START] = (1.0, 0.0, 1.0, float(final), since, *_NO_CALL)
+                cases[slot, _PATIENT_START:] = columns
+                self._patient_written[slot] = (status, columns)
+            else:
+                cases[slot, 4] = since
+            node_of[slot] = self._no_node if final else self._node[p["node"]]
             state[slot] = ("patient", status)
-        for slot, kept in list(state.items()):
-            if slot not in written and kept[0] == "call":  # a call closed without a patient
-                cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
-                node_of[slot] = no_node
-                state[slot] = ("closed",)
+            self._open_calls.discard(slot)
 
     def _hospitals(
         self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int, masks_changed: bool
