@@ -375,13 +375,13 @@ class FactoredLegal:
         slot_of: Mapping[str, int],
         out_flat: np.ndarray,
         out_types: np.ndarray,
-    ) -> bool:
+    ) -> set[int]:
         """Take the legal actions now (``legal_actions``) and write their masks into ``out_flat``
         (the legal types, then per component the values some legal action uses) and ``out_types``
         (per type, the values of each other component its legal actions use: exact for the chosen
         type; a type is legal exactly when its row marks anything). Every id in ``legal`` has
-        had its slot given (or refused) already, so codes never go stale. Returns whether any
-        mask changed."""
+        had its slot given (or refused) already, so codes never go stale. Returns the types whose
+        masks changed (their indices)."""
         changed = self._start(out_types)
         memo, now = self._memo, self._now
         for action_type in _DECISIONS:
@@ -390,7 +390,7 @@ class FactoredLegal:
                 if action_type in now:
                     del now[action_type]
                     out_types[TYPE_INDEX[action_type]] = False
-                    changed = True
+                    changed.add(TYPE_INDEX[action_type])
                 continue
             kept = memo.get(action_type)
             if kept is None or (kept.options is not options and kept.options != options):
@@ -398,7 +398,7 @@ class FactoredLegal:
                 kept = memo[action_type] = _TypeNow(action_type, options, compiled)
             elif now.get(action_type) is kept:
                 continue
-            changed = True
+            changed.add(TYPE_INDEX[action_type])
             row = out_types[TYPE_INDEX[action_type]]
             row[:] = False
             row[kept.columns] = True
@@ -408,12 +408,13 @@ class FactoredLegal:
             _flat_mask(out_types, out_flat)
         return changed
 
-    def _start(self, out_types: np.ndarray) -> bool:
+    def _start(self, out_types: np.ndarray) -> set[int]:
+        """The types changed so far: maintain_plan's, marked once an episode."""
         if not self._fresh:
-            return False
+            return set()
         self._fresh = False
         out_types[0, self.tables.column_shift] = True  # maintain_plan: every component 0
-        return True
+        return {0}
 
     def _compile(
         self, action_type: str, options: Sequence[Mapping[str, Sequence[Any]]], slot_of: Mapping[str, int]
@@ -439,16 +440,16 @@ class FactoredLegal:
             codes = self._parameters[key] = [index[values] for values in itertools.product(*key[1:])]
         return codes
 
-    def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> bool:
-        """The episode is over: only the wait is legal (and marked). Returns True (the masks
-        changed)."""
+    def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> set[int]:
+        """The episode is over: only the wait is legal (and marked). Returns every type (their
+        masks may have changed)."""
         self._start(out_types)
         self._now.clear()
         self._memo.clear()
         self._combos = _MAINTAIN_ROW
         out_types[1:] = False
         _flat_mask(out_types, out_flat)
-        return True
+        return set(range(len(out_types)))
 
     def contains(self, combo: np.ndarray) -> bool:
         t, unit, case, hospital, parameter = combo.tolist()

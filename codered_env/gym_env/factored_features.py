@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -195,7 +196,11 @@ def _index(columns: tuple[str, ...]) -> dict[str, int]:
 _U, _K, _H = _index(UNIT_COLUMNS), _index(CASE_COLUMNS), _index(HOSPITAL_COLUMNS)
 _CALL_START, _REPORT_START, _PATIENT_START = _K[_CALL_PART[0]], _K["age"], _K[_PATIENT_PART[0]]
 _HOSPITAL_TYPE_ROWS = np.array([TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS])
+_HOSPITAL_TYPES = frozenset(TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS)
 _CAN_START = _H[f"can_{_HOSPITAL_ACTIONS[0]}"]
+_DIVERSION_LEFT = _H["diversion_left"]
+#: every action type (``write``'s default: all masks may have changed)
+ALL_TYPES = frozenset(range(NVEC[0]))
 
 
 def _c(x: float) -> float:
@@ -308,6 +313,10 @@ def _hospital_static(
     return (*[min(1.0, c) for c in counts], *ready, *can_prepare, *people)
 
 
+def _diversion_left(until: int, clock: int) -> float:
+    return _c((until - clock) / 60)
+
+
 def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
     rooms = tuple((r["state"], r["procedure"], tuple(r["procedures"])) for r in h["ors"])
     specialists = tuple((sp, s["state"]) for sp, s in h["specialists"].items())
@@ -317,7 +326,7 @@ def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
         _c(h["occupancy"] / max(1, h["capacity"])),
         float(h["crowded"]),
         float(until is not None),
-        0.0 if until is None else _c((until - clock) / 60),
+        0.0 if until is None else _diversion_left(until, clock),
         *_hospital_static(rooms, specialists),
         _c(h["icu_free"] / 4),
         *(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES),
@@ -345,7 +354,7 @@ def _unit_row(
 
 class FactoredFeatures:
     """One episode's observation writer (``reset`` between episodes, with the layout of the
-    episode's city). ``write(view, out, masks_changed)`` fills the arrays of ``out`` (``Buffers().arrays``
+    episode's city). ``write(view, out, changed)`` fills the arrays of ``out`` (``Buffers().arrays``
     or a vector env's rows of its batch; their shapes are the layout's maxima's)."""
 
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
@@ -365,7 +374,10 @@ class FactoredFeatures:
         self._case_node = np.full(layout.maxima.cases, self._no_node, np.intp)
         self._hospital_rows: list[Any] = [None] * layout.n_hospitals
         self._hospital_nodes = np.full(layout.n_hospitals, self._no_node, np.intp)
-        self._hospital_mask_columns = np.arange(layout.n_hospitals) + self._tables.offsets[3] - NVEC[0]
+        # where each hospital's can_* columns are in the flattened ``type_masks``
+        hospital_columns = np.arange(layout.n_hospitals) + self._tables.offsets[3] - NVEC[0]
+        width = sum(self._tables.nvec[1:])
+        self._hospital_mask_index = _HOSPITAL_TYPE_ROWS[None, :] * width + hospital_columns[:, None]
         self._unit_node = np.full(layout.n_units, self._no_node, np.intp)
         self._unit_rows: list[Any] = [None] * layout.n_units  # slot -> the row written (lru-cached tuples)
 
@@ -383,14 +395,16 @@ class FactoredFeatures:
     def update_slots(self, view: ObservationView) -> None:
         self.slots.update(view["calls"], view["patients"])
 
-    def write(self, view: ObservationView, out: Mapping[str, np.ndarray], masks_changed: bool = True) -> None:
+    def write(
+        self, view: ObservationView, out: Mapping[str, np.ndarray], changed: AbstractSet[int] = ALL_TYPES
+    ) -> None:
         """The observation of ``view`` into ``out``; ``update_slots(view)`` came first and the
         masks of its legal actions are in ``out`` already (``FactoredLegal.update``, which says
-        whether they changed)."""
+        which types' masks changed)."""
         clock = view["clock_min"]
         unit_nodes = self._units(view, out)
         self._cases(view, out, clock)
-        self._hospitals(view, out, clock, masks_changed)
+        self._hospitals(view, out, clock, not _HOSPITAL_TYPES.isdisjoint(changed))
         self._travel_minutes(view, unit_nodes, out)
         out["global"][:] = self._global(view)
 
@@ -480,17 +494,21 @@ class FactoredFeatures:
     def _hospitals(
         self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int, masks_changed: bool
     ) -> None:
+        """A hospital's row written when the view made it anew (the view reuses an unchanged
+        one), the minutes of diversion left of a diverted one every step; the can_* columns when
+        the masks of an action type with a hospital changed."""
         hospitals, hospital_slot, rewritten = out["hospitals"], self.layout.hospital_slot, False
         for h in view["hospitals"]:
             i = hospital_slot[h["hospital_id"]]
-            if self._hospital_rows[i] is not h or h["diverted_until"] is not None:
+            if self._hospital_rows[i] is not h:
                 hospitals[i] = _hospital_columns(h, clock)  # its can_* columns zeroed
                 self._hospital_rows[i] = h
                 self._hospital_nodes[i] = self._node[h["node"]]
                 rewritten = True
+            elif h["diverted_until"] is not None:
+                hospitals[i, _DIVERSION_LEFT] = _diversion_left(h["diverted_until"], clock)
         if masks_changed or rewritten:
-            columns = self._hospital_mask_columns
-            hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, columns].T
+            hospitals[:, _CAN_START:] = np.take(out["type_masks"], self._hospital_mask_index)
 
     def _travel_minutes(
         self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]
