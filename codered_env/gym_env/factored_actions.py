@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -240,36 +240,6 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- legal combinations
-ParameterCodes = Callable[[str, Mapping[str, Sequence[Any]]], list[int]]
-
-
-def _option_columns(
-    action_type: str,
-    option: Mapping[str, Sequence[Any]],
-    slot_of: Mapping[str, int],
-    tables: ActionTables,
-    parameter_codes: ParameterCodes,
-) -> list[list[int]]:
-    """Per component (unit, case, hospital, parameter), the values one legal option allows
-    (a case without a slot is left out); ``parameter_codes`` gives the parameter component of a
-    type with a parameter table."""
-    unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
-    layout = tables.layout
-    unit = [layout.unit_slot[u] for u in option[unit_p]] if unit_p else [0]
-    if case_p is not None and case_p in option:
-        case = [slot_of[c] for c in option[case_p] if c in slot_of]
-    else:
-        case = [0]
-    hospital = [layout.hospital_slot[h] for h in option[hospital_p]] if hospital_p else [0]
-    if action_type in OPTIONAL_CASE:
-        parameter = [1 if case_p in option else 0]
-    elif action_type in PARAMETER_TABLE:
-        parameter = parameter_codes(action_type, option)
-    else:
-        parameter = [0]
-    return [unit, case, hospital, parameter]
-
-
 class _Option(NamedTuple):
     """One legal option in codes: the values of each component (unit, case, hospital,
     parameter) every combination of which is legal, and the columns of a ``type_masks`` row
@@ -279,12 +249,65 @@ class _Option(NamedTuple):
     columns: list[int]
 
 
-def _compile_option(values: list[list[int]], tables: ActionTables) -> _Option:
-    codes = tuple(tuple(v) for v in values)
-    if not all(codes):
-        return _Option(codes, [])
-    shift = tables.column_shift.tolist()
-    return _Option(codes, [v + s for s, component in zip(shift, codes, strict=True) for v in component])
+_Part = tuple[tuple[int, ...], list[int]]  # one component's codes and the type_masks columns they mark
+
+
+class _OptionCoder:
+    """Turns the options of one episode into codes. Each component's codes are kept by its
+    values (slots never change within an episode), so an option whose id list changed is coded
+    from the parts it shares with earlier options (the same hospitals, blood types and unit
+    counts recur in the options of many patients)."""
+
+    def __init__(self, tables: ActionTables) -> None:
+        self.tables = tables
+        self._shift: list[int] = tables.column_shift.tolist()
+        self._parts: dict[tuple[Any, ...], _Part] = {}
+
+    def option(
+        self, action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+    ) -> _Option:
+        unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
+        layout = self.tables.layout
+        unit = self._ids(0, option[unit_p], layout.unit_slot) if unit_p else self._fixed(0, 0)
+        if case_p is not None and case_p in option:
+            case = self._ids(1, option[case_p], slot_of)
+        else:
+            case = self._fixed(1, 0)
+        hospital = self._ids(2, option[hospital_p], layout.hospital_slot) if hospital_p else self._fixed(2, 0)
+        if action_type in OPTIONAL_CASE:
+            parameter = self._fixed(3, 1 if case_p in option else 0)
+        elif action_type in PARAMETER_TABLE:
+            parameter = self._parameter(action_type, option)
+        else:
+            parameter = self._fixed(3, 0)
+        parts = (unit, case, hospital, parameter)
+        values = (unit[0], case[0], hospital[0], parameter[0])
+        return _Option(values, [c for part in parts for c in part[1]] if all(values) else [])
+
+    def _part(self, key: tuple[Any, ...], codes: list[int]) -> _Part:
+        shift = self._shift[key[0]]
+        part = self._parts[key] = (tuple(codes), [code + shift for code in codes])
+        return part
+
+    def _ids(self, component: int, ids: Sequence[str], slot_of: Mapping[str, int]) -> _Part:
+        """The slots of ``ids`` (an id without a slot is left out)."""
+        key = (component, *ids)
+        part = self._parts.get(key)
+        return part or self._part(key, [slot_of[i] for i in ids if i in slot_of])
+
+    def _fixed(self, component: int, code: int) -> _Part:
+        key = (component, code, None)
+        part = self._parts.get(key)
+        return part or self._part(key, [code])
+
+    def _parameter(self, action_type: str, option: Mapping[str, Sequence[Any]]) -> _Part:
+        names, _ = PARAMETER_TABLE[action_type]
+        key = (3, action_type, *(tuple(option[n]) for n in names))
+        part = self._parts.get(key)
+        if part is None:
+            index = self.tables.parameter_index[action_type]
+            part = self._part(key, [index[values] for values in itertools.product(*key[2:])])
+        return part
 
 
 def _option_rows(action_type: str, option: _Option) -> np.ndarray:
@@ -293,10 +316,6 @@ def _option_rows(action_type: str, option: _Option) -> np.ndarray:
     units, cases, hospitals, parameters = option.values
     rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
     return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
-
-
-def _option_key(action_type: str, option: Mapping[str, Sequence[Any]]) -> tuple[Any, ...]:
-    return (action_type, *((name, tuple(values)) for name, values in option.items()))
 
 
 _MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
@@ -341,8 +360,7 @@ class FactoredLegal:
 
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
         self._memo: dict[str, _TypeNow] = {}  # type -> its options when last legal
-        self._compiled: dict[tuple[Any, ...], _Option] = {}  # an option's content -> its codes
-        self._parameters: dict[tuple[Any, ...], list[int]] = {}  # parameter values -> their codes
+        self._coder = _OptionCoder(action_tables(layout))
         self._now: dict[str, _TypeNow] = {}  # the types legal now (maintain_plan aside)
         self._combos: np.ndarray | None = _MAINTAIN_ROW
         self._fresh = True  # the masks hold nothing yet (a new episode)
@@ -352,13 +370,12 @@ class FactoredLegal:
         """A new episode (in the city of ``layout``, when given): slots (and so the codes of an
         option) start again; the mask arrays were zeroed by the caller."""
         self._memo.clear()
-        self._compiled.clear()
-        self._parameters.clear()
         self._now.clear()
         self._combos = _MAINTAIN_ROW
         self._fresh = True
         if layout is not None:
             self.tables = action_tables(layout)
+        self._coder = _OptionCoder(self.tables)
 
     @property
     def combos(self) -> np.ndarray:
@@ -394,7 +411,7 @@ class FactoredLegal:
                 continue
             kept = memo.get(action_type)
             if kept is None or (kept.options is not options and kept.options != options):
-                compiled = self._compile(action_type, options, slot_of)
+                compiled = [self._coder.option(action_type, option, slot_of) for option in options]
                 kept = memo[action_type] = _TypeNow(action_type, options, compiled)
             elif now.get(action_type) is kept:
                 continue
@@ -415,30 +432,6 @@ class FactoredLegal:
         self._fresh = False
         out_types[0, self.tables.column_shift] = True  # maintain_plan: every component 0
         return {0}
-
-    def _compile(
-        self, action_type: str, options: Sequence[Mapping[str, Sequence[Any]]], slot_of: Mapping[str, int]
-    ) -> list[_Option]:
-        known, compiled = self._compiled, []
-        for option in options:
-            key = _option_key(action_type, option)
-            found = known.get(key)
-            if found is None:
-                columns = _option_columns(action_type, option, slot_of, self.tables, self._parameter_codes)
-                found = known[key] = _compile_option(columns, self.tables)
-            compiled.append(found)
-        return compiled
-
-    def _parameter_codes(self, action_type: str, option: Mapping[str, Sequence[Any]]) -> list[int]:
-        """The parameter component's values of an option, kept by the parameter values (the
-        same blood types and unit counts recur in the options of many patients)."""
-        names, _ = PARAMETER_TABLE[action_type]
-        key = (action_type, *(tuple(option[n]) for n in names))
-        codes = self._parameters.get(key)
-        if codes is None:
-            index = self.tables.parameter_index[action_type]
-            codes = self._parameters[key] = [index[values] for values in itertools.product(*key[1:])]
-        return codes
 
     def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> set[int]:
         """The episode is over: only the wait is legal (and marked). Returns every type (their
