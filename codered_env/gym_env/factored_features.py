@@ -543,7 +543,7 @@ class FactoredFeatures:
             aid["limit"] / 2,
             len(aid["pending"]) / 2,
             view["roads"]["peak_hour"],
-            len(view["alerts"]) / 5,
+            view.alert_count() / 5,
             view["last_action_error"] is not None,
             view["query_result"] is not None,
             len(self.slots) / self.slots.max_cases,
