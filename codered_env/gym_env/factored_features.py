@@ -1,7 +1,7 @@
 """The factored interface's observation: per-slot rows of units, cases and hospitals, travel
 minutes between them, and the action masks, all read from the observation view.
 
-Each array is written in place into buffers the caller owns (``FactoredBuffers``; the vector
+Each array is written in place into buffers the caller owns (``Buffers``; the vector
 env hands out its batch rows), and only the rows that can have changed are written: the units,
 the open calls, the patients still in care and those whose status moved, the hospitals whose
 row the view rebuilt. Column names are the ``*_COLUMNS`` tuples below.
@@ -165,28 +165,16 @@ def factored_observation_space(maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> spac
 
 
 class Buffers:
-    """Every observation array (``arrays``, leading ``batch`` dimensions), as views of one zeroed
-    buffer per dtype, so ``copy`` takes one copy per buffer."""
+    """Every observation array (``arrays``, zeroed, with leading ``batch`` dimensions); ``copy``
+    copies each (quicker than one copy of a shared buffer cut into views again)."""
 
     def __init__(self, batch: tuple[int, ...] = (), maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> None:
-        sizes: dict[Any, int] = {}
-        layout = []
-        for name, (shape, dtype) in shapes(maxima).items():
-            size = int(np.prod(batch + shape))
-            layout.append((name, dtype, sizes.get(dtype, 0), size, batch + shape))
-            sizes[dtype] = sizes.get(dtype, 0) + size
-        self._bases = {dtype: np.zeros(size, dtype) for dtype, size in sizes.items()}
-        self._layout = tuple(layout)
-        self.arrays = self._views(self._bases)
-
-    def _views(self, bases: Mapping[Any, np.ndarray]) -> dict[str, np.ndarray]:
-        return {
-            name: bases[dtype][start : start + size].reshape(shape)
-            for name, dtype, start, size, shape in self._layout
+        self.arrays = {
+            name: np.zeros(batch + shape, dtype) for name, (shape, dtype) in shapes(maxima).items()
         }
 
     def copy(self) -> dict[str, np.ndarray]:
-        return self._views({dtype: base.copy() for dtype, base in self._bases.items()})
+        return {name: array.copy() for name, array in self.arrays.items()}
 
 
 def _index(columns: tuple[str, ...]) -> dict[str, int]:
