@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -240,49 +240,39 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- legal combinations
-class _Option(NamedTuple):
-    """One legal option in codes: the values of each component (unit, case, hospital,
-    parameter) every combination of which is legal, and the columns of a ``type_masks`` row
-    they mark (none when a component has no value: a case without a slot is left out)."""
-
-    values: tuple[tuple[int, ...], ...]
-    columns: list[int]
-
-
 _Part = tuple[tuple[int, ...], list[int]]  # one component's codes and the type_masks columns they mark
+_Parts = tuple[_Part, _Part, _Part, _Part]  # an option's: unit, case, hospital, parameter
 
 
 class _OptionCoder:
-    """Turns the options of one episode into codes. Each component's codes are kept by its
-    values (slots never change within an episode), so an option whose id list changed is coded
-    from the parts it shares with earlier options (the same hospitals, blood types and unit
-    counts recur in the options of many patients)."""
+    """Turns the options of one episode into codes, component by component: every combination
+    of an option's unit, case, hospital and parameter codes is legal. Each component's codes are
+    kept by its values (slots never change within an episode), so an option whose id list
+    changed is coded from the parts it shares with earlier options (the same hospitals, blood
+    types and unit counts recur in the options of many patients)."""
 
     def __init__(self, tables: ActionTables) -> None:
         self.tables = tables
         self._shift: list[int] = tables.column_shift.tolist()
         self._parts: dict[tuple[Any, ...], _Part] = {}
+        self._zero = tuple(self._part((k, 0, None), [0]) for k in range(4))  # an unused component
+        self._given = self._part((3, 1, None), [1])  # an optional case given
 
-    def option(
+    def parts(
         self, action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
-    ) -> _Option:
+    ) -> _Parts:
         unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
-        layout = self.tables.layout
-        unit = self._ids(0, option[unit_p], layout.unit_slot) if unit_p else self._fixed(0, 0)
-        if case_p is not None and case_p in option:
-            case = self._ids(1, option[case_p], slot_of)
-        else:
-            case = self._fixed(1, 0)
-        hospital = self._ids(2, option[hospital_p], layout.hospital_slot) if hospital_p else self._fixed(2, 0)
+        layout, zero = self.tables.layout, self._zero
+        unit = self._ids(0, option[unit_p], layout.unit_slot) if unit_p else zero[0]
+        case = self._ids(1, option[case_p], slot_of) if case_p is not None and case_p in option else zero[1]
+        hospital = self._ids(2, option[hospital_p], layout.hospital_slot) if hospital_p else zero[2]
         if action_type in OPTIONAL_CASE:
-            parameter = self._fixed(3, 1 if case_p in option else 0)
+            parameter = self._given if case_p in option else zero[3]
         elif action_type in PARAMETER_TABLE:
             parameter = self._parameter(action_type, option)
         else:
-            parameter = self._fixed(3, 0)
-        parts = (unit, case, hospital, parameter)
-        values = (unit[0], case[0], hospital[0], parameter[0])
-        return _Option(values, [c for part in parts for c in part[1]] if all(values) else [])
+            parameter = zero[3]
+        return unit, case, hospital, parameter
 
     def _part(self, key: tuple[Any, ...], codes: list[int]) -> _Part:
         shift = self._shift[key[0]]
@@ -292,13 +282,7 @@ class _OptionCoder:
     def _ids(self, component: int, ids: Sequence[str], slot_of: Mapping[str, int]) -> _Part:
         """The slots of ``ids`` (an id without a slot is left out)."""
         key = (component, *ids)
-        part = self._parts.get(key)
-        return part or self._part(key, [slot_of[i] for i in ids if i in slot_of])
-
-    def _fixed(self, component: int, code: int) -> _Part:
-        key = (component, code, None)
-        part = self._parts.get(key)
-        return part or self._part(key, [code])
+        return self._parts.get(key) or self._part(key, [slot_of[i] for i in ids if i in slot_of])
 
     def _parameter(self, action_type: str, option: Mapping[str, Sequence[Any]]) -> _Part:
         names, _ = PARAMETER_TABLE[action_type]
@@ -310,10 +294,10 @@ class _OptionCoder:
         return part
 
 
-def _option_rows(action_type: str, option: _Option) -> np.ndarray:
+def _option_rows(action_type: str, parts: _Parts) -> np.ndarray:
     """Every legal component vector of one option (rows; the last component varies fastest)."""
     t = TYPE_INDEX[action_type]
-    units, cases, hospitals, parameters = option.values
+    (units, _), (cases, _), (hospitals, _), (parameters, _) = parts
     rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
     return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
 
@@ -326,26 +310,30 @@ _DECISIONS = ACTION_NAMES[1:]
 
 class _TypeNow:
     """One action type's legal options as the simulation gave them, in codes, with the columns
-    its ``type_masks`` row marks; its rows are put together only when asked for."""
+    its ``type_masks`` row marks (an option with a component left empty marks none); its rows
+    are put together only when asked for."""
 
-    __slots__ = ("_rows", "action_type", "columns", "compiled", "options")
+    __slots__ = ("_rows", "action_type", "coded", "columns", "options")
 
-    def __init__(self, action_type: str, options: Any, compiled: list[_Option]) -> None:
-        self.action_type, self.options, self.compiled = action_type, options, compiled
-        self.columns = [c for option in compiled for c in option.columns]
+    def __init__(self, action_type: str, options: Any, coded: list[_Parts]) -> None:
+        self.action_type, self.options, self.coded = action_type, options, coded
+        self.columns: list[int] = []
+        for unit, case, hospital, parameter in coded:
+            if unit[0] and case[0] and hospital[0] and parameter[0]:
+                self.columns += unit[1] + case[1] + hospital[1] + parameter[1]
         self._rows: np.ndarray | None = None
 
     @property
     def rows(self) -> np.ndarray:
         if self._rows is None:
-            parts = [_option_rows(self.action_type, option) for option in self.compiled]
+            parts = [_option_rows(self.action_type, option) for option in self.coded]
             self._rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
         return self._rows
 
     def contains(self, unit: int, case: int, hospital: int, parameter: int) -> bool:
         return any(
-            unit in units and case in cases and hospital in hospitals and parameter in parameters
-            for units, cases, hospitals, parameters in (option.values for option in self.compiled)
+            unit in units[0] and case in cases[0] and hospital in hospitals[0] and parameter in parameters[0]
+            for units, cases, hospitals, parameters in self.coded
         )
 
 
@@ -411,8 +399,8 @@ class FactoredLegal:
                 continue
             kept = memo.get(action_type)
             if kept is None or (kept.options is not options and kept.options != options):
-                compiled = [self._coder.option(action_type, option, slot_of) for option in options]
-                kept = memo[action_type] = _TypeNow(action_type, options, compiled)
+                coded = [self._coder.parts(action_type, option, slot_of) for option in options]
+                kept = memo[action_type] = _TypeNow(action_type, options, coded)
             elif now.get(action_type) is kept:
                 continue
             changed.add(TYPE_INDEX[action_type])
