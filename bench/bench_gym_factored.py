@@ -9,8 +9,9 @@ the next seed (the reset is timed with the step that needs it). Every measuremen
 
 - single: ``gymnasium.make("CodeRedFactored-<task>-v0")`` vs ``gymnasium.make("CartPole-v1")``
   (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v2")`` (the flat interface, uniform
-  over its legal indices), with the simulation's own step on the factored episodes (a
-  ``CodeRedSim`` sent the same actions) for the share of the step that is the adapters';
+  over its legal indices), and the simulation's own step under the same policy (episodes of
+  its own: a twin sent the same actions would find the simulation's memos warm) for the share
+  of a step that is the adapters';
 - vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v0", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
 
@@ -29,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
@@ -44,7 +46,6 @@ import gymnasium
 import numpy as np
 
 import codered_env.gym_env  # noqa: F401  registers the ids
-from codered_env.gym_env import CodeRedFactoredEnv
 from codered_env.sim import CodeRedSim
 
 clock = time.process_time
@@ -101,29 +102,37 @@ def flat_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], fl
     return run
 
 
+def concrete_by_type(sim: CodeRedSim) -> dict[str, list[dict[str, Any]]]:
+    """Every concrete legal action of ``sim`` (every combination inside each option), by type."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for action_type, options in sim.observation_view()["legal_actions"].items():
+        concrete = out.setdefault(action_type, [])
+        for option in options:
+            names = list(option)
+            for values in itertools.product(*(option[n] for n in names)):
+                concrete.append({"action_type": action_type, **dict(zip(names, values, strict=True))})
+    return out
+
+
 def simulation_runner(task_id: str, steps: int) -> Callable[[], float]:
-    """The simulation's own step on the factored runner's episodes: a ``CodeRedSim`` of the same
-    seed is sent the wire action of each factored action (the factored env, untimed, picks
-    them and keeps the two in step)."""
-    env, rng, state = CodeRedFactoredEnv(task_id), np.random.default_rng(0), {"seed": 0}
-    env.reset(seed=0)
-    sim = CodeRedSim(task_id, 0)
+    """The simulation's own step (``CodeRedSim.step``) under the same policy (a uniform legal
+    type, then a uniform legal action of that type), on episodes of its own: the rest of an
+    adapter's step is the adapter's."""
+    rng, state = np.random.default_rng(0), {"seed": 0, "sim": CodeRedSim(task_id, 0)}
 
     def run() -> float:
-        nonlocal sim
         spent = 0.0
         for _ in range(steps):
-            action = pick(env.legal_actions(), rng)
-            wire = env.decode(action)
-            env.step(action)
+            sim = state["sim"]
+            by_type = concrete_by_type(sim)
+            actions = by_type[list(by_type)[rng.integers(len(by_type))]]
+            action = actions[rng.integers(len(actions))]
             start = clock()
-            result = sim.step(wire)
+            result = sim.step(action)
             if result.done:
                 state["seed"] += 1
-                sim = CodeRedSim(task_id, state["seed"])
+                state["sim"] = CodeRedSim(task_id, state["seed"])
             spent += clock() - start
-            if result.done:
-                env.reset(seed=state["seed"])
         return spent / steps
 
     return run
@@ -270,7 +279,8 @@ def main() -> None:
     lines += [
         "## One step vs CartPole-v1",
         "",
-        "simulation: `CodeRedSim.step` alone, on the factored column's episodes (that part of its step).",
+        "simulation: `CodeRedSim.step` alone under the same policy (episodes of its own): the rest of a step",
+        "is the adapter's.",
         "",
         "| task | CartPole-v1 µs | simulation µs | simulation / CartPole | factored µs | factored / CartPole "
         "| flat µs | flat / CartPole |",
