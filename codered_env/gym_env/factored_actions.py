@@ -339,12 +339,12 @@ class _TypeNow:
 
 class FactoredLegal:
     """The legal component vectors of one episode, step by step (``update``), and their masks
-    written in place. Each option is turned into codes once (kept by its content: slots never
-    change within an episode), and a type's mask row is written only when its options changed
-    (the observation view hands back the same option lists while their inputs are the same).
-    The masks are written from the options' codes; the rows of every legal vector
-    (``combos``) are put together only when asked for, and a played action is checked against
-    the codes of its own type alone (``contains``)."""
+    written in place. Options are turned into codes component by component (``_OptionCoder``),
+    and a type's mask row is written only when its options changed (the observation view hands
+    back the same option lists while their inputs are the same). The masks are written from
+    the codes; the rows of every legal vector (``combos``) are put together only when asked
+    for, and a played action is checked against the codes of its own type alone
+    (``contains``)."""
 
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
         self._memo: dict[str, _TypeNow] = {}  # type -> its options when last legal
