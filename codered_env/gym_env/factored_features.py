@@ -305,20 +305,28 @@ def _diversion_left(until: int, clock: int) -> float:
     return _c((until - clock) / 60)
 
 
-def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
+def _rooms_and_staff(h: Mapping[str, Any]) -> tuple[float, ...]:
     rooms = tuple((r["state"], r["procedure"], tuple(r["procedures"])) for r in h["ors"])
     specialists = tuple((sp, s["state"]) for sp, s in h["specialists"].items())
+    return _hospital_static(rooms, specialists)
+
+
+def _blood_columns(blood: Mapping[str, int]) -> tuple[float, ...]:
+    return (*(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES), _c(sum(blood.values()) / 60))
+
+
+def _hospital_columns(
+    h: Mapping[str, Any], clock: int, rooms_and_staff: tuple[float, ...], blood: tuple[float, ...]
+) -> list[float]:
     until = h["diverted_until"]
-    blood = h["blood"]
     return [
         _c(h["occupancy"] / max(1, h["capacity"])),
         float(h["crowded"]),
         float(until is not None),
         0.0 if until is None else _diversion_left(until, clock),
-        *_hospital_static(rooms, specialists),
+        *rooms_and_staff,
         _c(h["icu_free"] / 4),
-        *(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES),
-        _c(sum(blood.values()) / 60),
+        *blood,
         *([0.0] * len(_HOSPITAL_ACTIONS)),
     ]
 
@@ -361,6 +369,9 @@ class FactoredFeatures:
         self._no_node = len(layout.node_index)  # the all-zero row and column of the padded travel table
         self._case_node = np.full(layout.maxima.cases, self._no_node, np.intp)
         self._hospital_rows: list[Any] = [None] * layout.n_hospitals
+        # slot -> the rooms, specialists and blood parts of its row (the view hands back the same
+        # objects while they are unchanged) and the columns made from them
+        self._hospital_parts: list[Any] = [None] * layout.n_hospitals
         self._hospital_nodes = np.full(layout.n_hospitals, self._no_node, np.intp)
         # where each hospital's can_* columns are in the flattened ``type_masks``
         hospital_columns = np.arange(layout.n_hospitals) + self._tables.offsets[3] - NVEC[0]
@@ -490,7 +501,7 @@ class FactoredFeatures:
         for h in view["hospitals"]:
             i = hospital_slot[h["hospital_id"]]
             if self._hospital_rows[i] is not h:
-                hospitals[i] = _hospital_columns(h, clock)  # its can_* columns zeroed
+                hospitals[i] = self._hospital_row(i, h, clock)  # its can_* columns zeroed
                 self._hospital_rows[i] = h
                 self._hospital_nodes[i] = self._node[h["node"]]
                 rewritten = True
@@ -498,6 +509,15 @@ class FactoredFeatures:
                 hospitals[i, _DIVERSION_LEFT] = _diversion_left(h["diverted_until"], clock)
         if masks_changed or rewritten:
             hospitals[:, _CAN_START:] = np.take(out["type_masks"], self._hospital_mask_index)
+
+    def _hospital_row(self, i: int, h: Mapping[str, Any], clock: int) -> list[float]:
+        rooms, staff, blood = h["ors"], h["specialists"], h["blood"]
+        kept = self._hospital_parts[i]
+        same_rooms = kept is not None and kept[0] is rooms and kept[1] is staff
+        rooms_and_staff = kept[2] if same_rooms else _rooms_and_staff(h)
+        blood_columns = kept[4] if kept is not None and kept[3] is blood else _blood_columns(blood)
+        self._hospital_parts[i] = (rooms, staff, rooms_and_staff, blood, blood_columns)
+        return _hospital_columns(h, clock, rooms_and_staff, blood_columns)
 
     def _travel_minutes(
         self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]

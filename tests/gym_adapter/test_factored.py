@@ -284,6 +284,7 @@ def _forget_what_was_written(env: CodeRedFactoredEnv) -> None:
     features, legal = env.core.features, env.core.legal
     features._unit_rows = [None] * len(features._unit_rows)
     features._hospital_rows = [None] * len(features._hospital_rows)
+    features._hospital_parts = [None] * len(features._hospital_parts)
     features._patient_written = [None] * len(features._patient_written)
     features._travel_inputs = None
     legal._memo.clear()
