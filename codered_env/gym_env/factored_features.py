@@ -380,6 +380,7 @@ class FactoredFeatures:
         self._unit_node = np.full(layout.n_units, self._no_node, np.intp)
         self._unit_rows: list[Any] = [None] * layout.n_units  # slot -> the row written (lru-cached tuples)
         self._travel_inputs: tuple[Any, ...] | None = None  # what the travel arrays were written from
+        self._episode: tuple[Any, ...] | None = None  # the global columns fixed for the episode
 
     def reset(self, out: Mapping[str, np.ndarray], layout: SlotLayout | None = None) -> None:
         """A new episode (in the city of ``layout``, when given; its maxima must be the same)."""
@@ -540,22 +541,29 @@ class FactoredFeatures:
         out["case_hospital_minutes"][:] = scaled[cases[:, None], self._hospital_nodes[None, :]]
 
     def _global(self, view: ObservationView) -> list[float]:
+        episode = self._episode
+        if episode is None:  # what stays the same for the whole episode, read once
+            horizon, max_steps = view["horizon_min"], view["max_steps"]
+            episode = self._episode = (
+                horizon, max_steps, view["phase"] == 2, view["mutual_aid"]["limit"] / 2,
+                view["roads"]["peak_hour"], horizon / LONGEST_HORIZON_MIN, max_steps / LARGEST_STEP_BUDGET,
+            )
+        horizon, max_steps, phase2, aid_limit, peak_hour, horizon_frac, budget_frac = episode
         aid = view["mutual_aid"]
-        horizon, max_steps = view["horizon_min"], view["max_steps"]
         values = (
             view["clock_min"] / horizon,
             view["step"] / max_steps,
-            view["phase"] == 2,
+            phase2,
             view["score_preview"],
             aid["remaining"] / 2,
-            aid["limit"] / 2,
+            aid_limit,
             len(aid["pending"]) / 2,
-            view["roads"]["peak_hour"],
+            peak_hour,
             view.alert_count() / 5,
             view["last_action_error"] is not None,
             view["query_result"] is not None,
             len(self.slots) / self.slots.max_cases,
-            horizon / LONGEST_HORIZON_MIN,
-            max_steps / LARGEST_STEP_BUDGET,
+            horizon_frac,
+            budget_frac,
         )
         return [_c(float(v)) for v in values]

@@ -287,6 +287,7 @@ def _forget_what_was_written(env: CodeRedFactoredEnv) -> None:
     features._hospital_parts = [None] * len(features._hospital_parts)
     features._patient_written = [None] * len(features._patient_written)
     features._travel_inputs = None
+    features._episode = None
     legal._memo.clear()
     legal._coder = _OptionCoder(legal.tables)
 
