@@ -9,7 +9,9 @@ the next seed (the reset is timed with the step that needs it). Every measuremen
 
 - single: ``gymnasium.make("CodeRedFactored-<task>-v0")`` vs ``gymnasium.make("CartPole-v1")``
   (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v2")`` (the flat interface, uniform
-  over its legal indices);
+  over its legal indices), and the simulation's own step under the same policy (episodes of
+  its own: a twin sent the same actions would find the simulation's memos warm) for the share
+  of a step that is the adapters';
 - vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v0", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
 
@@ -28,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
@@ -43,6 +46,7 @@ import gymnasium
 import numpy as np
 
 import codered_env.gym_env  # noqa: F401  registers the ids
+from codered_env.sim import CodeRedSim
 
 clock = time.process_time
 
@@ -92,6 +96,42 @@ def flat_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], fl
             if terminated or truncated:
                 state["seed"] += 1
                 env.reset(seed=state["seed"])
+            spent += clock() - start
+        return spent / steps
+
+    return run
+
+
+def concrete_by_type(sim: CodeRedSim) -> dict[str, list[dict[str, Any]]]:
+    """Every concrete legal action of ``sim`` (every combination inside each option), by type."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for action_type, options in sim.observation_view()["legal_actions"].items():
+        concrete = out.setdefault(action_type, [])
+        for option in options:
+            names = list(option)
+            for values in itertools.product(*(option[n] for n in names)):
+                concrete.append({"action_type": action_type, **dict(zip(names, values, strict=True))})
+    return out
+
+
+def simulation_runner(task_id: str, steps: int) -> Callable[[], float]:
+    """The simulation's own step (``CodeRedSim.step``) under the same policy (a uniform legal
+    type, then a uniform legal action of that type), on episodes of its own: the rest of an
+    adapter's step is the adapter's."""
+    rng, state = np.random.default_rng(0), {"seed": 0, "sim": CodeRedSim(task_id, 0)}
+
+    def run() -> float:
+        spent = 0.0
+        for _ in range(steps):
+            sim = state["sim"]
+            by_type = concrete_by_type(sim)
+            actions = by_type[list(by_type)[rng.integers(len(by_type))]]
+            action = actions[rng.integers(len(actions))]
+            start = clock()
+            result = sim.step(action)
+            if result.done:
+                state["seed"] += 1
+                state["sim"] = CodeRedSim(task_id, state["seed"])
             spent += clock() - start
         return spent / steps
 
@@ -239,23 +279,27 @@ def main() -> None:
     lines += [
         "## One step vs CartPole-v1",
         "",
-        "| task | CartPole-v1 µs | factored µs | factored / CartPole | flat µs | flat / CartPole |",
-        "|---|---|---|---|---|---|",
+        "simulation: `CodeRedSim.step` alone under the same policy (episodes of its own): the rest of a step",
+        "is the adapter's.",
+        "",
+        "| task | CartPole-v1 µs | simulation µs | simulation / CartPole | factored µs | factored / CartPole "
+        "| flat µs | flat / CartPole |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for task_id in tasks:
         t = median_rounds(
             {
                 "cartpole": cartpole_runner(args.steps * 10),
+                "simulation": simulation_runner(task_id, args.steps),
                 "factored": factored_runner(task_id, args.steps),
                 "flat": flat_runner(task_id, args.steps),
             },
             args.rounds,
         )
-        lines.append(
-            f"| {task_id} | {t['cartpole'] * 1e6:.1f} | {t['factored'] * 1e6:.0f} | "
-            f"{t['factored'] / t['cartpole']:.1f}x | {t['flat'] * 1e6:.0f} | "
-            f"{t['flat'] / t['cartpole']:.1f}x |"
-        )
+        cells = [f"{t['cartpole'] * 1e6:.1f}"] + [
+            f"{t[k] * 1e6:.0f} | {t[k] / t['cartpole']:.1f}x" for k in ("simulation", "factored", "flat")
+        ]
+        lines.append(f"| {task_id} | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)
     n = args.envs
     lines += [

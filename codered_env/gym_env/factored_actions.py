@@ -21,9 +21,9 @@ query_blood_type    --      patient                --               --
 query_or_status     --      --                     hospital         --
 ==================  ======  =====================  ===============  =================================
 
-``legal_combos`` turns the simulation's legal actions into the array of every legal component
-vector (one row per concrete legal action, every blood unit count included); each action
-type's rows are kept while that type's options are unchanged.
+``FactoredLegal`` turns the simulation's legal actions into the masks, each option into
+component codes once; the array of every legal component vector (one row per concrete legal
+action, every blood unit count included) is put together only when asked for.
 """
 
 from __future__ import annotations
@@ -240,48 +240,66 @@ def decode(combo: Sequence[int], slots: SlotTable) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- legal combinations
-def _option_columns(
-    action_type: str,
-    option: Mapping[str, Sequence[Any]],
-    slot_of: Mapping[str, int],
-    tables: ActionTables,
-) -> list[list[int]]:
-    """Per component (unit, case, hospital, parameter), the values one legal option allows
-    (a case without a slot is left out)."""
-    unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
-    layout = tables.layout
-    unit = [layout.unit_slot[u] for u in option[unit_p]] if unit_p else [0]
-    if case_p is not None and case_p in option:
-        case = [slot_of[c] for c in option[case_p] if c in slot_of]
-    else:
-        case = [0]
-    hospital = [layout.hospital_slot[h] for h in option[hospital_p]] if hospital_p else [0]
-    if action_type in OPTIONAL_CASE:
-        parameter = [1 if case_p in option else 0]
-    elif action_type in PARAMETER_TABLE:
+_Part = tuple[tuple[int, ...], list[int]]  # one component's codes and the type_masks columns they mark
+_Parts = tuple[_Part, _Part, _Part, _Part]  # an option's: unit, case, hospital, parameter
+
+
+class _OptionCoder:
+    """Turns the options of one episode into codes, component by component: every combination
+    of an option's unit, case, hospital and parameter codes is legal. Each component's codes are
+    kept by its values (slots never change within an episode), so an option whose id list
+    changed is coded from the parts it shares with earlier options (the same hospitals, blood
+    types and unit counts recur in the options of many patients)."""
+
+    def __init__(self, tables: ActionTables) -> None:
+        self.tables = tables
+        self._shift: list[int] = tables.column_shift.tolist()
+        self._parts: dict[tuple[Any, ...], _Part] = {}
+        self._zero = tuple(self._part((k, 0, None), [0]) for k in range(4))  # an unused component
+        self._given = self._part((3, 1, None), [1])  # an optional case given
+
+    def parts(
+        self, action_type: str, option: Mapping[str, Sequence[Any]], slot_of: Mapping[str, int]
+    ) -> _Parts:
+        unit_p, case_p, hospital_p = SLOT_PARAMS[action_type]
+        layout, zero = self.tables.layout, self._zero
+        unit = self._ids(0, option[unit_p], layout.unit_slot) if unit_p else zero[0]
+        case = self._ids(1, option[case_p], slot_of) if case_p is not None and case_p in option else zero[1]
+        hospital = self._ids(2, option[hospital_p], layout.hospital_slot) if hospital_p else zero[2]
+        if action_type in OPTIONAL_CASE:
+            parameter = self._given if case_p in option else zero[3]
+        elif action_type in PARAMETER_TABLE:
+            parameter = self._parameter(action_type, option)
+        else:
+            parameter = zero[3]
+        return unit, case, hospital, parameter
+
+    def _part(self, key: tuple[Any, ...], codes: list[int]) -> _Part:
+        shift = self._shift[key[0]]
+        part = self._parts[key] = (tuple(codes), [code + shift for code in codes])
+        return part
+
+    def _ids(self, component: int, ids: Sequence[str], slot_of: Mapping[str, int]) -> _Part:
+        """The slots of ``ids`` (an id without a slot is left out)."""
+        key = (component, *ids)
+        return self._parts.get(key) or self._part(key, [slot_of[i] for i in ids if i in slot_of])
+
+    def _parameter(self, action_type: str, option: Mapping[str, Sequence[Any]]) -> _Part:
         names, _ = PARAMETER_TABLE[action_type]
-        index = tables.parameter_index[action_type]
-        parameter = [index[values] for values in itertools.product(*(option[n] for n in names))]
-    else:
-        parameter = [0]
-    return [unit, case, hospital, parameter]
+        key = (3, action_type, *(tuple(option[n]) for n in names))
+        part = self._parts.get(key)
+        if part is None:
+            index = self.tables.parameter_index[action_type]
+            part = self._part(key, [index[values] for values in itertools.product(*key[2:])])
+        return part
 
 
-def _option_rows(
-    action_type: str,
-    option: Mapping[str, Sequence[Any]],
-    slot_of: Mapping[str, int],
-    tables: ActionTables,
-) -> np.ndarray:
+def _option_rows(action_type: str, parts: _Parts) -> np.ndarray:
     """Every legal component vector of one option (rows; the last component varies fastest)."""
     t = TYPE_INDEX[action_type]
-    units, cases, hospitals, parameters = _option_columns(action_type, option, slot_of, tables)
+    (units, _), (cases, _), (hospitals, _), (parameters, _) = parts
     rows = [(t, u, c, h, p) for u in units for c in cases for h in hospitals for p in parameters]
     return np.array(rows, np.int64).reshape(len(rows), len(NVEC))
-
-
-def _option_key(action_type: str, option: Mapping[str, Sequence[Any]]) -> tuple[Any, ...]:
-    return (action_type, *((name, tuple(values)) for name, values in option.items()))
 
 
 _MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
@@ -290,45 +308,69 @@ _MAINTAIN_ROW = np.zeros((1, len(NVEC)), np.int64)
 _DECISIONS = ACTION_NAMES[1:]
 
 
-def type_mask(rows: np.ndarray, width: int, tables: ActionTables) -> np.ndarray:
-    """One type's row of ``type_masks``: the values of each component its legal vectors use."""
-    mask = np.zeros(width, np.bool_)
-    mask[(rows[:, 1:] + tables.column_shift).reshape(-1)] = True
-    return mask
+class _TypeNow:
+    """One action type's legal options as the simulation gave them, in codes, with the columns
+    its ``type_masks`` row marks (an option with a component left empty marks none); its rows
+    are put together only when asked for."""
+
+    __slots__ = ("_rows", "action_type", "coded", "columns", "options")
+
+    def __init__(self, action_type: str, options: Any, coded: list[_Parts]) -> None:
+        self.action_type, self.options, self.coded = action_type, options, coded
+        self.columns: list[int] = []
+        for unit, case, hospital, parameter in coded:
+            if unit[0] and case[0] and hospital[0] and parameter[0]:
+                self.columns += unit[1] + case[1] + hospital[1] + parameter[1]
+        self._rows: np.ndarray | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        if self._rows is None:
+            parts = [_option_rows(self.action_type, option) for option in self.coded]
+            self._rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return self._rows
+
+    def contains(self, unit: int, case: int, hospital: int, parameter: int) -> bool:
+        return any(
+            unit in units[0] and case in cases[0] and hospital in hospitals[0] and parameter in parameters[0]
+            for units, cases, hospitals, parameters in self.coded
+        )
 
 
 class FactoredLegal:
     """The legal component vectors of one episode, step by step (``update``), and their masks
-    written in place. A type's rows and mask row are kept while its options are unchanged (the
-    observation view hands back the same option lists while their inputs are the same); only
-    the rows of types that changed are rewritten, and the list of every legal vector
-    (``combos``) is put together only when asked for."""
+    written in place. Options are turned into codes component by component (``_OptionCoder``),
+    and a type's mask row is written only when its options changed (the observation view hands
+    back the same option lists while their inputs are the same). The masks are written from
+    the codes; the rows of every legal vector (``combos``) are put together only when asked
+    for, and a played action is checked against the codes of its own type alone
+    (``contains``)."""
 
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
-        self._memo: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}  # type -> options, rows, mask
-        self._rows: dict[tuple[Any, ...], np.ndarray] = {}  # an option's content -> its rows
-        self._now: dict[str, np.ndarray] = {}  # type -> its legal rows now (those with options)
+        self._memo: dict[str, _TypeNow] = {}  # type -> its options when last legal
+        self._coder = _OptionCoder(action_tables(layout))
+        self._now: dict[str, _TypeNow] = {}  # the types legal now (maintain_plan aside)
         self._combos: np.ndarray | None = _MAINTAIN_ROW
         self._fresh = True  # the masks hold nothing yet (a new episode)
         self.tables = action_tables(layout)
 
     def reset(self, layout: SlotLayout | None = None) -> None:
-        """A new episode (in the city of ``layout``, when given): slots (and so the rows of an
+        """A new episode (in the city of ``layout``, when given): slots (and so the codes of an
         option) start again; the mask arrays were zeroed by the caller."""
         self._memo.clear()
-        self._rows.clear()
         self._now.clear()
         self._combos = _MAINTAIN_ROW
         self._fresh = True
         if layout is not None:
             self.tables = action_tables(layout)
+        self._coder = _OptionCoder(self.tables)
 
     @property
     def combos(self) -> np.ndarray:
         """Every legal vector now (rows; ``maintain_plan`` first, then by type). Read only."""
         if self._combos is None:
             now = self._now
-            parts = [_MAINTAIN_ROW, *(now[t] for t in _DECISIONS if t in now)]
+            parts = [_MAINTAIN_ROW, *(now[t].rows for t in _DECISIONS if t in now)]
             self._combos = np.concatenate(parts) if len(parts) > 1 else _MAINTAIN_ROW
         return self._combos
 
@@ -338,13 +380,13 @@ class FactoredLegal:
         slot_of: Mapping[str, int],
         out_flat: np.ndarray,
         out_types: np.ndarray,
-    ) -> bool:
+    ) -> set[int]:
         """Take the legal actions now (``legal_actions``) and write their masks into ``out_flat``
         (the legal types, then per component the values some legal action uses) and ``out_types``
         (per type, the values of each other component its legal actions use: exact for the chosen
         type; a type is legal exactly when its row marks anything). Every id in ``legal`` has
-        had its slot given (or refused) already, so rows never go stale. Returns whether any
-        mask changed."""
+        had its slot given (or refused) already, so codes never go stale. Returns the types whose
+        masks changed (their indices)."""
         changed = self._start(out_types)
         memo, now = self._memo, self._now
         for action_type in _DECISIONS:
@@ -353,58 +395,49 @@ class FactoredLegal:
                 if action_type in now:
                     del now[action_type]
                     out_types[TYPE_INDEX[action_type]] = False
-                    changed = True
+                    changed.add(TYPE_INDEX[action_type])
                 continue
             kept = memo.get(action_type)
-            if kept is None or (kept[0] is not options and kept[0] != options):
-                rows = self._type_rows(action_type, options, slot_of)
-                kept = memo[action_type] = (options, rows, type_mask(rows, out_types.shape[1], self.tables))
-            elif now.get(action_type) is kept[1]:
+            if kept is None or (kept.options is not options and kept.options != options):
+                coded = [self._coder.parts(action_type, option, slot_of) for option in options]
+                kept = memo[action_type] = _TypeNow(action_type, options, coded)
+            elif now.get(action_type) is kept:
                 continue
-            changed = True
-            out_types[TYPE_INDEX[action_type]] = kept[2]
-            now[action_type] = kept[1]
+            changed.add(TYPE_INDEX[action_type])
+            row = out_types[TYPE_INDEX[action_type]]
+            row[:] = False
+            row[kept.columns] = True
+            now[action_type] = kept
         if changed:
             self._combos = None
             _flat_mask(out_types, out_flat)
         return changed
 
-    def _start(self, out_types: np.ndarray) -> bool:
+    def _start(self, out_types: np.ndarray) -> set[int]:
+        """The types changed so far: maintain_plan's, marked once an episode."""
         if not self._fresh:
-            return False
+            return set()
         self._fresh = False
-        out_types[0] = type_mask(_MAINTAIN_ROW, out_types.shape[1], self.tables)
-        return True
+        out_types[0, self.tables.column_shift] = True  # maintain_plan: every component 0
+        return {0}
 
-    def _type_rows(
-        self, action_type: str, options: Sequence[Mapping[str, Sequence[Any]]], slot_of: Mapping[str, int]
-    ) -> np.ndarray:
-        known, parts = self._rows, []
-        for option in options:
-            key = _option_key(action_type, option)
-            found = known.get(key)
-            if found is None:
-                found = known[key] = _option_rows(action_type, option, slot_of, self.tables)
-            parts.append(found)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> bool:
-        """The episode is over: only the wait is legal (and marked). Returns True (the masks
-        changed)."""
+    def finish(self, out_flat: np.ndarray, out_types: np.ndarray) -> set[int]:
+        """The episode is over: only the wait is legal (and marked). Returns every type (their
+        masks may have changed)."""
         self._start(out_types)
         self._now.clear()
         self._memo.clear()
         self._combos = _MAINTAIN_ROW
         out_types[1:] = False
         _flat_mask(out_types, out_flat)
-        return True
+        return set(range(len(out_types)))
 
     def contains(self, combo: np.ndarray) -> bool:
-        t = int(combo[0])
+        t, unit, case, hospital, parameter = combo.tolist()
         if t == 0:
-            return not combo.any()
-        rows = self._now.get(ACTION_NAMES[t]) if 0 < t < len(ACTION_NAMES) else None
-        return rows is not None and bool((rows == combo).all(axis=1).any())
+            return not (unit or case or hospital or parameter)
+        kept = self._now.get(ACTION_NAMES[t]) if 0 < t < len(ACTION_NAMES) else None
+        return kept is not None and kept.contains(unit, case, hospital, parameter)
 
 
 def _flat_mask(out_types: np.ndarray, out_flat: np.ndarray) -> None:

@@ -1,7 +1,7 @@
 """The factored interface's observation: per-slot rows of units, cases and hospitals, travel
 minutes between them, and the action masks, all read from the observation view.
 
-Each array is written in place into buffers the caller owns (``FactoredBuffers``; the vector
+Each array is written in place into buffers the caller owns (``Buffers``; the vector
 env hands out its batch rows), and only the rows that can have changed are written: the units,
 the open calls, the patients still in care and those whose status moved, the hospitals whose
 row the view rebuilt. Column names are the ``*_COLUMNS`` tuples below.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -164,28 +165,16 @@ def factored_observation_space(maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> spac
 
 
 class Buffers:
-    """Every observation array (``arrays``, leading ``batch`` dimensions), as views of one zeroed
-    buffer per dtype, so ``copy`` takes one copy per buffer."""
+    """Every observation array (``arrays``, zeroed, with leading ``batch`` dimensions); ``copy``
+    copies each (quicker than one copy of a shared buffer cut into views again)."""
 
     def __init__(self, batch: tuple[int, ...] = (), maxima: SlotMaxima = PRAKASHNAGAR_MAXIMA) -> None:
-        sizes: dict[Any, int] = {}
-        layout = []
-        for name, (shape, dtype) in shapes(maxima).items():
-            size = int(np.prod(batch + shape))
-            layout.append((name, dtype, sizes.get(dtype, 0), size, batch + shape))
-            sizes[dtype] = sizes.get(dtype, 0) + size
-        self._bases = {dtype: np.zeros(size, dtype) for dtype, size in sizes.items()}
-        self._layout = tuple(layout)
-        self.arrays = self._views(self._bases)
-
-    def _views(self, bases: Mapping[Any, np.ndarray]) -> dict[str, np.ndarray]:
-        return {
-            name: bases[dtype][start : start + size].reshape(shape)
-            for name, dtype, start, size, shape in self._layout
+        self.arrays = {
+            name: np.zeros(batch + shape, dtype) for name, (shape, dtype) in shapes(maxima).items()
         }
 
     def copy(self) -> dict[str, np.ndarray]:
-        return self._views({dtype: base.copy() for dtype, base in self._bases.items()})
+        return {name: array.copy() for name, array in self.arrays.items()}
 
 
 def _index(columns: tuple[str, ...]) -> dict[str, int]:
@@ -195,7 +184,11 @@ def _index(columns: tuple[str, ...]) -> dict[str, int]:
 _U, _K, _H = _index(UNIT_COLUMNS), _index(CASE_COLUMNS), _index(HOSPITAL_COLUMNS)
 _CALL_START, _REPORT_START, _PATIENT_START = _K[_CALL_PART[0]], _K["age"], _K[_PATIENT_PART[0]]
 _HOSPITAL_TYPE_ROWS = np.array([TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS])
+_HOSPITAL_TYPES = frozenset(TYPE_INDEX[a] for a in _HOSPITAL_ACTIONS)
 _CAN_START = _H[f"can_{_HOSPITAL_ACTIONS[0]}"]
+_DIVERSION_LEFT = _H["diversion_left"]
+#: every action type (``write``'s default: all masks may have changed)
+ALL_TYPES = frozenset(range(NVEC[0]))
 
 
 def _c(x: float) -> float:
@@ -308,20 +301,32 @@ def _hospital_static(
     return (*[min(1.0, c) for c in counts], *ready, *can_prepare, *people)
 
 
-def _hospital_columns(h: Mapping[str, Any], clock: int) -> list[float]:
+def _diversion_left(until: int, clock: int) -> float:
+    return _c((until - clock) / 60)
+
+
+def _rooms_and_staff(h: Mapping[str, Any]) -> tuple[float, ...]:
     rooms = tuple((r["state"], r["procedure"], tuple(r["procedures"])) for r in h["ors"])
     specialists = tuple((sp, s["state"]) for sp, s in h["specialists"].items())
+    return _hospital_static(rooms, specialists)
+
+
+def _blood_columns(blood: Mapping[str, int]) -> tuple[float, ...]:
+    return (*(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES), _c(sum(blood.values()) / 60))
+
+
+def _hospital_columns(
+    h: Mapping[str, Any], clock: int, rooms_and_staff: tuple[float, ...], blood: tuple[float, ...]
+) -> list[float]:
     until = h["diverted_until"]
-    blood = h["blood"]
     return [
         _c(h["occupancy"] / max(1, h["capacity"])),
         float(h["crowded"]),
         float(until is not None),
-        0.0 if until is None else _c((until - clock) / 60),
-        *_hospital_static(rooms, specialists),
+        0.0 if until is None else _diversion_left(until, clock),
+        *rooms_and_staff,
         _c(h["icu_free"] / 4),
-        *(_c(blood.get(t, 0) / 12) for t in BLOOD_TYPES),
-        _c(sum(blood.values()) / 60),
+        *blood,
         *([0.0] * len(_HOSPITAL_ACTIONS)),
     ]
 
@@ -345,12 +350,15 @@ def _unit_row(
 
 class FactoredFeatures:
     """One episode's observation writer (``reset`` between episodes, with the layout of the
-    episode's city). ``write(view, out, masks_changed)`` fills the arrays of ``out`` (``Buffers().arrays``
+    episode's city). ``write(view, out, changed)`` fills the arrays of ``out`` (``Buffers().arrays``
     or a vector env's rows of its batch; their shapes are the layout's maxima's)."""
 
     def __init__(self, layout: SlotLayout = PRAKASHNAGAR_LAYOUT) -> None:
         self._set_layout(layout)
         self._case_state: dict[int, tuple[Any, ...]] = {}  # slot -> what its row was written from
+        self._open_calls: set[int] = set()  # the slots of calls no patient has taken over
+        # slot -> the patient's status and columns last written
+        self._patient_written: list[Any] = [None] * layout.maxima.cases
         self._travel: tuple[Any, np.ndarray] | None = None
 
     def _set_layout(self, layout: SlotLayout) -> None:
@@ -361,10 +369,18 @@ class FactoredFeatures:
         self._no_node = len(layout.node_index)  # the all-zero row and column of the padded travel table
         self._case_node = np.full(layout.maxima.cases, self._no_node, np.intp)
         self._hospital_rows: list[Any] = [None] * layout.n_hospitals
+        # slot -> the rooms, specialists and blood parts of its row (the view hands back the same
+        # objects while they are unchanged) and the columns made from them
+        self._hospital_parts: list[Any] = [None] * layout.n_hospitals
         self._hospital_nodes = np.full(layout.n_hospitals, self._no_node, np.intp)
-        self._hospital_mask_columns = np.arange(layout.n_hospitals) + self._tables.offsets[3] - NVEC[0]
+        # where each hospital's can_* columns are in the flattened ``type_masks``
+        hospital_columns = np.arange(layout.n_hospitals) + self._tables.offsets[3] - NVEC[0]
+        width = sum(self._tables.nvec[1:])
+        self._hospital_mask_index = _HOSPITAL_TYPE_ROWS[None, :] * width + hospital_columns[:, None]
         self._unit_node = np.full(layout.n_units, self._no_node, np.intp)
         self._unit_rows: list[Any] = [None] * layout.n_units  # slot -> the row written (lru-cached tuples)
+        self._travel_inputs: tuple[Any, ...] | None = None  # what the travel arrays were written from
+        self._episode: tuple[Any, ...] | None = None  # the global columns fixed for the episode
 
     def reset(self, out: Mapping[str, np.ndarray], layout: SlotLayout | None = None) -> None:
         """A new episode (in the city of ``layout``, when given; its maxima must be the same)."""
@@ -372,20 +388,24 @@ class FactoredFeatures:
             raise ValueError(f"slot maxima {layout.maxima} differ from this writer's {self.layout.maxima}")
         self._set_layout(layout or self.layout)
         self._case_state.clear()
+        self._open_calls.clear()
+        self._patient_written = [None] * self.layout.maxima.cases
         for array in out.values():
             array.fill(0)
 
     def update_slots(self, view: ObservationView) -> None:
         self.slots.update(view["calls"], view["patients"])
 
-    def write(self, view: ObservationView, out: Mapping[str, np.ndarray], masks_changed: bool = True) -> None:
+    def write(
+        self, view: ObservationView, out: Mapping[str, np.ndarray], changed: AbstractSet[int] = ALL_TYPES
+    ) -> None:
         """The observation of ``view`` into ``out``; ``update_slots(view)`` came first and the
         masks of its legal actions are in ``out`` already (``FactoredLegal.update``, which says
-        whether they changed)."""
+        which types' masks changed)."""
         clock = view["clock_min"]
         unit_nodes = self._units(view, out)
         self._cases(view, out, clock)
-        self._hospitals(view, out, clock, masks_changed)
+        self._hospitals(view, out, clock, not _HOSPITAL_TYPES.isdisjoint(changed))
         self._travel_minutes(view, unit_nodes, out)
         out["global"][:] = self._global(view)
 
@@ -413,68 +433,92 @@ class FactoredFeatures:
         return nodes
 
     def _cases(self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int) -> None:
+        """The case rows: a call's or a patient's columns written only when they changed (the
+        minutes waited, which move every minute, always)."""
+        calls_now = self._call_rows(view, out)
+        self._patient_rows(view, out)
+        cases = out["cases"]
+        for slot in self._open_calls - calls_now:  # a call closed without a patient
+            cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
+            self._case_node[slot] = self._no_node
+            self._case_state[slot] = ("closed",)
+        self._open_calls = calls_now
+
+    def _call_rows(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> set[int]:
+        """The rows of the calls no patient has taken over; returns their slots."""
         slots, state = self.slots, self._case_state
-        cases, present, node_of = out["cases"], out["case_present"], self._case_node
-        node, no_node, hospital_ids = self._node, self._no_node, self.layout.hospital_ids
+        cases, present, node_of, node = out["cases"], out["case_present"], self._case_node, self._node
         written: set[int] = set()
         for call in view["calls"]:
             slot = slots.slot_of.get(call["call_id"])
             if slot is None or slots.case_patient[slot] is not None:
                 continue
             written.add(slot)
-            key = (call["priority"], call["status"], call["ambulance_id"] is not None)
-            if state.get(slot) != ("call", *key):
+            key = ("call", call["priority"], call["status"], call["ambulance_id"] is not None)
+            if state.get(slot) != key:
                 if slot not in state:
                     cases[slot, _REPORT_START:_PATIENT_START] = report_columns(call["report"])
                     present[slot] = 1
                     node_of[slot] = node[call["node"]]
-                cases[slot, :_REPORT_START] = (1.0, 1.0, 0.0, 0.0, 0.0, *_call_columns(*key))
-                state[slot] = ("call", *key)
+                cases[slot, :_REPORT_START] = (1.0, 1.0, 0.0, 0.0, 0.0, *_call_columns(*key[1:]))
+                state[slot] = key
             cases[slot, 4] = _c(call["waiting_min"] / 120)
+        return written
+
+    def _patient_rows(self, view: ObservationView, out: Mapping[str, np.ndarray]) -> None:
+        slots, state, hospital_ids = self.slots, self._case_state, self.layout.hospital_ids
+        cases, present, node_of = out["cases"], out["case_present"], self._case_node
         for p in view["patients"]:
             slot = slots.slot_of.get(p["patient_id"])
             if slot is None:
                 continue
-            written.add(slot)
             status = p["status"]
             final = status in FINAL_PATIENT_STATES
+            since = _c(p["minutes_since_call"] / 120)
             if final and state.get(slot) == ("patient", status):
-                cases[slot, 4] = _c(p["minutes_since_call"] / 120)
+                cases[slot, 4] = since
                 continue
             if slot not in state:
                 present[slot] = 1
                 cases[slot, _REPORT_START : _REPORT_START + 2] = (_c(p["age"] / 100), float(p["sex"] == "M"))
-            cases[slot, :_REPORT_START] = (
-                1.0,
-                0.0,
-                1.0,
-                float(final),
-                _c(p["minutes_since_call"] / 120),
-                *_NO_CALL,
-            )
-            cases[slot, _PATIENT_START:] = _patient_columns(p, hospital_ids)
-            node_of[slot] = no_node if final else node[p["node"]]
+            columns = _patient_columns(p, hospital_ids)
+            if self._patient_written[slot] != (status, columns):
+                cases[slot, :_REPORT_START] = (1.0, 0.0, 1.0, float(final), since, *_NO_CALL)
+                cases[slot, _PATIENT_START:] = columns
+                self._patient_written[slot] = (status, columns)
+            else:
+                cases[slot, 4] = since
+            node_of[slot] = self._no_node if final else self._node[p["node"]]
             state[slot] = ("patient", status)
-        for slot, kept in list(state.items()):
-            if slot not in written and kept[0] == "call":  # a call closed without a patient
-                cases[slot, :_REPORT_START] = (1.0, 0.0, 0.0, 1.0, 0.0, *_NO_CALL)
-                node_of[slot] = no_node
-                state[slot] = ("closed",)
+            self._open_calls.discard(slot)
 
     def _hospitals(
         self, view: ObservationView, out: Mapping[str, np.ndarray], clock: int, masks_changed: bool
     ) -> None:
+        """A hospital's row written when the view made it anew (the view reuses an unchanged
+        one), the minutes of diversion left of a diverted one every step; the can_* columns when
+        the masks of an action type with a hospital changed."""
         hospitals, hospital_slot, rewritten = out["hospitals"], self.layout.hospital_slot, False
         for h in view["hospitals"]:
             i = hospital_slot[h["hospital_id"]]
-            if self._hospital_rows[i] is not h or h["diverted_until"] is not None:
-                hospitals[i] = _hospital_columns(h, clock)  # its can_* columns zeroed
+            if self._hospital_rows[i] is not h:
+                hospitals[i] = self._hospital_row(i, h, clock)  # its can_* columns zeroed
                 self._hospital_rows[i] = h
                 self._hospital_nodes[i] = self._node[h["node"]]
                 rewritten = True
+            elif h["diverted_until"] is not None:
+                hospitals[i, _DIVERSION_LEFT] = _diversion_left(h["diverted_until"], clock)
         if masks_changed or rewritten:
-            columns = self._hospital_mask_columns
-            hospitals[:, _CAN_START:] = out["type_masks"][_HOSPITAL_TYPE_ROWS][:, columns].T
+            hospitals[:, _CAN_START:] = np.take(out["type_masks"], self._hospital_mask_index)
+
+    def _hospital_row(self, i: int, h: Mapping[str, Any], clock: int) -> list[float]:
+        rooms, staff, blood = h["ors"], h["specialists"], h["blood"]
+        kept = self._hospital_parts[i]
+        same_rooms = kept is not None and kept[0] is rooms and kept[1] is staff
+        rooms_and_staff = kept[2] if same_rooms else _rooms_and_staff(h)
+        blood_columns = kept[4] if kept is not None and kept[3] is blood else _blood_columns(blood)
+        self._hospital_parts[i] = (rooms, staff, rooms_and_staff, blood, blood_columns)
+        return _hospital_columns(h, clock, rooms_and_staff, blood_columns)
 
     def _travel_minutes(
         self, view: ObservationView, unit_nodes: np.ndarray, out: Mapping[str, np.ndarray]
@@ -487,26 +531,39 @@ class FactoredFeatures:
             self._travel = (table, scaled)
         scaled = self._travel[1]
         cases = self._case_node
+        # most steps move no unit or case to another node: the arrays then stay as written
+        inputs = (table, unit_nodes.tobytes(), cases.tobytes(), self._hospital_nodes.tobytes())
+        written = self._travel_inputs
+        if written is not None and written[0] is table and written[1:] == inputs[1:]:
+            return
+        self._travel_inputs = inputs
         out["unit_case_minutes"][:] = scaled[unit_nodes[:, None], cases[None, :]]
         out["case_hospital_minutes"][:] = scaled[cases[:, None], self._hospital_nodes[None, :]]
 
     def _global(self, view: ObservationView) -> list[float]:
+        episode = self._episode
+        if episode is None:  # what stays the same for the whole episode, read once
+            horizon, max_steps = view["horizon_min"], view["max_steps"]
+            episode = self._episode = (
+                horizon, max_steps, view["phase"] == 2, view["mutual_aid"]["limit"] / 2,
+                view["roads"]["peak_hour"], horizon / LONGEST_HORIZON_MIN, max_steps / LARGEST_STEP_BUDGET,
+            )
+        horizon, max_steps, phase2, aid_limit, peak_hour, horizon_frac, budget_frac = episode
         aid = view["mutual_aid"]
-        horizon, max_steps = view["horizon_min"], view["max_steps"]
         values = (
             view["clock_min"] / horizon,
             view["step"] / max_steps,
-            view["phase"] == 2,
+            phase2,
             view["score_preview"],
             aid["remaining"] / 2,
-            aid["limit"] / 2,
+            aid_limit,
             len(aid["pending"]) / 2,
-            view["roads"]["peak_hour"],
-            len(view["alerts"]) / 5,
+            peak_hour,
+            view.alert_count() / 5,
             view["last_action_error"] is not None,
             view["query_result"] is not None,
             len(self.slots) / self.slots.max_cases,
-            horizon / LONGEST_HORIZON_MIN,
-            max_steps / LARGEST_STEP_BUDGET,
+            horizon_frac,
+            budget_frac,
         )
         return [_c(float(v)) for v in values]

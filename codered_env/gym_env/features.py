@@ -222,7 +222,7 @@ class FeatureBuilder:
             view["roads"]["peak_hour"],
             n_patients / MAX_PATIENTS,
             n_calls / MAX_CALLS,
-            len(view["alerts"]) / 5,
+            view.alert_count() / 5,
             view["last_action_error"] is not None,
             view["query_result"] is not None,
             n_legal / self.max_actions,

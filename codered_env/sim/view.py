@@ -14,6 +14,7 @@ from .city import PRAKASHNAGAR
 from .legal import LegalActionsView, legal_actions
 from .obs_rows import (
     BRIEF_ROWS,
+    alert_count,
     alert_texts,
     ambulance_row,
     call_row,
@@ -190,6 +191,11 @@ class ObservationView(Mapping[str, Any]):
         cut off), from what ``roads`` shows (closures, congestion, peak hour). Read only; the
         same table object while the road state is the same."""
         return self._world.net.minutes_table()
+
+    def alert_count(self) -> int:
+        """``len(self["alerts"])``, without formatting the texts."""
+        alerts = self._built.get("alerts")
+        return alert_count(self._world) if alerts is None else len(alerts)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self._parts else default

@@ -1,6 +1,7 @@
 """The factored interface (``CodeRedFactored-taskN-v0``): masks exact against the simulation's
 legal actions, stable slots, nothing hidden shown, invalid actions refused, the vector env equal
-to single episodes, and the flat env's ``action_args`` coding."""
+to single episodes, rows kept while unchanged equal to rows written afresh, and the flat env's
+``action_args`` coding."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from codered_env.gym_env import (
     CodeRedFactoredVectorEnv,
     CodeRedGymEnv,
 )
-from codered_env.gym_env.factored_actions import OFFSETS, TYPE_INDEX
+from codered_env.gym_env.factored_actions import OFFSETS, TYPE_INDEX, _OptionCoder
 from codered_env.gym_env.factored_env import MASKED_OUT
+from codered_env.gym_env.factored_features import ALL_TYPES
 from codered_env.gym_env.slots import MAX_CASES
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
@@ -274,6 +276,43 @@ def test_same_seed_same_actions_same_bytes() -> None:
                 break
         runs.append(out)
     assert runs[0] == runs[1]
+
+
+def _forget_what_was_written(env: CodeRedFactoredEnv) -> None:
+    """Drop what the writer and the masks keep to skip unchanged rows: the next step writes every
+    row and every type's mask, and codes every option, afresh."""
+    features, legal = env.core.features, env.core.legal
+    features._unit_rows = [None] * len(features._unit_rows)
+    features._hospital_rows = [None] * len(features._hospital_rows)
+    features._hospital_parts = [None] * len(features._hospital_parts)
+    features._patient_written = [None] * len(features._patient_written)
+    features._travel_inputs = None
+    features._episode = None
+    legal._memo.clear()
+    legal._coder = _OptionCoder(legal.tables)
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_rows_kept_while_unchanged_equal_rows_written_every_step(task_id: str) -> None:
+    """The rows, travel minutes and masks an env writes only when they changed are those it
+    would write afresh at every step."""
+    kept, fresh = CodeRedFactoredEnv(task_id), CodeRedFactoredEnv(task_id)
+    write = fresh.core.features.write
+    fresh.core.features.write = lambda view, out, changed: write(view, out, ALL_TYPES)  # every can_* column
+    rng = np.random.default_rng(3)
+    for seed in (0, 1):
+        kept.reset(seed=seed)
+        fresh.reset(seed=seed)
+        done, step = False, 0
+        while not done:
+            action = _type_first(kept, rng)
+            _forget_what_was_written(fresh)
+            obs, _, done, _, _ = kept.step(action)
+            expected, *_ = fresh.step(action)
+            for key, array in obs.items():
+                assert array.tobytes() == expected[key].tobytes(), (task_id, seed, step, key)
+            assert np.array_equal(kept.legal_actions(), fresh.legal_actions()), (task_id, seed, step)
+            step += 1
 
 
 @pytest.mark.parametrize("task_id", ["task3", "task5"])

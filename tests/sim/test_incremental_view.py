@@ -8,8 +8,9 @@ rollouts included (every ``CodeRedSim.step`` of every simulation alive is checke
 - the view's brief rows (``ObservationView.brief``) are the full rows of ``observation()`` in
   the asked statuses, restricted to the brief fields, in the same order, and a hospital's row
   read alone (``ObservationView.hospital``) is its full row, so is an open call's
-  (``ObservationView.call``; a call not shown is a KeyError), and the open calls the view keeps
-  from step to step (``open_calls``) are those a scan of every call finds;
+  (``ObservationView.call``; a call not shown is a KeyError), ``ObservationView.alert_count``
+  is the number of alerts, and the open calls the view keeps from step to step
+  (``open_calls``) are those a scan of every call finds;
 - the heuristic acts the same on the view (brief rows, lazy legal actions) as on the dict.
 
 tests/sim/test_incremental_core.py checks the rest of the view (read whole, it equals
@@ -121,6 +122,16 @@ def _check_call_rows(sim: CodeRedSim) -> None:
             view.call(cid)
 
 
+def _check_alert_count(sim: CodeRedSim) -> None:
+    """``ObservationView.alert_count`` is the number of ``observation()``'s alerts, asked before
+    and after the alerts were read."""
+    alerts = sim.observation()["alerts"]
+    view = sim.observation_view()
+    assert view.alert_count() == len(alerts)
+    assert view["alerts"] == alerts
+    assert view.alert_count() == len(alerts)
+
+
 def _check(sim: CodeRedSim) -> None:
     # the open calls kept from step to step are those a scan of every call finds, in its order
     assert open_calls(sim.world, sim._view_memo) == visible_calls(sim.world)
@@ -128,6 +139,7 @@ def _check(sim: CodeRedSim) -> None:
     _check_brief(sim)
     _check_hospital_rows(sim)
     _check_call_rows(sim)
+    _check_alert_count(sim)
 
 
 @pytest.fixture()
