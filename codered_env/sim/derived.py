@@ -30,14 +30,14 @@ class Derived:
         """A new step: what the last one did not ask for again is forgotten."""
         self._before, self._now = self._now, {}
 
-    def get(self, part: Any, tag: str, make: Callable[[Any], T]) -> T:
-        """``make(part)``, made once per part object (``tag`` names what is derived)."""
+    def get(self, part: Any, tag: str, make: Callable[..., T], *args: Any) -> T:
+        """``make(*args, part)``, made once per part object (``tag`` names what is derived)."""
         key = (id(part), tag)
         hit = self._now.get(key)
         if hit is None:
             hit = self._before.get(key)  # the part is kept in the entry: its id is still its own
             if hit is None:
-                hit = (part, make(part))
+                hit = (part, make(*args, part))
             self._now[key] = hit
         return hit[1]  # type: ignore[no-any-return]
 

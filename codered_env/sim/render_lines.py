@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from functools import partial
 from typing import Any, NamedTuple
 
 from .derived import Derived
@@ -161,8 +160,7 @@ def legal_text(legal: dict[str, list[dict[str, list[Any]]]], derived: Derived | 
     options list (the kept sections hand out the same list while unchanged)."""
     if derived is None:
         return " ".join(_legal_chunk(name, options) for name, options in legal.items())
-    return " ".join(derived.get(options, name, partial(_legal_chunk, name))
-                    for name, options in legal.items())
+    return " ".join([derived.get(options, name, _legal_chunk, name) for name, options in legal.items()])
 
 
 def _legal_chunk(name: str, options: list[dict[str, list[Any]]]) -> str:
