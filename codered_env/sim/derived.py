@@ -1,7 +1,8 @@
 """Values derived from an observation's read-only parts, remembered by the part's identity.
 
-An episode's views hand out the same object for a part whose inputs did not change (view.py:
-hospital rows, legal-action sections kept by the world's change record, the city's public map).
+An episode's views hand out the same object for a part that did not change (view.py: hospital
+rows, legal-action sections kept by the world's change record or equal to the last ones, the
+city's public map).
 A value derived from such an object alone (its text line, ...) is then the same as long as the
 object is: ``Derived.get`` makes it once and returns it again while the same object comes back.
 Entries not asked for during a turn (one step's rendering) are dropped at the next ``turn``, so

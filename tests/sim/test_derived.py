@@ -5,6 +5,8 @@ generated city (whose map line is reused)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from codered_env.agents import make_agent
@@ -56,3 +58,38 @@ def test_derived_lines_are_refused_for_other_options() -> None:
     data = CodeRedSim("task1", 0).observation()
     with pytest.raises(ValueError, match="default options"):
         render_lines(data, compact=True, derived=Derived())
+
+
+SAME_SECTIONS = ("dispatch_ambulance", "dispatch_als", "dispatch_bls", "assign_hospital",
+                 "request_mutual_aid")
+
+
+def _identity_and_content(task_id: str) -> tuple[int, int]:
+    """(steps where a section was the same object, steps where it was another), checking that
+    it is the same object exactly when its content is the same."""
+    sim = CodeRedSim(task_id, 2)
+    agent = make_agent("heuristic", seed=2)
+    agent.reset(task_id, 2)
+    before: dict[str, tuple[object, object]] = {}
+    kept = changed = 0
+    for step in range(50):
+        if sim.done:
+            break
+        legal = sim.observation_view()["legal_actions"]
+        for name in SAME_SECTIONS:
+            options = legal.get(name)
+            if options is None:
+                continue
+            if name in before:
+                last, content = before[name]
+                assert (options is last) == (options == content), (task_id, name, step)
+                kept += options is last
+                changed += options is not last
+            before[name] = (options, copy.deepcopy(options))
+        sim.step(agent.act(sim.observation_view()) if step % 2 else {"action_type": "maintain_plan"})
+    return kept, changed
+
+
+def test_sections_built_every_step_keep_their_identity_while_their_content_is_the_same() -> None:
+    counts = [_identity_and_content(task_id) for task_id in ("task1", "task3", "task5")]
+    assert sum(k for k, _ in counts) > 0 and sum(c for _, c in counts) > 0, counts
