@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import sys
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TASKS = ("task1", "task2", "task3", "task4", "task5")
 WARMUP_STEPS = 5
 DEFAULT_LEVELS = [1, 16, 64]
+DEFAULT_MODES = ["full", "none"]
 
 
 @dataclass
@@ -81,23 +83,30 @@ class LevelResult:
         return values[index]
 
 
-def targets(observation: str = "full") -> list[Target]:
+def codered_name(observation: str) -> str:
+    """``codered`` for the default observation mode, ``codered/<mode>`` for another."""
+    return "codered" if observation == "full" else f"codered/{observation}"
+
+
+def targets(observations: tuple[str, ...] = ("full",)) -> list[Target]:
+    """The trivial environment and one CodeRedEnv target per observation mode (one server each)."""
     py = sys.executable
-    return [
+    trivial = Target(
+        "trivial",
+        [py, str(ROOT / "bench" / "trivial_env.py")],
+        lambda i: {"seed": i, "episode_id": f"bench-{i}"},
+        {"increment": 1},
+    )
+    return [trivial, *(
         Target(
-            "trivial",
-            [py, str(ROOT / "bench" / "trivial_env.py")],
-            lambda i: {"seed": i, "episode_id": f"bench-{i}"},
-            {"increment": 1},
-        ),
-        Target(
-            "codered",
+            codered_name(observation),
             [py, "-m", "codered_env.server.app", "--log-level", "warning"],
             lambda i: {"seed": i, "episode_id": f"bench-{i}", "task_id": TASKS[i % len(TASKS)]},
             {"action_type": "maintain_plan"},
             "" if observation == "full" else f"?observation={observation}",
-        ),
-    ]
+        )
+        for observation in observations
+    )]
 
 
 def _free_port() -> int:
@@ -206,37 +215,43 @@ async def run_level(
 
 
 def step_breakdown(episodes: int = 3) -> list[tuple[str, dict[str, float]]]:
-    """In-process cost (microseconds per step) of each stage of a CodeRedEnv WebSocket step."""
+    """In-process CPU time (microseconds per step) of each stage of a CodeRedEnv WebSocket step,
+    the client's decoding of the full reply, and the HTTP routes' validated observation."""
     from openenv.core.env_server.serialization import serialize_observation
     from pydantic_core import to_json
 
     from codered_env.models import CodeRedObservation
     from codered_env.server.environment import plain_observation
     from codered_env.sim import CodeRedSim, render_text
+    from codered_env.sim.derived import Derived
 
+    cpu = time.process_time  # CPU time: waiting for a core on a busy machine is not counted
+    stages = ("sim.step", "observation view", "render_text", "encode reply", "client json.loads",
+              "validated obs + serialize")
     rows = []
     for task_id in TASKS:
-        costs = dict.fromkeys(
-            ("sim.step", "observation view", "render_text", "encode reply", "validated obs + serialize"), 0.0
-        )
+        costs = dict.fromkeys(stages, 0.0)
         steps = 0
         for seed in range(episodes):
-            sim = CodeRedSim(task_id, seed)
+            sim, derived = CodeRedSim(task_id, seed), Derived()  # the server keeps one per episode
             while not sim.done:
-                t0 = time.perf_counter()
+                t0 = cpu()
                 sim.step({"action_type": "maintain_plan"})
-                t1 = time.perf_counter()
+                t1 = cpu()
                 data = plain_observation(sim.observation_view())
-                t2 = time.perf_counter()
-                text = render_text(data)
-                t3 = time.perf_counter()
+                t2 = cpu()
+                text = render_text(data, derived)
+                t3 = cpu()
                 reply = {"observation": {**data, "text": text}, "reward": 0.0}
-                to_json({"type": "observation", "data": reply})
-                t4 = time.perf_counter()
+                encoded = to_json({"type": "observation", "data": reply})
+                t4 = cpu()
+                json.loads(encoded)
+                t5 = cpu()
                 serialize_observation(CodeRedObservation.from_sim(sim.observation(), text, 0.0))
-                t5 = time.perf_counter()
-                for key, dt in zip(costs, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
-                    costs[key] += dt
+                t6 = cpu()
+                marks = (t0, t1, t2, t3, t4, t5, t6)
+                for key, began, ended in zip(costs, marks, marks[1:], strict=False):
+                    costs[key] += ended - began
                 steps += 1
         rows.append((task_id, {k: v / steps * 1e6 for k, v in costs.items()}))
     return rows
@@ -246,9 +261,10 @@ def breakdown_markdown(rows: list[tuple[str, dict[str, float]]]) -> list[str]:
     keys = list(rows[0][1])
     lines = [
         "",
-        "In-process cost of one `maintain_plan` step by stage (microseconds, mean over 3 "
-        "episodes per task). A full WebSocket step pays the first four (`without_text` skips "
-        "render_text, `none` pays sim.step only); the stateful HTTP routes build and validate "
+        "In-process CPU time of one `maintain_plan` step by stage (microseconds, mean over 3 "
+        "episodes per task). A `full` WebSocket step pays the first four on the server "
+        "(`without_text` skips render_text, `none` pays sim.step only) and its client pays "
+        "`client json.loads` to decode the reply; the stateful HTTP routes build and validate "
         "the observation model instead (the last column, which includes its own observation()).",
         "",
         "| task | " + " | ".join(keys) + " |",
@@ -266,7 +282,7 @@ def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
         "",
         "Generated by `uv run python bench/bench_ws.py"
         + (f" --levels {' '.join(map(str, args.levels))}" if args.levels != DEFAULT_LEVELS else "")
-        + (f" --observation {args.observation}" if args.observation != "full" else "")
+        + (f" --observation {' '.join(args.observation)}" if args.observation != DEFAULT_MODES else "")
         + (f" --total-steps {args.total_steps}" if args.total_steps != 1500 else "")
         + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
         + "`.",
@@ -277,7 +293,9 @@ def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
         "client-side round trip of one `step` frame. CodeRedEnv sends `maintain_plan` "
         "(advance to the next event) over task1..task5; resets are excluded from step "
         "latency and reported separately. Each level runs 3 interleaved rounds per env "
-        "(trivial, codered, trivial, ...) and pools them, so background load hits both alike.",
+        "(trivial, codered, trivial, ...) and pools them, so background load hits both alike. "
+        "`codered` is the default observation mode (`full`: the whole observation and its text); "
+        "`codered/<mode>` is `/ws?observation=<mode>`.",
         "",
         "| sessions | env | steps | p50 step ms | p99 step ms | steps/s | server CPU us/step | "
         "p50 reset ms | errors |",
@@ -290,15 +308,17 @@ def markdown(results: list[LevelResult], args: argparse.Namespace) -> str:
         )
     lines += ["", "Server CPU us/step: the server process's CPU time over the timed steps, per step "
               "(resets included); unlike steps/s it hardly depends on what else the machine runs.",
-              "", "| sessions | p50 ratio codered/trivial | throughput ratio | server CPU ratio |",
-              "|---:|---:|---:|---:|"]
+              "", "| sessions | env | p50 ratio to trivial | throughput ratio | server CPU ratio |",
+              "|---:|---|---:|---:|---:|"]
     for n in args.levels:
-        cr, tr = by_key.get(("codered", n)), by_key.get(("trivial", n))
-        if cr and tr:
-            lines.append(f"| {n} | {cr.pct(50) / tr.pct(50):.2f}x | {cr.steps_per_s / tr.steps_per_s:.2f}x | "
-                         f"{cr.server_us_per_step / tr.server_us_per_step:.2f}x |")
-    lines += ["", f"Observation mode: `{args.observation}`. Target: throughput >= 0.8x the trivial "
-              "environment's at 16 and 64 sessions."]
+        tr = by_key.get(("trivial", n))
+        for name in map(codered_name, args.observation):
+            cr = by_key.get((name, n))
+            if cr and tr:
+                lines.append(f"| {n} | {name} | {cr.pct(50) / tr.pct(50):.2f}x | "
+                             f"{cr.steps_per_s / tr.steps_per_s:.2f}x | "
+                             f"{cr.server_us_per_step / tr.server_us_per_step:.2f}x |")
+    lines += ["", "Target: `codered` throughput >= 0.8x the trivial environment's at 16 and 64 sessions."]
     lines += breakdown_markdown(step_breakdown())
     return "\n".join([*lines, ""])
 
@@ -329,12 +349,12 @@ def write_report(path: Path, report: str) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> list[LevelResult]:
-    servers = {t.name: (t, *start(t)) for t in targets(args.observation)}
+    servers = {t.name: (t, *start(t)) for t in targets(tuple(args.observation))}
     results: list[LevelResult] = []
     per_round = max(1, args.total_steps // args.rounds)
     try:
         for n in args.levels:
-            rounds: dict[str, list[LevelResult]] = {"trivial": [], "codered": []}
+            rounds: dict[str, list[LevelResult]] = {name: [] for name in servers}
             for _ in range(args.rounds):  # interleaved, so load drift hits both alike
                 for name, parts in rounds.items():
                     target, proc, port = servers[name]
@@ -342,7 +362,7 @@ async def main_async(args: argparse.Namespace) -> list[LevelResult]:
             for parts in rounds.values():
                 res = merge(parts)
                 print(
-                    f"{res.target:8s} N={n:3d} p50={res.pct(50):7.2f}ms "
+                    f"{res.target:12s} N={n:3d} p50={res.pct(50):7.2f}ms "
                     f"p99={res.pct(99):7.2f}ms {res.steps_per_s:8.0f} steps/s "
                     f"errors={res.errors}",
                     file=sys.stderr,
@@ -351,6 +371,7 @@ async def main_async(args: argparse.Namespace) -> list[LevelResult]:
     finally:
         for _, proc, _ in servers.values():
             stop(proc)
+        shutil.rmtree(STATE_DIR, ignore_errors=True)
     return results
 
 
@@ -361,8 +382,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per level")
     parser.add_argument("--write", type=Path, help="also write the markdown report here")
     parser.add_argument("--json", type=Path, help="write raw summary numbers as JSON")
-    parser.add_argument("--observation", default="full", choices=["full", "without_text", "none"],
-                        help="what CodeRedEnv step replies carry (/ws?observation=; default full)")
+    parser.add_argument("--observation", nargs="+", default=DEFAULT_MODES,
+                        choices=["full", "without_text", "none"],
+                        help="what CodeRedEnv step replies carry (/ws?observation=), one server each "
+                             "(default: full none)")
     args = parser.parse_args()
     results = asyncio.run(main_async(args))
     report = markdown(results, args)

@@ -26,6 +26,7 @@ from codered_env.server.rubric_tree import CodeRedRubric
 from codered_env.server.task_api import TaskProviderMixin, get_task
 from codered_env.sim import TASK_IDS, CodeRedSim, render_text
 from codered_env.sim.actions import parse_action
+from codered_env.sim.derived import Derived
 
 ENV_NAME = "codered_env"
 DEFAULT_TASK_ID = "task1"
@@ -144,6 +145,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         self._lock = threading.RLock()
         self._sim: CodeRedSim | None = None
         self._episode = _Episode()
+        self._derived = Derived()  # the episode's text lines of reused parts (sim/derived.py)
         self._closed: str | None = None
         # Called with every reset and step (journal.py persists them); None: not recorded.
         self.recorder: Recorder | None = None
@@ -290,7 +292,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             sim, result = self._step_recorded(action, logged)
             data = plain_observation(sim.observation_view())
             data["last_action_error"] = result.error
-            rendered = render_text(data) if text else ""
+            rendered = render_text(data, self._derived) if text else ""
             done = bool(data.pop("done"))
             data["text"] = rendered
             data["metadata"] = {}
@@ -354,6 +356,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
             self._ensure_open()
             self._sim = CodeRedSim(task_id=task_id, seed=seed, city=city)
             self._episode = _Episode(episode_id or str(uuid.uuid4()), task_id, seed, city)
+            self._derived = Derived()
             if self.recorder is not None:
                 event = {"op": "reset", "task_id": task_id, "seed": seed,
                          "episode_id": self._episode.episode_id}
@@ -388,7 +391,7 @@ class CodeRedEnvironment(TaskProviderMixin, Environment[CodeRedAction, CodeRedOb
         data = sim.observation()
         data["last_action_error"] = error
         build = WireObservation.from_sim if wire else CodeRedObservation.from_sim
-        return build(data, render_text(data), reward=reward)
+        return build(data, render_text(data, self._derived), reward=reward)
 
 
 def plain_observation(view: Mapping[str, Any]) -> dict[str, Any]:

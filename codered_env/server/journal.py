@@ -8,7 +8,9 @@ mode under the state directory (``CODERED_STATE_DIR``; docs/SERVER.md, "Restarts
 * Writes are queued and committed together once per turn of the event loop, in one transaction
   on the loop's own thread (group commit: no thread hand-off, no GIL convoy). A route answers a
   step only once its event is committed (:meth:`Journal.barrier`), so an acknowledged step is
-  never lost, even to SIGKILL.
+  never lost, even to SIGKILL. A read from a worker thread commits what is queued itself
+  instead of waiting for the loop: the loop may be waiting for a lock that thread holds (a
+  session store's, during a restore).
 * After a restart nothing is replayed up front (start-up stays fast): a session is rebuilt by
   replay the first time its id is used (:meth:`Journal.events`, ``KindJournal.restore``).
 * Ended sessions keep a tombstone with the reason (expired, evicted, closed), so their ids
@@ -75,7 +77,7 @@ class Journal:
     def __init__(self) -> None:
         self.path: Path | None = None
         self._lock = threading.Lock()
-        self._committed_cond = threading.Condition(self._lock)
+        self._write_lock = threading.Lock()  # one commit at a time, batches in queue order
         self._pending: list[tuple[Op, ...]] = []
         self._enqueued = 0
         self._committed = 0
@@ -123,8 +125,9 @@ class Journal:
         if self._writer is None:
             return
         self._flush()
-        self._writer.close()
-        self._writer = None
+        with self._write_lock:
+            self._writer.close()
+            self._writer = None
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -186,7 +189,7 @@ class Journal:
             return
         self._flush()
         try:
-            with self._writer:
+            with self._write_lock, self._writer:
                 self._writer.execute(_GARBAGE)
         except sqlite3.Error as exc:
             logger.error("session journal clean-up failed (%s)", exc)
@@ -201,37 +204,41 @@ class Journal:
             future = self._next_commit
         await asyncio.shield(future)
 
-    def flush(self, timeout_s: float = 10.0) -> None:
-        """Make sure everything queued so far is committed (from any thread)."""
-        if self._writer is None:
-            return
-        if threading.get_ident() == self._loop_thread:
+    def flush(self) -> None:
+        """Make sure everything queued so far is committed (from any thread, without waiting
+        for the event loop)."""
+        if self._writer is not None:
             self._flush()
-            return
-        with self._committed_cond:
-            target = self._enqueued
-            self._committed_cond.wait_for(lambda: self._committed >= target or self._writer is None,
-                                          timeout=timeout_s)
 
     def _flush(self) -> None:
-        """Commit the queued statements in one transaction (on the event loop's thread)."""
-        with self._lock:
-            batch, self._pending = self._pending, []
-            self._flush_scheduled = False
-            target = self._enqueued
-            future, self._next_commit = self._next_commit, None
-        conn = self._writer
-        if batch and conn is not None:
-            try:
-                with conn:
-                    _execute(conn, batch)
-            except sqlite3.Error as exc:  # disk full, file removed...: keep serving, say so
-                logger.error("session journal write failed (%s); sessions may not survive a restart", exc)
-        with self._committed_cond:
-            self._committed = max(self._committed, target)
-            self._committed_cond.notify_all()
-        if future is not None and not future.done():
-            future.set_result(None)
+        """Commit the queued statements in one transaction: on the loop's turn, or at once for a
+        reader (:meth:`flush`) on any thread."""
+        with self._write_lock:
+            with self._lock:
+                batch, self._pending = self._pending, []
+                self._flush_scheduled = False
+                target = self._enqueued
+                future, self._next_commit = self._next_commit, None
+            conn = self._writer
+            if batch and conn is not None:
+                try:
+                    with conn:
+                        _execute(conn, batch)
+                except sqlite3.Error as exc:  # disk full, file removed...: keep serving, say so
+                    logger.error("session journal write failed (%s); sessions may not survive a restart", exc)
+            with self._lock:
+                self._committed = max(self._committed, target)
+        if future is not None:
+            self._resolve(future)
+
+    def _resolve(self, future: asyncio.Future[None]) -> None:
+        """Wake the routes waiting in :meth:`barrier` (futures are set on their own loop)."""
+        if threading.get_ident() == self._loop_thread:
+            if not future.done():
+                future.set_result(None)
+        elif self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                self._loop.call_soon_threadsafe(_set_done, future)
 
     def expire_detached(self, kind: str, lifetime_s: float, live: set[str]) -> int:
         """End the sessions of ``kind`` inactive for ``lifetime_s`` that are not ``live``
@@ -270,6 +277,11 @@ class Journal:
             except sqlite3.Error as exc:
                 logger.error("session journal read failed (%s)", exc)
                 return []
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _execute(conn: sqlite3.Connection, batch: list[tuple[Op, ...]]) -> None:

@@ -3,7 +3,8 @@
 Each action type maps to a list of options; each option maps every parameter to its allowed
 values, and every combination inside one option is legal. The sections that rarely change are
 kept in the view's memo and reused while what they read is unchanged (the world's change
-record, ``World.version``).
+record, ``World.version``); those built every step hand out their last list again while it is
+equal (``_same``), so the identity of a section says it is unchanged.
 """
 
 from __future__ import annotations
@@ -53,12 +54,13 @@ def _patient_dispatch_legal(world: World, legal: Legal, visible: list[Patient], 
     waiting = [p.patient_id for p in visible if p.status == "awaiting_unit"]
     units = [a.ambulance_id for a in world.ambulances.values() if a.status in DISPATCHABLE]
     if waiting and units:
-        legal["dispatch_ambulance"] = [{"ambulance_id": units, "patient_id": waiting}]
+        legal["dispatch_ambulance"] = _same(memo, "dispatch_ambulance", world,
+                                            [{"ambulance_id": units, "patient_id": waiting}])
 
 
 def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    """Phase 2: units to calls by kind. Built every time: as quick as a key of what it reads
-    (the free units and ``World.version("calls")``) would be to make."""
+    """Phase 2: units to calls by kind. Built every time (as quick as a key of what it reads, the
+    free units and ``World.version("calls")``, would be to make), handed out by ``_same``."""
     if world.task.phase == 1:
         return
     pending = []
@@ -73,7 +75,7 @@ def _call_dispatch_legal(world: World, legal: Legal, visible: list[Patient], mem
             units[a.kind].append(a.ambulance_id)
     for kind, name in (("ALS", "dispatch_als"), ("BLS", "dispatch_bls")):
         if units[kind]:
-            legal[name] = [{"ambulance_id": units[kind], "call_id": pending}]
+            legal[name] = _same(memo, name, world, [{"ambulance_id": units[kind], "call_id": pending}])
 
 
 def _triage_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
@@ -118,11 +120,29 @@ def _kept(memo: Memo, name: str, world: World, key: Any, build: Callable[[Legal]
     return part
 
 
+def _same(memo: Memo | None, name: str, world: World, options: list[dict[str, list[Any]]]
+          ) -> list[dict[str, list[Any]]]:
+    """``options`` of a section built every step, or the equal list handed out for ``name`` the
+    last time (read only): its identity then says it is unchanged, so what is derived from it
+    (its text, derived.py) is reused."""
+    if memo is None:
+        return options
+    handed_out = memo.get("same_sections")
+    if handed_out is None:
+        handed_out = memo["same_sections"] = {}
+    kept = handed_out.get(name)
+    if kept is not None and kept[0] is world and kept[1] == options:
+        return kept[1]  # type: ignore[no-any-return]
+    handed_out[name] = (world, options)
+    return options
+
+
 def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
     assignable = [p.patient_id for p in visible if p.status in BEFORE_ARRIVAL]
     open_ids = [h for h in world.hospitals if not world.diverted(h)]
     if assignable and open_ids:
-        legal["assign_hospital"] = [{"patient_id": assignable, "hospital_id": open_ids}]
+        legal["assign_hospital"] = _same(memo, "assign_hospital", world,
+                                         [{"patient_id": assignable, "hospital_id": open_ids}])
 
 
 RoomOptions = Callable[[Hospital], dict[str, list[Any]] | None]
@@ -177,7 +197,7 @@ def _mutual_aid_legal(world: World, legal: Legal, visible: list[Patient], memo: 
         targets += [c.call_id for c in open_calls(world, memo) if c.status == "pending"]
         if targets:
             options.append({"target_id": targets})
-        legal["request_mutual_aid"] = options
+        legal["request_mutual_aid"] = _same(memo, "request_mutual_aid", world, options)
 
 
 def _always_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:

@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from .derived import Derived
+
 MAX_EVENTS = 12
 #: Sections in the order they are rendered; each shows at most one head line.
 SECTIONS: tuple[str, ...] = (
@@ -153,18 +155,21 @@ def call_text(c: dict[str, Any]) -> str:
     )
 
 
-def legal_text(legal: dict[str, list[dict[str, list[Any]]]]) -> str:
-    chunks = []
-    for name, options in legal.items():
-        if name in ("maintain_plan", "query_or_status"):
-            chunks.append(name)
-            continue
-        if name in ("allocate_blood", "transfer_blood"):
-            chunks.append(f"{name}({len(options)} options)")
-            continue
-        shown = [", ".join("/".join(map(str, v)) for v in opt.values()) for opt in options]
-        chunks.append(f"{name}({'; '.join(s for s in shown if s)})")
-    return " ".join(chunks)
+def legal_text(legal: dict[str, list[dict[str, list[Any]]]], derived: Derived | None = None) -> str:
+    """The legal actions on one line; with ``derived``, each action's chunk is made once per
+    options list (the kept sections hand out the same list while unchanged)."""
+    if derived is None:
+        return " ".join(_legal_chunk(name, options) for name, options in legal.items())
+    return " ".join([derived.get(options, name, _legal_chunk, name) for name, options in legal.items()])
+
+
+def _legal_chunk(name: str, options: list[dict[str, list[Any]]]) -> str:
+    if name in ("maintain_plan", "query_or_status"):
+        return name
+    if name in ("allocate_blood", "transfer_blood"):
+        return f"{name}({len(options)} options)"
+    shown = [", ".join("/".join(map(str, v)) for v in opt.values()) for opt in options]
+    return f"{name}({'; '.join(s for s in shown if s)})"
 
 
 def _clock(obs: dict[str, Any], compact: bool) -> str:
@@ -213,7 +218,9 @@ def _situation(obs: dict[str, Any]) -> Iterator[Line]:
         yield Line("alerts", None, "ALERTS: " + "; ".join(obs["alerts"]))
 
 
-def _entities(obs: dict[str, Any], compact: bool, blood_stock: bool) -> Iterator[Line]:
+def _entities(
+    obs: dict[str, Any], compact: bool, blood_stock: bool, derived: Derived | None
+) -> Iterator[Line]:
     if obs["calls"]:
         yield Line("calls", None, "CALLS:")
         yield from (Line("calls", c["call_id"], call_text(c)) for c in obs["calls"])
@@ -226,14 +233,19 @@ def _entities(obs: dict[str, Any], compact: bool, blood_stock: bool) -> Iterator
     yield Line("units", None, "UNITS: " + "; ".join(u.text for u in units))
     yield from units
     yield Line("hospitals", None, "HOSPITALS:")
+    if derived is not None:  # only the default options: a row's text is then its own
+        for h in obs["hospitals"]:
+            yield Line("hospitals", h["hospital_id"], derived.get(h, "hospital", hospital_text))
+        return
     for h in obs["hospitals"]:
         yield Line("hospitals", h["hospital_id"], hospital_text(h, compact=compact, blood_stock=blood_stock))
 
 
-def _resources(obs: dict[str, Any], legal: bool) -> Iterator[Line]:
+def _resources(obs: dict[str, Any], legal: bool, derived: Derived | None) -> Iterator[Line]:
     yield Line("roads", None, _roads(obs["roads"]))
     if obs.get("city"):
-        yield Line("map", None, map_text(obs["city"]))
+        city = obs["city"]
+        yield Line("map", None, map_text(city) if derived is None else derived.get(city, "map", map_text))
     ma = obs["mutual_aid"]
     if ma["limit"]:
         pend = ", ".join(f"{r['unit_id']} at t{r['arrives_min']}" for r in ma["pending"])
@@ -242,17 +254,22 @@ def _resources(obs: dict[str, Any], legal: bool) -> Iterator[Line]:
     if obs["query_result"]:
         yield Line("or_status", None, _or_status(obs["query_result"]))
     if legal and obs["legal_actions"]:
-        yield Line("legal", None, "LEGAL (values in parameter order): " + legal_text(obs["legal_actions"]))
+        legal_line = legal_text(obs["legal_actions"], derived)
+        yield Line("legal", None, "LEGAL (values in parameter order): " + legal_line)
 
 
 def render_lines(obs: dict[str, Any], *, compact: bool = False, blood_stock: bool = True,
-                 legal: bool = True) -> list[Line]:
-    """The observation's lines in display order (see the module docstring for the options)."""
+                 legal: bool = True, derived: Derived | None = None) -> list[Line]:
+    """The observation's lines in display order (see the module docstring for the options).
+    ``derived`` (an episode's memo, default options only) reuses the lines of parts the views
+    handed out before (derived.py): the same text, made once."""
+    if derived is not None and (compact or not blood_stock):
+        raise ValueError("derived lines are kept for the default options only")
     return [
         Line("clock", None, _clock(obs, compact)),
         *_situation(obs),
-        *_entities(obs, compact, blood_stock),
-        *_resources(obs, legal),
+        *_entities(obs, compact, blood_stock, derived),
+        *_resources(obs, legal, derived),
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -133,5 +134,41 @@ def test_the_sweep_expires_by_activity_kept_in_memory_across_a_reopen(tmp_path: 
         assert reopened.expire_detached("http", 0.01, live=set()) == 1
         assert "expired" in str(KindJournal(reopened, "http", _rebuild).gone_reason("abc"))
         reopened.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_read_on_a_worker_thread_commits_without_waiting_for_a_blocked_loop(tmp_path: Path) -> None:
+    """A restore on a worker thread (MCP) holds its store's lock while it reads the journal; the
+    event loop may be waiting for that lock (a WebSocket resume looks the id up there too). The
+    read commits the queued writes itself, so neither waits for the other, and the routes
+    waiting in ``barrier`` are still woken."""
+
+    async def scenario() -> None:
+        journal, _, env = await _played(tmp_path / "j.db")
+        env.step_wire(MAINTAIN)  # queued: its flush is due at the loop's next turn
+        barrier = journal.barrier()
+        committed = barrier.send(None)  # a route now waits for the next commit
+        store_lock, holding = threading.Lock(), threading.Event()
+        read: dict[str, float | list] = {}
+
+        def restore_on_a_worker() -> None:
+            with store_lock:
+                holding.set()
+                began = time.monotonic()
+                read["events"] = journal.events("http:abc")
+                read["seconds"] = time.monotonic() - began
+
+        worker = threading.Thread(target=restore_on_a_worker)
+        worker.start()
+        assert holding.wait(10)
+        with store_lock:  # the loop's thread waits for the store's lock while the worker reads
+            pass
+        worker.join(timeout=30)
+        assert read["seconds"] < 2.0
+        assert [e["op"] for e in read["events"]] == ["reset"] + ["step"] * 5
+        await asyncio.wait_for(committed, 5)  # the worker's commit woke it
+        barrier.close()
+        journal.close()
 
     asyncio.run(scenario())
