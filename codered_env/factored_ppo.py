@@ -1,6 +1,6 @@
 """The reference learner of the factored interface (``codered train --interface factored``): a
-compact masked PPO whose policy scores every legal component vector by summed component logits,
-with an optional behaviour-cloning warm start from the heuristic.
+compact masked PPO whose policy scores every legal component vector by summed component logits
+and pair terms, with an optional behaviour-cloning warm start from the heuristic.
 
 The policy (``FactoredPolicy``, agents/factored.py) encodes each unit, case and hospital row
 with a shared MLP per group, pools them with the global features into a trunk, and scores an
@@ -8,8 +8,10 @@ action (type ``t``, unit ``u``, case ``c``, hospital ``h``, parameter ``p``) as
 
     type[t] + unit[u, t] + case[c, t] + hospital[h, t] + parameter[t, p]
     + a[t] * unit_case_minutes[u, c] + b[t] * case_hospital_minutes[c, h]
+    + u A[t] c + c B[t] h + c . P[t, p] + h . Q[t, p]
 
-over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
+(the last line: pair terms between low-rank projections of the row encodings, so a unit or a
+hospital can be chosen for the case at hand) over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
 combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
 CPU torch), imported only inside the functions that use it.
 
