@@ -11,9 +11,9 @@ action (type ``t``, unit ``u``, case ``c``, hospital ``h``, parameter ``p``) as
     + u A[t] c + c B[t] h + c . P[t, p] + h . Q[t, p]
 
 (the last line: pair terms between low-rank projections of the row encodings, so a unit or a
-hospital can be chosen for the case at hand) over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
-combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
-CPU torch), imported only inside the functions that use it.
+hospital can be chosen for the case at hand) over the legal vectors only (``legal_actions()``):
+a softmax over exactly the legal combinations, so no probability ever goes to an illegal one.
+Needs PyTorch (the ``rl`` extra and a CPU torch), imported only inside the functions that use it.
 
 A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
 over environment steps), ``bc.json`` (the warm start's accuracy and grades per fitting round,
