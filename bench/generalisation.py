@@ -153,12 +153,10 @@ def _fine_tune(
     steps = 0
     while steps < args["ppo_steps"]:
         roll, obs = fp._collect(policy, vec, obs, config)
-        shape = (config.n_steps, config.n_envs)
-        values, rewards, dones = (np.array(roll.rows[k]).reshape(shape) for k in (2, 3, 4))
+        values, rewards, dones = (roll.column(k) for k in (2, 3, 4))
         with torch.no_grad():
-            singles = [{k: obs[k][i] for k in fp.INPUTS} for i in range(vec.num_envs)]
             legal = [vec.legal_actions(i) for i in range(vec.num_envs)]
-            last = policy(*fp.batch_inputs(singles, legal))[1].numpy()
+            last = policy(*fp.batch_arrays(obs, legal))[1].numpy()
         adv = fp._advantages(rewards, values, dones, last, config.gamma, config.gae_lambda)
         fp._ppo_update(policy, optimiser, roll, adv, adv + values, config, rng)
         steps += config.n_steps * config.n_envs

@@ -1,6 +1,6 @@
 """The reference learner of the factored interface (``codered train --interface factored``): a
-compact masked PPO whose policy scores every legal component vector by summed component logits,
-with an optional behaviour-cloning warm start from the heuristic.
+compact masked PPO whose policy scores every legal component vector by summed component logits
+and pair terms, with an optional behaviour-cloning warm start from the heuristic.
 
 The policy (``FactoredPolicy``, agents/factored.py) encodes each unit, case and hospital row
 with a shared MLP per group, pools them with the global features into a trunk, and scores an
@@ -8,10 +8,12 @@ action (type ``t``, unit ``u``, case ``c``, hospital ``h``, parameter ``p``) as
 
     type[t] + unit[u, t] + case[c, t] + hospital[h, t] + parameter[t, p]
     + a[t] * unit_case_minutes[u, c] + b[t] * case_hospital_minutes[c, h]
+    + u A[t] c + c B[t] h + c . P[t, p] + h . Q[t, p]
 
-over the legal vectors only (``legal_actions()``): a softmax over exactly the legal
-combinations, so no probability ever goes to an illegal one. Needs PyTorch (the ``rl`` extra and a
-CPU torch), imported only inside the functions that use it.
+(the last line: pair terms between low-rank projections of the row encodings, so a unit or a
+hospital can be chosen for the case at hand) over the legal vectors only (``legal_actions()``):
+a softmax over exactly the legal combinations, so no probability ever goes to an illegal one.
+Needs PyTorch (the ``rl`` extra and a CPU torch), imported only inside the functions that use it.
 
 A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
 over environment steps), ``bc.json`` (the warm start's accuracy and grades per fitting round,
@@ -30,7 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from .agents.factored import INPUTS, batch_inputs, load_policy, make_policy, policy_torch, save_policy
+from .agents.factored import (
+    INPUTS,
+    batch_arrays,
+    batch_inputs,
+    load_policy,
+    make_policy,
+    policy_torch,
+    save_policy,
+)
 from .sim.catalogue import MAINTAIN_PLAN
 
 EVAL_SEED_BASE = 10_000
@@ -200,19 +210,27 @@ def behaviour_clone(
 
 # ----------------------------------------------------------------------------- PPO
 class _Rollout:
-    """One rollout of the vector env: per step and env, the observation, legal vectors, chosen
-    index, its log-probability, the value, reward and end."""
+    """One rollout of the vector env: per step, every env's observation (``INPUTS``), legal
+    vectors, chosen index, its log-probability, the value, reward and end."""
 
     def __init__(self) -> None:
-        self.obs: list[dict[str, np.ndarray]] = []
-        self.legal: list[np.ndarray] = []
-        self.rows: list[list[Any]] = [[] for _ in range(5)]  # index, logp, value, reward, done
+        self.obs: list[dict[str, np.ndarray]] = []  # per step: (n_envs, ...) arrays
+        self.legal: list[np.ndarray] = []  # per step and env, flat
+        self.rows: list[list[np.ndarray]] = [[] for _ in range(5)]  # index, logp, value, reward, done
 
-    def add(self, obs: dict[str, np.ndarray], legal: np.ndarray, *row: float) -> None:
-        self.obs.append(obs)
-        self.legal.append(legal)
-        for column, value in zip(self.rows, row, strict=True):
-            column.append(value)
+    def add(self, obs: dict[str, np.ndarray], legal: list[np.ndarray], *columns: np.ndarray) -> None:
+        self.obs.append({k: obs[k] for k in INPUTS})
+        self.legal.extend(legal)
+        for rows, column in zip(self.rows, columns, strict=True):
+            rows.append(column)
+
+    def column(self, k: int) -> np.ndarray:
+        """Column ``k`` of ``rows`` as a (steps, n_envs) array."""
+        return np.stack(self.rows[k])
+
+    def inputs(self) -> dict[str, np.ndarray]:
+        """Every observation array over the rollout, (steps x n_envs, ...), step-major."""
+        return {k: np.concatenate([o[k] for o in self.obs]) for k in INPUTS}
 
 
 def _advantages(
@@ -246,18 +264,19 @@ def _ppo_update(
     rng: np.random.Generator,
 ) -> None:
     torch = policy_torch()
-    index, old_logp = (torch.as_tensor(np.array(roll.rows[k]).reshape(-1)) for k in (0, 1))
+    index, old_logp = (torch.as_tensor(roll.column(k).reshape(-1)) for k in (0, 1))
     adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
     adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
     ret_t = torch.as_tensor(returns.reshape(-1), dtype=torch.float32)
-    n = len(roll.obs)
+    inputs, n = roll.inputs(), len(roll.legal)
     for _ in range(config.epochs):
         shuffled = rng.permutation(n)
         for start in range(0, n, config.minibatch):
             part = shuffled[start : start + config.minibatch]
-            obs, legal, mask = batch_inputs([roll.obs[i] for i in part], [roll.legal[i] for i in part])
+            minibatch = {k: v[part] for k, v in inputs.items()}
+            obs, legal, mask = batch_arrays(minibatch, [roll.legal[i] for i in part])
             logits, value = policy(obs, legal, mask)
-            dist = torch.distributions.Categorical(logits=logits)
+            dist = torch.distributions.Categorical(logits=logits, validate_args=False)
             idx = torch.as_tensor(part)
             ratio = torch.exp(dist.log_prob(index[idx]) - old_logp[idx].float())
             a = adv_t[idx]
@@ -282,24 +301,15 @@ def _collect(
     roll = _Rollout()
     with torch.no_grad():
         for _ in range(config.n_steps):
-            singles = [{k: obs[k][i] for k in INPUTS} for i in range(vec.num_envs)]
             legal = [vec.legal_actions(i) for i in range(vec.num_envs)]
-            logits, values = policy(*batch_inputs(singles, legal))
-            dist = torch.distributions.Categorical(logits=logits)
+            logits, values = policy(*batch_arrays(obs, legal))
+            dist = torch.distributions.Categorical(logits=logits, validate_args=False)
             picked = dist.sample()
-            logp = dist.log_prob(picked)
             actions = np.stack([legal[i][int(picked[i])] for i in range(vec.num_envs)])
+            before = obs
             obs, rewards, terminated, _, _ = vec.step(actions)
-            for i in range(vec.num_envs):
-                roll.add(
-                    singles[i],
-                    legal[i],
-                    int(picked[i]),
-                    float(logp[i]),
-                    float(values[i]),
-                    float(rewards[i]),
-                    float(terminated[i]),
-                )
+            columns = (picked.numpy(), dist.log_prob(picked).double().numpy(), values.double().numpy())
+            roll.add(before, legal, *columns, rewards.astype(np.float64), terminated.astype(np.float64))
     return roll, obs
 
 
@@ -408,13 +418,9 @@ def _ppo(
             (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
             next_eval += config.eval_every
         roll, obs = _collect(policy, vec, obs, config)
-        shape = (config.n_steps, config.n_envs)
-        values, rewards, dones = (np.array(roll.rows[k]).reshape(shape) for k in (2, 3, 4))
+        values, rewards, dones = (roll.column(k) for k in (2, 3, 4))
         with torch.no_grad():
-            singles = [{k: obs[k][i] for k in INPUTS} for i in range(vec.num_envs)]
-            last = policy(*batch_inputs(singles, [vec.legal_actions(i) for i in range(vec.num_envs)]))[
-                1
-            ].numpy()
+            last = policy(*batch_arrays(obs, [vec.legal_actions(i) for i in range(vec.num_envs)]))[1].numpy()
         adv = _advantages(rewards, values, dones, last, config.gamma, config.gae_lambda)
         _ppo_update(policy, optimiser, roll, adv, adv + values, config, rng)
         steps += config.n_steps * config.n_envs

@@ -37,6 +37,15 @@ INPUTS = (
     "case_present",
 )
 
+#: Rank of the pair terms (the scorer's products of two components' row embeddings).
+PAIR_RANK = 16
+#: The pair terms (``<group>_with_<other>``): a row group's small projection meets the other
+#: component's through a bilinear form per action type, or a learnt embedding per type and value
+#: for the parameter. The forms and embeddings start at zero: a fresh policy scores as the
+#: additive terms alone.
+ROW_PAIRS = (("unit_with_case", "case_with_unit"), ("case_with_hospital", "hospital_with_case"))
+PARAMETER_PAIRS = ("case_with_parameter", "hospital_with_parameter")
+
 
 def policy_torch() -> Any:
     """The ``torch`` module (an ImportError with the install hint when the ``rl`` extra is missing)."""
@@ -69,6 +78,7 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
     def mlp(n_in: int, n_out: int) -> nn.Module:
         return nn.Sequential(nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, n_out), nn.Tanh())
 
+
     class FactoredPolicy(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -84,6 +94,10 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
             self.param_head = nn.Linear(hidden, n_types * n_params)
             self.travel = nn.Parameter(torch.zeros(2, n_types))
             self.value_head = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+            sides = [*(name for pair in ROW_PAIRS for name in pair), *PARAMETER_PAIRS]
+            self.pairs = nn.ModuleDict({name: nn.Linear(hidden, PAIR_RANK) for name in sides})
+            self.pair_forms = nn.Parameter(torch.zeros(len(ROW_PAIRS), n_types, PAIR_RANK, PAIR_RANK))
+            self.param_pairs = nn.Parameter(torch.zeros(len(PARAMETER_PAIRS), n_types, n_params, PAIR_RANK))
             self.hidden, self.maxima = hidden, maxima
 
         def forward(self, obs: dict[str, Any], legal: Any, legal_mask: Any) -> tuple[Any, Any]:
@@ -105,42 +119,79 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
             def with_trunk(rows: Any) -> Any:
                 return torch.cat([rows, trunk.unsqueeze(1).expand(-1, rows.shape[1], -1)], -1)
 
-            unit_s = self.unit_head(with_trunk(units))  # (B, U, T)
-            case_s = self.case_head(with_trunk(cases))
-            hospital_s = self.hospital_head(with_trunk(hospitals))
             param_s = self.param_head(trunk).view(-1, n_types, n_params)
             b = torch.arange(legal.shape[0]).unsqueeze(1).expand(-1, legal.shape[1])
             t, u, c, h, p = legal.unbind(-1)
             logits = (
                 self.type_head(trunk)[b, t]
-                + unit_s[b, u, t]
-                + case_s[b, c, t]
-                + hospital_s[b, h, t]
+                + self.unit_head(with_trunk(units))[b, u, t]
+                + self.case_head(with_trunk(cases))[b, c, t]
+                + self.hospital_head(with_trunk(hospitals))[b, h, t]
                 + param_s[b, t, p]
                 + self.travel[0, t] * obs["unit_case_minutes"][b, u, c]
                 + self.travel[1, t] * obs["case_hospital_minutes"][b, c, h]
+                + self._pair_scores({"unit": (units, u), "case": (cases, c), "hospital": (hospitals, h)},
+                                    b, t, p)
             )
             logits = logits.masked_fill(~legal_mask, float("-inf"))
             return logits, self.value_head(trunk).squeeze(-1)
+
+        def _pair_scores(self, rows: dict[str, tuple[Any, Any]], b: Any, t: Any, p: Any) -> Any:
+            """The pair terms of each legal vector (B, K); ``rows``: per group, its row
+            encodings and each vector's index into them."""
+
+            def encoded(name: str) -> tuple[Any, Any]:
+                rows_of, index = rows[name.split("_")[0]]
+                return self.pairs[name](rows_of), index  # (B, N, rank), (B, K)
+
+            total = 0
+            for k, (left, right) in enumerate(ROW_PAIRS):
+                rows_l, index_l = encoded(left)
+                rows_r, index_r = encoded(right)
+                # every row through every type's form at once: (B, N, types, rank)
+                formed = torch.einsum("bnr,tqr->bntq", rows_l, self.pair_forms[k])
+                total = total + (formed[b, index_l, t] * rows_r[b, index_r]).sum(-1)
+            for k, name in enumerate(PARAMETER_PAIRS):
+                rows_of, index = encoded(name)
+                total = total + (rows_of[b, index] * self.param_pairs[k, t, p]).sum(-1)
+            return total
 
     return FactoredPolicy()
 
 
 def batch_inputs(observations: list[dict[str, np.ndarray]], legal: list[np.ndarray]) -> tuple[Any, Any, Any]:
     """Stack observations and pad their legal vectors: (obs tensors, legal (B, K, 5), mask (B, K))."""
-    torch = policy_torch()
-    obs = {k: torch.as_tensor(np.stack([o[k] for o in observations]), dtype=torch.float32) for k in INPUTS}
-    return (obs, *pad_legal(legal))
+    return batch_arrays({k: np.stack([o[k] for o in observations]) for k in INPUTS}, legal)
 
 
-def pad_legal(legal: list[np.ndarray]) -> tuple[Any, Any]:
+#: The case-slot axis of each input with one (a case slot's row, presence and travel minutes).
+CASE_AXIS = {"cases": 1, "case_present": 1, "unit_case_minutes": 2, "case_hospital_minutes": 1}
+
+
+def batch_arrays(arrays: dict[str, np.ndarray], legal: list[np.ndarray]) -> tuple[Any, Any, Any]:
+    """``batch_inputs`` of observations already stacked (``INPUTS``, leading batch axis). Case
+    slots fill from the first one, so the slots after the last one in use in the batch are cut:
+    they are absent (out of the pooling) and no legal vector names them; the scores are the same."""
     torch = policy_torch()
-    k = max(len(x) for x in legal)
-    padded = np.zeros((len(legal), k, legal[0].shape[1]), np.int64)
-    mask = np.zeros((len(legal), k), bool)
-    for i, x in enumerate(legal):
-        padded[i, : len(x)], mask[i, : len(x)] = x, True
-    return torch.as_tensor(padded), torch.as_tensor(mask)
+    padded, mask = pad_legal(legal)
+    present = arrays["case_present"].any(0)
+    used = max(int(np.flatnonzero(present)[-1]) + 1 if present.any() else 1, int(padded[..., 2].max()) + 1)
+    obs = {}
+    for k in INPUTS:
+        array = arrays[k]
+        if k in CASE_AXIS:
+            array = array.take(np.arange(used), axis=CASE_AXIS[k])
+        obs[k] = torch.as_tensor(array, dtype=torch.float32)
+    return obs, torch.as_tensor(padded), torch.as_tensor(mask)
+
+
+def pad_legal(legal: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The legal vectors of each sample padded to the longest (B, K, 5) and their mask (B, K)."""
+    lengths = np.array([len(x) for x in legal])
+    mask = np.arange(lengths.max()) < lengths[:, None]
+    padded = np.zeros((*mask.shape, legal[0].shape[1]), np.int64)
+    padded[mask] = np.concatenate(legal)
+    return padded, mask
 
 
 def save_policy(policy: Any, path: str | Path, config: dict[str, Any] | None = None) -> None:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
+from codered_env.agents.factored import INPUTS  # noqa: E402
 from codered_env.cli import app  # noqa: E402
 from codered_env.factored_ppo import (  # noqa: E402
     FactoredConfig,
@@ -26,6 +27,8 @@ from codered_env.factored_ppo import (  # noqa: E402
     train_factored,
 )
 from codered_env.gym_env import CodeRedFactoredEnv  # noqa: E402
+from codered_env.gym_env.factored_actions import TYPE_INDEX  # noqa: E402
+from codered_env.gym_env.factored_features import SHAPES  # noqa: E402
 
 
 def test_policy_scores_only_legal_vectors_and_clones_the_heuristic() -> None:
@@ -130,3 +133,43 @@ def test_warm_start_with_relabelling_and_init_from(tmp_path: Path) -> None:
     train_factored(again, log=lambda line: None)
     first, second = (torch.load(tmp_path / d / "policy.pt")["state_dict"] for d in ("bc", "again"))
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def _uncut(observations: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(np.stack([o[k] for o in observations]), dtype=torch.float32) for k in INPUTS}
+
+
+def test_cutting_unused_case_slots_keeps_every_score() -> None:
+    data = heuristic_demonstrations("task3", [0])[::7][:12]
+    observations, legal = [d[0] for d in data], [d[1] for d in data]
+    obs, padded, mask = batch_inputs(observations, legal)
+    assert obs["cases"].shape[1] < SHAPES["cases"][0][0]  # slots were cut
+    lengths = np.array([[len(x)] for x in legal])
+    assert torch.equal(mask, torch.as_tensor(np.arange(padded.shape[1]) < lengths))
+    torch.manual_seed(0)
+    policy = make_policy(16)
+    with torch.no_grad():
+        policy.pair_forms.normal_()
+        policy.param_pairs.normal_()
+        cut_logits, cut_values = policy(obs, padded, mask)
+        logits, values = policy(_uncut(observations), padded, mask)
+    assert torch.allclose(cut_logits, logits, atol=1e-5) and torch.allclose(cut_values, values, atol=1e-5)
+
+
+def test_pair_terms_start_at_zero_and_score_case_and_hospital_jointly() -> None:
+    """A fresh policy scores a case and a hospital additively; the pair terms make the score of
+    an assignment depend on both (the heuristic's hospital follows from the patient's needs)."""
+    obs = next(d[0] for d in heuristic_demonstrations("task3", [0]) if d[0]["case_present"][:2].all())
+    grid = np.array([[TYPE_INDEX["assign_hospital"], 0, c, h, 0] for c in (0, 1) for h in (0, 1)])
+    torch.manual_seed(0)
+    policy = make_policy(16)
+
+    def interaction() -> float:
+        with torch.no_grad():
+            s = policy(*batch_inputs([obs], [grid]))[0][0]
+        return float(s[0] + s[3] - s[1] - s[2])  # (c1, h1) + (c2, h2) - (c1, h2) - (c2, h1)
+
+    assert interaction() == pytest.approx(0.0, abs=1e-6)
+    with torch.no_grad():
+        policy.pair_forms.normal_()
+    assert abs(interaction()) > 1e-4
