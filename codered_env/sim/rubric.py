@@ -1,4 +1,5 @@
-"""The grading rubric (docs/MODEL.md#grading): a pure function of the episode's world state.
+"""The grading rubric (docs/MODEL.md#grading, the full specification): a pure function of the
+episode's world state.
 
 ::
 
@@ -8,62 +9,35 @@
 
 Outcome first. Every per-patient mean is weighted by the patient's *stake*: the priority weight
 (P1 x3, P2 x2, P3 x1) times the outcome at stake, ``O(0, best care) - O_untreated`` on the
-condition's own cited curve (conditions.py). A stake-weighted mean of the benefit kept is then the
-priority-weighted share of the achievable outcome gain obtained, so between two policies on the
-same patients ``time_score`` moves exactly as the priority-weighted expected outcome does, and
-process credit (readiness, vitals) is weighted by the benefit the patient kept. Scored patients
-are those with a real need (true priority P1-P3); P4 callers are not patients for grading.
+condition's cited curve (conditions.py), so between two policies on the same patients
+``time_score`` moves exactly as the priority-weighted expected outcome does. Scored patients
+have a real need (true priority P1-P3).
 
-* ``time_score`` -- stake-weighted mean of the *benefit kept*
-  ``clip((O(d - a, care given) - O_untreated) / (O(0, best care) - O_untreated), 0, 1)``, with
-  ``d`` minutes from the call to definitive care and ``a`` the transfer allowance (30 min, STEMI
-  120 instead of 90, for a patient transferred while no PCI-capable hospital could take them).
-  Never treated: 0; died before any care: ``-O_untreated / (O(0, best care) - O_untreated)``
-  (they lost the untreated outcome too), so deaths move it as they move the weighted outcome;
-  the mean is floored at 0.
-* ``efficiency`` -- ``time_score x exp(-waste)``: the benefit delivered, discounted continuously
-  (never free past a floor) by the waste per scored patient, ``sum(PENALTY[k] x count_k) / n``.
-  Waste: invalid actions, unused pages and OR preparations, pre-empted electives, needless blood,
-  each minute a caller waits while a crew that could answer stands free, and the response
-  charges, each the chance *given what the dispatcher knew* (the report's posterior; the known
-  priority in phase 1) that a response was wrong: ALS to a non-urgent caller, any unit to an
-  advice-only caller, a cold or BLS response or advice to a caller who needed more.
-* ``prep_ready`` -- the stake-weighted mean over every scored patient of ``benefit kept x (0.75
-  + 0.25 x readiness)`` (``PREP_READINESS_SHARE``): readiness credit is gated on the outcome it
-  serves, so it never exceeds ``time_score``, and readiness decides a quarter of it, so process
-  credit cannot outweigh the outcomes it serves (readiness acts on those through the door-to-
-  treatment delay in ``time_score`` as well). The readiness (each of OR / specialist / blood in
-  0..1) is measured when they first reached a hospital or at their prompt-arrival reference if
-  that came first (``dynamics.care.prompt_arrival``), so arriving late never raises it. A
-  patient whose care needs nothing prepared counts as ready when that care was the best on offer
-  to them, and as 0 when a better-equipped hospital could have taken them; an unseen caller
-  whose condition would need preparation counts as not ready yet.
-* ``vitals_score_avg`` -- stake-weighted mean reserve (0..1) at the start of treatment; 0 untreated.
-* ``secondary_harm`` -- the stake-weighted benefit kept over every scored patient less the
-  stake-weighted outcome gain secondary casualties lost, ``1 - (O - O_untreated) / (O_best -
-  O_untreated)`` clipped to 0..1 (``O_best``: care at 40 % of target), both shares of the total
-  stake, floored at 0. A secondary casualty weighs as much as their stake, as in ``time_score``,
-  so the few of them cannot outweigh the many; with none it equals ``time_score``.
-* ``cascade_score`` -- mean of: secondary casualties reached in time (the benefit kept less the
-  stake share of each casualty's response credit short of 1; 1 within 10 min, 0 at 40);
-  hospital load handled (stake-weighted share of patients to be taken to hospital who got
-  there x (1 - 0.5 x overcrowding diversions)); in phase 2 the triage accuracy, the mean over
-  received calls of ``1 - E[cost(code, level) | report]`` (0 untriaged), halved after a news cycle.
-* ``mutual_aid_penalty`` -- per request made while free units outnumbered the waiting patients
-  and calls, and per mutual-aid unit never given a job; capped.
+* ``time_score`` -- stake-weighted mean of the *benefit kept*, ``clip((O(d - a, care given) -
+  O_untreated) / (O(0, best care) - O_untreated), 0, 1)`` (``d`` call to definitive care, ``a``
+  the transfer allowance for a relaxed-target transfer); never treated: 0; died before any care:
+  ``-O_untreated / (O(0, best care) - O_untreated)`` (the untreated outcome lost too); floored at 0.
+* ``efficiency`` -- ``time_score x exp(-waste per scored patient)``: invalid actions, unused
+  pages and preparations, pre-emptions, needless blood, minutes a caller waits while a capable
+  crew stands free, and response charges at the chance, given the report, that they were wrong.
+* ``prep_ready`` -- stake-weighted ``benefit kept x (0.75 + 0.25 x readiness)``
+  (``PREP_READINESS_SHARE``; a death before care at full weight), readiness measured against a
+  prompt-arrival reference (``dynamics.care``) that never moves with the dispatch.
+* ``vitals_score_avg`` -- stake-weighted reserve (0..1) at the start of treatment; 0 untreated.
+* ``secondary_harm`` -- the stake-weighted benefit kept less the stake-weighted outcome gain
+  secondary casualties lost, both shares of the total stake, floored at 0.
+* ``cascade_score`` -- mean of: secondary casualties reached in time (as ``secondary_harm``,
+  with response credit); stake share delivered to hospital x (1 - 0.5 x overcrowding
+  diversions); in phase 2 the expected triage accuracy given each report, halved after a news cycle.
+* ``mutual_aid_penalty`` -- per needless request and per mutual-aid unit never used; capped.
 
 The running preview (the step reward is its change) is the same computation on the world now,
-from what the agent can see: a patient not yet treated is valued at the benefit they would keep
-if care began this minute, times, while no crew has reached them, a share falling to 0 over 90
-min (an unseen caller: 30 min after the first call; ``_hope``) -- so benefit lost is charged minute
-by minute -- and a caller no crew has seen enters at the expectation under the report's posterior
-(``triage.condition_posterior``), never by the hidden condition. A crew reaching a caller swaps
-the expectation for the truth: no change on average. The final grade values the untreated at 0
-and a death before care below 0, charged in the step it happens.
-
-``secondary_harm`` and ``cascade_score`` are ``None`` (not applicable) in tasks without
-cascades; their weight is shared out over the other components in proportion. The score is
-rounded to 4 decimals and clamped to [0.01, 0.99] at the end of the episode.
+from what the agent can see: an untreated patient at the benefit kept if care began this minute,
+times a share falling to 0 over 90 min while no crew has reached them (an unseen caller: 30 min
+after the first call; ``_hope``), and an unseen caller at the expectation under the report's
+posterior, never the hidden condition. A death before care is charged in the step it happens.
+``secondary_harm`` and ``cascade_score`` are ``None`` in tasks without cascades (their weight
+shared out in proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
 """
 
 from __future__ import annotations
