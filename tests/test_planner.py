@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from codered_env.agents import HeuristicAgent, PlannerAgent, make_agent
-from codered_env.agents.planner import PosteriorTriageHeuristic
 from codered_env.cli import app
 from codered_env.evaluation.store import EpisodeStore
 from codered_env.runner import run_episode
@@ -50,7 +49,7 @@ def test_planner_counts_its_budget() -> None:
 
 
 def test_out_of_sync_planner_plays_its_base_policy() -> None:
-    planner, heuristic = PlannerAgent(0), PosteriorTriageHeuristic(0)
+    planner, heuristic = PlannerAgent(0), HeuristicAgent(0)
     planner.reset("task4", 1)
     heuristic.reset("task4", 1)
     other = CodeRedSim("task4", 2)  # not the episode the planner was reset on
@@ -74,7 +73,7 @@ def test_eval_stores_planner_episodes(tmp_path) -> None:
     assert ("planner", "task1", 1) in stored and ("heuristic", "task1", 0) in stored
 
 
-def test_posterior_triage_beats_keywords_on_sampled_reports() -> None:
+def test_heuristic_triage_beats_the_keyword_card_on_sampled_reports() -> None:
     from random import Random
 
     from codered_env.agents.triage_rule import triage_report
@@ -82,7 +81,7 @@ def test_posterior_triage_beats_keywords_on_sampled_reports() -> None:
     from codered_env.sim.params import CALL_MIX
     from codered_env.sim.triage import caller_report, triage_cost
 
-    rng, agent = Random(5), PosteriorTriageHeuristic(0)
+    rng, agent = Random(5), HeuristicAgent(0)
     cost = {"posterior": 0.0, "keywords": 0.0}
     missed_p1 = {"posterior": 0, "keywords": 0}
     for _ in range(600):
@@ -100,7 +99,7 @@ def test_posterior_triage_beats_keywords_on_sampled_reports() -> None:
 def test_planner_also_tries_a_different_decision_first() -> None:
     sim, planner = CodeRedSim("task5", 1003), PlannerAgent(1003)
     planner.reset("task5", 1003)
-    base = PosteriorTriageHeuristic(1003)
+    base = HeuristicAgent(1003)
     reordered = 0
     while not sim.done and sim.step_count < 30:
         obs = sim.observation()

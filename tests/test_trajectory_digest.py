@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# a death before care keeps a negative benefit (the untreated outcome lost too), charged in the
-# step it happens (CHANGELOG.md)
-DIGEST_VERSION = "0.2.4"
+# the heuristic triages from the report's posterior, hot when in doubt (task4/task5 move;
+# CHANGELOG.md)
+DIGEST_VERSION = "0.2.5"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "17ac3b503b405aa1",
     "task2": "a1b252b0ebc76323",
     "task3": "067c823cffb581ee",
-    "task4": "f65978dba245ffc8",
-    "task5": "9fe3000bf12ea0e1",
+    "task4": "22a4d1b7f451b1b4",
+    "task5": "0226b1e2c11ea4da",
 }
 
 

@@ -7,7 +7,8 @@ unit kind, the farthest unit, ALS everywhere; the worst or the nearest hospital;
 waste of each kind (pages, OR preparations, blood, pre-emptions, invalid actions); mutual aid at
 once or never; lazy waiting; reverse priority; serving only some priorities; stopping early;
 triaging and then serving nobody; preparing without ever dispatching; priority-blind job orders
-(nearest job first, random); random codes; codes collapsed (P2/P3 advised, P2 sent cold).
+(nearest job first, random); random codes; codes collapsed (P2/P3 advised, P2 sent cold); other
+triage rules (the keyword card, the most probable level).
 Mixes are several twists at once. ``GreedyRewardAgent`` is the one-step reward maximiser: it
 tries each candidate action on a fair fork of the episode (``CodeRedSim.fork``: only what the
 agent could know) and plays the one whose step reward is highest. ``planner`` and ``oracle``
@@ -29,8 +30,10 @@ from typing import Any
 
 from codered_env.agents import HeuristicAgent, make_agent
 from codered_env.agents.heuristic import FREE_UNITS, nearest_unit, road_view
+from codered_env.agents.triage_rule import triage_report
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.triage import best_guess_priority, priority_posterior
 
 Action = dict[str, Any]
 MAINTAIN: Action = {"action_type": "maintain_plan"}
@@ -52,7 +55,9 @@ class Twist:
     hold_assign: int = 0  # minutes a patient waits for a hospital after the heuristic would assign
     hold_prep: int = 0  # minutes every preparation (OR, page, pre-emption, blood, typing) waits
     hold_triage: int = 0  # minutes a call waits to be triaged
-    triage: str | None = None  # a blanket level for every call ("random": a level drawn per call)
+    # a blanket level for every call; "random": a level drawn per call; "keyword": the keyword
+    # card of agents/triage_rule.py; "best-guess": the report's most probable level
+    triage: str | None = None
     triage_map: tuple[tuple[str, str], ...] = ()  # the heuristic's level -> the level given
     triage_shift: int = 0  # -1: one level more urgent than the heuristic's, +1: one less
     skip_triage: bool = False  # never triage (calls go out at the protocol default)
@@ -142,6 +147,10 @@ class RedTeamAgent(HeuristicAgent):
     def triage_priority(self, call: dict[str, Any]) -> str:
         if self.twist.triage == "random":
             return Random(f"triage:{self.seed}:{call['call_id']}").choice(LEVELS)
+        if self.twist.triage == "keyword":
+            return triage_report(call["report"])
+        if self.twist.triage == "best-guess":
+            return best_guess_priority(priority_posterior({"report": call["report"]}))
         if self.twist.triage is not None:
             return self.twist.triage
         level = super().triage_priority(call)
@@ -190,12 +199,14 @@ class RedTeamAgent(HeuristicAgent):
         if "request_mutual_aid" in legal:
             yield {"action_type": "request_mutual_aid"}
 
-    def _hospital_scores(self, p, hospitals, inbound, net) -> dict[str, float]:
+    def _hospital_scores(self, p, hospitals, inbound, net, reopening=None) -> dict[str, float]:
         mode = self.twist.hospital
+        if reopening is not None and mode != "heuristic":
+            return {}  # the twisted choices never wait for a diversion to lapse
         if mode == "nearest":
             open_ids = [hid for hid, h in hospitals.items() if h["diverted_until"] is None] or list(hospitals)
             return {min(open_ids, key=lambda hid: (net.minutes(p["node"], hospitals[hid]["node"]), hid)): 1.0}
-        scores = super()._hospital_scores(p, hospitals, inbound, net)
+        scores = super()._hospital_scores(p, hospitals, inbound, net, reopening)
         if mode == "worst" and scores:
             return {min(scores, key=lambda hid: (scores[hid], hid)): 1.0}
         return scores
@@ -344,7 +355,8 @@ class GreedyRewardAgent:
 class Policy:
     """One member of the family. ``base``: the policy it is the delayed variant of (for the delay
     gains), ``hold``: its delay in minutes; ``fair``: it reads only the observation; ``search``:
-    slow (plays rollouts), so not in the default family."""
+    slow (plays rollouts), so not in the default family; ``default``: False for a policy played
+    only when named."""
 
     name: str
     build: Callable[[int], Any]
@@ -352,6 +364,7 @@ class Policy:
     hold: int = 0
     fair: bool = True
     search: bool = False
+    default: bool = True  # in the default family (False: played only when named)
 
 
 def _twisted(name: str, twist: Twist, base: str | None = None, hold: int = 0) -> Policy:
@@ -441,6 +454,13 @@ def _family() -> list[Policy]:
                  "P1-or-advice", 10),
         _twisted("nearest-job+hold-dispatch-5", Twist(order="nearest", hold_dispatch=5),
                  "nearest-job-first", 5),
+        # other triage rules: the keyword card, the most probable level (accuracy over caution)
+        _twisted("keyword-triage", Twist(triage="keyword")),
+        _twisted("best-guess-triage", Twist(triage="best-guess")),
+        # named only: a hold that reorders the keyword card's queue (docs/MODEL.md §8.8)
+        replace(_twisted("keyword-triage+hold-dispatch-2", Twist(triage="keyword", hold_dispatch=2),
+                         "keyword-triage", 2), default=False),
+        _twisted("best-guess+nearest-unit", Twist(triage="best-guess", units="nearest")),
         Policy("planner", lambda seed: make_agent("planner", seed), search=True),
         Policy("oracle", lambda seed: make_agent("oracle", seed), fair=False, search=True),
     ]
@@ -448,4 +468,4 @@ def _family() -> list[Policy]:
 
 
 POLICIES: dict[str, Policy] = {policy.name: policy for policy in _family()}
-DEFAULT_FAMILY: tuple[str, ...] = tuple(name for name, p in POLICIES.items() if not p.search)
+DEFAULT_FAMILY: tuple[str, ...] = tuple(name for name, p in POLICIES.items() if p.default and not p.search)

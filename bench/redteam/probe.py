@@ -468,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.list:
         for name, p in POLICIES.items():
-            tags = [t for t, on in (("search, not default", p.search), ("reads the truth", not p.fair)) if on]
+            tags = [t for t, on in (("search, not default", p.search), ("named only", not p.default),
+                                    ("reads the truth", not p.fair)) if on]
             base = f" (delayed {p.base}, k={p.hold})" if p.base else ""
             print(f"{name}{base}{'  [' + ', '.join(tags) + ']' if tags else ''}")
         return 0

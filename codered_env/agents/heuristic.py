@@ -1,7 +1,11 @@
 """The expert rule-set baseline. It reads only the observation (plus the public city map and
 the medical care table every dispatcher knows) and applies, in order, the first rule that fires:
 
-1. Triage every untriaged call from the caller's report (triage_rule.py: keywords only).
+1. Triage every untriaged call from the caller's report: the level with the least expected
+   triage cost given the report (``triage.cautious_priority`` on the public report model's
+   posterior), which sends hot when in doubt as dispatch centres do (about 5 % under-triage;
+   chosen on seeds 900-949 of task4/task5 over the most likely level, fixed P1 thresholds and
+   the keyword card of ``triage_rule.py``).
 2. Dispatch: most urgent first (P1 > P2 > P3, then lower vitals); P1 gets the ALS unit with
    the shortest ETA unless a BLS is more than 5 min closer; P2/P3 get the nearest BLS (P2 falls
    back to ALS); P4 callers get advice only.
@@ -11,7 +15,9 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    door-to-treatment, or later if the room or the specialist cannot be ready by then; an
    out-of-service room counts from the repair time its alert announces) - 15 if crowded - 25
    if the needed OR is out of service with no repair announced in time, - 40 if the
-   specialist is unavailable; hospitals on diversion excluded.
+   specialist is unavailable; hospitals on diversion excluded. A patient whose best hospital
+   is a diverted one whose diversion lapses before they could leave for it (their crew's scene
+   time, or their arrival where they are bound) waits for it, rerouted if the crew has left.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
    specialist at the destination. A caller whose report names a condition needing a specialist
@@ -29,38 +35,35 @@ Actions refused once are not repeated.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..sim.city import RoadNetwork, road_graph_of
-from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.conditions import CONDITIONS
 from ..sim.dynamics.blood import COMPATIBLE_DONORS
 from ..sim.dynamics.dispatch import DISPATCHABLE
 from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
-    CATH_LAB_PREP_RANGE,
     CHILDBEARING_AGE_RANGE,
     MEMO_ENTRIES,
-    OR_PREP_MIN_BY_TIER,
-    PROCEDURE_DURATION_MIN,
-    SPECIALIST_PAGE_DELAY_BY_TIER,
     UNTRIAGED_RESPONSE,
 )
+from ..sim.triage import cautious_priority, priority_posterior
 from ..sim.view import ObservationView
 from .base import MAINTAIN, code_fingerprint
-from .hospital_rooms import RepairsOnDemand, Rooms, ready_rooms, rooms_for
-from .triage_rule import suspected_condition, triage_report
+from .destination import BEFORE_ARRIVAL, EN_ROUTE, IN_ED, ON_SCENE, DestinationRule
+from .hospital_rooms import RepairsOnDemand, ready_rooms
+from .triage_rule import suspected_condition
 
-BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 _PRIORITY_RANK = {"P1": 0, "P2": 1, "P3": 2, "P4": 3}
 BLOOD_UNITS = BLOOD_UNITS_PER_CASE
-BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
 
 
 # What each rule does, for people reading a suggestion (the web console's advice): rule n is
 # RULES[n - 1]; the last one is the fallback when no rule fires.
 RULES: tuple[str, ...] = (
-    "every untriaged call is triaged first, from the caller's report (keywords only).",
+    "every untriaged call is triaged first, from the caller's report: the level with the least "
+    "expected triage cost given the report (hot when in doubt).",
     "the most urgent waiting patient or call gets a unit first (P1 > P2 > P3, then the lowest "
     "vitals); a P1 gets the ALS unit with the shortest ETA unless a BLS is more than 5 min "
     "closer, P2/P3 the nearest BLS (P2 falls back to ALS).",
@@ -68,7 +71,8 @@ RULES: tuple[str, ...] = (
     "the destination maximises 100 x the benefit kept at the estimated call-to-treatment delay "
     "(an out-of-service room counts from its announced repair) - 15 if crowded - 25 if the "
     "needed OR is out of service with no repair in time - 40 if the specialist is unavailable; "
-    "hospitals on diversion are excluded.",
+    "hospitals on diversion are excluded, unless the diversion lapses before the patient could "
+    "leave for it and it would then be the best: the patient waits for it.",
     "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
     "room runs an elective case, that case is pre-empted) and the needed specialist paged; a "
     "caller whose report names a specialist's condition is pre-alerted once a unit is on the "
@@ -93,13 +97,14 @@ def road_view(obs: dict[str, Any]) -> RoadNetwork:
     return net
 
 
-class HeuristicAgent:
+class HeuristicAgent(DestinationRule):
     name = "heuristic"
 
     def __init__(self, seed: int = 0, triage: bool = True) -> None:
         self.seed = seed
         self.triage = triage  # False: never triage (calls go out at the protocol default level)
         self._refused: set[str] = set()
+        self._waiting_for_reopening: set[str] = set()  # patients waiting for a diversion to lapse
         # the last action played (a copy: the caller may change the one returned), or its key
         # (``action_key``; the planner sets it so), refused for good if the next observation
         # reports an error; its key is made only then
@@ -117,10 +122,13 @@ class HeuristicAgent:
 
     def reset(self, task_id: str, seed: int) -> None:
         self._refused = set()
+        self._waiting_for_reopening = set()
         self._last = None
 
     def fingerprint(self) -> dict[str, Any]:
-        return {**code_fingerprint(self, "codered_env.agents.triage_rule"), "triage": self.triage}
+        modules = ("codered_env.agents.triage_rule", "codered_env.agents.destination",
+                   "codered_env.sim.triage")
+        return {**code_fingerprint(self, *modules), "triage": self.triage}
 
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +178,7 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ rules
     def triage_priority(self, call: dict[str, Any]) -> str:
         """The level this agent gives a call (overridable: the bench's triage oracle)."""
-        return triage_report(call["report"])
+        return cautious_priority(priority_posterior({"report": call["report"]}))
 
     def _triage(self, obs, legal, net):
         if not self.triage:
@@ -260,127 +268,6 @@ class HeuristicAgent:
         coming = len(obs["mutual_aid"]["pending"])
         if len(waiting) > len(free) + coming and "request_mutual_aid" in legal:
             yield {"action_type": "request_mutual_aid", "target_id": waiting[-1]}
-
-    def _assign(self, obs, legal, net):
-        """Assign first the patient who loses most if their best hospital is not free (regret)."""
-        unassigned = []
-        for p in self._rows(obs, "patients", EN_ROUTE):
-            transported = CONDITIONS[p["condition"]].transport
-            if p["destination"] is None and p["status"] in BEFORE_ARRIVAL and transported:
-                unassigned.append(p)
-        if not unassigned:
-            return
-        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
-        inbound = self._inbound(obs)
-        self._lab_users = self._lab_load(obs, hospitals)
-        self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
-        self._repairs = RepairsOnDemand(obs)
-        ranked = []
-        for p in unassigned:
-            scores = sorted(self._hospital_scores(p, hospitals, inbound, net).items(), key=lambda kv: -kv[1])
-            if scores:
-                regret = scores[0][1] - (scores[1][1] if len(scores) > 1 else 0.0)
-                ranked.append((-regret, p["patient_id"], scores[0][0]))
-        for _, pid, best in sorted(ranked):
-            yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
-
-    def _inbound(self, obs) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for p in self._rows(obs, "patients", EN_ROUTE):
-            if p["destination"] and p["status"] in BEFORE_ARRIVAL:
-                counts[p["destination"]] = counts.get(p["destination"], 0) + 1
-        return counts
-
-    def _lab_load(self, obs, hospitals) -> dict[str, list[str]]:
-        """Procedures already claimed per hospital: untreated patients bound there."""
-        load: dict[str, list[str]] = {}
-        for p in (*self._rows(obs, "patients", EN_ROUTE), *self._rows(obs, "patients", IN_ED)):
-            hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
-            if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
-                continue
-            care = CONDITIONS[p["condition"]].care_at(hospitals[hid]["tier"])
-            if care is not None and care.procedure:
-                load.setdefault(hid, []).append(care.procedure)
-        return load
-
-    def _queue_minutes(self, h, care, in_service: Sequence[Row]) -> float:
-        """Extra wait when the rooms that can host this procedure (``in_service``) are claimed
-        by others."""
-        shared = set()
-        for r in in_service:
-            shared.update(r["procedures"])
-        users = 0
-        for proc in self._lab_users.get(h["hospital_id"], ()):
-            users += proc in shared
-        behind = users - len(in_service) + 1
-        if behind <= 0:
-            return 0.0
-        # each patient ahead: their own door time, the procedure, re-preparing the room
-        turnover = care.door_min + PROCEDURE_DURATION_MIN.get(care.procedure, 0) + CATH_LAB_PREP_RANGE[1]
-        return behind * (turnover + care.room_min)
-
-    def _hospital_scores(self, p, hospitals, inbound, net) -> dict[str, float]:
-        """Per open capable hospital: 100 x the benefit kept (the public outcome curves) at the
-        estimated delay (elapsed + scene + travel + door-to-treatment + queue for a shared
-        room), less penalties."""
-        cond = CONDITIONS[p["condition"]]
-        scores: dict[str, float] = {}
-        for hid, h in hospitals.items():
-            care = cond.care_at(h["tier"])
-            if care is None or h["diverted_until"] is not None:
-                continue
-            rooms = self._rooms(h, care.procedure) if care.procedure else None
-            delay = self._estimated_delay(p, cond, care, h, net, rooms)
-            if rooms is not None:
-                delay += self._queue_minutes(h, care, rooms.in_service or rooms.repaired)
-            onset = p["minutes_since_onset"] - p["minutes_since_call"]
-            score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
-            if self._clock - p["minutes_since_call"] + delay > self._horizon:
-                score = 0.0  # treatment would come after the episode ends: no benefit counted
-            if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
-                score -= 15
-            if rooms is not None and not rooms.in_service and not rooms.repaired:
-                score -= 25
-            if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
-                score -= 40
-            scores[hid] = score
-        return scores
-
-    def _rooms(self, h: Row, procedure: str) -> Rooms:
-        """``rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
-        rooms = rooms_for(h, procedure)
-        if rooms.in_service:
-            return rooms
-        repaired: list[Row] = []
-        back = float("inf")
-        for r in rooms.capable:
-            until = self._repairs.until(h["hospital_id"], r["or_id"])
-            if until is not None and until < self._horizon:
-                repaired.append(r)
-                back = min(back, until - self._clock)
-        return rooms._replace(repaired=tuple(repaired), repair_min=back if repaired else None)
-
-    @staticmethod
-    def _estimated_delay(p, cond, care, h, net, rooms: Rooms | None) -> float:
-        """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
-        room (prepared from now on, or from its announced repair if every room for the
-        procedure is out of service; ``rooms``: those for the procedure) cannot be ready by then."""
-        now = p["minutes_since_call"]
-        scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
-        reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
-        start = now + reach + scene + net.minutes(p["node"], h["node"]) + care.door_min
-        if care.specialist:
-            state = h["specialists"].get(care.specialist, {}).get("state")
-            if state in ("on_call", "unavailable"):
-                start = max(start, now + SPECIALIST_PAGE_DELAY_BY_TIER[h["tier"]][1])
-        if rooms is not None and not rooms.free_ready:
-            prep = (
-                CATH_LAB_PREP_RANGE[1]
-                if "cath_lab" in rooms.capable[0]["procedures"]
-                else OR_PREP_MIN_BY_TIER[h["tier"]]
-            )
-            start = max(start, now + (rooms.repair_min or 0) + prep + care.room_min)
-        return start
 
     def _prepare(self, obs, legal, net):
         need_rooms: dict[tuple[str, str], int] = {}
@@ -491,12 +378,10 @@ class HeuristicAgent:
 FREE_UNITS = frozenset(DISPATCHABLE)
 PENDING = frozenset(("pending",))
 DISPATCHED = frozenset(("dispatched",))
-EN_ROUTE = frozenset(BEFORE_ARRIVAL)
-IN_ED = frozenset(("at_hospital",))
 #: Every (part, statuses) the rules read through ``_rows``.
 BRIEF_READS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("ambulances", FREE_UNITS), ("calls", PENDING), ("calls", DISPATCHED), ("patients", EN_ROUTE),
-    ("patients", IN_ED),
+    ("ambulances", FREE_UNITS), ("ambulances", ON_SCENE), ("calls", PENDING), ("calls", DISPATCHED),
+    ("patients", EN_ROUTE), ("patients", IN_ED),
 )
 
 

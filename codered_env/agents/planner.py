@@ -1,8 +1,7 @@
 """``planner``: rollout search over fair forks of the episode, on top of the heuristic.
 
 Algorithm (one decision):
-1. Ask the base policy for its action, the *proposal*: the heuristic (heuristic.py) with
-   triage read from the report posterior (``PosteriorTriageHeuristic``).
+1. Ask the base policy for its action, the *proposal*: the heuristic (heuristic.py).
 2. Build *candidates* around it, each a concrete legal action, the proposal first:
    - the same decision made differently: a triage at every priority P1..P4 (the level is also
      the response: P1/P2 lights and sirens, P3 a cold response, P4 advice without a unit -- and
@@ -66,7 +65,7 @@ from typing import Any
 from ..sim import CodeRedSim, Snapshot
 from ..sim.city import PRAKASHNAGAR, city_by_key, city_key_of
 from ..sim.conditions import CONDITIONS
-from ..sim.triage import PRIORITIES, cautious_priority, priority_posterior
+from ..sim.triage import PRIORITIES
 from .base import MAINTAIN, code_fingerprint
 from .heuristic import HeuristicAgent, road_view
 
@@ -110,17 +109,6 @@ def _paired(a: list[float], b: list[float]) -> tuple[float, float]:
     diffs = [x - y for x, y in zip(a, b, strict=True)]
     spread = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
     return statistics.fmean(diffs), spread
-
-
-class PosteriorTriageHeuristic(HeuristicAgent):
-    """The heuristic with triage read from the report posterior instead of keywords: the level
-    with the least expected triage cost under the rubric's costs (``triage.cautious_priority`` on
-    ``triage.priority_posterior``, the public report model the forks sample callers from), which
-    sends hot when in doubt. Chosen on seeds 900-949 of task4/task5 (heuristic alone) over the
-    most likely level and fixed P1 thresholds."""
-
-    def triage_priority(self, call: dict[str, Any]) -> str:
-        return cautious_priority(priority_posterior({"report": call["report"]}))
 
 
 class _BranchStarts:
@@ -222,7 +210,7 @@ class PlannerAgent:
 
     def base_policy(self, sim: CodeRedSim | None) -> HeuristicAgent:
         """The policy that proposes and finishes rollouts (``sim``: the copy it will play on)."""
-        return PosteriorTriageHeuristic(self.seed)
+        return HeuristicAgent(self.seed)
 
     def branch(self, sim: CodeRedSim, fork_seed: int) -> CodeRedSim:
         """The copy a rollout plays on: a fair fork (only what the agent could know)."""

@@ -1,11 +1,13 @@
-"""The heuristic agent's call-triage rule: keywords in the caller's report -> P1..P4.
+"""A keyword protocol card for call triage (caller's report -> P1..P4), and the cues the
+heuristic pre-alerts a specialist on (``suspected_condition``).
 
-A deliberately simple protocol card in the spirit of MPDS key questions. It reads only the
-report text (the phrases callers use, the caller's age) and weighs no probabilities, so it is
-below the Bayes-optimal triage that the likelihood model in ``sim/triage.py`` allows
+A deliberately simple card in the spirit of MPDS key questions. It reads only the report text
+(the phrases callers use, the caller's age) and weighs no probabilities, so it is below the
+Bayes-optimal triage that the likelihood model in ``sim/triage.py`` allows
 (``bench/probe_triage.py`` prints both accuracies): it sends every collapse and every chest pain
 over 40 as P1, misses strokes described only as confusion, and cannot tell a bleeding minor
-injury from a haemorrhage.
+injury from a haemorrhage. The heuristic triages from the posterior instead (hot when in doubt);
+this card is kept to compare against (the red team's ``keyword-triage``).
 """
 
 from __future__ import annotations

@@ -380,7 +380,7 @@ BRIEF_FIELDS: dict[str, tuple[str, ...]] = {
     "patients": ("patient_id", "condition", "priority", "status", "node", "sex", "age", "vitals",
                  "blood_type", "destination", "hospital", "eta_min", "blood_reserved",
                  "minutes_since_call", "minutes_since_onset"),
-    "ambulances": ("ambulance_id", "kind", "status", "node", "next_node"),
+    "ambulances": ("ambulance_id", "kind", "status", "node", "next_node", "busy_min", "patient_id"),
     "calls": ("call_id", "node", "report", "priority", "status", "waiting_min"),
 }
 
@@ -423,12 +423,15 @@ def _ambulances_brief(world: World, statuses: frozenset[str], memo: Memo) -> lis
     for a in world.ambulances.values():
         if a.status in statuses:
             trip = a.trip
+            busy = a.busy_until - clock if a.status in ("on_scene", "at_hospital") else None
             out.append({
                 "ambulance_id": a.ambulance_id,
                 "kind": a.kind,
                 "status": a.status,
                 "node": a.node,
                 "next_node": trip.position(clock)[1] if trip else None,
+                "busy_min": None if busy is None else max(0, busy),
+                "patient_id": a.patient_id if _known(world, a.patient_id) else None,
             })
     return out
 

@@ -463,7 +463,7 @@ ROWS: list[Row] = [
         bounds=(0.0, 1.0 / 3.0),
     ),
     Row(
-        "Triage, send hot when in doubt (least rubric cost): under-triage",
+        "Triage, send hot when in doubt (least rubric cost; the heuristic's): under-triage",
         "simulated: 20,000 caller reports from the call mix",
         4.6,
         1.5,
@@ -472,7 +472,7 @@ ROWS: list[Row] = [
         " %",
     ),
     Row(
-        "Triage, send hot when in doubt (least rubric cost): over-triage",
+        "Triage, send hot when in doubt (least rubric cost; the heuristic's): over-triage",
         "simulated: 20,000 caller reports from the call mix",
         33.6,
         0.0,
@@ -502,7 +502,7 @@ ROWS: list[Row] = [
         bounds=(5.0, 25.0),
     ),
     Row(
-        "Triage, the heuristic's keyword rule: under-triage",
+        "Triage, the keyword card (triage_rule.py): under-triage",
         "simulated: 20,000 caller reports from the call mix",
         4.6,
         0.0,
@@ -512,7 +512,7 @@ ROWS: list[Row] = [
         bounds=(5.0, 40.0),
     ),
     Row(
-        "Triage, the heuristic's keyword rule: over-triage",
+        "Triage, the keyword card (triage_rule.py): over-triage",
         "simulated: 20,000 caller reports from the call mix",
         33.6,
         0.0,

@@ -1,0 +1,210 @@
+"""The heuristic's destination rule (rule 4 of heuristic.py): which hospital each patient goes
+to, by the benefit the public outcome curves say they keep there at the estimated
+call-to-treatment delay, less penalties; and when to wait for a hospital whose diversion is
+about to lapse."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.params import (
+    CATH_LAB_PREP_RANGE,
+    OR_PREP_MIN_BY_TIER,
+    PROCEDURE_DURATION_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
+)
+from .hospital_rooms import RepairsOnDemand, Rooms, rooms_for
+
+Row = dict[str, Any]
+BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
+EN_ROUTE = frozenset(BEFORE_ARRIVAL)
+IN_ED = frozenset(("at_hospital",))
+ON_SCENE = frozenset(("on_scene",))
+BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
+
+
+class DestinationRule:
+    """Rule 4 of ``HeuristicAgent`` (a mixin: it reads rows through the agent's ``_rows``)."""
+
+    _waiting_for_reopening: set[str]
+    _lab_users: dict[str, list[str]]
+    _clock: int
+    _horizon: float
+    _repairs: RepairsOnDemand
+
+    def _rows(self, obs: Any, part: str, statuses: frozenset[str]) -> list[Row]:
+        raise NotImplementedError
+
+    def _assign(self, obs, legal, net):
+        """Assign first the patient who loses most if their best hospital is not free (regret).
+        A patient whose best hospital is on a diversion that lapses before they could leave for
+        it waits for it (``_waiting_for_reopening``); if their crew leaves first, for the
+        nearest open ED, they are rerouted once the diversion lapses."""
+        waiting = self._waiting_for_reopening
+        unassigned = []
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            if not CONDITIONS[p["condition"]].transport or p["status"] not in BEFORE_ARRIVAL:
+                continue
+            if p["destination"] is None or (waiting and p["patient_id"] in waiting):
+                unassigned.append(p)
+        if not unassigned:
+            return
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
+        inbound = self._inbound(obs)
+        self._lab_users = self._lab_load(obs, hospitals)
+        self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
+        self._repairs = RepairsOnDemand(obs)
+        ranked = []
+        for p in unassigned:
+            pid = p["patient_id"]
+            scores = self._hospital_scores(p, hospitals, inbound, net)
+            if self._reopening_is_better(obs, p, hospitals, inbound, net, scores):
+                waiting.add(pid)
+                continue
+            waiting.discard(pid)
+            best = max(scores, key=scores.__getitem__, default=None)
+            if best is None or best == p["destination"]:
+                continue
+            ordered = sorted(scores.values(), reverse=True)
+            regret = ordered[0] - (ordered[1] if len(ordered) > 1 else 0.0)
+            ranked.append((-regret, pid, best))
+        for _, pid, best in sorted(ranked):
+            yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
+
+    def _reopening_is_better(self, obs, p, hospitals, inbound, net, scores: dict[str, float]) -> bool:
+        """A hospital on diversion until before ``p`` could leave for one (their crew leaving the
+        scene, or reaching the ED it is bound for) would keep more benefit than every open one."""
+        clock = obs["clock_min"]
+        diverted = [h for h in hospitals.values() if h["diverted_until"] is not None]
+        if not diverted:
+            return False
+        leave = self._minutes_to_leave(obs, p)
+        reopening = {h["hospital_id"]: h["diverted_until"] - clock for h in diverted
+                     if h["diverted_until"] - clock <= leave}
+        if not reopening:
+            return False
+        later = self._hospital_scores(p, hospitals, inbound, net, reopening)
+        return bool(later) and max(later.values()) > max(scores.values(), default=float("-inf"))
+
+    def _minutes_to_leave(self, obs, p) -> float:
+        """The earliest minute (from now) ``p`` could set off for another hospital: their crew's
+        end of scene time, or their arrival where they are bound (a lower bound while no crew
+        has reached them)."""
+        status = p["status"]
+        if status == "transporting":
+            return p["eta_min"] or 0
+        scene = CONDITIONS[p["condition"]].scene_min
+        if status == "unit_en_route":
+            return (p["eta_min"] or 0) + scene
+        if status == "on_scene":
+            for unit in self._rows(obs, "ambulances", ON_SCENE):
+                if unit["patient_id"] == p["patient_id"]:
+                    return unit["busy_min"] or 0
+            return 0
+        return scene
+
+    def _inbound(self, obs) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            if p["destination"] and p["status"] in BEFORE_ARRIVAL:
+                counts[p["destination"]] = counts.get(p["destination"], 0) + 1
+        return counts
+
+    def _lab_load(self, obs, hospitals) -> dict[str, list[str]]:
+        """Procedures already claimed per hospital: untreated patients bound there."""
+        load: dict[str, list[str]] = {}
+        for p in (*self._rows(obs, "patients", EN_ROUTE), *self._rows(obs, "patients", IN_ED)):
+            hid = p["hospital"] if p["status"] == "at_hospital" else p["destination"]
+            if hid is None or p["status"] not in (*BEFORE_ARRIVAL, "at_hospital"):
+                continue
+            care = CONDITIONS[p["condition"]].care_at(hospitals[hid]["tier"])
+            if care is not None and care.procedure:
+                load.setdefault(hid, []).append(care.procedure)
+        return load
+
+    def _queue_minutes(self, h, care, in_service: Sequence[Row]) -> float:
+        """Extra wait when the rooms that can host this procedure (``in_service``) are claimed
+        by others."""
+        shared = set()
+        for r in in_service:
+            shared.update(r["procedures"])
+        users = 0
+        for proc in self._lab_users.get(h["hospital_id"], ()):
+            users += proc in shared
+        behind = users - len(in_service) + 1
+        if behind <= 0:
+            return 0.0
+        # each patient ahead: their own door time, the procedure, re-preparing the room
+        turnover = care.door_min + PROCEDURE_DURATION_MIN.get(care.procedure, 0) + CATH_LAB_PREP_RANGE[1]
+        return behind * (turnover + care.room_min)
+
+    def _hospital_scores(self, p, hospitals, inbound, net, reopening=None) -> dict[str, float]:
+        """Per open capable hospital: 100 x the benefit kept (the public outcome curves) at the
+        estimated delay (elapsed + scene + travel + door-to-treatment + queue for a shared
+        room), less penalties. With ``reopening`` (hospital -> minutes until its diversion
+        lapses): those hospitals only, their room and specialist readied from then."""
+        cond = CONDITIONS[p["condition"]]
+        scores: dict[str, float] = {}
+        for hid, h in hospitals.items():
+            care = cond.care_at(h["tier"])
+            if care is None or (h["diverted_until"] is not None) != (reopening is not None):
+                continue
+            wait = reopening.get(hid) if reopening is not None else 0
+            if wait is None:
+                continue
+            rooms = self._rooms(h, care.procedure) if care.procedure else None
+            delay = self._estimated_delay(p, cond, care, h, net, rooms, wait)
+            if rooms is not None:
+                delay += self._queue_minutes(h, care, rooms.in_service or rooms.repaired)
+            onset = p["minutes_since_onset"] - p["minutes_since_call"]
+            score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
+            if self._clock - p["minutes_since_call"] + delay > self._horizon:
+                score = 0.0  # treatment would come after the episode ends: no benefit counted
+            if h["occupancy"] + inbound.get(hid, 0) >= h["capacity"]:
+                score -= 15
+            if rooms is not None and not rooms.in_service and not rooms.repaired:
+                score -= 25
+            if care.specialist and h["specialists"].get(care.specialist, {}).get("state") == "unavailable":
+                score -= 40
+            scores[hid] = score
+        return scores
+
+    def _rooms(self, h: Row, procedure: str) -> Rooms:
+        """``rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
+        rooms = rooms_for(h, procedure)
+        if rooms.in_service:
+            return rooms
+        repaired: list[Row] = []
+        back = float("inf")
+        for r in rooms.capable:
+            until = self._repairs.until(h["hospital_id"], r["or_id"])
+            if until is not None and until < self._horizon:
+                repaired.append(r)
+                back = min(back, until - self._clock)
+        return rooms._replace(repaired=tuple(repaired), repair_min=back if repaired else None)
+
+    @staticmethod
+    def _estimated_delay(p, cond, care, h, net, rooms: Rooms | None, wait: float = 0) -> float:
+        """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
+        room (prepared from ``wait`` minutes on, or from its announced repair if every room for
+        the procedure is out of service; ``rooms``: those for the procedure) cannot be ready by
+        then."""
+        now = p["minutes_since_call"]
+        ready_from = now + wait
+        scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
+        reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
+        start = now + reach + scene + net.minutes(p["node"], h["node"]) + care.door_min
+        if care.specialist:
+            state = h["specialists"].get(care.specialist, {}).get("state")
+            if state in ("on_call", "unavailable"):
+                start = max(start, ready_from + SPECIALIST_PAGE_DELAY_BY_TIER[h["tier"]][1])
+        if rooms is not None and not rooms.free_ready:
+            prep = (
+                CATH_LAB_PREP_RANGE[1]
+                if "cath_lab" in rooms.capable[0]["procedures"]
+                else OR_PREP_MIN_BY_TIER[h["tier"]]
+            )
+            start = max(start, ready_from + (rooms.repair_min or 0) + prep + care.room_min)
+        return start
