@@ -1,5 +1,5 @@
 """The heuristic plans with what the observation announces: an out-of-service room counts from the
-repair its alert gives (rule 4), and a caller whose report names a specialist's condition is
+repair its alert gives and a diverted hospital from the end of its diversion (rule 4), and a caller whose report names a specialist's condition is
 pre-alerted before the crew has seen the patient (rule 5)."""
 
 from __future__ import annotations
@@ -72,3 +72,29 @@ def test_a_labour_caller_is_pre_alerted_before_the_crew_arrives() -> None:
             and suspected_condition(c["report"]) == "labour"
         ]
     assert early, "no obstetrician paged for a labour caller before the crew reached her"
+
+
+# task4 episodes in which a stroke patient is on scene while H1, the only thrombectomy centre, is
+# on a diversion that lapses before the crew leaves (seed: the patient)
+REOPENS_IN_TIME = {1003: "P6", 1007: "P5", 1038: "P6"}
+
+
+@pytest.mark.parametrize("seed", sorted(REOPENS_IN_TIME))
+def test_a_stroke_waits_for_the_thrombectomy_centre_to_reopen(seed: int) -> None:
+    sim, played = _play("task4", seed)
+    patient = REOPENS_IN_TIME[seed]
+    assigned = [(obs["clock_min"], action["hospital_id"]) for obs, action in played
+                if action["action_type"] == "assign_hospital" and action["patient_id"] == patient]
+    diverted = [obs["clock_min"] for obs, _ in played
+                if next(h for h in obs["hospitals"] if h["hospital_id"] == "H1")["diverted_until"]]
+    assert assigned and assigned[0][1] == "H1" and assigned[0][0] > max(diverted)
+    record = next(p for p in sim.grade()["patients"] if p["patient_id"] == patient)
+    assert record["therapy"] == "evt"
+
+
+def test_waiting_for_a_reopening_never_outlasts_the_scene() -> None:
+    sim, played = _play("task4", 1003)
+    waits = [obs["clock_min"] for obs, _ in played
+             if any(p["patient_id"] == "P6" and p["status"] == "on_scene" and p["destination"] is None
+                    for p in obs["patients"])]
+    assert waits and max(waits) - min(waits) <= 12  # assigned before the crew's 12 minutes on scene
