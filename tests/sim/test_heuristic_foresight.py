@@ -1,5 +1,6 @@
 """The heuristic plans with what the observation announces: an out-of-service room counts from the
-repair its alert gives and a diverted hospital from the end of its diversion (rule 4), and a caller whose report names a specialist's condition is
+repair its alert gives and a diverted hospital from the end of its diversion (rule 4), and a
+caller whose report names a specialist's condition is
 pre-alerted before the crew has seen the patient (rule 5)."""
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def test_a_stroke_waits_for_the_thrombectomy_centre_to_reopen(seed: int) -> None
 
 
 def test_waiting_for_a_reopening_never_outlasts_the_scene() -> None:
-    sim, played = _play("task4", 1003)
+    _, played = _play("task4", 1003)
     waits = [obs["clock_min"] for obs, _ in played
              if any(p["patient_id"] == "P6" and p["status"] == "on_scene" and p["destination"] is None
                     for p in obs["patients"])]
