@@ -1,13 +1,15 @@
 """Heuristic variants: the heuristic (heuristic.py) with its choices bent along a few axes, the
 library of whole-episode plays the ``oracle`` keeps the best of (oracle.py).
 
-Axes (``Variant``): the triage level (the keyword rule, the true priority, one level more urgent
-than the truth, or one blanket level), the unit kind (the rule's choice, ALS only, BLS only, ALS
+Axes (``Variant``): the triage level (the rule's, the true priority, one level more urgent than
+the truth, or one blanket level), the unit kind (the rule's choice, ALS only, BLS only, ALS
 first, the nearest of any kind), a hold of every dispatch by a few minutes, mutual aid (the rule's
-or never) and preparation (the rule's or none). ``VARIANTS`` is the library: their product on the
-values that have changed a score somewhere (the red team of ``bench/redteam``), at a few
-hundredths of a second per play. A variant that triages by the truth reads the episode it plays
-on (the oracle hands it an exact copy), so like the oracle it is never a fair agent.
+or never) and preparation (the rule's or none); and single bends (mutual aid at once, electives
+stopped, nearest job first, no unit for P3). ``VARIANTS`` is the library: the product of the
+axes on the values that have changed a score somewhere (the red team of ``bench/redteam``), then
+the bends, at a few hundredths of a second per play. A variant that triages by the truth reads
+the episode it plays on (the oracle hands it an exact copy), so like the oracle it is never a
+fair agent.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..sim import CodeRedSim
-from .heuristic import HeuristicAgent, nearest_unit
+from .heuristic import FREE_UNITS, HeuristicAgent, nearest_unit, road_view
 
 LEVELS = ("P1", "P2", "P3", "P4")
 
@@ -32,6 +34,10 @@ class Variant:
     hold: int = 0  # minutes every dispatch waits after the rule would first make it
     mutual_aid: bool = True
     prepare: bool = True
+    aid_at_once: bool = False  # request mutual aid whenever the agreement allows, first of all
+    preempt: bool = False  # stop every elective case, after every other rule
+    order: str = "priority"  # the jobs' order: the rule's (priority) or nearest to a free unit first
+    serve_p3: bool = True  # False: no unit for a P3 job
 
     @property
     def label(self) -> str:
@@ -39,6 +45,10 @@ class Variant:
         parts += [f"hold={self.hold}"] if self.hold else []
         parts += [] if self.mutual_aid else ["no-mutual-aid"]
         parts += [] if self.prepare else ["no-prep"]
+        parts += ["aid-at-once"] if self.aid_at_once else []
+        parts += ["preempt-electives"] if self.preempt else []
+        parts += [f"order={self.order}"] if self.order != "priority" else []
+        parts += [] if self.serve_p3 else ["no-P3-units"]
         return ",".join(parts)
 
 
@@ -52,6 +62,9 @@ class VariantHeuristic(HeuristicAgent):
         self.sim = sim
         self._first_seen: dict[str, int] = {}
         self._now = 0
+        pre = (self._aid_at_once,) if variant.aid_at_once else ()
+        post = (self._preempt_electives,) if variant.preempt else ()
+        self._rules = (*pre, *self._rules, *post)
 
     def reset(self, task_id: str, seed: int) -> None:
         super().reset(task_id, seed)
@@ -74,6 +87,12 @@ class VariantHeuristic(HeuristicAgent):
 
     def _jobs(self, obs) -> list[dict[str, Any]]:
         jobs = super()._jobs(obs)
+        if not self.variant.serve_p3:
+            jobs = [job for job in jobs if job["priority"] != "P3"]
+        if self.variant.order == "nearest" and jobs:
+            free, net = self._rows(obs, "ambulances", FREE_UNITS), road_view(obs)
+            eta = {j["id"]: (nearest_unit(free, j["node"], net) or (float("inf"),))[0] for j in jobs}
+            jobs.sort(key=lambda j: (eta[j["id"]], j["id"]))
         hold = self.variant.hold
         if not hold:
             return jobs
@@ -108,6 +127,19 @@ class VariantHeuristic(HeuristicAgent):
         if self.variant.prepare:
             yield from super()._blood(obs, legal, net)
 
+    @staticmethod
+    def _aid_at_once(obs, legal, net) -> Iterator[dict[str, Any]]:
+        if "request_mutual_aid" in legal:
+            yield {"action_type": "request_mutual_aid"}
+
+    @staticmethod
+    def _preempt_electives(obs, legal, net) -> Iterator[dict[str, Any]]:
+        for h in obs["hospitals"]:
+            for room in h["ors"]:
+                if room["state"] == "in_use" and room["elective"]:
+                    yield {"action_type": "preempt_or", "hospital_id": h["hospital_id"],
+                           "or_id": room["or_id"]}
+
 
 def _library() -> tuple[Variant, ...]:
     """Every combination of the axes' values (the rule's own choice first on every axis)."""
@@ -117,6 +149,10 @@ def _library() -> tuple[Variant, ...]:
     combos = itertools.product(triage, units, holds, (True, False))
     variants = [Variant(t, u, h, aid) for t, u, h, aid in combos]
     variants += [Variant(t, "rule", 0, True, False) for t in ("truth", "rule")]
+    # single bends the red team found above the heuristic on some seeds (bench/redteam)
+    bends = ({"aid_at_once": True}, {"preempt": True}, {"order": "nearest"}, {"serve_p3": False},
+             {"order": "nearest", "units": "BLS"})
+    variants += [Variant(t, **bend) for t in ("truth", "rule", "P1") for bend in bends]
     return tuple(variants)
 
 
