@@ -29,6 +29,7 @@ on a shared machine: the header's load average says how quiet it was.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -235,24 +236,19 @@ def _bc_row(name: str, r: dict) -> str:
             f"{bc['cpu_s'] / 60:.1f} | {r['machine']['commit']} |")
 
 
-_REFERENCE: dict[tuple[str, tuple[int, ...]], float] = {}
-
-
-def current_heuristic(task_id: str, seeds: list[int]) -> float:
+@functools.cache
+def current_heuristic(task_id: str, seeds: tuple[int, ...]) -> float:
     """The heuristic of this checkout on ``seeds`` (mean final grade, 4 decimals): a PPO row is
     measured against it, whatever heuristic the run's own process saw."""
-    key = (task_id, tuple(seeds))
-    if key not in _REFERENCE:
-        from codered_env.factored_ppo import heuristic_grades
+    from codered_env.factored_ppo import heuristic_grades
 
-        grades = heuristic_grades(task_id, list(seeds))
-        _REFERENCE[key] = round(sum(grades) / len(grades), 4)
-    return _REFERENCE[key]
+    grades = heuristic_grades(task_id, list(seeds))
+    return round(sum(grades) / len(grades), 4)
 
 
 def _ppo_row(name: str, runs: list[dict]) -> str:
     cfg, first = runs[0]["config"], runs[0]
-    reference = current_heuristic(cfg["task_id"], cfg["eval_seeds"])
+    reference = current_heuristic(cfg["task_id"], tuple(cfg["eval_seeds"]))
     finals = [r["final"]["mean"] for r in runs]
     mean = sum(finals) / len(finals)
     std = (sum((f - mean) ** 2 for f in finals) / (len(finals) - 1)) ** 0.5 if len(finals) > 1 else 0.0

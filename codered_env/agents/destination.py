@@ -45,7 +45,7 @@ class DestinationRule:
         waiting = self._waiting_for_reopening
         unassigned = []
         for p in self._rows(obs, "patients", EN_ROUTE):
-            if not CONDITIONS[p["condition"]].transport or p["status"] not in BEFORE_ARRIVAL:
+            if not CONDITIONS[p["condition"]].transport:
                 continue
             if p["destination"] is None or (waiting and p["patient_id"] in waiting):
                 unassigned.append(p)
@@ -149,10 +149,11 @@ class DestinationRule:
         scores: dict[str, float] = {}
         for hid, h in hospitals.items():
             care = cond.care_at(h["tier"])
-            if care is None or (h["diverted_until"] is not None) != (reopening is not None):
-                continue
-            wait = reopening.get(hid) if reopening is not None else 0
-            if wait is None:
+            if reopening is None:
+                wait = None if h["diverted_until"] is not None else 0
+            else:
+                wait = reopening.get(hid)
+            if care is None or wait is None:
                 continue
             rooms = self._rooms(h, care.procedure) if care.procedure else None
             delay = self._estimated_delay(p, cond, care, h, net, rooms, wait)
