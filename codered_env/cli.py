@@ -377,7 +377,9 @@ def train(
     out: Annotated[Path, typer.Option(help="output directory")] = Path("runs/ppo"),
     resume: Annotated[Path | None, typer.Option(help="continue from a checkpoint .zip")] = None,
     actions: Annotated[str, typer.Option(help="action set: full (every legal action) or focused")] = "full",
-    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor")] = 0.995,
+    gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor per decision")] = 0.995,
+    gamma_minute: Annotated[float, typer.Option(min=0.0, max=1.0, help="factored: discount per simulated "
+                                                "minute (0: --gamma per decision)")] = 0.998,
     interface: Annotated[str, typer.Option(help="flat (MaskablePPO, CodeRedEnv-taskN-v2) or factored "
                                                  "(factored-head PPO on CodeRedFactored-taskN-v0)")] = "flat",
     bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,
@@ -399,7 +401,8 @@ def train(
         raise typer.BadParameter(f"unknown slot maxima {maxima!r}; valid: {', '.join(MAXIMA_BY_NAME)}",
                                  param_hint="'--maxima'")
     if interface == "factored":
-        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, gamma, bc_episodes, maxima)
+        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, (gamma, gamma_minute),
+                        bc_episodes, maxima)
         return
     if maxima != DEFAULT_MAXIMA:
         raise typer.BadParameter(f"{maxima!r} needs --interface factored: the flat interface has no slots "
@@ -427,12 +430,13 @@ def _print_line(line: str) -> None:
 
 
 def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int, eval_seeds: str, out: Path,
-                    gamma: float, bc_episodes: int, maxima: str) -> None:
+                    gammas: tuple[float, float], bc_episodes: int, maxima: str) -> None:
     from .factored_ppo import FactoredConfig, train_factored
 
+    gamma, gamma_minute = gammas
     config = FactoredConfig(task_id=task, seed=seed, total_steps=steps, n_envs=envs, eval_every=eval_every,
                             eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), gamma=gamma,
-                            bc_episodes=bc_episodes, maxima=maxima)
+                            gamma_minute=gamma_minute or None, bc_episodes=bc_episodes, maxima=maxima)
     try:
         result = train_factored(config, log=_print_line)
     except ImportError as exc:

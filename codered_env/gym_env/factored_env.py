@@ -165,6 +165,7 @@ class FactoredCore:
             "type_masks": masks["type_masks"] if obs else masks["type_masks"].copy(),
             "slots": {group: list(names) for group, names in self.features.slots.names().items()},
             "score_preview": sim.score_preview,
+            "minutes": sim.last_minutes,  # per-minute discounting: gamma_minute ** minutes
             "last_action_error": sim.last_error,
             "action_error": self.action_error,
             "step": sim.step_count,

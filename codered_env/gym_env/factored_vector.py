@@ -31,7 +31,8 @@ class CodeRedFactoredVectorEnv(VectorEnv):
       (its action ignored, reward 0); ``SAME_STEP`` resets it at once and returns the new
       episode's first observation (every end is terminal, so the final observation is not
       needed for bootstrapping; ``infos["final_score"]`` carries its grade).
-    - ``infos``: ``score_preview`` (num_envs,), and for ended episodes ``final_score`` with its
+    - ``infos``: ``score_preview`` (num_envs,), after ``step`` the simulated ``minutes`` each
+      decision took (0 for a reset; per-minute discounting), and for ended episodes ``final_score`` with its
       ``_final_score`` mask. ``legal_actions(i)``, ``encode(i, wire)``, ``decode(i, action)``
       and ``core(i)`` (its ``sim``) are one episode's.
     - ``city``, ``split``, ``num_cities``, ``maxima``: as ``CodeRedFactoredEnv`` (each episode's
@@ -110,6 +111,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         actions = np.asarray(actions, np.int64).reshape(self.num_envs, len(self._nvec))
         rewards, terminated = self._rewards, np.zeros(self.num_envs, bool)
         rewards.fill(0.0)
+        minutes = np.zeros(self.num_envs, np.int64)
         same_step = self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
         final: list[tuple[int, float]] = []
         for i, core in enumerate(self._cores):
@@ -118,7 +120,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
                 self._ended[i] = False
                 continue
             reward, done = core.step(actions[i])
-            rewards[i] = reward
+            rewards[i], minutes[i] = reward, core.sim.last_minutes
             if done:
                 terminated[i] = True
                 final.append((i, core.sim.grade()["score"]))
@@ -127,6 +129,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
                 else:
                     self._ended[i] = True
         infos = self._infos()
+        infos["minutes"] = minutes
         if final:
             scores, mask = np.zeros(self.num_envs), np.zeros(self.num_envs, bool)
             for i, score in final:

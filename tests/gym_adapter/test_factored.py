@@ -241,8 +241,9 @@ def test_vector_env_equals_single_episodes_and_autoresets() -> None:
         for i, env in enumerate(singles):
             if ended[i]:
                 continue
-            single_obs[i], reward, done, _, _ = env.step(actions[i])
+            single_obs[i], reward, done, _, info = env.step(actions[i])
             assert rewards[i] == reward
+            assert infos["minutes"][i] == info["minutes"] == env.unwrapped.sim.last_minutes >= 1
             if done:
                 assert terminated[i] and infos["_final_score"][i]
                 ended[i] = True

@@ -19,11 +19,13 @@ from codered_env.agents.factored import INPUTS  # noqa: E402
 from codered_env.cli import app  # noqa: E402
 from codered_env.factored_ppo import (  # noqa: E402
     FactoredConfig,
+    _advantages,
     _type_weights,
     batch_inputs,
     behaviour_clone,
     heuristic_demonstrations,
     make_policy,
+    step_discounts,
     train_factored,
 )
 from codered_env.gym_env import CodeRedFactoredEnv  # noqa: E402
@@ -173,3 +175,20 @@ def test_pair_terms_start_at_zero_and_score_case_and_hospital_jointly() -> None:
     with torch.no_grad():
         policy.pair_forms.normal_()
     assert abs(interaction()) > 1e-4
+
+
+def test_per_minute_discount_makes_splitting_a_wait_worth_nothing() -> None:
+    """One decision of 3 minutes and three of 1 minute, the same rewards at the same minutes:
+    the same discounted return at the start (GAE with lambda 1 and zero values)."""
+    config = FactoredConfig(gamma_minute=0.9)
+    long_wait = np.array([[0.0], [1.0]]), np.array([[3.0], [1.0]])
+    short_waits = np.array([[0.0], [0.0], [0.0], [1.0]]), np.array([[1.0], [1.0], [1.0], [1.0]])
+    starts = []
+    for rewards, minutes in (long_wait, short_waits):
+        zeros, dones = np.zeros_like(rewards), np.zeros_like(rewards)
+        dones[-1] = 1.0
+        adv = _advantages(rewards, zeros, dones, np.zeros(1), step_discounts(config, minutes), 1.0)
+        starts.append(float(adv[0, 0]))
+    assert starts[0] == pytest.approx(starts[1]) == pytest.approx(0.9**3)
+    per_decision = FactoredConfig(gamma_minute=None, gamma=0.9)
+    assert step_discounts(per_decision, np.array([[3.0]])) == 0.9
