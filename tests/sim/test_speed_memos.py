@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from codered_env.agents import make_agent
-from codered_env.sim import CodeRedSim, rubric
+from codered_env.sim import CodeRedSim, outcome, rubric
 from codered_env.sim import actions as actions_module
 from codered_env.sim.obs_rows import alert_count, alert_texts
 
@@ -15,9 +15,9 @@ from codered_env.gym_env import rows as gym_rows  # noqa: E402
 
 _MEMOS = (
     *gym_rows.FEATURE_MEMOS,
-    rubric._benefit,
-    rubric._gain,
-    rubric._treated_outcome,
+    outcome._benefit,
+    outcome._gain,
+    outcome._treated_outcome,
     actions_module._validate_memo,
 )
 
