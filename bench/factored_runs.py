@@ -44,10 +44,11 @@ def bc(args: argparse.Namespace) -> None:
 
 def ppo(args: argparse.Namespace) -> None:
     name = f"ppo-{args.task}-" + ("bc" if args.bc or args.init_from else "scratch")
+    name += "-anneal" if args.anneal_lr else ""
     for seed in (int(s) for s in args.seeds.split(",")):
         config = FactoredConfig(
             task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
-            init_from=args.init_from, bc_episodes=args.bc, bc_epochs=args.epochs,
+            init_from=args.init_from, bc_episodes=args.bc, bc_epochs=args.epochs, anneal_lr=args.anneal_lr,
             bc_dagger_rounds=args.dagger_rounds,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
             out_dir=str(Path(args.out) / name / f"seed{seed}"))
@@ -128,6 +129,8 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--eval-every", type=int, default=5_000)
     sub.choices["ppo"].add_argument("--bc", type=int, default=0, help="heuristic episodes to clone first")
     sub.choices["ppo"].add_argument("--init-from", help="start from this policy.pt (a bc run's)")
+    sub.choices["ppo"].add_argument("--anneal-lr", action="store_true",
+                                    help="learning rate falls linearly to 0 (run name gets -anneal)")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")

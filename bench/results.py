@@ -258,7 +258,10 @@ def _ppo_row(name: str, runs: list[dict]) -> str:
     warm = (f"BC {cfg['bc_episodes']} episodes" if cfg["bc_episodes"] else
             f"`{Path(cfg['init_from']).parent.name}`'s policy" if cfg.get("init_from") else "none")
     seeds = cfg["eval_seeds"]
-    return (f"| `{name}` | {cfg['task_id']} | {warm} | {len(runs)} | {first['final']['steps']:,} | "
+    # runs before the per-minute discount carry no gamma_minute: they discounted per decision
+    discount = (f"{cfg['gamma_minute']} / min" if cfg.get("gamma_minute") else f"{cfg['gamma']} / decision")
+    steps = f"{first['final']['steps']:,}"
+    return (f"| `{name}` | {cfg['task_id']} | {warm} | {discount} | {len(runs)} | {steps} | "
             f"{sum(start) / len(start):.3f} | {mean:.3f} ± {std:.3f} | "
             f"{min(finals):.3f} / {max(finals):.3f} | "
             f"{reference:.3f} | **{mean / reference:.2f}** | {seeds[0]}-{seeds[-1]} | "
@@ -270,10 +273,10 @@ def factored_tables(root: Path) -> tuple[str, str]:
     bc = ["| run | task | demonstration episodes (+ relabelling rounds x episodes) | samples | held-out "
           "accuracy waits / decisions | BC grade (greedy) | heuristic | BC / heuristic | evaluation "
           "seeds | CPU (min) | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    ppo = ["| run | task | warm start | training seeds | steps per seed | grade at step 0 | final grade "
-           "(mean ± sample std over seeds) | worst / best seed | heuristic | final / heuristic | "
+    ppo = ["| run | task | warm start | discount | training seeds | steps per seed | grade at step 0 | final "
+           "grade (mean ± sample std over seeds) | worst / best seed | heuristic | final / heuristic | "
            "evaluation seeds | wall (min, all seeds) | commit |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for run in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
         if (run / "run.json").exists():
             bc.append(_bc_row(run.name, json.loads((run / "run.json").read_text(encoding="utf-8"))))

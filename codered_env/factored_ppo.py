@@ -58,6 +58,9 @@ class FactoredConfig:
     epochs: int = 4
     minibatch: int = 256
     learning_rate: float = 3e-4
+    # the learning rate falls linearly to 0 over total_steps (as in CleanRL's PPO), so the policy
+    # at the end is not the one a last large update may have knocked over
+    anneal_lr: bool = False
     gamma: float = 0.995  # per decision; used only when gamma_minute is None
     # per simulated minute: a decision that took m minutes discounts by gamma_minute ** m, so
     # splitting a wait into one-minute decisions gains nothing (per decision, waiting in one-minute
@@ -438,6 +441,9 @@ def _ppo(
         with torch.no_grad():
             last = policy(*batch_arrays(obs, [vec.legal_actions(i) for i in range(vec.num_envs)]))[1].numpy()
         adv = _advantages(rewards, values, dones, last, step_discounts(config, minutes), config.gae_lambda)
+        if config.anneal_lr:
+            for group in optimiser.param_groups:
+                group["lr"] = config.learning_rate * max(0.0, 1.0 - steps / config.total_steps)
         _ppo_update(policy, optimiser, roll, adv, adv + values, config, rng)
         steps += config.n_steps * config.n_envs
     grades = greedy_grades(policy, config.task_id, config.eval_seeds)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -192,3 +193,22 @@ def test_per_minute_discount_makes_splitting_a_wait_worth_nothing() -> None:
     assert starts[0] == pytest.approx(starts[1]) == pytest.approx(0.9**3)
     per_decision = FactoredConfig(gamma_minute=None, gamma=0.9)
     assert step_discounts(per_decision, np.array([[3.0]])) == 0.9
+
+
+def test_annealed_learning_rate_falls_to_zero_by_the_end(tmp_path: Path) -> None:
+    config = FactoredConfig(task_id="task1", total_steps=128, n_envs=2, n_steps=16, anneal_lr=True,
+                            eval_every=10_000, eval_seeds=[10_000], out_dir=str(tmp_path))
+    seen: list[float] = []
+    original = torch.optim.Adam.step
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kwargs)
+
+    torch.optim.Adam.step = spy  # type: ignore[method-assign]
+    try:
+        train_factored(config, log=lambda _line: None)
+    finally:
+        torch.optim.Adam.step = original  # type: ignore[method-assign]
+    assert seen[0] == pytest.approx(config.learning_rate)
+    assert seen == sorted(seen, reverse=True) and seen[-1] < config.learning_rate / 2
