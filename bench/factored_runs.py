@@ -45,7 +45,7 @@ def bc(args: argparse.Namespace) -> None:
 def ppo(args: argparse.Namespace) -> None:
     name = f"ppo-{args.task}-" + ("bc" if args.bc or args.init_from else "scratch")
     name += "-anneal" if args.anneal_lr else ""
-    name += "" if args.gamma_minute else "-per-decision"
+    name += "-per-minute" if args.gamma_minute else ""
     for seed in (int(s) for s in args.seeds.split(",")):
         config = FactoredConfig(
             task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
@@ -133,9 +133,9 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--init-from", help="start from this policy.pt (a bc run's)")
     sub.choices["ppo"].add_argument("--anneal-lr", action="store_true",
                                     help="learning rate falls linearly to 0 (run name gets -anneal)")
-    sub.choices["ppo"].add_argument("--gamma-minute", type=float, default=0.998,
-                                    help="discount per simulated minute; 0: 0.995 per decision "
-                                         "(run name gets -per-decision)")
+    sub.choices["ppo"].add_argument("--gamma-minute", type=float, default=0.0,
+                                    help="discount per simulated minute (e.g. 0.998; run name gets "
+                                         "-per-minute); 0: 0.995 per decision")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")

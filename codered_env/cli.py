@@ -379,7 +379,7 @@ def train(
     actions: Annotated[str, typer.Option(help="action set: full (every legal action) or focused")] = "full",
     gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor per decision")] = 0.995,
     gamma_minute: Annotated[float, typer.Option(min=0.0, max=1.0, help="factored: discount per simulated "
-                                                "minute (0: --gamma per decision)")] = 0.998,
+                                                "minute instead (0: --gamma per decision)")] = 0.0,
     interface: Annotated[str, typer.Option(help="flat (MaskablePPO, CodeRedEnv-taskN-v2) or factored "
                                                  "(factored-head PPO on CodeRedFactored-taskN-v0)")] = "flat",
     bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,

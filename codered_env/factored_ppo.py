@@ -61,13 +61,13 @@ class FactoredConfig:
     # the learning rate falls linearly to 0 over total_steps (as in CleanRL's PPO), so the policy
     # at the end is not the one a last large update may have knocked over
     anneal_lr: bool = False
-    gamma: float = 0.995  # per decision; used only when gamma_minute is None
-    # per simulated minute: a decision that took m minutes discounts by gamma_minute ** m, so
-    # splitting a wait into one-minute decisions gains nothing (per decision, waiting in one-minute
-    # queries instead of maintain_plan raised the heuristic's return by 0.010-0.011 on task3 and
-    # task5 with the same play); 0.998 ~ 0.995 per decision at the heuristic's 2.2 min per decision
-    # [design choice]
-    gamma_minute: float | None = 0.998
+    gamma: float = 0.995  # per decision; used when gamma_minute is None
+    # or per simulated minute: a decision of m minutes discounts by gamma_minute ** m, so splitting
+    # a wait into one-minute decisions gains nothing (per decision, waiting in one-minute queries
+    # instead of maintain_plan raises the heuristic's return by 0.010-0.011 on task3 and task5 with
+    # the same play). Off by default: at 0.998 PPO from scratch fell on task2 and task4
+    # (docs/TRAINING.md) [design choice]
+    gamma_minute: float | None = None
     gae_lambda: float = 0.95
     clip: float = 0.2
     ent_coef: float = 0.01
