@@ -60,8 +60,6 @@ BENCHES: dict[str, tuple[str, tuple[str, ...]]] = {
                  "--seeds", HELD_OUT_SEEDS, "--per-seed")),
     "triage": ("Triage from the caller's report: accuracy of the rules, and what triage is worth",
                ("bench/probe_triage.py", "--seeds", "3000-3049")),
-    "preview_pace": ("The reference pace the running preview expects care at",
-                     ("bench/preview_pace.py", "--seeds", "0-11")),
     "ws": ("WebSocket step latency and throughput against a trivial OpenEnv environment",
            ("bench/bench_ws.py",)),
     "mcp": ("MCP tools/call latency against a /ws step, and the tool list's size",

@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# the preview expects care at the reference pace: step rewards move, final scores do not
-# (CHANGELOG.md)
-DIGEST_VERSION = "0.2.6"
+# the heuristic triages from the report's posterior, hot when in doubt (task4/task5 move;
+# CHANGELOG.md)
+DIGEST_VERSION = "0.2.5"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "8d897420eeb2979f",
-    "task2": "2f51ee8fe6b77ac5",
-    "task3": "996ab712139ea39e",
-    "task4": "46e4e662f73aea2c",
-    "task5": "b2e6741e3fabe0c5",
+    "task1": "17ac3b503b405aa1",
+    "task2": "a1b252b0ebc76323",
+    "task3": "067c823cffb581ee",
+    "task4": "22a4d1b7f451b1b4",
+    "task5": "0226b1e2c11ea4da",
 }
 
 

@@ -252,28 +252,6 @@ PREP_READINESS_SHARE = 0.25
 # outcome it cost [design choice]
 UNSEEN_CALLER_WINDOW_MIN = 30
 UNREACHED_PATIENT_WINDOW_MIN = 90
-# The running preview expects a patient not yet treated to reach definitive care at the reference
-# pace: these many minutes after the call (an unseen caller or a patient no crew has reached),
-# after the first crew reached them, and after the first hospital door, or now if that is past.
-# Each is the mean under the reference heuristic (HeuristicAgent) on seeds 0-11 of task1-task5,
-# measured by ``uv run python bench/preview_pace.py`` (docs/results/bench_preview_pace.md). Valuing care
-# "if it began now" made the preview some 0.25 above the final score for most of an episode, so a
-# return discounted per decision paid a policy for stretching its episode over more decisions: on
-# task3 holding every dispatch 15 min out-returned two policies with 1.1 fewer deaths per 100
-# (docs/MODEL.md#red-team) [design choice: the reference's pace, measured]
-PREVIEW_PACE_MIN: dict[str, tuple[int, int, int]] = {  # condition: (from call, from crew, from door)
-    "anxiety": (31, 0, 0),
-    "cardiac_arrest": (6, 0, 0),
-    "fever": (66, 34, 16),
-    "gastritis": (54, 30, 15),
-    "labour": (45, 30, 12),
-    "minor_ailment": (29, 0, 0),
-    "minor_injury": (56, 34, 15),
-    "stemi": (66, 58, 38),
-    "stroke": (90, 82, 61),
-    "trauma_haemorrhage": (57, 49, 28),
-    "trauma_major": (74, 63, 37),
-}
 OVERCROWDING_LOAD_PENALTY = 0.5  # hospital-load credit lost per overcrowding diversion
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out
 SECONDARY_BEST_DELAY_FRACTION = 0.4  # secondary_harm's "best outcome": care at 40 % of target

@@ -32,12 +32,10 @@ have a real need (true priority P1-P3).
 * ``mutual_aid_penalty`` -- per needless request and per mutual-aid unit never used; capped.
 
 The running preview (the step reward is its change) is the same computation on the world now,
-from what the agent can see: an untreated patient at the benefit kept if the best care began at
-the reference pace from the furthest stage they reached, or now if that is past
-(``care_minute``, ``params.PREVIEW_PACE_MIN``), times a share falling to 0 over 90 min while no
-crew has reached them (an unseen caller: 30 min after the first call; ``_hope``), and an unseen
-caller at the expectation under the report's posterior, never the hidden condition. A death
-before care is charged in the step it happens.
+from what the agent can see: an untreated patient at the benefit kept if care began this minute,
+times a share falling to 0 over 90 min while no crew has reached them (an unseen caller: 30 min
+after the first call; ``_hope``), and an unseen caller at the expectation under the report's
+posterior, never the hidden condition. A death before care is charged in the step it happens.
 ``secondary_harm`` and ``cascade_score`` are ``None`` in tasks without cascades (their weight
 shared out in proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
 """
@@ -52,7 +50,6 @@ from typing import Any, NamedTuple
 from .clinical import CONDITION_NUMBERS
 from .conditions import CONDITIONS, expected_death
 from .dynamics.care import prep_credit
-from .dynamics.physiology import care_factor
 from .dynamics.rooms import care_for
 from .outcome import (
     _benefit,
@@ -76,7 +73,6 @@ from .params import (
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PREP_READINESS_SHARE,
-    PREVIEW_PACE_MIN,
     PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
     SCORE_CEIL,
@@ -95,21 +91,7 @@ _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_p
 
 
 # ---------------------------------------------------------------- one patient's terms
-def care_minute(p: Patient, t: int) -> int:
-    """When the preview expects ``p``'s definitive care to begin, seen at minute ``t``: at the
-    reference pace from the furthest stage reached (the call, the first crew on scene, the first
-    hospital door; ``params.PREVIEW_PACE_MIN``), or now if that is past."""
-    from_call, from_crew, from_door = PREVIEW_PACE_MIN[p.condition]
-    if p.first_hospital_arrival is not None:
-        expected = p.first_hospital_arrival + from_door
-    elif p.first_unit_at is not None:
-        expected = p.first_unit_at + from_crew
-    else:
-        expected = p.appeared_at + from_call
-    return expected if expected > t else t
-
-
-def _kept_if_treated_at(p: Patient, t: int) -> float:
+def _kept_if_treated_now(p: Patient, t: int) -> float:
     """The benefit ``p`` would keep if the best care began at minute ``t``."""
     quality, therapy = _best_therapy(CONDITIONS[p.condition])
     delay = t - p.appeared_at
@@ -118,7 +100,7 @@ def _kept_if_treated_at(p: Patient, t: int) -> float:
                     _cpr_minutes(p, t), door)
 
 
-def _secondary_gain_at(p: Patient, t: int) -> float:
+def _secondary_gain_now(p: Patient, t: int) -> float:
     quality, therapy = _best_therapy(CONDITIONS[p.condition])
     delay = t - p.appeared_at
     return _gain(p.condition, delay, quality, p.onset_min, therapy, _cpr_minutes(p, t), delay)
@@ -181,15 +163,6 @@ def _prep(world: World, p: Patient, final: bool) -> float | None:
     return sum(parts.values()) / len(parts) if parts else None
 
 
-def _reserve_at(world: World, p: Patient, t: int) -> float:
-    """``p``'s reserve at minute ``t`` should they decline as they do now until then."""
-    ahead = t - world.clock
-    if ahead <= 0:
-        return max(0.0, p.reserve)
-    rate = CONDITIONS[p.condition].deterioration_per_min * care_factor(world, p)
-    return max(0.0, p.reserve - rate * ahead)
-
-
 def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     """The terms of a patient whose condition the grade may read (a crew has seen them, or final)."""
     cond = CONDITIONS[p.condition]
@@ -201,15 +174,11 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         hope = 1.0  # a crew is with them: care is under way
     else:
         hope = _hope(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
-    care_at = t
     if p.treatment_start is not None or p.status == "deceased":
         kept, vitals = _time_score(p), p.reserve_at_treatment or 0.0
-    elif hope:
-        care_at = care_minute(p, t)
-        kept = _kept_if_treated_at(p, care_at) * hope
-        vitals = _reserve_at(world, p, care_at) * hope
     else:
-        kept = vitals = 0.0
+        kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
+        vitals = max(0.0, p.reserve) * hope
     prep = _prep(world, p, final) if cond.needs_prep else None
     # nothing to prepare: ready; a death before care counts in full, whatever was ready
     credit = _readiness_credit(1.0 if prep is None else prep) if kept > 0.0 else 1.0
@@ -225,7 +194,7 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
             delay, door = start - p.appeared_at, _door(p)
             sec_wg = w * _gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
         elif hope:
-            sec_wg = w * _secondary_gain_at(p, care_at) * hope
+            sec_wg = w * _secondary_gain_now(p, t) * hope
         reached_at = p.first_unit_at
         sec_r = w * (_response_credit(reached_at - p.appeared_at) if reached_at is not None else (
             _response_credit(t - p.appeared_at) * hope))
@@ -250,27 +219,24 @@ def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
         quality, therapy = _best_therapy(cond)
         terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
                       statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
-                      condition == "cardiac_arrest", cond.needs_prep, cond.transport,
-                      PREVIEW_PACE_MIN[condition][0]))
+                      condition == "cardiac_arrest", cond.needs_prep, cond.transport))
     return tuple(terms)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
-    after the call, care expected at the reference pace (nominal reserve and stroke onset; ``cpr``
+    after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
     minutes of telephone CPR, which follows the agent's own P1 code)."""
     n = w = wk = wv = ready_wk = load_w = 0.0
     for terms in _caller_terms(report):
-        (condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport,
-         pace) = terms
-        care_delay = delay if delay > pace else pace  # the reference pace, or now if that is past
-        reserve = reserve0 - decline * care_delay
+        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport = terms
+        reserve = reserve0 - decline * delay
         reserve = reserve if reserve > 0.0 else 0.0  # max(0.0, reserve), without the call
         n += chance
         w += weight
         telephone_cpr = cpr if arrest else 0.0
-        kept = weight * _benefit(condition, care_delay, quality, onset, therapy, telephone_cpr, care_delay)
+        kept = weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
         wk += kept
         wv += weight * reserve
         ready_wk += kept * _readiness_credit(0.0 if prep else 1.0)  # unseen: nothing prepared yet
