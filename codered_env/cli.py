@@ -404,6 +404,9 @@ def train(
         _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, (gamma, gamma_minute),
                         bc_episodes, maxima)
         return
+    if gamma_minute:
+        raise typer.BadParameter("--gamma-minute needs --interface factored: MaskablePPO discounts per "
+                                 "decision (use --gamma)", param_hint="'--gamma-minute'")
     if maxima != DEFAULT_MAXIMA:
         raise typer.BadParameter(f"{maxima!r} needs --interface factored: the flat interface has no slots "
                                  f"(leave --maxima at {DEFAULT_MAXIMA})", param_hint="'--maxima'")

@@ -143,3 +143,11 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     assert flat.exit_code == 2 and not (tmp_path / "run.json").exists()
     assert ("'--maxima': 'generated' needs --interface factored: the flat interface has no slots (leave "
             "--maxima at prakashnagar)") in _unboxed(flat.output)
+
+    per_minute = runner.invoke(app, [*base, "--gamma-minute", "0.998"])
+    assert per_minute.exit_code == 0, per_minute.output
+    assert configs[-1].gamma_minute == 0.998 and factored_ppo.FactoredConfig().gamma_minute is None
+    flat_args = ["train", "--gamma-minute", "0.998", "--steps", "32", "--out", str(tmp_path)]
+    flat_minute = runner.invoke(app, flat_args)
+    assert flat_minute.exit_code == 2 and not (tmp_path / "run.json").exists()
+    assert "'--gamma-minute': --gamma-minute needs --interface factored" in _unboxed(flat_minute.output)

@@ -10,31 +10,31 @@ from .params import MEMO_ENTRIES, PRIORITY_WEIGHT
 from .types import Patient
 
 
-def _outcome(p: Patient) -> float:
+def patient_outcome(p: Patient) -> float:
     cond = CONDITIONS[p.condition]
     if p.treatment_start is not None:
         delay = p.treatment_start - p.appeared_at
-        cpr = _cpr_minutes(p, p.treatment_start)
-        quality, door = p.treatment_quality, _door(p)
-        return _treated_outcome(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
+        cpr = cpr_minutes(p, p.treatment_start)
+        quality, door = p.treatment_quality, door_minutes(p)
+        return treated_outcome(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
     return 0.0 if p.status == "deceased" else cond.untreated_outcome
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _treated_outcome(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+def treated_outcome(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
                      cpr: float, door: int | None) -> float:
     return expected_outcome(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _benefit(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
+def benefit_at(condition: str, delay: int, quality: float, onset: int, therapy: str | None,
              cpr: float, door: int | None) -> float:
     """``benefit_kept`` memoised (asked of every patient at every grade)."""
     return benefit_kept(CONDITIONS[condition], delay, quality, onset, therapy, cpr, door)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float,
+def secondary_gain(condition: str, delay: int, quality: float, onset: int, therapy: str | None, cpr: float,
           door: int | None) -> float:
     """A secondary casualty's outcome gain, normalised to the best outcome (care at 40 % of target)."""
     cond = CONDITIONS[condition]
@@ -46,7 +46,7 @@ def _gain(condition: str, delay: int, quality: float, onset: int, therapy: str |
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _kept_by_death(condition: str, onset: int) -> float:
+def kept_by_death(condition: str, onset: int) -> float:
     """The benefit kept, on the ``benefit_kept`` scale, by a patient who died before any care:
     ``(0 - O_untreated) / (O(0, best care) - O_untreated)``, at most 0. They lost the outcome
     they would have had untreated as well, so the stake-weighted sum of benefit kept moves with
@@ -68,38 +68,38 @@ def stake(condition: str, onset: int) -> float:
     return PRIORITY_WEIGHT[cond.true_priority] * max(0.0, ceiling - cond.untreated_outcome)
 
 
-def _door(p: Patient) -> int | None:
+def door_minutes(p: Patient) -> int | None:
     """Minutes from the call to the first hospital door (None: never reached one)."""
     return None if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
 
 
-def _relaxed(p: Patient) -> bool:
+def relaxed_target_applies(p: Patient) -> bool:
     """The relaxed transfer target applies: transferred, and no capable hospital could take them."""
     return p.transferred and p.relaxed_target
 
 
 def transfer_allowance(p: Patient) -> int:
-    if not _relaxed(p):
+    if not relaxed_target_applies(p):
         return 0
     cond = CONDITIONS[p.condition]
     return cond.target_for(True) - cond.target_min
 
 
-def _cpr_minutes(p: Patient, until: int) -> float:
+def cpr_minutes(p: Patient, until: int) -> float:
     """Minutes of the call-to-``until`` delay a cardiac arrest spent under telephone CPR."""
     if p.cpr_from is None:
         return 0.0
     return float(max(0, until - max(p.cpr_from, p.appeared_at)))
 
 
-def _time_score(p: Patient) -> float:
+def patient_time_score(p: Patient) -> float:
     if p.treatment_start is None:
-        return _kept_by_death(p.condition, p.onset_min) if p.status == "deceased" else 0.0
+        return kept_by_death(p.condition, p.onset_min) if p.status == "deceased" else 0.0
     delay = p.treatment_start - p.appeared_at - transfer_allowance(p)
-    return _benefit(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy,
-                    _cpr_minutes(p, p.treatment_start), _door(p))
+    return benefit_at(p.condition, delay, p.treatment_quality, p.onset_min, p.therapy,
+                    cpr_minutes(p, p.treatment_start), door_minutes(p))
 
 
-def _best_therapy(cond: Condition) -> tuple[float, str]:
+def best_therapy(cond: Condition) -> tuple[float, str]:
     best = cond.best_care
     return (best.quality, best.therapy) if best else (1.0, "definitive")

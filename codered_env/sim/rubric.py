@@ -52,14 +52,14 @@ from .conditions import CONDITIONS, expected_death
 from .dynamics.care import prep_credit
 from .dynamics.rooms import care_for
 from .outcome import (
-    _benefit,
-    _best_therapy,
-    _cpr_minutes,
-    _door,
-    _gain,
-    _outcome,
-    _relaxed,
-    _time_score,
+    benefit_at,
+    best_therapy,
+    cpr_minutes,
+    door_minutes,
+    patient_outcome,
+    patient_time_score,
+    relaxed_target_applies,
+    secondary_gain,
     stake,
     transfer_allowance,
 )
@@ -93,17 +93,17 @@ _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_p
 # ---------------------------------------------------------------- one patient's terms
 def _kept_if_treated_now(p: Patient, t: int) -> float:
     """The benefit ``p`` would keep if the best care began at minute ``t``."""
-    quality, therapy = _best_therapy(CONDITIONS[p.condition])
+    quality, therapy = best_therapy(CONDITIONS[p.condition])
     delay = t - p.appeared_at
     door = delay if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
-    return _benefit(p.condition, delay - transfer_allowance(p), quality, p.onset_min, therapy,
-                    _cpr_minutes(p, t), door)
+    return benefit_at(p.condition, delay - transfer_allowance(p), quality, p.onset_min, therapy,
+                    cpr_minutes(p, t), door)
 
 
 def _secondary_gain_now(p: Patient, t: int) -> float:
-    quality, therapy = _best_therapy(CONDITIONS[p.condition])
+    quality, therapy = best_therapy(CONDITIONS[p.condition])
     delay = t - p.appeared_at
-    return _gain(p.condition, delay, quality, p.onset_min, therapy, _cpr_minutes(p, t), delay)
+    return secondary_gain(p.condition, delay, quality, p.onset_min, therapy, cpr_minutes(p, t), delay)
 
 
 def _response_credit(minutes: int) -> float:
@@ -175,7 +175,7 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     else:
         hope = _hope(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
     if p.treatment_start is not None or p.status == "deceased":
-        kept, vitals = _time_score(p), p.reserve_at_treatment or 0.0
+        kept, vitals = patient_time_score(p), p.reserve_at_treatment or 0.0
     else:
         kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
         vitals = max(0.0, p.reserve) * hope
@@ -190,9 +190,9 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         sec_w = w
         if p.treatment_start is not None:
             start = p.treatment_start
-            quality, cpr = p.treatment_quality, _cpr_minutes(p, start)
-            delay, door = start - p.appeared_at, _door(p)
-            sec_wg = w * _gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
+            quality, cpr = p.treatment_quality, cpr_minutes(p, start)
+            delay, door = start - p.appeared_at, door_minutes(p)
+            sec_wg = w * secondary_gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
         elif hope:
             sec_wg = w * _secondary_gain_now(p, t) * hope
         reached_at = p.first_unit_at
@@ -216,7 +216,7 @@ def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
         cond = CONDITIONS[condition]
         onset = _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
         numbers = CONDITION_NUMBERS[condition]
-        quality, therapy = _best_therapy(cond)
+        quality, therapy = best_therapy(cond)
         terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
                       statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
                       condition == "cardiac_arrest", cond.needs_prep, cond.transport))
@@ -236,7 +236,7 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
         n += chance
         w += weight
         telephone_cpr = cpr if arrest else 0.0
-        kept = weight * _benefit(condition, delay, quality, onset, therapy, telephone_cpr, delay)
+        kept = weight * benefit_at(condition, delay, quality, onset, therapy, telephone_cpr, delay)
         wk += kept
         wv += weight * reserve
         ready_wk += kept * _readiness_credit(0.0 if prep else 1.0)  # unseen: nothing prepared yet
@@ -406,7 +406,7 @@ def _patient_record(world: World, p: Patient, final: bool, caused: frozenset[str
     cond = CONDITIONS[p.condition]
     treated = p.treatment_start is not None
     prep = _prep(world, p, final) if cond.needs_prep else None
-    time_score = round(_time_score(p), 4)
+    time_score = round(patient_time_score(p), 4)
     return {
         "patient_id": p.patient_id,
         "condition": p.condition,
@@ -417,7 +417,7 @@ def _patient_record(world: World, p: Patient, final: bool, caused: frozenset[str
         "status": p.status,
         "hospital": p.hospital,
         "delay_min": p.treatment_start - p.appeared_at if treated else None,
-        "target_min": cond.target_for(_relaxed(p)),
+        "target_min": cond.target_for(relaxed_target_applies(p)),
         "therapy": p.therapy if treated else None,
         "quality": round(p.treatment_quality, 3),
         "benefit_kept": time_score,
@@ -426,7 +426,7 @@ def _patient_record(world: World, p: Patient, final: bool, caused: frozenset[str
         "prep": None if prep is None else round(prep, 4),
         "prep_parts": dict(p.prep_credit or {}),
         "readiness_on_arrival": dict(p.arrival_prep or {}),
-        "expected_outcome": round(_outcome(p), 4),
+        "expected_outcome": round(patient_outcome(p), 4),
         "first_unit_min": None if p.first_unit_at is None else p.first_unit_at - p.appeared_at,
     }
 
@@ -445,7 +445,7 @@ def clinical_outcomes(
     for p in patients:
         cond = CONDITIONS[p.condition]
         w = PRIORITY_WEIGHT[cond.true_priority]
-        outcome = _outcome(p)
+        outcome = patient_outcome(p)
         if p.patient_id not in caused:
             base_w += w
             base += 1

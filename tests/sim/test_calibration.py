@@ -21,11 +21,12 @@ import pytest
 
 from codered_env.agents.heuristic import HeuristicAgent
 from codered_env.agents.triage_rule import triage_report
-from codered_env.sim import CodeRedSim, rubric
+from codered_env.sim import CodeRedSim
 from codered_env.sim import clinical as C
 from codered_env.sim import params as P
 from codered_env.sim.conditions import CONDITIONS, expected_outcome
 from codered_env.sim.dynamics import scene, travel
+from codered_env.sim.outcome import patient_outcome, patient_time_score
 from codered_env.sim.triage import (
     best_guess_priority,
     caller_report,
@@ -157,9 +158,9 @@ def _stemi_break_even() -> float:
         routes_as_planned = lysis.therapy == "lysis" and pci.therapy == "pci"
         if not routes_as_planned or None in (lysis.treatment_start, pci.treatment_start):
             continue
-        target = rubric._outcome(lysis)
+        target = patient_outcome(lysis)
         extra = 0
-        while rubric._outcome(_shifted(pci, treatment_start=pci.treatment_start + extra + 1)) >= target:
+        while patient_outcome(_shifted(pci, treatment_start=pci.treatment_start + extra + 1)) >= target:
             extra += 1
         gaps.append((pci.treatment_start + extra) - lysis.treatment_start)
     assert len(gaps) >= 10
@@ -192,7 +193,7 @@ def _arrest_benefit(minutes: int, cpr: bool) -> float:
             therapy="on_scene",
             status="treated",
         )
-        values.append(rubric._time_score(q))
+        values.append(patient_time_score(q))
     return 100 * statistics.fmean(values)
 
 
@@ -214,7 +215,7 @@ def _late_arrests_benefit() -> float:
                     kept.append(rec["benefit_kept"])
     reached = [p for p in _arrest_patients() if p.first_unit_at is not None]
     late = [p for p in reached if p.first_unit_at - p.appeared_at >= 20]  # type: ignore[operator]
-    kept += [rubric._time_score(p) for p in late]
+    kept += [patient_time_score(p) for p in late]
     assert len(kept) >= 3, "too few late-reached arrests to judge"
     return 100 * max(kept)
 
@@ -276,7 +277,7 @@ def _haemorrhage_slope(where: str, minutes: int = 10) -> float:
         later = p.treatment_start + minutes
         arrival = p.first_hospital_arrival + minutes if where == "prehospital" else p.first_hospital_arrival
         q = _shifted(p, treatment_start=later, first_hospital_arrival=arrival)
-        slopes.append(100 * (rubric._outcome(p) - rubric._outcome(q)) / minutes)
+        slopes.append(100 * (patient_outcome(p) - patient_outcome(q)) / minutes)
     return statistics.median(slopes)
 
 

@@ -15,9 +15,9 @@ from codered_env.gym_env import rows as gym_rows  # noqa: E402
 
 _MEMOS = (
     *gym_rows.FEATURE_MEMOS,
-    outcome._benefit,
-    outcome._gain,
-    outcome._treated_outcome,
+    outcome.benefit_at,
+    outcome.secondary_gain,
+    outcome.treated_outcome,
     actions_module._validate_memo,
 )
 
