@@ -46,11 +46,13 @@ def ppo(args: argparse.Namespace) -> None:
     name = f"ppo-{args.task}-" + ("bc" if args.bc or args.init_from else "scratch")
     name += "-anneal" if args.anneal_lr else ""
     name += "-per-minute" if args.gamma_minute else ""
+    name += "-select" if args.select_seeds else ""
     for seed in (int(s) for s in args.seeds.split(",")):
         config = FactoredConfig(
             task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
             init_from=args.init_from, bc_episodes=args.bc, bc_epochs=args.epochs, anneal_lr=args.anneal_lr,
             gamma_minute=args.gamma_minute or None,
+            select_seeds=_seeds(args.select_seeds) if args.select_seeds else [],
             bc_dagger_rounds=args.dagger_rounds,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
             out_dir=str(Path(args.out) / name / f"seed{seed}"))
@@ -136,6 +138,9 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--gamma-minute", type=float, default=0.0,
                                     help="discount per simulated minute (e.g. 0.998; run name gets "
                                          "-per-minute); 0: 0.995 per decision")
+    sub.choices["ppo"].add_argument("--select-seeds", default="",
+                                    help="validation seeds lo-hi, e.g. 30000-30019: keep the policy best on "
+                                         "them at an evaluation, not the last (run name gets -select)")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")

@@ -23,6 +23,7 @@ when used), ``policy.pt`` (the final weights and their slot maxima, which ``code
 
 from __future__ import annotations
 
+import copy
 import json
 import statistics
 import time
@@ -85,6 +86,10 @@ class FactoredConfig:
     init_from: str | None = None  # a policy.pt to start from (e.g. a behaviour-cloning run's)
     eval_every: int = 20_000
     eval_seeds: list[int] = field(default_factory=lambda: list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + 10)))
+    # validation seeds (disjoint from eval_seeds): at every evaluation the greedy policy also plays
+    # these, and the run keeps the policy that did best on them instead of the last one (empty:
+    # the last), so where the curve dips at the end the result is not that dip
+    select_seeds: list[int] = field(default_factory=list)
     torch_threads: int = 1
     out_dir: str = "runs/factored"
 
@@ -354,11 +359,11 @@ def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
         result["bc"] = _warm_start(policy, config, rng, result["heuristic"], log)
         result["bc"]["cpu_s"] = round(time.process_time() - cpu_started, 1)
         (out / "bc.json").write_text(json.dumps(result["bc"], indent=1) + "\n")
-    rows = _ppo(policy, config, rng, out, log, started)
+    rows, kept = _ppo(policy, config, rng, out, log, started)
     save_policy(policy, out / "policy.pt", asdict(config))
     result |= {
         "curve": rows,
-        "final": rows[-1] if rows else None,
+        "final": kept,  # the policy saved: the last, or the best on the validation seeds
         "wall_s": round(time.monotonic() - started, 1),
         "cpu_s": round(time.process_time() - cpu_started, 1),
     }
@@ -407,35 +412,71 @@ def _warm_start(
     return rounds[-1] | {"rounds": rounds, "training_seeds": [0, next_seed - 1]}
 
 
+def _evaluate(policy: Any, config: FactoredConfig, steps: int, started: float) -> dict[str, Any]:
+    """One point of the curve: the greedy policy's grades on the evaluation seeds (and its mean on
+    the validation seeds, when the run selects on them)."""
+    grades = greedy_grades(policy, config.task_id, config.eval_seeds)
+    row = {
+        "steps": steps,
+        "wall_s": round(time.monotonic() - started, 1),
+        "mean": round(statistics.fmean(grades), 4),
+        "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
+    }
+    if config.select_seeds:
+        validation = greedy_grades(policy, config.task_id, config.select_seeds)
+        row["validation"] = round(statistics.fmean(validation), 4)
+    return row
+
+
+class _Keeper:
+    """The policy the run returns: the last one, or the best on the validation seeds so far."""
+
+    def __init__(self, config: FactoredConfig) -> None:
+        if set(config.select_seeds) & set(config.eval_seeds):
+            raise ValueError("select_seeds must not share a seed with eval_seeds (they are held out)")
+        self.selecting = bool(config.select_seeds)
+        self.row: dict[str, Any] | None = None
+        self.state: dict[str, Any] | None = None
+
+    def offer(self, policy: Any, row: dict[str, Any]) -> None:
+        if not self.selecting:
+            self.row = row  # the policy in hand is the one kept
+        elif self.row is None or row["validation"] > self.row["validation"]:
+            self.row, self.state = row, copy.deepcopy(policy.state_dict())
+
+    def restore(self, policy: Any) -> dict[str, Any] | None:
+        if self.state is not None:
+            policy.load_state_dict(self.state)
+        return self.row
+
+
 def _ppo(
     policy: Any, config: FactoredConfig, rng: np.random.Generator, out: Path, log: Any, started: float
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """PPO for ``total_steps``: the curve, and the row of the policy kept (left in ``policy``)."""
     torch = policy_torch()
     from .gym_env import CodeRedFactoredVectorEnv
 
     rows: list[dict[str, Any]] = []
     if config.total_steps <= 0:
-        return rows
+        return rows, None
+    keeper = _Keeper(config)
     vec = CodeRedFactoredVectorEnv(
         config.n_envs, config.task_id, autoreset_mode="SameStep", maxima=policy.maxima
     )
     obs, _ = vec.reset(seed=config.seed * 1000)
     optimiser = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
     steps, next_eval = 0, 0
-    while steps < config.total_steps:
-        if steps >= next_eval:
-            grades = greedy_grades(policy, config.task_id, config.eval_seeds)
-            rows.append(
-                {
-                    "steps": steps,
-                    "wall_s": round(time.monotonic() - started, 1),
-                    "mean": round(statistics.fmean(grades), 4),
-                    "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
-                }
-            )
-            log(f"[{config.task_id}] steps {steps:>7} grade {rows[-1]['mean']:.3f}")
+    while True:
+        if steps >= next_eval or steps >= config.total_steps:
+            rows.append(_evaluate(policy, config, steps, started))
+            keeper.offer(policy, rows[-1])
+            log(f"[{config.task_id}] steps {steps:>7} grade {rows[-1]['mean']:.3f}"
+                + (f" validation {rows[-1]['validation']:.3f}" if keeper.selecting else ""))
             (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
             next_eval += config.eval_every
+        if steps >= config.total_steps:
+            return rows, keeper.restore(policy)
         roll, obs = _collect(policy, vec, obs, config)
         values, rewards, dones, minutes = (roll.column(k) for k in (2, 3, 4, 5))
         with torch.no_grad():
@@ -446,14 +487,3 @@ def _ppo(
                 group["lr"] = config.learning_rate * max(0.0, 1.0 - steps / config.total_steps)
         _ppo_update(policy, optimiser, roll, adv, adv + values, config, rng)
         steps += config.n_steps * config.n_envs
-    grades = greedy_grades(policy, config.task_id, config.eval_seeds)
-    rows.append(
-        {
-            "steps": steps,
-            "wall_s": round(time.monotonic() - started, 1),
-            "mean": round(statistics.fmean(grades), 4),
-            "std": round(statistics.stdev(grades), 4) if len(grades) > 1 else 0.0,
-        }
-    )
-    (out / "curve.json").write_text(json.dumps(rows, indent=1) + "\n")
-    return rows

@@ -100,6 +100,33 @@ def test_a_variant_bends_the_heuristic_as_it_says() -> None:
     assert len(VARIANTS) == len(set(VARIANTS)) and Variant() in VARIANTS and TRUTH in VARIANTS
 
 
+def _play(task: str, seed: int, variant: Variant) -> list[tuple[int, dict]]:
+    sim = CodeRedSim(task, seed)
+    agent, out = VariantHeuristic(seed, variant, sim), []
+    while not sim.done:
+        action = agent.act(sim.observation())
+        out.append((sim.clock, action))
+        sim.step(action)
+    return out
+
+
+def test_random_job_orders_are_seeded_restarts() -> None:
+    first, again = _play("task3", 4, Variant(order="random")), _play("task3", 4, Variant(order="random"))
+    other = _play("task3", 4, Variant(order="random", order_seed=1))
+    assert first == again and first != other != _play("task3", 4, Variant())
+    assert Variant(order="random", order_seed=3).label.endswith("order=random:3")
+
+
+def test_held_preparations_wait_their_minutes() -> None:
+    kinds = ("prepare_or", "page_specialist", "allocate_blood")
+
+    def preparations(variant: Variant) -> list[int]:
+        return [clock for clock, a in _play("task2", 1, variant) if a["action_type"] in kinds]
+
+    rule, held = preparations(Variant()), preparations(Variant(hold_prep=10))
+    assert rule and held and held[0] >= rule[0] + 10
+
+
 def test_an_out_of_sync_oracle_drops_its_chosen_play() -> None:
     oracle = OracleAgent(0, max_candidates=2)
     oracle.reset("task2", 1)

@@ -5,11 +5,12 @@ Axes (``Variant``): the triage level (the rule's, the true priority, one level m
 the truth, or one blanket level), the unit kind (the rule's choice, ALS only, BLS only, ALS
 first, the nearest of any kind), a hold of every dispatch by a few minutes, mutual aid (the rule's
 or never) and preparation (the rule's or none); and single bends (mutual aid at once, electives
-stopped, nearest job first, no unit for P3). ``VARIANTS`` is the library: the product of the
-axes on the values that have changed a score somewhere (the red team of ``bench/redteam``), then
-the bends, at a few hundredths of a second per play. A variant that triages by the truth reads
-the episode it plays on (the oracle hands it an exact copy), so like the oracle it is never a
-fair agent.
+stopped, nearest job first, no unit for P3, preparations held a few minutes) and random job
+orders (restarts of a stochastic search, each seeded). ``VARIANTS`` is the library: the product of
+the axes on the values that have changed a score somewhere (the red team of ``bench/redteam``),
+then the bends and the random orders, at a few hundredths of a second per play. A variant that
+triages by the truth reads the episode it plays on (the oracle hands it an exact copy), so like
+the oracle it is never a fair agent.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from random import Random
 from typing import Any
 
 from ..sim import CodeRedSim
 from .heuristic import FREE_UNITS, HeuristicAgent, nearest_unit, road_view
 
 LEVELS = ("P1", "P2", "P3", "P4")
+PREP_HOLDS = (5, 10)  # design choice: the red team's preparation holds (bench/redteam)
+RANDOM_ORDERS = 8  # design choice: random job orders per triage mode, a few seconds per task5 episode
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,10 @@ class Variant:
     prepare: bool = True
     aid_at_once: bool = False  # request mutual aid whenever the agreement allows, first of all
     preempt: bool = False  # stop every elective case, after every other rule
-    order: str = "priority"  # the jobs' order: the rule's (priority) or nearest to a free unit first
+    order: str = "priority"  # the jobs' order: the rule's (priority), nearest to a free unit first, random
     serve_p3: bool = True  # False: no unit for a P3 job
+    order_seed: int = 0  # the random order's stream (each minute's shuffle is seeded by it and the clock)
+    hold_prep: int = 0  # minutes every preparation (room, page, blood) waits after the rule first makes it
 
     @property
     def label(self) -> str:
@@ -47,7 +53,9 @@ class Variant:
         parts += [] if self.prepare else ["no-prep"]
         parts += ["aid-at-once"] if self.aid_at_once else []
         parts += ["preempt-electives"] if self.preempt else []
-        parts += [f"order={self.order}"] if self.order != "priority" else []
+        parts += [f"order={self.order}"] if self.order not in ("priority", "random") else []
+        parts += [f"order=random:{self.order_seed}"] if self.order == "random" else []
+        parts += [f"hold-prep={self.hold_prep}"] if self.hold_prep else []
         parts += [] if self.serve_p3 else ["no-P3-units"]
         return ",".join(parts)
 
@@ -93,14 +101,13 @@ class VariantHeuristic(HeuristicAgent):
             free, net = self._rows(obs, "ambulances", FREE_UNITS), road_view(obs)
             eta = {j["id"]: (nearest_unit(free, j["node"], net) or (float("inf"),))[0] for j in jobs}
             jobs.sort(key=lambda j: (eta[j["id"]], j["id"]))
-        hold = self.variant.hold
-        if not hold:
-            return jobs
-        kept = []
-        for job in jobs:
-            if self._now >= self._first_seen.setdefault(job["id"], self._now) + hold:
-                kept.append(job)
-        return kept
+        elif self.variant.order == "random":
+            Random(f"order:{self.variant.order_seed}:{self._now}").shuffle(jobs)
+        return [job for job in jobs if not self._held(f"job:{job['id']}", self.variant.hold)]
+
+    def _held(self, key: str, minutes: int) -> bool:
+        """Whether what ``key`` names still waits: it is held ``minutes`` from when first proposed."""
+        return bool(minutes) and self._now < self._first_seen.setdefault(key, self._now) + minutes
 
     def _pick_unit(self, pools, job, net):
         mode = self.variant.units
@@ -121,11 +128,17 @@ class VariantHeuristic(HeuristicAgent):
 
     def _prepare(self, obs, legal, net) -> Iterator[dict[str, Any]]:
         if self.variant.prepare:
-            yield from super()._prepare(obs, legal, net)
+            yield from self._held_preparations(super()._prepare(obs, legal, net))
 
     def _blood(self, obs, legal, net) -> Iterator[dict[str, Any]]:
         if self.variant.prepare:
-            yield from super()._blood(obs, legal, net)
+            yield from self._held_preparations(super()._blood(obs, legal, net))
+
+    def _held_preparations(self, actions: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for action in list(actions):
+            key = "prep:" + "|".join(f"{k}={action[k]}" for k in sorted(action))
+            if not self._held(key, self.variant.hold_prep):
+                yield action
 
     @staticmethod
     def _aid_at_once(obs, legal, net) -> Iterator[dict[str, Any]]:
@@ -153,6 +166,10 @@ def _library() -> tuple[Variant, ...]:
     bends = ({"aid_at_once": True}, {"preempt": True}, {"order": "nearest"}, {"serve_p3": False},
              {"order": "nearest", "units": "BLS"})
     variants += [Variant(t, **bend) for t in ("truth", "rule", "P1") for bend in bends]
+    variants += [Variant(t, hold_prep=k) for t in ("truth", "rule") for k in PREP_HOLDS]
+    # a stochastic search's restarts: the red team's random job order beat the rest on some seeds
+    variants += [Variant(t, order="random", order_seed=k)
+                 for t in ("truth", "rule") for k in range(RANDOM_ORDERS)]
     return tuple(variants)
 
 

@@ -212,3 +212,27 @@ def test_annealed_learning_rate_falls_to_zero_by_the_end(tmp_path: Path) -> None
         torch.optim.Adam.step = original  # type: ignore[method-assign]
     assert seen[0] == pytest.approx(config.learning_rate)
     assert seen == sorted(seen, reverse=True) and seen[-1] < config.learning_rate / 2
+
+
+def test_selection_keeps_the_policy_best_on_the_validation_seeds(tmp_path: Path) -> None:
+    config = FactoredConfig(task_id="task1", total_steps=96, n_envs=2, n_steps=16, minibatch=16, hidden=16,
+                            learning_rate=0.05, eval_every=32, eval_seeds=[10_000, 10_001],
+                            select_seeds=[30_000, 30_001], out_dir=str(tmp_path))
+    result = train_factored(config, log=lambda _line: None)
+    curve = result["curve"]
+    assert [row["steps"] for row in curve] == [0, 32, 64, 96] and all("validation" in row for row in curve)
+    best = max(curve, key=lambda row: row["validation"])  # first of equals, as the run keeps it
+    assert result["final"] == best
+    from codered_env.agents.factored import load_policy
+    from codered_env.factored_ppo import greedy_grades
+
+    kept, _ = load_policy(tmp_path / "policy.pt")
+    grades = greedy_grades(kept, "task1", config.eval_seeds)
+    assert round(sum(grades) / len(grades), 4) == best["mean"]
+
+
+def test_validation_seeds_may_not_be_evaluation_seeds(tmp_path: Path) -> None:
+    config = FactoredConfig(task_id="task1", total_steps=32, eval_seeds=[10_000, 10_001],
+                            select_seeds=[10_001], out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="select_seeds"):
+        train_factored(config, log=lambda _line: None)
