@@ -246,6 +246,11 @@ def current_heuristic(task_id: str, seeds: tuple[int, ...]) -> float:
     return round(sum(grades) / len(grades), 4)
 
 
+def _kept_steps(runs: list[dict]) -> str:
+    """The steps at which each training seed's kept policy was evaluated, in thousands."""
+    return ", ".join(f"{r['final']['steps'] // 1000}k" for r in runs)
+
+
 def _ppo_row(name: str, runs: list[dict]) -> str:
     cfg, first = runs[0]["config"], runs[0]
     reference = current_heuristic(cfg["task_id"], tuple(cfg["eval_seeds"]))
@@ -258,8 +263,11 @@ def _ppo_row(name: str, runs: list[dict]) -> str:
     seeds = cfg["eval_seeds"]
     # runs before the per-minute discount carry no gamma_minute: they discounted per decision
     discount = (f"{cfg['gamma_minute']} / min" if cfg.get("gamma_minute") else f"{cfg['gamma']} / decision")
-    steps = f"{first['final']['steps']:,}"
-    return (f"| `{name}` | {cfg['task_id']} | {warm} | {discount} | {len(runs)} | {steps} | "
+    steps = f"{first['curve'][-1]['steps']:,}"
+    select = cfg.get("select_seeds") or []
+    kept = (f"best on validation {select[0]}-{select[-1]} (at {_kept_steps(runs)})" if select else "last")
+    lr = "linear to 0" if cfg.get("anneal_lr") else "constant"
+    return (f"| `{name}` | {cfg['task_id']} | {warm} | {discount} | {lr} | {len(runs)} | {steps} | {kept} | "
             f"{sum(start) / len(start):.3f} | {mean:.3f} ± {std:.3f} | "
             f"{min(finals):.3f} / {max(finals):.3f} | "
             f"{reference:.3f} | **{mean / reference:.2f}** | {seeds[0]}-{seeds[-1]} | "
@@ -271,10 +279,10 @@ def factored_tables(root: Path) -> tuple[str, str]:
     bc = ["| run | task | demonstration episodes (+ relabelling rounds x episodes) | samples | held-out "
           "accuracy waits / decisions | BC grade (greedy) | heuristic | BC / heuristic | evaluation "
           "seeds | CPU (min) | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    ppo = ["| run | task | warm start | discount | training seeds | steps per seed | grade at step 0 | final "
-           "grade (mean ± sample std over seeds) | worst / best seed | heuristic | final / heuristic | "
-           "evaluation seeds | wall (min, all seeds) | commit |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ppo = ["| run | task | warm start | discount | learning rate | training seeds | steps per seed | policy "
+           "kept | grade at step 0 | grade of the policy kept (mean ± sample std over seeds) | worst / best "
+           "seed | heuristic | kept / heuristic | evaluation seeds | wall (min, all seeds) | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for run in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
         if (run / "run.json").exists():
             bc.append(_bc_row(run.name, json.loads((run / "run.json").read_text(encoding="utf-8"))))

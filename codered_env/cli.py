@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -386,6 +386,10 @@ def train(
     maxima: Annotated[str, typer.Option(help="factored: the slot maxima the policy is built for: "
                                              "prakashnagar (Prakashnagar's fleet and hospitals) or "
                                              "generated (the largest generated city)")] = DEFAULT_MAXIMA,
+    select_seeds: Annotated[str, typer.Option(help="factored: validation seeds (e.g. 30000-30019, none of "
+                                                   "--eval-seeds); keep the policy best on them, not the "
+                                                   "last")] = "",
+    anneal_lr: Annotated[bool, typer.Option(help="factored: learning rate falls linearly to 0")] = False,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
@@ -401,9 +405,14 @@ def train(
         raise typer.BadParameter(f"unknown slot maxima {maxima!r}; valid: {', '.join(MAXIMA_BY_NAME)}",
                                  param_hint="'--maxima'")
     if interface == "factored":
-        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, (gamma, gamma_minute),
-                        bc_episodes, maxima)
+        options = {"gamma": gamma, "gamma_minute": gamma_minute or None, "bc_episodes": bc_episodes,
+                   "maxima": maxima, "anneal_lr": anneal_lr,
+                   "select_seeds": parse_seeds(select_seeds) if select_seeds else []}
+        _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, options)
         return
+    for given, flag in ((select_seeds, "--select-seeds"), (anneal_lr, "--anneal-lr")):
+        if given:
+            raise typer.BadParameter(f"{flag} needs --interface factored", param_hint=f"'{flag}'")
     if gamma_minute:
         raise typer.BadParameter("--gamma-minute needs --interface factored: MaskablePPO discounts per "
                                  "decision (use --gamma)", param_hint="'--gamma-minute'")
@@ -433,13 +442,14 @@ def _print_line(line: str) -> None:
 
 
 def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int, eval_seeds: str, out: Path,
-                    gammas: tuple[float, float], bc_episodes: int, maxima: str) -> None:
+                    options: dict[str, Any]) -> None:
     from .factored_ppo import FactoredConfig, train_factored
 
-    gamma, gamma_minute = gammas
     config = FactoredConfig(task_id=task, seed=seed, total_steps=steps, n_envs=envs, eval_every=eval_every,
-                            eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), gamma=gamma,
-                            gamma_minute=gamma_minute or None, bc_episodes=bc_episodes, maxima=maxima)
+                            eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), **options)
+    if set(config.select_seeds) & set(config.eval_seeds):
+        raise typer.BadParameter("the validation seeds must not include an evaluation seed (--eval-seeds)",
+                                 param_hint="'--select-seeds'")
     try:
         result = train_factored(config, log=_print_line)
     except ImportError as exc:

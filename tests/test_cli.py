@@ -151,3 +151,15 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     flat_minute = runner.invoke(app, flat_args)
     assert flat_minute.exit_code == 2 and not (tmp_path / "run.json").exists()
     assert "'--gamma-minute': --gamma-minute needs --interface factored" in _unboxed(flat_minute.output)
+
+    chosen = runner.invoke(app, [*base, "--select-seeds", "30000-30001", "--anneal-lr"])
+    assert chosen.exit_code == 0, chosen.output
+    assert configs[-1].select_seeds == [30000, 30001] and configs[-1].anneal_lr
+    calls = len(configs)
+    overlap = runner.invoke(app, [*base, "--eval-seeds", "10000-10009", "--select-seeds", "10005-10020"])
+    assert overlap.exit_code == 2 and len(configs) == calls
+    assert "'--select-seeds': the validation seeds must not include an evaluation seed" in _unboxed(
+        overlap.output)
+    flat_select = runner.invoke(app, ["train", "--select-seeds", "30000", "--steps", "32", "--out", str(tmp_path)])
+    assert flat_select.exit_code == 2 and "'--select-seeds': --select-seeds needs --interface factored" in (
+        _unboxed(flat_select.output))

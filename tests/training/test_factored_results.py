@@ -37,5 +37,6 @@ def test_kept_runs_never_evaluated_on_training_seeds() -> None:
         run = json.loads(path.read_text(encoding="utf-8"))
         cfg = run["config"]
         assert min(cfg["eval_seeds"]) >= 10_000, path
+        assert not set(cfg.get("select_seeds") or []) & set(cfg["eval_seeds"]), path  # selection held out
         if "bc" in run:
             assert run["bc"]["training_seeds"][1] < min(cfg["eval_seeds"]), path
