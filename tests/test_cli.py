@@ -160,6 +160,7 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     assert overlap.exit_code == 2 and len(configs) == calls
     assert "'--select-seeds': the validation seeds must not include an evaluation seed" in _unboxed(
         overlap.output)
-    flat_select = runner.invoke(app, ["train", "--select-seeds", "30000", "--steps", "32", "--out", str(tmp_path)])
+    flat_args = ["train", "--select-seeds", "30000", "--steps", "32", "--out", str(tmp_path)]
+    flat_select = runner.invoke(app, flat_args)
     assert flat_select.exit_code == 2 and "'--select-seeds': --select-seeds needs --interface factored" in (
         _unboxed(flat_select.output))
