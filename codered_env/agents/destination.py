@@ -41,17 +41,19 @@ class DestinationRule:
         """Assign first the patient who loses most if their best hospital is not free (regret).
         A patient whose best hospital is on a diversion that lapses before they could leave for
         it waits for it (``_waiting_for_reopening``); if their crew leaves first, for the
-        nearest open ED, they are rerouted once the diversion lapses."""
+        nearest open ED, they are rerouted once the diversion lapses. A patient bound for a
+        hospital that has gone on diversion, or that cannot treat them, is assigned again."""
         waiting = self._waiting_for_reopening
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         unassigned = []
         for p in self._rows(obs, "patients", EN_ROUTE):
             if not CONDITIONS[p["condition"]].transport:
                 continue
-            if p["destination"] is None or (waiting and p["patient_id"] in waiting):
+            bound = hospitals.get(p["destination"]) if p["destination"] is not None else None
+            if bound is None or (waiting and p["patient_id"] in waiting) or self._must_reroute(p, bound):
                 unassigned.append(p)
         if not unassigned:
             return
-        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         inbound = self._inbound(obs)
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
@@ -72,6 +74,14 @@ class DestinationRule:
             ranked.append((-regret, pid, best))
         for _, pid, best in sorted(ranked):
             yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
+
+    @staticmethod
+    def _must_reroute(p: Row, bound: Row) -> bool:
+        """``p`` is bound for a hospital that went on diversion after they were assigned, or (sent
+        on by a diversion to the nearest open ED) for one that cannot give their care: choose
+        again before they get there."""
+        cannot_treat = CONDITIONS[p["condition"]].care_at(bound["tier"]) is None
+        return bound["diverted_until"] is not None or cannot_treat
 
     def _reopening_is_better(self, obs, p, hospitals, inbound, net, scores: dict[str, float]) -> bool:
         """A hospital on diversion until before ``p`` could leave for one (their crew leaving the

@@ -101,3 +101,16 @@ def test_waiting_for_a_reopening_ends_before_the_crew_leaves(seed: int) -> None:
                 for obs, action in played
                 if action["action_type"] == "assign_hospital" and action["patient_id"] == patient]
     assert statuses and statuses[0] == "on_scene"  # not taken to the nearest open ED meanwhile
+
+
+def test_patients_bound_for_a_hospital_gone_on_diversion_are_sent_elsewhere() -> None:
+    # task3 seed 7017: H2 goes on diversion at t9 with two trauma patients assigned to it; left
+    # alone, the crews would take them to the nearest open ED, which cannot operate
+    sim, played = _play("task3", 7017)
+    start = next(obs["clock_min"] for obs, _ in played
+                 if next(h for h in obs["hospitals"] if h["hospital_id"] == "H2")["diverted_until"])
+    rerouted = {a["patient_id"]: a["hospital_id"] for obs, a in played
+                if a["action_type"] == "assign_hospital" and obs["clock_min"] >= start}
+    assert rerouted.get("P2") not in (None, "H2") and rerouted.get("P3") not in (None, "H2")
+    grade = {p["patient_id"]: p for p in sim.grade()["patients"]}
+    assert grade["P2"]["hospital"] != "H3" and grade["P3"]["hospital"] != "H3"
