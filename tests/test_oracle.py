@@ -100,7 +100,7 @@ def test_a_variant_bends_the_heuristic_as_it_says() -> None:
     assert len(VARIANTS) == len(set(VARIANTS)) and Variant() in VARIANTS and TRUTH in VARIANTS
 
 
-def _play(task: str, seed: int, variant: Variant) -> list[tuple[int, dict]]:
+def _variant_play(task: str, seed: int, variant: Variant) -> list[tuple[int, dict]]:
     sim = CodeRedSim(task, seed)
     agent, out = VariantHeuristic(seed, variant, sim), []
     while not sim.done:
@@ -111,9 +111,10 @@ def _play(task: str, seed: int, variant: Variant) -> list[tuple[int, dict]]:
 
 
 def test_random_job_orders_are_seeded_restarts() -> None:
-    first, again = _play("task3", 4, Variant(order="random")), _play("task3", 4, Variant(order="random"))
-    other = _play("task3", 4, Variant(order="random", order_seed=1))
-    assert first == again and first != other != _play("task3", 4, Variant())
+    first = _variant_play("task3", 4, Variant(order="random"))
+    again = _variant_play("task3", 4, Variant(order="random"))
+    other = _variant_play("task3", 4, Variant(order="random", order_seed=1))
+    assert first == again and first != other != _variant_play("task3", 4, Variant())
     assert Variant(order="random", order_seed=3).label.endswith("order=random:3")
 
 
@@ -121,10 +122,20 @@ def test_held_preparations_wait_their_minutes() -> None:
     kinds = ("prepare_or", "page_specialist", "allocate_blood")
 
     def preparations(variant: Variant) -> list[int]:
-        return [clock for clock, a in _play("task2", 1, variant) if a["action_type"] in kinds]
+        return [clock for clock, a in _variant_play("task2", 1, variant) if a["action_type"] in kinds]
 
     rule, held = preparations(Variant()), preparations(Variant(hold_prep=10))
     assert rule and held and held[0] >= rule[0] + 10
+
+
+def test_a_no_reroute_variant_leaves_a_diverted_destination_to_the_crew() -> None:
+    # task3 seed 7017: H2 goes on diversion at t9 with P2 bound for it (tests/sim/test_heuristic_foresight.py)
+    def p2_destinations(variant: Variant) -> list[str]:
+        return [a["hospital_id"] for _, a in _variant_play("task3", 7017, variant)
+                if a["action_type"] == "assign_hospital" and a["patient_id"] == "P2"]
+
+    assert p2_destinations(Variant(reroute=False)) == ["H2"]
+    assert p2_destinations(Variant())[0] == "H2" and len(p2_destinations(Variant())) > 1
 
 
 def test_an_out_of_sync_oracle_drops_its_chosen_play() -> None:

@@ -18,9 +18,11 @@ A one-step search improves on its own base policy, but not necessarily on anothe
 every episode (each choice assumes its base policy finishes the episode). So with
 ``best_of=True`` (the default) the oracle, at reset, plays the whole episode on exact copies
 every way it knows and then plays the action list that ended best (first of equals, in this
-order): the search; every variant of the library (variants.py: 167 plays of the heuristic bent
+order): the search; every variant of the library (variants.py: 374 plays of the heuristic bent
 along triage level, unit kind, dispatch hold, mutual aid, preparation and a few single bends --
-where the red team of ``bench/redteam`` found scores above the heuristic's); the search again
+where the red team of ``bench/redteam`` found scores above the heuristic's -- 16 random job
+orders, the restarts of a stochastic search, and each of these again without re-choosing a
+destination gone on diversion); the search again
 on the rules of the best three variants; the fair ``planner``; the heuristic. It is therefore at least
 each of them on every episode by construction. ``choice`` names the play kept, ``play_scores``
 holds every play's score and ``search_score`` the search's.
