@@ -18,6 +18,8 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    specialist is unavailable; hospitals on diversion excluded. A patient whose best hospital
    is a diverted one whose diversion lapses before they could leave for it (their crew's scene
    time, or their arrival where they are bound) waits for it, rerouted if the crew has left.
+   A patient bound for a hospital that has since gone on diversion, or that cannot treat them,
+   is assigned again.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
    specialist at the destination. A caller whose report names a condition needing a specialist
@@ -72,7 +74,8 @@ RULES: tuple[str, ...] = (
     "(an out-of-service room counts from its announced repair) - 15 if crowded - 25 if the "
     "needed OR is out of service with no repair in time - 40 if the specialist is unavailable; "
     "hospitals on diversion are excluded, unless the diversion lapses before the patient could "
-    "leave for it and it would then be the best: the patient waits for it.",
+    "leave for it and it would then be the best: the patient waits for it; a patient bound for a "
+    "hospital gone on diversion since, or one that cannot treat them, is assigned again.",
     "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
     "room runs an elective case, that case is pre-empted) and the needed specialist paged; a "
     "caller whose report names a specialist's condition is pre-alerted once a unit is on the "
