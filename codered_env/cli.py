@@ -445,11 +445,12 @@ def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int
                     options: dict[str, Any]) -> None:
     from .factored_ppo import FactoredConfig, train_factored
 
-    config = FactoredConfig(task_id=task, seed=seed, total_steps=steps, n_envs=envs, eval_every=eval_every,
-                            eval_seeds=parse_seeds(eval_seeds), out_dir=str(out), **options)
-    if set(config.select_seeds) & set(config.eval_seeds):
-        raise typer.BadParameter("the validation seeds must not include an evaluation seed (--eval-seeds)",
-                                 param_hint="'--select-seeds'")
+    try:
+        config = FactoredConfig(task_id=task, seed=seed, total_steps=steps, n_envs=envs,
+                                eval_every=eval_every, eval_seeds=parse_seeds(eval_seeds), out_dir=str(out),
+                                **options)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--select-seeds'") from None
     try:
         result = train_factored(config, log=_print_line)
     except ImportError as exc:

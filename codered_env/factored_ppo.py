@@ -17,7 +17,8 @@ Needs PyTorch (the ``rl`` extra and a CPU torch), imported only inside the funct
 
 A run writes into ``out_dir``: ``curve.csv`` / ``curve.json`` (greedy grade on held-out seeds
 over environment steps), ``bc.json`` (the warm start's accuracy and grades per fitting round,
-when used), ``policy.pt`` (the final weights and their slot maxima, which ``codered eval
+when used), ``policy.pt`` (the weights kept -- the last, or the best on
+``select_seeds`` -- and their slot maxima, which ``codered eval
 --agents factored:PATH`` plays, agents/factored.py) and ``run.json``.
 """
 
@@ -92,6 +93,12 @@ class FactoredConfig:
     select_seeds: list[int] = field(default_factory=list)
     torch_threads: int = 1
     out_dir: str = "runs/factored"
+
+    def __post_init__(self) -> None:
+        shared = sorted(set(self.select_seeds) & set(self.eval_seeds))
+        if shared:
+            raise ValueError(f"the validation seeds (select_seeds) must not include an evaluation seed "
+                             f"(eval_seeds): {', '.join(map(str, shared[:5]))} in both")
 
 
 def greedy_grades(
@@ -432,8 +439,6 @@ class _Keeper:
     """The policy the run returns: the last one, or the best on the validation seeds so far."""
 
     def __init__(self, config: FactoredConfig) -> None:
-        if set(config.select_seeds) & set(config.eval_seeds):
-            raise ValueError("select_seeds must not share a seed with eval_seeds (they are held out)")
         self.selecting = bool(config.select_seeds)
         self.row: dict[str, Any] | None = None
         self.state: dict[str, Any] | None = None

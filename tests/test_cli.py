@@ -158,8 +158,8 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     calls = len(configs)
     overlap = runner.invoke(app, [*base, "--eval-seeds", "10000-10009", "--select-seeds", "10005-10020"])
     assert overlap.exit_code == 2 and len(configs) == calls
-    assert "'--select-seeds': the validation seeds must not include an evaluation seed" in _unboxed(
-        overlap.output)
+    assert ("'--select-seeds': the validation seeds (select_seeds) must not include an evaluation seed "
+            "(eval_seeds): 10005, 10006, 10007, 10008, 10009 in both") in _unboxed(overlap.output)
     flat_args = ["train", "--select-seeds", "30000", "--steps", "32", "--out", str(tmp_path)]
     flat_select = runner.invoke(app, flat_args)
     assert flat_select.exit_code == 2 and "'--select-seeds': --select-seeds needs --interface factored" in (

@@ -232,7 +232,8 @@ def test_selection_keeps_the_policy_best_on_the_validation_seeds(tmp_path: Path)
 
 
 def test_validation_seeds_may_not_be_evaluation_seeds(tmp_path: Path) -> None:
-    config = FactoredConfig(task_id="task1", total_steps=32, eval_seeds=[10_000, 10_001],
-                            select_seeds=[10_001], out_dir=str(tmp_path))
-    with pytest.raises(ValueError, match="select_seeds"):
-        train_factored(config, log=lambda _line: None)
+    shared = r"must not include an evaluation seed \(eval_seeds\): 10001 in both"
+    with pytest.raises(ValueError, match=shared):
+        FactoredConfig(task_id="task1", total_steps=32, eval_seeds=[10_000, 10_001], select_seeds=[10_001],
+                       out_dir=str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
