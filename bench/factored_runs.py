@@ -47,11 +47,12 @@ def ppo(args: argparse.Namespace) -> None:
     name += "-anneal" if args.anneal_lr else ""
     name += "-per-minute" if args.gamma_minute else ""
     name += "-select" if args.select_seeds else ""
+    name += "-type-first" if args.type_first else ""
     for seed in (int(s) for s in args.seeds.split(",")):
         config = FactoredConfig(
             task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
             init_from=args.init_from, bc_episodes=args.bc, bc_epochs=args.epochs, anneal_lr=args.anneal_lr,
-            gamma_minute=args.gamma_minute or None,
+            gamma_minute=args.gamma_minute or None, type_first=args.type_first,
             select_seeds=_seeds(args.select_seeds) if args.select_seeds else [],
             bc_dagger_rounds=args.dagger_rounds,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
@@ -143,6 +144,9 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--select-seeds", default="",
                                     help="validation seeds lo-hi, e.g. 30000-30019: keep the policy best on "
                                          "them at an evaluation, not the last (run name gets -select)")
+    sub.choices["ppo"].add_argument("--type-first", action="store_true",
+                                    help="the policy picks an action type, then a vector of it (run name "
+                                         "gets -type-first)")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")

@@ -76,6 +76,9 @@ class FactoredConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 128
+    # the policy picks a legal action type, then a vector of it (agents/factored.py make_policy);
+    # False: one softmax over every legal vector, where types with many combinations dominate
+    type_first: bool = False
     maxima: str = "prakashnagar"  # the slots (spaces) the policy is built for: prakashnagar or generated
     bc_episodes: int = 0  # heuristic episodes to clone before PPO (0: from scratch)
     bc_epochs: int = 20
@@ -383,12 +386,15 @@ def _initial_policy(config: FactoredConfig) -> Any:
     from .gym_env.slots import maxima_from_config
 
     maxima = maxima_from_config(config.maxima)
-    policy = make_policy(config.hidden, maxima)
+    policy = make_policy(config.hidden, maxima, config.type_first)
     if config.init_from:
         start, _ = load_policy(config.init_from)
         if start.maxima != maxima:
             raise ValueError(f"init_from {config.init_from} has the slots {start.maxima}, "
                              f"this run {config.maxima!r}'s: {maxima}")
+        if start.type_first != config.type_first:
+            raise ValueError(f"init_from {config.init_from} has type_first={start.type_first}, "
+                             f"this run type_first={config.type_first}")
         policy.load_state_dict(start.state_dict())
     return policy
 

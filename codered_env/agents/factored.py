@@ -57,11 +57,17 @@ def policy_torch() -> Any:
     return torch
 
 
-def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
+def make_policy(hidden: int = 128, maxima: Any = None, type_first: bool = False) -> Any:
     """A fresh ``FactoredPolicy`` (a ``torch.nn.Module``) for the spaces of ``maxima`` (a
     ``SlotMaxima``; Prakashnagar's by default). Its weights do not depend on the number of
-    slots, only on the columns and the parameter codes. ``hidden`` and ``maxima`` stay on the
-    module as attributes (``save_policy`` stores them)."""
+    slots, only on the columns and the parameter codes. ``hidden``, ``maxima`` and ``type_first``
+    stay on the module as attributes (``save_policy`` stores them).
+
+    ``type_first``: the policy picks an action type among the legal ones, then a vector of that
+    type (log p = log softmax of the type logits + log softmax of the other terms within the
+    type), instead of one softmax over every legal vector. Summed over the vectors, a type's
+    probability grows with its number of legal combinations: an untrained policy moves blood
+    (hundreds of vectors) far more often than it waits with ``maintain_plan`` (one)."""
     torch = policy_torch()
     from torch import nn
 
@@ -98,7 +104,7 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
             self.pairs = nn.ModuleDict({name: nn.Linear(hidden, PAIR_RANK) for name in sides})
             self.pair_forms = nn.Parameter(torch.zeros(len(ROW_PAIRS), n_types, PAIR_RANK, PAIR_RANK))
             self.param_pairs = nn.Parameter(torch.zeros(len(PARAMETER_PAIRS), n_types, n_params, PAIR_RANK))
-            self.hidden, self.maxima = hidden, maxima
+            self.hidden, self.maxima, self.type_first = hidden, maxima, type_first
 
         def forward(self, obs: dict[str, Any], legal: Any, legal_mask: Any) -> tuple[Any, Any]:
             """Logits (B, K) of the padded legal vectors ``legal`` (B, K, 5) (-inf where
@@ -122,9 +128,9 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
             param_s = self.param_head(trunk).view(-1, n_types, n_params)
             b = torch.arange(legal.shape[0]).unsqueeze(1).expand(-1, legal.shape[1])
             t, u, c, h, p = legal.unbind(-1)
+            type_logits = self.type_head(trunk)
             logits = (
-                self.type_head(trunk)[b, t]
-                + self.unit_head(with_trunk(units))[b, u, t]
+                self.unit_head(with_trunk(units))[b, u, t]
                 + self.case_head(with_trunk(cases))[b, c, t]
                 + self.hospital_head(with_trunk(hospitals))[b, h, t]
                 + param_s[b, t, p]
@@ -133,6 +139,10 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
                 + self._pair_scores({"unit": (units, u), "case": (cases, c), "hospital": (hospitals, h)},
                                     b, t, p)
             )
+            if self.type_first:
+                logits = _type_first(logits, type_logits, t, legal_mask)
+            else:
+                logits = logits + type_logits[b, t]
             logits = logits.masked_fill(~legal_mask, float("-inf"))
             return logits, self.value_head(trunk).squeeze(-1)
 
@@ -155,6 +165,14 @@ def make_policy(hidden: int = 128, maxima: Any = None) -> Any:
                 rows_of, index = encoded(name)
                 total = total + (rows_of[b, index] * self.param_pairs[k, t, p]).sum(-1)
             return total
+
+    def _type_first(rest: Any, type_logits: Any, t: Any, legal_mask: Any) -> Any:
+        """log p(type) + log p(vector | type) of each legal vector (B, K)."""
+        of_type = (t.unsqueeze(-1) == torch.arange(n_types)) & legal_mask.unsqueeze(-1)  # (B, K, T)
+        # finite fills: an absent type's log-sum-exp must not make NaN gradients
+        within = torch.logsumexp(rest.unsqueeze(-1).masked_fill(~of_type, -1e9), 1)  # (B, T)
+        type_logp = torch.log_softmax(type_logits.masked_fill(~of_type.any(1), -1e9), -1)
+        return (type_logp - within).gather(1, t) + rest
 
     return FactoredPolicy()
 
@@ -200,7 +218,8 @@ def save_policy(policy: Any, path: str | Path, config: dict[str, Any] | None = N
     from ..gym_env.slots import maxima_as_config
 
     torch = policy_torch()
-    stored = {**(config or {}), "hidden": policy.hidden, "maxima": maxima_as_config(policy.maxima)}
+    stored = {**(config or {}), "hidden": policy.hidden, "maxima": maxima_as_config(policy.maxima),
+              "type_first": policy.type_first}
     torch.save({"state_dict": policy.state_dict(), "config": stored}, path)
 
 
@@ -224,7 +243,10 @@ def load_policy(path: str | Path) -> tuple[Any, str]:
     hidden = config.get("hidden")
     if not isinstance(hidden, int) or hidden < 1:
         raise ValueError(f"{path}: config.hidden must be a positive integer, got {hidden!r}")
-    policy = make_policy(hidden, _saved_maxima(path, config))
+    type_first = config.get("type_first", False)  # files written before the option: False
+    if not isinstance(type_first, bool):
+        raise ValueError(f"{path}: config.type_first must be true or false, got {type_first!r}")
+    policy = make_policy(hidden, _saved_maxima(path, config), type_first)
     try:
         policy.load_state_dict(saved["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as exc:

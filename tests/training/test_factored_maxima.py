@@ -44,7 +44,8 @@ def test_a_saved_policy_loads_with_its_slots(tmp_path: Path, maxima: Any) -> Non
     path = tmp_path / "policy.pt"
     save_policy(policy, path, {"task_id": "task1", "hidden": 999})
     config = torch.load(path, weights_only=True)["config"]
-    assert config == {"task_id": "task1", "hidden": 8, "maxima": maxima_as_config(maxima)}
+    assert config == {"task_id": "task1", "hidden": 8, "maxima": maxima_as_config(maxima),
+                      "type_first": False}
     loaded, _ = load_policy(path)
     assert loaded.maxima == maxima and loaded.hidden == 8
     saved = policy.state_dict()
