@@ -390,6 +390,8 @@ def train(
                                                    "--eval-seeds); keep the policy best on them, not the "
                                                    "last")] = "",
     anneal_lr: Annotated[bool, typer.Option(help="factored: learning rate falls linearly to 0")] = False,
+    type_first: Annotated[bool, typer.Option(help="factored: the policy picks a legal action type, then "
+                                                  "an action of that type")] = False,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
@@ -406,11 +408,13 @@ def train(
                                  param_hint="'--maxima'")
     if interface == "factored":
         options = {"gamma": gamma, "gamma_minute": gamma_minute or None, "bc_episodes": bc_episodes,
-                   "maxima": maxima, "anneal_lr": anneal_lr,
+                   "maxima": maxima, "anneal_lr": anneal_lr, "type_first": type_first,
                    "select_seeds": parse_seeds(select_seeds) if select_seeds else []}
         _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, options)
         return
-    for given, flag in ((select_seeds, "--select-seeds"), (anneal_lr, "--anneal-lr")):
+    factored_only = ((select_seeds, "--select-seeds"), (anneal_lr, "--anneal-lr"),
+                     (type_first, "--type-first"))
+    for given, flag in factored_only:
         if given:
             raise typer.BadParameter(f"{flag} needs --interface factored", param_hint=f"'{flag}'")
     if gamma_minute:

@@ -152,9 +152,13 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     assert flat_minute.exit_code == 2 and not (tmp_path / "run.json").exists()
     assert "'--gamma-minute': --gamma-minute needs --interface factored" in _unboxed(flat_minute.output)
 
-    chosen = runner.invoke(app, [*base, "--select-seeds", "30000-30001", "--anneal-lr"])
+    chosen = runner.invoke(app, [*base, "--select-seeds", "30000-30001", "--anneal-lr", "--type-first"])
     assert chosen.exit_code == 0, chosen.output
-    assert configs[-1].select_seeds == [30000, 30001] and configs[-1].anneal_lr
+    assert configs[-1].select_seeds == [30000, 30001] and configs[-1].anneal_lr and configs[-1].type_first
+    assert not factored_ppo.FactoredConfig().type_first
+    flat_type = runner.invoke(app, ["train", "--type-first", "--steps", "32", "--out", str(tmp_path)])
+    assert flat_type.exit_code == 2 and "'--type-first': --type-first needs --interface factored" in (
+        _unboxed(flat_type.output))
     calls = len(configs)
     overlap = runner.invoke(app, [*base, "--eval-seeds", "10000-10009", "--select-seeds", "10005-10020"])
     assert overlap.exit_code == 2 and len(configs) == calls
