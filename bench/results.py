@@ -267,7 +267,9 @@ def _ppo_row(name: str, runs: list[dict]) -> str:
     select = cfg.get("select_seeds") or []
     kept = (f"best on validation {select[0]}-{select[-1]} (at {_kept_steps(runs)})" if select else "last")
     lr = "linear to 0" if cfg.get("anneal_lr") else "constant"
-    return (f"| `{name}` | {cfg['task_id']} | {warm} | {discount} | {lr} | {len(runs)} | {steps} | {kept} | "
+    head = "type, then vector" if cfg.get("type_first") else "one over vectors"
+    return (f"| `{name}` | {cfg['task_id']} | {warm} | {head} | {discount} | {lr} | {len(runs)} | {steps} | "
+            f"{kept} | "
             f"{sum(start) / len(start):.3f} | {mean:.3f} ± {std:.3f} | "
             f"{min(finals):.3f} / {max(finals):.3f} | "
             f"{reference:.3f} | **{mean / reference:.2f}** | {seeds[0]}-{seeds[-1]} | "
@@ -279,10 +281,10 @@ def factored_tables(root: Path) -> tuple[str, str]:
     bc = ["| run | task | demonstration episodes (+ relabelling rounds x episodes) | samples | held-out "
           "accuracy waits / decisions | BC grade (greedy) | heuristic | BC / heuristic | evaluation "
           "seeds | CPU (min) | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    ppo = ["| run | task | warm start | discount | learning rate | training seeds | steps per seed | policy "
-           "kept | grade at step 0 | grade of the policy kept (mean ± sample std over seeds) | worst / best "
-           "seed | heuristic | kept / heuristic | evaluation seeds | wall (min, all seeds) | commit |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ppo = ["| run | task | warm start | softmax | discount | learning rate | training seeds | steps per "
+           "seed | policy kept | grade at step 0 | grade of the policy kept (mean ± sample std over seeds) | "
+           "worst / best seed | heuristic | kept / heuristic | evaluation seeds | wall (min, all seeds) | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for run in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
         if (run / "run.json").exists():
             bc.append(_bc_row(run.name, json.loads((run / "run.json").read_text(encoding="utf-8"))))
