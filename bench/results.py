@@ -283,7 +283,8 @@ def factored_tables(root: Path) -> tuple[str, str]:
           "seeds | CPU (min) | commit |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     ppo = ["| run | task | warm start | softmax | discount | learning rate | training seeds | steps per "
            "seed | policy kept | grade at step 0 | grade of the policy kept (mean ± sample std over seeds) | "
-           "worst / best seed | heuristic | kept / heuristic | evaluation seeds | wall (min, all seeds) | commit |",
+           "worst / best seed | heuristic | kept / heuristic | evaluation seeds | wall (min, all seeds) | "
+           "commit |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for run in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
         if (run / "run.json").exists():
