@@ -56,36 +56,40 @@ def test_policy_scores_only_legal_vectors_and_clones_the_heuristic() -> None:
 
 def test_type_first_policy_chooses_a_legal_type_then_a_vector_of_it(tmp_path: Path) -> None:
     from codered_env.agents.factored import load_policy, save_policy
+    from codered_env.factored_ppo import _initial_policy
 
     data = heuristic_demonstrations("task5", [0])[:16]
     obs, legal, mask = batch_inputs([d[0] for d in data], [d[1] for d in data])
     torch.manual_seed(0)
-    summed, first = make_policy(16), make_policy(16, type_first=True)
-    first.load_state_dict(summed.state_dict())
-    with torch.no_grad():  # a fresh type head is near uniform: every legal type near 1 / (legal types)
-        first.type_head.weight.zero_()
-        first.type_head.bias.zero_()
-        summed.type_head.weight.zero_()
-        summed.type_head.bias.zero_()
-    for policy in (summed, first):
-        logits, _ = policy(obs, legal, mask)
-        probs = torch.softmax(logits, -1)
-        assert torch.all(probs[~mask] == 0) and torch.allclose(probs.sum(-1), torch.ones(len(data)))
+    policy = make_policy(16, type_first=True)
+    with torch.no_grad():  # a zero type head: every legal type gets 1 / (legal types)
+        policy.type_head.weight.zero_()
+        policy.type_head.bias.zero_()
+    logits, _ = policy(obs, legal, mask)
+    probs = torch.softmax(logits, -1).detach()
+    assert torch.all(probs[~mask] == 0) and torch.allclose(probs.sum(-1), torch.ones(len(data)))
     types, checked = legal[..., 0], 0
     for b in range(len(data)):
-        legal_types = types[b][mask[b]].unique()
         wait = (types[b] == TYPE_INDEX["maintain_plan"]) & mask[b]
-        share = float(torch.softmax(first(obs, legal, mask)[0], -1)[b][wait].sum())
         if wait.any():
-            assert share == pytest.approx(1 / len(legal_types), abs=1e-5)
+            legal_types = types[b][mask[b]].unique()
+            assert float(probs[b][wait].sum()) == pytest.approx(1 / len(legal_types), abs=1e-5)
             checked += 1
     assert checked > len(data) // 2
-    logits, _ = first(obs, legal, mask)
     logits.exp().sum().backward()
-    assert all(torch.isfinite(p.grad).all() for p in first.parameters() if p.grad is not None)
-    save_policy(first, tmp_path / "policy.pt")
+    assert all(torch.isfinite(p.grad).all() for p in policy.parameters() if p.grad is not None)
+
+    save_policy(policy, tmp_path / "policy.pt")
     loaded, _ = load_policy(tmp_path / "policy.pt")
     assert loaded.type_first and torch.allclose(loaded(obs, legal, mask)[0], logits, equal_nan=True)
+    start = FactoredConfig(task_id="task5", init_from=str(tmp_path / "policy.pt"), out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="has type_first=True, this run type_first=False"):
+        _initial_policy(start)
+    saved = torch.load(tmp_path / "policy.pt", weights_only=True)
+    saved["config"]["type_first"] = "yes"
+    torch.save(saved, tmp_path / "bad.pt")
+    with pytest.raises(ValueError, match=r"config\.type_first must be true or false, got 'yes'"):
+        load_policy(tmp_path / "bad.pt")
 
 
 def test_training_run_writes_its_outputs(tmp_path: Path) -> None:
