@@ -128,6 +128,23 @@ def test_held_preparations_wait_their_minutes() -> None:
     assert rule and held and held[0] >= rule[0] + 10
 
 
+def test_held_destinations_are_chosen_on_time_not_after_a_long_wait() -> None:
+    # a hold ends when it says: the variant waits in one-minute queries near its release, not
+    # with a maintain_plan that could jump past it (as the red team's holds do)
+    sim = CodeRedSim("task2", 3)
+    agent, assigned, queries = VariantHeuristic(3, Variant(hold_assign=5), sim), {}, 0
+    while not sim.done:
+        action = agent.act(sim.observation())
+        if action["action_type"] == "assign_hospital":
+            assigned.setdefault(action["patient_id"], sim.clock)
+        queries += action["action_type"] == "query_or_status"
+        sim.step(action)
+    waited = [assigned[pid] - agent._first_seen[f"assign:{pid}"] for pid in assigned]
+    assert assigned and min(waited) == 5 and queries
+    assert Variant(hold_assign=5).label.endswith("hold-assign=5")
+    assert not [a for _, a in _variant_play("task2", 3, Variant()) if a["action_type"] == "query_or_status"]
+
+
 def test_a_no_reroute_variant_leaves_a_diverted_destination_to_the_crew() -> None:
     # task3 seed 7017: H2 goes on diversion at t9 with P2 bound for it (tests/sim/test_heuristic_foresight.py)
     def p2_destinations(variant: Variant) -> list[str]:

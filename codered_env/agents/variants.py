@@ -5,7 +5,7 @@ Axes (``Variant``): the triage level (the rule's, the true priority, one level m
 the truth, or one blanket level), the unit kind (the rule's choice, ALS only, BLS only, ALS
 first, the nearest of any kind), a hold of every dispatch by a few minutes, mutual aid (the rule's
 or never) and preparation (the rule's or none); and single bends (mutual aid at once, electives
-stopped, nearest job first, no unit for P3, preparations held a few minutes), random job
+stopped, nearest job first, no unit for P3, preparations or destinations held a few minutes), random job
 orders (restarts of a stochastic search, each seeded), and every one of them again without
 re-choosing a destination that went on diversion. ``VARIANTS`` is the library: the product of
 the axes on the values that have changed a score somewhere (the red team of ``bench/redteam``),
@@ -23,10 +23,12 @@ from random import Random
 from typing import Any
 
 from ..sim import CodeRedSim
+from ..sim.params import MAINTAIN_PLAN_CAP_MIN
 from .heuristic import FREE_UNITS, HeuristicAgent, nearest_unit, road_view
 
 LEVELS = ("P1", "P2", "P3", "P4")
 PREP_HOLDS = (5, 10)  # design choice: the red team's preparation holds (bench/redteam)
+ASSIGN_HOLDS = (5, 10)  # design choice: the red team's destination holds (bench/redteam)
 RANDOM_ORDERS = 8  # design choice: random job orders per triage mode, a few seconds per task5 episode
 
 
@@ -45,6 +47,7 @@ class Variant:
     serve_p3: bool = True  # False: no unit for a P3 job
     order_seed: int = 0  # the random order's stream (each minute's shuffle is seeded by it and the clock)
     hold_prep: int = 0  # minutes every preparation (room, page, blood) waits after the rule first makes it
+    hold_assign: int = 0  # minutes every destination waits after the rule first chooses it
     reroute: bool = True  # False: a patient keeps a destination that went on diversion (the crew decides)
 
     @property
@@ -58,6 +61,7 @@ class Variant:
         parts += [f"order={self.order}"] if self.order not in ("priority", "random") else []
         parts += [f"order=random:{self.order_seed}"] if self.order == "random" else []
         parts += [f"hold-prep={self.hold_prep}"] if self.hold_prep else []
+        parts += [f"hold-assign={self.hold_assign}"] if self.hold_assign else []
         parts += [] if self.reroute else ["no-reroute"]
         parts += [] if self.serve_p3 else ["no-P3-units"]
         return ",".join(parts)
@@ -73,6 +77,7 @@ class VariantHeuristic(HeuristicAgent):
         self.sim = sim
         self._first_seen: dict[str, int] = {}
         self._now = 0
+        self._release: int | None = None  # the soonest minute something held this decision is released
         pre = (self._aid_at_once,) if variant.aid_at_once else ()
         post = (self._preempt_electives,) if variant.preempt else ()
         self._rules = (*pre, *self._rules, *post)
@@ -82,8 +87,20 @@ class VariantHeuristic(HeuristicAgent):
         self._first_seen = {}
 
     def act(self, observation: dict[str, Any]) -> dict[str, Any]:
-        self._now = observation["clock_min"]
-        return super().act(observation)
+        self._now, self._release = observation["clock_min"], None
+        action = super().act(observation)
+        if action["action_type"] == "maintain_plan" and self._release is not None:
+            return self._wait_until(self._release, observation, action)
+        return action
+
+    def _wait_until(self, release: int, observation: dict[str, Any], wait: dict[str, Any]) -> dict[str, Any]:
+        """Wait for a held action so that the hold ends on time: ``maintain_plan`` (up to
+        ``MAINTAIN_PLAN_CAP_MIN``) while the release is that far off, else a one-minute status query
+        (a query costs no score)."""
+        options = (observation.get("legal_actions") or {}).get("query_or_status") or []
+        if release - self._now >= MAINTAIN_PLAN_CAP_MIN or not options or not options[0].get("hospital_id"):
+            return wait
+        return {"action_type": "query_or_status", "hospital_id": options[0]["hospital_id"][0]}
 
     def triage_priority(self, call: dict[str, Any]) -> str:
         mode = self.variant.triage
@@ -110,7 +127,13 @@ class VariantHeuristic(HeuristicAgent):
 
     def _held(self, key: str, minutes: int) -> bool:
         """Whether what ``key`` names still waits: it is held ``minutes`` from when first proposed."""
-        return bool(minutes) and self._now < self._first_seen.setdefault(key, self._now) + minutes
+        if not minutes:
+            return False
+        release = self._first_seen.setdefault(key, self._now) + minutes
+        if self._now >= release:
+            return False
+        self._release = release if self._release is None else min(self._release, release)
+        return True
 
     def _pick_unit(self, pools, job, net):
         mode = self.variant.units
@@ -139,6 +162,11 @@ class VariantHeuristic(HeuristicAgent):
     def _blood(self, obs, legal, net) -> Iterator[dict[str, Any]]:
         if self.variant.prepare:
             yield from self._held_preparations(super()._blood(obs, legal, net))
+
+    def _assign(self, obs, legal, net) -> Iterator[dict[str, Any]]:
+        for action in list(super()._assign(obs, legal, net)):
+            if not self._held(f"assign:{action['patient_id']}", self.variant.hold_assign):
+                yield action
 
     def _held_preparations(self, actions: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for action in list(actions):
@@ -173,6 +201,7 @@ def _library() -> tuple[Variant, ...]:
              {"order": "nearest", "units": "BLS"})
     variants += [Variant(t, **bend) for t in ("truth", "rule", "P1") for bend in bends]
     variants += [Variant(t, hold_prep=k) for t in ("truth", "rule") for k in PREP_HOLDS]
+    variants += [Variant(t, hold_assign=k) for t in ("truth", "rule") for k in ASSIGN_HOLDS]
     # a stochastic search's restarts: the red team's random job order beat the rest on some seeds
     variants += [Variant(t, order="random", order_seed=k)
                  for t in ("truth", "rule") for k in range(RANDOM_ORDERS)]
