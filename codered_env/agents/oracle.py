@@ -18,7 +18,7 @@ A one-step search improves on its own base policy, but not necessarily on anothe
 every episode (each choice assumes its base policy finishes the episode). So with
 ``best_of=True`` (the default) the oracle, at reset, plays the whole episode on exact copies
 every way it knows and then plays the action list that ended best (first of equals, in this
-order): the search; every variant of the library (variants.py: 374 plays of the heuristic bent
+order): the search; every variant of the library (variants.py: 382 plays of the heuristic bent
 along triage level, unit kind, dispatch hold, mutual aid, preparation and a few single bends --
 where the red team of ``bench/redteam`` found scores above the heuristic's -- 16 random job
 orders, the restarts of a stochastic search, and each of these again without re-choosing a
