@@ -14,7 +14,7 @@ if BENCH not in sys.path:
     sys.path.insert(0, BENCH)
 
 from redteam import probe  # noqa: E402
-from redteam.policies import DEFAULT_FAMILY, POLICIES, GreedyRewardAgent  # noqa: E402
+from redteam.policies import DEFAULT_FAMILY, POLICIES, GreedyRewardAgent, mix_names, policy  # noqa: E402
 
 from codered_env.agents import HeuristicAgent  # noqa: E402
 from codered_env.sim import TASK_IDS, CodeRedSim  # noqa: E402
@@ -27,7 +27,7 @@ ORACLE_SEEDS = range(2000, 2005)
 
 
 def _actions(name: str, task_id: str, seed: int, steps: int) -> list[dict]:
-    agent = POLICIES[name].build(seed)
+    agent = policy(name).build(seed)
     sim = CodeRedSim(task_id, seed)
     agent.reset(task_id, seed)
     played = []
@@ -70,6 +70,18 @@ def test_the_new_kinds_do_what_their_names_say() -> None:
     assert {a["priority"] for a in triaged["P1-or-advice"]} <= {"P1", "P4"}
     ignored = _actions("triage-then-ignore", "task4", 11, 40)
     assert triaged["triage-then-ignore"] and not any(a["action_type"].startswith("dispatch") for a in ignored)
+
+
+def test_random_mixes_are_named_seeded_and_paired_with_a_delayed_twin() -> None:
+    names = mix_names(6, 3)
+    assert names == mix_names(6, 3) != mix_names(6, 4) and len(set(names)) == 12
+    for mix, twin in zip(names[::2], names[1::2], strict=True):
+        assert policy(twin).base == mix and policy(twin).hold > 0 and policy(mix).base is None
+        assert policy(mix).note.count("=") >= 2 and policy(twin).note == policy(mix).note
+    assert _actions(names[0], "task4", 5, 30) == _actions(names[0], "task4", 5, 30)
+    for bad in ("mix3", "mix3.x", "mixer.1", "mix3.1+hold-dispatch-7", "mix3.1+hold-nothing-5"):
+        with pytest.raises(KeyError):
+            policy(bad)
 
 
 def test_the_greedy_maximiser_plays_the_best_one_step_reward_on_its_fork() -> None:
@@ -169,6 +181,8 @@ def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
     assert again.split("summary:")[1].split("(")[0] == text.split("summary:")[1].split("(")[0]
     with pytest.raises(SystemExit):
         probe.main(["--policies", "no-such-policy"])
+    probe.main(["--tasks", "task1", "--seeds", "7", "--policies", "heuristic", "--mixes", "1", "--quiet"])
+    assert "mix0.0+" in capsys.readouterr().out
 
 
 def test_the_summary_prints_when_too_few_policies_to_rank(capsys) -> None:

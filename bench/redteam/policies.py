@@ -365,10 +365,11 @@ class Policy:
     fair: bool = True
     search: bool = False
     default: bool = True  # in the default family (False: played only when named)
+    note: str = ""  # what a generated member does (a random mix's bends)
 
 
-def _twisted(name: str, twist: Twist, base: str | None = None, hold: int = 0) -> Policy:
-    return Policy(name, lambda seed: RedTeamAgent(seed, twist, name), base, hold)
+def _twisted(name: str, twist: Twist, base: str | None = None, hold: int = 0, note: str = "") -> Policy:
+    return Policy(name, lambda seed: RedTeamAgent(seed, twist, name), base, hold, note=note)
 
 
 ALL_WASTE = frozenset({"pages", "ors", "blood"})
@@ -469,3 +470,69 @@ def _family() -> list[Policy]:
 
 POLICIES: dict[str, Policy] = {policy.name: policy for policy in _family()}
 DEFAULT_FAMILY: tuple[str, ...] = tuple(name for name, p in POLICIES.items() if p.default and not p.search)
+
+# Random mixes: members nobody chose. Each axis keeps the heuristic's value (the first) or, with
+# probability MIX_TWIST_CHANCE, takes one of the others; a mix bends at least two axes.
+MIX_AXES: dict[str, tuple[Any, ...]] = {
+    "triage": (None, "P1", "P2", "P3", "keyword", "best-guess", "random"),
+    "triage_shift": (0, -1, 1),
+    "units": ("heuristic", "ALS", "BLS", "ALS-first", "nearest", "farthest"),
+    "order": ("priority", "nearest", "random"),
+    "serve": (("P1", "P2", "P3"), ("P1", "P2"), ("P1",)),
+    "hospital": ("heuristic", "worst", "nearest"),
+    "prepare": (True, False),
+    "mutual_aid": ("heuristic", "never", "at_once"),
+    "waste": (frozenset(), frozenset({"pages"}), frozenset({"ors"}), frozenset({"blood"}),
+              frozenset({"preempt"}), ALL_WASTE),
+    "lazy": (0, 2, 3),
+}
+MIX_TWIST_CHANCE = 0.25
+MIX_HOLDS = (("hold_dispatch", 2), ("hold_dispatch", 5), ("hold_assign", 5), ("hold_prep", 5),
+             ("hold_triage", 5))
+
+
+def mix_names(count: int, seed: int) -> list[str]:
+    """``count`` random mixes drawn with ``seed`` and, after each, its delayed twin (one hold
+    drawn from ``MIX_HOLDS``), by name: ``mix<seed>.<i>`` and ``mix<seed>.<i>+<hold>-<k>``."""
+    names = []
+    for i in range(count):
+        field_name, k = Random(f"mix-hold:{seed}:{i}").choice(MIX_HOLDS)
+        names += [f"mix{seed}.{i}", f"mix{seed}.{i}+{field_name.replace('_', '-')}-{k}"]
+    return names
+
+
+def _mix_twist(seed: int, index: int) -> Twist:
+    rng = Random(f"mix:{seed}:{index}")
+    while True:
+        bends = {axis: rng.choice(values[1:]) for axis, values in MIX_AXES.items()
+                 if rng.random() < MIX_TWIST_CHANCE}
+        if len(bends) >= 2:
+            return Twist(**bends)
+
+
+def _mix(name: str) -> Policy:
+    """The policy a ``mix_names`` name stands for (KeyError for any other name)."""
+    head, _, hold = name.partition("+")
+    seed_text, dot, index_text = head.removeprefix("mix").partition(".")
+    if not head.startswith("mix") or not dot or not seed_text.isdigit() or not index_text.isdigit():
+        raise KeyError(name)
+    twist = _mix_twist(int(seed_text), int(index_text))
+    note = ", ".join(f"{k}={_shown(v)}" for k, v in vars(twist).items() if v != getattr(Twist(), k))
+    if not hold:
+        return _twisted(name, twist, note=note)
+    kind, _, minutes = hold.rpartition("-")
+    field_name = kind.replace("-", "_")
+    if (field_name, int(minutes or 0)) not in MIX_HOLDS:
+        raise KeyError(name)
+    return _twisted(name, replace(twist, **{field_name: int(minutes)}), head, int(minutes), note)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (frozenset, tuple)):
+        return "+".join(sorted(value))
+    return str(value)
+
+
+def policy(name: str) -> Policy:
+    """A member of the family, or a random mix (``mix_names``), by name; KeyError if neither."""
+    return POLICIES[name] if name in POLICIES else _mix(name)

@@ -51,7 +51,7 @@ if _BENCH not in sys.path:  # run as a script from any checkout: the family besi
     sys.path.insert(0, _BENCH)
 
 from codered_env.sim import TASK_IDS, CodeRedSim  # noqa: E402
-from redteam.policies import DEFAULT_FAMILY, POLICIES  # noqa: E402
+from redteam.policies import DEFAULT_FAMILY, POLICIES, mix_names, policy  # noqa: E402
 
 DEFAULT_SEEDS = "1000-1049"
 DISCOUNT = 0.99  # the common per-decision discount
@@ -108,7 +108,7 @@ def _reached(sim: CodeRedSim) -> set[str]:
 def play(task_id: str, seed: int, policy_name: str) -> Episode:
     """One episode of ``policy_name`` (built with the episode seed), played to the end."""
     started = time.process_time()
-    agent = POLICIES[policy_name].build(seed)
+    agent = policy(policy_name).build(seed)
     sim = CodeRedSim(task_id, seed)
     agent.reset(task_id, seed)
     rewards: list[float] = []
@@ -236,13 +236,13 @@ def delay_gains(results: dict[str, list[Episode]]) -> list[dict[str, Any]]:
     """Each delayed variant against the same policy undelayed (paired by seed)."""
     rows = []
     for name, episodes in results.items():
-        base = POLICIES[name].base
+        base = policy(name).base
         if base is None or base not in results:
             continue
         gain, gain_se = paired(_values(episodes, "score"), _values(results[base], "score"))
         deaths, deaths_se = paired(_values(episodes, "deaths"), _values(results[base], "deaths"))
         ret, ret_se = paired(_values(episodes, "ret"), _values(results[base], "ret"))
-        rows.append({"policy": name, "base": base, "hold": POLICIES[name].hold, "gain": gain,
+        rows.append({"policy": name, "base": base, "hold": policy(name).hold, "gain": gain,
                      "gain_se": gain_se, "deaths": deaths, "deaths_se": deaths_se,
                      "return_gain": ret, "return_gain_se": ret_se,
                      "components": responsible(episodes, results[base])[:2]})
@@ -298,7 +298,7 @@ def beaten_seeds(results: dict[str, list[Episode]]) -> dict[str, list[int]]:
     ceiling = {e.seed: e.score for e in results[CEILING]}
     out = {}
     for name, episodes in results.items():
-        if name != CEILING and POLICIES[name].fair:
+        if name != CEILING and policy(name).fair:
             seeds = [e.seed for e in episodes if e.score > ceiling[e.seed]]
             if seeds:
                 out[name] = seeds
@@ -338,7 +338,7 @@ def summary_line(task_id: str, analysis: dict[str, Any]) -> dict[str, Any]:
     """One task's figures in a row (the closing table)."""
     rows = {r["policy"]: r for r in analysis["policies"]}
     reference = rows.get(REFERENCE, {}).get("score", 0.0)
-    best = max((r for r in rows.values() if POLICIES[r["policy"]].fair), key=lambda r: r["score"])
+    best = max((r for r in rows.values() if policy(r["policy"]).fair), key=lambda r: r["score"])
     gains = [row["gain"] for row in analysis["delay_gains"]]
     return {
         "task": task_id, "policies": len(rows),
@@ -414,9 +414,9 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def parse_policies(text: str) -> list[str]:
+def parse_policies(text: str, mixes: Sequence[str] = ()) -> list[str]:
     """A comma list of names; ``default`` is the family without the search agents, ``all``
-    everything; ``+name`` adds to the default family."""
+    everything; ``+name`` adds to the default family; ``mixes`` (random mixes' names) are added."""
     names: list[str] = []
     for part in text.split(","):
         part = part.strip()
@@ -426,12 +426,21 @@ def parse_policies(text: str) -> list[str]:
             names += POLICIES
         elif part not in ("default", ""):
             names.append(part.lstrip("+"))
-    unknown = [n for n in names if n not in POLICIES]
+    names += mixes
+    unknown = [n for n in names if not _known(n)]
     if unknown:
         raise SystemExit(f"unknown policies {unknown}; see --list")
     if REFERENCE not in names:
         names.insert(0, REFERENCE)  # every analysis pairs with it
     return list(dict.fromkeys(names))
+
+
+def _known(name: str) -> bool:
+    try:
+        policy(name)
+    except (KeyError, ValueError):
+        return False
+    return True
 
 
 def replayed(paths: list[Path]) -> tuple[dict[str, dict[str, list[Episode]]], list[int], list[str]]:
@@ -465,20 +474,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the family and exit")
     ap.add_argument("--replay", help="analyse earlier --json files' episodes (comma list) instead of playing")
     ap.add_argument("--quiet", action="store_true", help="no per-policy progress on stderr")
+    ap.add_argument("--mixes", type=int, default=0,
+                    help="add this many random mixes of the family's twists, each with a delayed twin")
+    ap.add_argument("--mix-seed", type=int, default=0, help="the random mixes' seed (default 0)")
     args = ap.parse_args(argv)
     if args.list:
-        for name, p in POLICIES.items():
+        for name, p in [*POLICIES.items(), *((n, policy(n)) for n in mix_names(args.mixes, args.mix_seed))]:
             tags = [t for t, on in (("search, not default", p.search), ("named only", not p.default),
                                     ("reads the truth", not p.fair)) if on]
             base = f" (delayed {p.base}, k={p.hold})" if p.base else ""
-            print(f"{name}{base}{'  [' + ', '.join(tags) + ']' if tags else ''}")
+            note = f": {p.note}" if p.note else ""
+            print(f"{name}{base}{note}{'  [' + ', '.join(tags) + ']' if tags else ''}")
         return 0
     started = time.perf_counter()
     if args.replay:
         results, seeds, names = replayed([Path(p) for p in args.replay.split(",")])
         tasks = list(results)
     else:
-        tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(args.policies)
+        tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(
+            args.policies, mix_names(args.mixes, args.mix_seed))
         bad = [t for t in tasks if t not in TASK_IDS]
         if bad or not seeds:
             ap.error(f"unknown tasks {bad} (valid: {', '.join(TASK_IDS)})" if bad else "no seeds")
