@@ -24,6 +24,7 @@ Usage::
     uv run python bench/redteam/probe.py --tasks task1,task4 --seeds 1000-1019
     uv run python bench/redteam/probe.py --policies heuristic,hold-dispatch-5,oracle --json out.json
     uv run python bench/redteam/probe.py --list                 # the family
+    uv run python bench/redteam/probe.py --mixes 30 --mix-seed 1  # + 30 random mixes and their delayed twins
     uv run python bench/redteam/probe.py --policies oracle --seeds 1000-1009 --json oracle.json
     uv run python bench/redteam/probe.py --replay family.json,oracle.json   # analyse both together
 
