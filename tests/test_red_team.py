@@ -73,13 +73,23 @@ def test_the_new_kinds_do_what_their_names_say() -> None:
 
 
 def test_random_mixes_are_named_seeded_and_paired_with_a_delayed_twin() -> None:
-    names = mix_names(6, 3)
-    assert names == mix_names(6, 3) != mix_names(6, 4) and len(set(names)) == 12
-    for mix, twin in zip(names[::2], names[1::2], strict=True):
-        assert policy(twin).base == mix and policy(twin).hold > 0 and policy(mix).base is None
-        assert policy(mix).note.count("=") >= 2 and policy(twin).note == policy(mix).note
+    names = mix_names(20, 3)
+    assert names == mix_names(20, 3) != mix_names(20, 4) and len(set(names)) == len(names)
+    mixes = [n for n in names if "+" not in n]
+    twins = {policy(n).base: n for n in names if "+" in n}
+    assert len(mixes) == 20 and 0 < len(twins) < 20  # a lazy mix has no delayed twin
+    for mix in mixes:
+        lazy = "lazy=" in policy(mix).note
+        assert policy(mix).base is None and policy(mix).note.count("=") >= 2 and lazy == (mix not in twins)
+        if mix in twins:
+            assert policy(twins[mix]).hold > 0 and policy(twins[mix]).note == policy(mix).note
+            assert names.index(twins[mix]) == names.index(mix) + 1
+        else:
+            with pytest.raises(KeyError):
+                policy(f"{mix}+hold-dispatch-5")
     assert _actions(names[0], "task4", 5, 30) == _actions(names[0], "task4", 5, 30)
-    for bad in ("mix3", "mix3.x", "mixer.1", "mix3.1+hold-dispatch-7", "mix3.1+hold-nothing-5"):
+    for bad in ("mix3", "mix3.x", "mixer.1", "mix3.1+hold-dispatch-7", "mix3.1+hold-nothing-5",
+                "mix3.1+hold-dispatch-x"):
         with pytest.raises(KeyError):
             policy(bad)
 

@@ -493,11 +493,15 @@ MIX_HOLDS = (("hold_dispatch", 2), ("hold_dispatch", 5), ("hold_assign", 5), ("h
 
 def mix_names(count: int, seed: int) -> list[str]:
     """``count`` random mixes drawn with ``seed`` and, after each, its delayed twin (one hold
-    drawn from ``MIX_HOLDS``), by name: ``mix<seed>.<i>`` and ``mix<seed>.<i>+<hold>-<k>``."""
+    drawn from ``MIX_HOLDS``), by name: ``mix<seed>.<i>`` and ``mix<seed>.<i>+<hold>-<k>``. A lazy
+    mix has no twin: it idles on a count of decisions, so the one-minute waits that end a hold on
+    time would change when it acts, and the pair would differ by more than the hold."""
     names = []
     for i in range(count):
-        field_name, k = Random(f"mix-hold:{seed}:{i}").choice(MIX_HOLDS)
-        names += [f"mix{seed}.{i}", f"mix{seed}.{i}+{field_name.replace('_', '-')}-{k}"]
+        names.append(f"mix{seed}.{i}")
+        if not _mix_twist(seed, i).lazy:
+            field_name, k = Random(f"mix-hold:{seed}:{i}").choice(MIX_HOLDS)
+            names.append(f"mix{seed}.{i}+{field_name.replace('_', '-')}-{k}")
     return names
 
 
@@ -522,7 +526,7 @@ def _mix(name: str) -> Policy:
         return _twisted(name, twist, note=note)
     kind, _, minutes = hold.rpartition("-")
     field_name = kind.replace("-", "_")
-    if (field_name, int(minutes or 0)) not in MIX_HOLDS:
+    if twist.lazy or not minutes.isdigit() or (field_name, int(minutes)) not in MIX_HOLDS:
         raise KeyError(name)
     return _twisted(name, replace(twist, **{field_name: int(minutes)}), head, int(minutes), note)
 
