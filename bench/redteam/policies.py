@@ -17,7 +17,7 @@ ceiling, never a fair member of the family.
 
 A hold of ``k`` minutes is measured from the first decision at which the heuristic would have
 taken the action; while something is held and nothing else is to be done, the agent waits with
-``maintain_plan`` when the release is at least ``MAINTAIN_CAP_MIN`` away and otherwise with a
+``maintain_plan`` when the release is at least ``MAINTAIN_PLAN_CAP_MIN`` away and otherwise with a
 one-minute ``query_or_status`` (a query costs no score), so the hold ends on time.
 """
 
@@ -31,13 +31,13 @@ from typing import Any
 from codered_env.agents import HeuristicAgent, make_agent
 from codered_env.agents.heuristic import FREE_UNITS, nearest_unit, road_view
 from codered_env.agents.triage_rule import triage_report
+from codered_env.agents.variants import wait_for_release
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.triage import best_guess_priority, priority_posterior
 
 Action = dict[str, Any]
 MAINTAIN: Action = {"action_type": "maintain_plan"}
-MAINTAIN_CAP_MIN = 10  # maintain_plan advances at most this many minutes (sim/env.py, design of the env)
 LEVELS = ("P1", "P2", "P3", "P4")
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 BLOOD_UNITS = 2  # what the heuristic reserves per case
@@ -119,19 +119,13 @@ class RedTeamAgent(HeuristicAgent):
         self._now, self._release = observation["clock_min"], None
         action = super().act(observation)
         if action["action_type"] == "maintain_plan" and self._release is not None:
-            return self._wait_until(self._release, observation)
+            return wait_for_release(observation, self._release - self._now, dict(MAINTAIN))
         return action
 
     def _idle(self) -> Action:
         self._last = None
         return dict(MAINTAIN)
 
-    def _wait_until(self, release: int, observation: dict[str, Any]) -> Action:
-        """Wait for a held action: maintain_plan if the release is far, else one minute."""
-        options = (observation.get("legal_actions") or {}).get("query_or_status") or []
-        if release - self._now >= MAINTAIN_CAP_MIN or not options or not options[0].get("hospital_id"):
-            return dict(MAINTAIN)
-        return {"action_type": "query_or_status", "hospital_id": options[0]["hospital_id"][0]}
 
     def _held(self, kind: str, key: str, minutes: int) -> bool:
         """Hold the action ``(kind, key)`` ``minutes`` from the first decision that offered it."""
@@ -521,7 +515,8 @@ def _mix(name: str) -> Policy:
     if not head.startswith("mix") or not dot or not seed_text.isdigit() or not index_text.isdigit():
         raise KeyError(name)
     twist = _mix_twist(int(seed_text), int(index_text))
-    note = ", ".join(f"{k}={_shown(v)}" for k, v in vars(twist).items() if v != getattr(Twist(), k))
+    default = vars(Twist())
+    note = ", ".join(f"{k}={_shown(v)}" for k, v in vars(twist).items() if v != default[k])
     if not hold:
         return _twisted(name, twist, note=note)
     kind, _, minutes = hold.rpartition("-")

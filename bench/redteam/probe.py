@@ -439,7 +439,7 @@ def parse_policies(text: str, mixes: Sequence[str] = ()) -> list[str]:
 def _known(name: str) -> bool:
     try:
         policy(name)
-    except (KeyError, ValueError):
+    except KeyError:
         return False
     return True
 
@@ -476,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replay", help="analyse earlier --json files' episodes (comma list) instead of playing")
     ap.add_argument("--quiet", action="store_true", help="no per-policy progress on stderr")
     ap.add_argument("--mixes", type=int, default=0,
-                    help="add this many random mixes of the family's twists, each with a delayed twin")
+                    help="add this many random mixes of the family's twists, each but the lazy ones "
+                         "with a delayed twin")
     ap.add_argument("--mix-seed", type=int, default=0, help="the random mixes' seed (default 0)")
     args = ap.parse_args(argv)
     if args.list:

@@ -67,6 +67,16 @@ class Variant:
         return ",".join(parts)
 
 
+def wait_for_release(observation: dict[str, Any], minutes_left: int, wait: dict[str, Any]) -> dict[str, Any]:
+    """How to wait for an action held ``minutes_left`` more minutes so that the hold ends on time:
+    ``wait`` (``maintain_plan``, which may jump up to ``MAINTAIN_PLAN_CAP_MIN``) while the release is
+    that far off, else a one-minute status query (a query costs no score)."""
+    options = (observation.get("legal_actions") or {}).get("query_or_status") or []
+    if minutes_left >= MAINTAIN_PLAN_CAP_MIN or not options or not options[0].get("hospital_id"):
+        return wait
+    return {"action_type": "query_or_status", "hospital_id": options[0]["hospital_id"][0]}
+
+
 class VariantHeuristic(HeuristicAgent):
     """The heuristic bent as ``variant`` says; ``sim``: the episode (or its exact copy) it plays
     on, read only for a truth triage."""
@@ -90,17 +100,8 @@ class VariantHeuristic(HeuristicAgent):
         self._now, self._release = observation["clock_min"], None
         action = super().act(observation)
         if action["action_type"] == "maintain_plan" and self._release is not None:
-            return self._wait_until(self._release, observation, action)
+            return wait_for_release(observation, self._release - self._now, action)
         return action
-
-    def _wait_until(self, release: int, observation: dict[str, Any], wait: dict[str, Any]) -> dict[str, Any]:
-        """Wait for a held action so that the hold ends on time: ``maintain_plan`` (up to
-        ``MAINTAIN_PLAN_CAP_MIN``) while the release is that far off, else a one-minute status query
-        (a query costs no score)."""
-        options = (observation.get("legal_actions") or {}).get("query_or_status") or []
-        if release - self._now >= MAINTAIN_PLAN_CAP_MIN or not options or not options[0].get("hospital_id"):
-            return wait
-        return {"action_type": "query_or_status", "hospital_id": options[0]["hospital_id"][0]}
 
     def triage_priority(self, call: dict[str, Any]) -> str:
         mode = self.variant.triage
