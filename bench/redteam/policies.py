@@ -8,7 +8,8 @@ waste of each kind (pages, OR preparations, blood, pre-emptions, invalid actions
 once or never; lazy waiting; reverse priority; serving only some priorities; stopping early;
 triaging and then serving nobody; preparing without ever dispatching; priority-blind job orders
 (nearest job first, random); random codes; codes collapsed (P2/P3 advised, P2 sent cold); other
-triage rules (the keyword card, the most probable level).
+triage rules (the keyword card, the most probable level); padding (waiting in one-minute queries,
+so the same care takes more decisions).
 Mixes are several twists at once. ``GreedyRewardAgent`` is the one-step reward maximiser: it
 tries each candidate action on a fair fork of the episode (``CodeRedSim.fork``: only what the
 agent could know) and plays the one whose step reward is highest. ``planner`` and ``oracle``
@@ -71,6 +72,7 @@ class Twist:
     waste: frozenset[str] = frozenset()  # pages | ors | ors-all | blood | preempt | invalid
     lazy: int = 0  # act only on every n-th decision, maintain_plan on the others
     stop_after: int | None = None  # maintain_plan after this many decisions
+    pad: bool = False  # wait in one-minute status queries, never maintain_plan: more decisions
 
 
 def _allowed(legal: dict[str, Any], action: Action) -> bool:
@@ -120,6 +122,8 @@ class RedTeamAgent(HeuristicAgent):
         action = super().act(observation)
         if action["action_type"] == "maintain_plan" and self._release is not None:
             return wait_for_release(observation, self._release - self._now, dict(MAINTAIN))
+        if action["action_type"] == "maintain_plan" and twist.pad:
+            return wait_for_release(observation, 0, action)
         return action
 
     def _idle(self) -> Action:
@@ -456,6 +460,14 @@ def _family() -> list[Policy]:
         replace(_twisted("keyword-triage+hold-dispatch-2", Twist(triage="keyword", hold_dispatch=2),
                          "keyword-triage", 2), default=False),
         _twisted("best-guess+nearest-unit", Twist(triage="best-guess", units="nearest")),
+        # padding: the same care in more decisions (one-minute queries instead of waits), which a
+        # return discounted per decision must not reward
+        _twisted("pad-waits", Twist(pad=True)),
+        _twisted("nearest-hospital+pad", Twist(hospital="nearest", pad=True)),
+        _twisted("serve-P1-only+pad", Twist(serve=("P1",), pad=True)),
+        _twisted("farthest-unit+pad", Twist(units="farthest", pad=True)),
+        _twisted("never-prepare+pad", Twist(prepare=False, pad=True)),
+        _twisted("random-job-order+pad", Twist(order="random", pad=True)),
         Policy("planner", lambda seed: make_agent("planner", seed), search=True),
         Policy("oracle", lambda seed: make_agent("oracle", seed), fair=False, search=True),
     ]

@@ -18,9 +18,12 @@ Time
     ``StepResult.minutes`` (and the observation's ``minutes``) is what the decision took, so a
     discount meant per minute is ``gamma_minute ** minutes`` per decision.
 Reward
-    The change in the running score preview (rubric.py), so an episode's rewards add up to its
-    final score, which lies in [0.01, 0.99]. The preview charges benefit lost minute by minute
-    and values callers no crew has seen by the posterior given their reports.
+    The change of a potential: the running score preview (rubric.py) times the task's pace factor
+    at the clock minute (pace.py), the final score once the episode is over; so an episode's
+    rewards add up to its final score, which lies in [0.01, 0.99]. The preview charges benefit
+    lost minute by minute and values callers no crew has seen by the posterior given their
+    reports; the pace factor takes out the fall an expert's preview shows anyway, so the number
+    of decisions a policy takes does not buy discounted return.
 Termination
     When every patient is in treatment, treated, released or dead and no call is still to come
     (``end_reason`` "resolved"); when the clock reaches the task's horizon ("horizon"); or when the
@@ -44,6 +47,7 @@ from .city import City
 from .citygen import resolve_city
 from .fork import fork_rng, fork_world, hidden_future_detached, secondary_pending
 from .handlers import apply_action
+from .pace import potential
 from .params import DECISION_COST_MIN, MAINTAIN_PLAN_CAP_MIN
 from .render import render_text
 from .rubric import final_score, grade, preview_score
@@ -109,6 +113,7 @@ class CodeRedSim:
         self.step_count = 0
         self.done = False
         self.score_preview = 0.0
+        self.potential = 0.0  # what the step reward is the change of
         self.last_error: str | None = None
         self.action_log: list[Any] = []
         self._events: list[str] = list(self.world.events)
@@ -152,11 +157,15 @@ class CodeRedSim:
             self.end_reason = reason
             self._finish()
         self._events = world.events
-        previous = self.score_preview
+        previous = self.potential
         final = self._final_score
-        self.score_preview = preview_score(world) if final is None else final
+        if final is None:
+            self.score_preview = preview_score(world)
+            self.potential = potential(self.task.task_id, world.clock, self.score_preview)
+        else:
+            self.score_preview = self.potential = final
         self.last_minutes = world.clock - clock_before
-        return StepResult(self.score_preview - previous, self.done, error, self.last_minutes)
+        return StepResult(self.potential - previous, self.done, error, self.last_minutes)
 
     def _end_reason(self) -> str | None:
         if self.world.resolved():
@@ -183,7 +192,7 @@ class CodeRedSim:
         """End the episode now: the world plays on without decisions, then the final grade."""
         if not self.done:
             self.end_reason = "stopped"
-            self.score_preview = self._finish()
+            self.score_preview = self.potential = self._finish()
             self._events = self.world.events
 
     def _finish(self) -> float:
