@@ -72,6 +72,15 @@ def test_the_new_kinds_do_what_their_names_say() -> None:
     assert triaged["triage-then-ignore"] and not any(a["action_type"].startswith("dispatch") for a in ignored)
 
 
+def test_padding_waits_in_queries_and_gives_the_same_care() -> None:
+    plain = [a for a in _actions("heuristic", "task3", 4, 60) if a["action_type"] != "maintain_plan"]
+    padded = _actions("pad-waits", "task3", 4, 90)
+    assert not any(a["action_type"] == "maintain_plan" for a in padded)
+    acting = [a for a in padded if a["action_type"] != "query_or_status"]
+    assert any(a["action_type"] == "query_or_status" for a in padded)
+    assert acting[:5] == plain[:5]  # the same first decisions, more steps between them
+
+
 def test_random_mixes_are_named_seeded_and_paired_with_a_delayed_twin() -> None:
     names = mix_names(20, 3)
     assert names == mix_names(20, 3) != mix_names(20, 4) and len(set(names)) == len(names)

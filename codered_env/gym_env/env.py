@@ -30,7 +30,8 @@ class CodeRedGymEnv(gymnasium.Env):
       when built with ``info_actions=True`` (vector envs deep-copy infos every step).
     - Observation: a ``Dict`` of float32 arrays in [0, 1] (``observation_space()``), built by
       ``FeatureBuilder`` from the visible state only.
-    - Reward: the change of the running score preview; an episode's rewards sum to its grade.
+    - Reward: the change of the running score preview times the task's pace factor (sim/pace.py);
+      an episode's rewards sum to its grade.
     - End: ``terminated=True`` for every end, the step budget included (the simulation plays the
       rest of the world before the last reward, so nothing is left to bootstrap);
       ``info["termination_reason"]`` is ``resolved``, ``horizon`` or ``step_budget``. With

@@ -12,17 +12,18 @@ first message; the reply carries a per-socket ``capability``. It then plays an o
 * ``rubric`` and ``attribution``: the per-step rubric tree (below) after the last reset/step,
   and its scores at every step, whose root equals the step's emitted reward.
 
-The per-step rubric explains a step reward, the change of the running score, from two
-``grade()`` previews (before and after the step; the final grade after the last one), so it
+The per-step rubric explains a step reward, the change of the running score times the task's
+pace factor (sim/pace.py), from two ``grade()`` previews (before and after the step; the final grade after the last one), so it
 holds for any rubric whose score is ``sum(weight x component) - mutual_aid_penalty``::
 
     root                         weighted_sum, weights [1, -1, 1]: the emitted step reward
     ├── root.components          weighted_sum of the component changes, weights = the grade's
     │   ├── root.components.time_score ...   effective weights (normalised to sum to 1)
     ├── root.mutual_aid_penalty  change of the mutual-aid penalty (weight -1: subtracted)
-    └── root.clamp_and_rounding  reward minus the two above: where the running score was clamped
-                                 (to [0, 1]; the final score to [0.01, 0.99]) plus the grade's
-                                 4-decimal rounding (tests check it is exactly that)
+    └── root.pace_clamp_and_rounding  reward minus the two above: the pace factor's share, where
+                                 the running score was clamped (to [0, 1]; the final score to
+                                 [0.01, 0.99]) and the grade's 4-decimal rounding (tests check it
+                                 is exactly that)
 
 The final-score tree (rubric_tree.py) is unchanged beside it. Without the token, in production
 mode (``OPENENV_MODE=production``), on a socket attached to an MCP session, after the socket's
@@ -46,7 +47,7 @@ RECORDED = ("reset", "step", "state")
 MAX_RECORDS = 1000  # design choice: 5 x the longest task's budget with a state after each step
 MAX_TELEMETRY_BYTES = 8 * 1024 * 1024  # OpenEnv's bound on one snapshot
 DENIED = "Validation unavailable or unauthorized"
-ROOT_WEIGHTS = (1.0, -1.0, 1.0)  # components, mutual-aid penalty, clamp and rounding
+ROOT_WEIGHTS = (1.0, -1.0, 1.0)  # components, mutual-aid penalty, pace, clamp and rounding
 PENALTY_KEY = "mutual_aid_penalty"
 
 
@@ -213,7 +214,7 @@ def step_rubric(after: dict[str, Any], before: dict[str, Any] | None,
             root_score += part * weight  # type: ignore[operator]
     nodes = [
         _node("root", "StepReward",
-              ["root.components", "root.mutual_aid_penalty", "root.clamp_and_rounding"],
+              ["root.components", "root.mutual_aid_penalty", "root.pace_clamp_and_rounding"],
               "weighted_sum", {"weights": list(ROOT_WEIGHTS)}, root_score),
         _node("root.components", "ComponentChanges", [f"root.components.{n}" for n in names],
               "weighted_sum", {"weights": [weights[n] for n in names]}, components),
@@ -223,8 +224,8 @@ def step_rubric(after: dict[str, Any], before: dict[str, Any] | None,
     nodes += [
         _node("root.mutual_aid_penalty", "PenaltyChange", [], "leaf",
               {"measures": "change of grade mutual_aid_penalty"}, penalty),
-        _node("root.clamp_and_rounding", "ClampAndRounding", [], "leaf",
-              {"measures": "step reward minus the weighted changes: the score's clamp and the "
-                           "grade's 4-decimal rounding"}, rounding),
+        _node("root.pace_clamp_and_rounding", "PaceClampAndRounding", [], "leaf",
+              {"measures": "step reward minus the weighted changes: the pace factor's share, "
+                           "the score's clamp and the grade's 4-decimal rounding"}, rounding),
     ]
     return nodes

@@ -272,10 +272,10 @@ def test_reward_attribution_step_by_step(primary: Evidence, plan: dict[str, Any]
                 assert nodes[child]["evaluated"]
                 expected += nodes[child]["score"] * weight
             assert math.isclose(node["score"], expected, rel_tol=1e-9, abs_tol=1e-9), (index, node["name"])
-        # the adjustment leaf is the score's clamp (reward minus the raw score's change, from an
-        # in-process replay) plus rounding, nothing else
-        clamp = reward - raw_changes[index]
-        assert abs(nodes["root.clamp_and_rounding"]["score"] - clamp) <= MAX_ROUNDING, index
+        # the adjustment leaf is the pace factor's share and the score's clamp (reward minus the
+        # raw score's change, from an in-process replay) plus rounding, nothing else
+        adjustment = reward - raw_changes[index]
+        assert abs(nodes["root.pace_clamp_and_rounding"]["score"] - adjustment) <= MAX_ROUNDING, index
         penalty_changed |= nodes["root.mutual_aid_penalty"]["score"] != 0
     assert penalty_changed  # the unneeded mutual-aid request is attributed to the penalty
     total = sum(step["response"]["data"]["reward"] for step in steps)
