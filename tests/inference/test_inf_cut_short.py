@@ -18,12 +18,13 @@ from codered_env.evaluation.trajectory import Trajectory
 from codered_env.sim import CodeRedSim
 
 
-def preview_after(task_id: str, seed: int, actions: list[dict[str, Any]]) -> float:
-    """The running score after these actions, the world not played on."""
+def potential_after(task_id: str, seed: int, actions: list[dict[str, Any]]) -> float:
+    """What the rewards add up to after these actions (the running score times the task's pace
+    factor), the world not played on."""
     sim = CodeRedSim(task_id=task_id, seed=seed)
     for action in actions:
         sim.step(action)
-    return episode.clamp_score(sim.score_preview)
+    return episode.clamp_score(sim.potential)
 
 
 def fail_step(monkeypatch: pytest.MonkeyPatch, at_call: int, exc: BaseException) -> None:
@@ -56,7 +57,7 @@ def test_cut_short_run_is_graded_as_played(monkeypatch: pytest.MonkeyPatch, tmp_
     trajectory = Trajectory.load(path)
     rewards = [step.reward for step in trajectory.steps]
     assert len(log.rewards) == len(rewards) == 5 and log.dones[-1] == "false"
-    expected = preview_after("task2", 3, [step.action for step in trajectory.steps])
+    expected = potential_after("task2", 3, [step.action for step in trajectory.steps])
     assert expected > 0.01  # the check below would pass trivially at the floor
     assert log.score == pytest.approx(expected, abs=5e-4)
     assert log.score == pytest.approx(episode.clamp_score(sum(rewards)), abs=5e-4)
@@ -84,7 +85,7 @@ def test_interrupt_after_the_last_step_keeps_the_final_grade(
     assert inference.run(inference.parse_args(argv), out, {}) == 130
     assert out.getvalue() == clean.getvalue()
     log = parse_run_log(out.getvalue())
-    assert log.dones[-1] == "true" and log.score > preview_after("task2", 3, [])
+    assert log.dones[-1] == "true" and log.score > potential_after("task2", 3, [])
 
 
 def test_interrupt_before_a_step_line_still_prints_it(monkeypatch: pytest.MonkeyPatch) -> None:

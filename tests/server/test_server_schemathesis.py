@@ -69,6 +69,9 @@ def test_own_routes_never_fail(
         database=None,
     )
     def check(case: schemathesis.Case) -> None:
-        case.call_and_validate(timeout=60)
+        response = case.call(timeout=60)
+        if mode == GenerationMode.NEGATIVE and response.status_code == 413:
+            return  # an invalid body over the route's size cap is rejected before it is parsed
+        case.validate_response(response)
 
     check()
