@@ -13,8 +13,9 @@ first message; the reply carries a per-socket ``capability``. It then plays an o
   and its scores at every step, whose root equals the step's emitted reward.
 
 The per-step rubric explains a step reward, the change of the running score times the task's
-pace factor (sim/pace.py), from two ``grade()`` previews (before and after the step; the final grade after the last one), so it
-holds for any rubric whose score is ``sum(weight x component) - mutual_aid_penalty``::
+pace factor (sim/pace.py), from two ``grade()`` previews (before and after the step; the final
+grade after the last one), so it holds for any rubric whose score is
+``sum(weight x component) - mutual_aid_penalty``::
 
     root                         weighted_sum, weights [1, -1, 1]: the emitted step reward
     ├── root.components          weighted_sum of the component changes, weights = the grade's
