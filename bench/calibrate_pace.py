@@ -58,12 +58,12 @@ def pace_table(task_id: str, seeds: range = PACE_SEEDS) -> tuple[float, ...]:
     for minute in range(0, horizon, PACE_STEP_MIN):
         preview = statistics.fmean(_preview_at(path, minute) for path, _, _ in episodes)
         factors.append(min(1.0, final / preview) if preview > 0 else None)
-    first = next((f for f in factors if f is not None), 1.0)
-    filled = [first if f is None else f for f in factors]
-    for i in range(1, len(filled)):  # a gap later on keeps the value before it
-        if factors[i] is None:
-            filled[i] = filled[i - 1]
-    return (*(round(f, 4) for f in filled), 1.0)
+    held = next((f for f in factors if f is not None), 1.0)  # before any preview: the first factor
+    table = []
+    for factor in factors:  # a gap later on keeps the factor before it
+        held = held if factor is None else factor
+        table.append(round(held, 4))
+    return (*table, 1.0)
 
 
 def render(tables: dict[str, tuple[float, ...]]) -> str:

@@ -130,7 +130,6 @@ class RedTeamAgent(HeuristicAgent):
         self._last = None
         return dict(MAINTAIN)
 
-
     def _held(self, kind: str, key: str, minutes: int) -> bool:
         """Hold the action ``(kind, key)`` ``minutes`` from the first decision that offered it."""
         if minutes <= 0:

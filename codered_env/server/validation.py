@@ -48,7 +48,7 @@ RECORDED = ("reset", "step", "state")
 MAX_RECORDS = 1000  # design choice: 5 x the longest task's budget with a state after each step
 MAX_TELEMETRY_BYTES = 8 * 1024 * 1024  # OpenEnv's bound on one snapshot
 DENIED = "Validation unavailable or unauthorized"
-ROOT_WEIGHTS = (1.0, -1.0, 1.0)  # components, mutual-aid penalty, pace, clamp and rounding
+ROOT_WEIGHTS = (1.0, -1.0, 1.0)  # components, mutual-aid penalty, pace + clamp + rounding
 PENALTY_KEY = "mutual_aid_penalty"
 
 

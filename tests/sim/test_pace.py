@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codered_env.agents import make_agent
+from codered_env.agents.variants import wait_for_release
 from codered_env.sim import TASK_IDS, CodeRedSim
 from codered_env.sim.pace import PACE, PACE_STEP_MIN, pace_factor, potential
 from codered_env.sim.tasks import TASKS
@@ -57,9 +58,8 @@ def _play(task_id: str, seed: int, pad: bool) -> tuple[float, float, list[float]
     while not sim.done:
         observation = sim.observation()
         action = agent.act(observation)
-        options = observation["legal_actions"].get("query_or_status") or []
-        if pad and action["action_type"] == "maintain_plan" and options:
-            action = {"action_type": "query_or_status", "hospital_id": options[0]["hospital_id"][0]}
+        if pad and action["action_type"] == "maintain_plan":
+            action = wait_for_release(observation, 0, action)  # nothing held: a one-minute query
         rewards.append(sim.step(action).reward)
         if not sim.done:
             assert sim.potential == pytest.approx(sim.score_preview * pace_factor(task_id, sim.clock))
