@@ -125,6 +125,7 @@ class CodeRedSim:
         self.end_reason: str | None = None  # resolved | horizon | step_budget | stopped
         self.last_minutes = 0  # simulated minutes the last decision took
         self._view_memo: dict[str, Any] = {}  # observation_view's reusable parts
+        self._score_memo: dict[str, Any] = {}  # the preview's reusable terms
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (``private_copy``) starts with no reusable observation parts."""
@@ -160,7 +161,7 @@ class CodeRedSim:
         previous = self.potential
         final = self._final_score
         if final is None:
-            self.score_preview = preview_score(world)
+            self.score_preview = preview_score(world, self._score_memo)
             self.potential = potential(self.task.task_id, world.clock, self.score_preview)
         else:
             self.score_preview = self.potential = final
@@ -233,8 +234,8 @@ class CodeRedSim:
 
     @staticmethod
     def _fresh_parts() -> dict[str, Any]:
-        """What a copy starts without: reusable observation parts."""
-        return {"_view_memo": {}}
+        """What a copy starts without: reusable observation and score parts."""
+        return {"_view_memo": {}, "_score_memo": {}}
 
     # ------------------------------------------------------------------ views
     def grade(self) -> dict[str, Any]:

@@ -223,7 +223,6 @@ def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
     return tuple(terms)
 
 
-@functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
     after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
@@ -254,12 +253,31 @@ def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
                   0.0, 0.0, 0.0)
 
 
-def _entries(world: World, final: bool) -> tuple[list[Patient], list[_Entry]]:
+def _settled_entry(world: World, p: Patient, settled: dict[str, tuple[str, _Entry]]) -> _Entry:
+    """``_known_entry`` of a patient in a final state, reused from ``settled`` while their state is
+    the one it was built in: once care has begun, or they were released or died, nothing the
+    terms read moves with the clock or with play."""
+    kept = settled.get(p.patient_id)
+    if kept is not None and kept[0] == p.status:
+        return kept[1]
+    entry = _known_entry(world, p, False)
+    settled[p.patient_id] = (p.status, entry)
+    return entry
+
+
+def _entries(world: World, final: bool,
+             memo: dict[str, Any] | None = None) -> tuple[list[Patient], list[_Entry]]:
     """The scored patients the grade may name, and the terms of every scored patient: in the final
     grade every patient with a real need; in the preview the patients a crew has seen and, for
-    each caller no crew has seen, the posterior expectation given their latest call's report."""
+    each caller no crew has seen, the posterior expectation given their latest call's report.
+    ``memo`` (the preview's, kept by the episode) holds the terms of settled patients."""
     known = [p for p in world.patients.values() if p.condition not in _NOT_SCORED and (final or p.visible)]
-    entries = [_known_entry(world, p, final) for p in known]
+    if final or memo is None:
+        entries = [_known_entry(world, p, final) for p in known]
+    else:
+        settled = memo.setdefault("settled", {})
+        entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
+                   else _known_entry(world, p, False) for p in known]
     if not final:
         patients = world.patients
         unseen: dict[str, tuple[Call, int]] = {}
@@ -378,10 +396,10 @@ def _components(world: World, total: _Entry, waste: float) -> dict[str, float | 
     }
 
 
-def _summary(world: World, final: bool) -> dict[str, Any]:
+def _summary(world: World, final: bool, memo: dict[str, Any] | None = None) -> dict[str, Any]:
     """Components, effective weights, penalties and the raw score: the one computation behind
     the final grade and the running preview."""
-    known, entries = _entries(world, final)
+    known, entries = _entries(world, final, memo)
     total = _add_up(entries)
     counts = _penalties(world)
     waste = _waste(counts)
@@ -475,9 +493,10 @@ def final_score(world: World) -> float:
     return _clamp(_summary(world, True)["raw"], final=True)
 
 
-def preview_score(world: World) -> float:
-    """The running score now (the number ``grade(world, False)["score"]`` reports)."""
-    return _clamp(_summary(world, False)["raw"], final=False)
+def preview_score(world: World, memo: dict[str, Any] | None = None) -> float:
+    """The running score now (the number ``grade(world, False)["score"]`` reports); ``memo``, a
+    dict the caller keeps for this episode (empty at first), lets it reuse settled patients' terms."""
+    return _clamp(_summary(world, False, memo)["raw"], final=False)
 
 
 def grade(world: World, final: bool) -> dict[str, Any]:

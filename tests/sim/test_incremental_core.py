@@ -4,7 +4,8 @@ rebuild, at every step, for random, heuristic and planner play on every task.
 Checked after every ``CodeRedSim.step`` of every simulation alive (so also the planner's forks
 and rollouts, through a wrapper around ``step``):
 
-- the running score preview the episode reports equals ``rubric.preview_score`` of its world;
+- the running score preview the episode reports (settled patients' terms reused) equals a fresh
+  ``rubric.preview_score`` of its world;
 - the travel-time and edge tables, shared per road state, equal a fresh Floyd-Warshall and fresh
   edge costs over the roads;
 - the lazy observation view, read whole, equals ``observation()`` (its patient, hospital and
