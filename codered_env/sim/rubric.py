@@ -243,12 +243,27 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0)
 
 
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _caller_given_up(report: str) -> _Entry:
+    """``_caller_entry`` of a caller past hope: only the sums that do not move with the delay
+    (added in ``_caller_bound``'s order, so the same numbers)."""
+    n = w = load_w = 0.0
+    for terms in _caller_terms(report):
+        chance, weight, transport = terms[1], terms[2], terms[10]
+        n += chance
+        w += weight
+        load_w += weight if transport else 0.0
+    return _Entry(n, 0.0, w, 0.0, 0.0, 0.0, load_w, 0.0, 0.0, 0.0, 0.0)
+
+
 def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
     """An unseen caller: the expectation under the latest report's posterior, since the first call."""
     t = world.clock
+    hope = _hope(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
+    if not hope:
+        return _caller_given_up(call.report)
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
     b = _caller_bound(call.report, t - first_call, cpr)
-    hope = _hope(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
     return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w, b.load_wd * hope,
                   0.0, 0.0, 0.0)
 

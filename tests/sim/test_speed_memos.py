@@ -95,3 +95,21 @@ def test_the_plain_answer_memo_tells_equal_values_of_other_types_apart() -> None
     assert actions_module.parse_action(base | {"units": True}) == as_bool
     listed = actions_module.parse_action({"action_type": "maintain_plan", "extra": [1]})  # unhashable
     assert listed[0] is None and "extra" in (listed[1] or "")
+
+
+@pytest.mark.parametrize("task_id", ["task4", "task5"])  # the tasks with a call queue
+def test_a_caller_past_hope_has_the_terms_of_the_full_sum(task_id: str) -> None:
+    """The preview's shortcut for an unseen caller past hope equals the full sum times 0."""
+    sim = CodeRedSim(task_id, 5)
+    agent = make_agent("random", 5)
+    agent.reset(task_id, 5)
+    while not sim.done:
+        sim.step(agent.act(sim.observation()))
+    reports = {call.report for call in sim.world.calls.values()}
+    assert reports
+    for report in reports:
+        for delay, cpr in ((30, 0.0), (45, 12.0), (200, 0.0)):
+            b = rubric._caller_bound(report, delay, cpr)
+            full = rubric._Entry(b.n, 0.0, b.w, b.wk * 0.0, b.wv * 0.0, b.prep_wkr * 0.0, b.load_w,
+                                 b.load_wd * 0.0, 0.0, 0.0, 0.0)
+            assert rubric._caller_given_up(report) == full
