@@ -248,8 +248,7 @@ def _caller_given_up(report: str) -> _Entry:
     """``_caller_entry`` of a caller past hope: only the sums that do not move with the delay
     (added in ``_caller_bound``'s order, so the same numbers)."""
     n = w = load_w = 0.0
-    for terms in _caller_terms(report):
-        chance, weight, transport = terms[1], terms[2], terms[10]
+    for _, chance, weight, *_, transport in _caller_terms(report):
         n += chance
         w += weight
         load_w += weight if transport else 0.0
