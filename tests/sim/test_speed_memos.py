@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -27,13 +29,19 @@ def _clear_memos() -> None:
         memo.cache_clear()
 
 
-@pytest.mark.parametrize("task_id", ["task2", "task5"])
-def test_features_and_preview_do_not_depend_on_memo_state(task_id: str) -> None:
-    sim = CodeRedSim(task_id, 11)
-    agent = make_agent("random", 11)
-    agent.reset(task_id, 11)
+def _random_play(task_id: str, seed: int) -> Iterator[CodeRedSim]:
+    """The episode after each step of the random agent."""
+    sim = CodeRedSim(task_id, seed)
+    agent = make_agent("random", seed)
+    agent.reset(task_id, seed)
     while not sim.done:
         sim.step(agent.act(sim.observation()))
+        yield sim
+
+
+@pytest.mark.parametrize("task_id", ["task2", "task5"])
+def test_features_and_preview_do_not_depend_on_memo_state(task_id: str) -> None:
+    for sim in _random_play(task_id, 11):
         warm = gym_env.sim_features(sim)
         warm_preview = rubric.preview_score(sim.world)
         _clear_memos()
@@ -100,11 +108,7 @@ def test_the_plain_answer_memo_tells_equal_values_of_other_types_apart() -> None
 @pytest.mark.parametrize("task_id", ["task4", "task5"])  # the tasks with a call queue
 def test_a_caller_past_hope_has_the_terms_of_the_full_sum(task_id: str) -> None:
     """The preview's shortcut for an unseen caller past hope equals the full sum times 0."""
-    sim = CodeRedSim(task_id, 5)
-    agent = make_agent("random", 5)
-    agent.reset(task_id, 5)
-    while not sim.done:
-        sim.step(agent.act(sim.observation()))
+    *_, sim = _random_play(task_id, 5)
     reports = {call.report for call in sim.world.calls.values()}
     assert reports
     for report in reports:
