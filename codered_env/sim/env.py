@@ -128,7 +128,7 @@ class CodeRedSim:
         self._score_memo: dict[str, Any] = {}  # the preview's reusable terms
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (``private_copy``) starts with no reusable observation parts."""
+        """A copy (``private_copy``) starts with no reusable observation or score parts."""
         self._final_breakdown()  # a fork redraws the copy's world: the grade is of this one
         return self.__dict__ | self._fresh_parts()
 
