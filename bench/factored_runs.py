@@ -48,13 +48,14 @@ def ppo(args: argparse.Namespace) -> None:
     name += "-per-minute" if args.gamma_minute else ""
     name += "-select" if args.select_seeds else ""
     name += "-type-first" if args.type_first else ""
+    name += f"-reward-x{args.reward_scale:g}" if args.reward_scale != 1.0 else ""
     for seed in (int(s) for s in args.seeds.split(",")):
         config = FactoredConfig(
             task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
             init_from=args.init_from, bc_episodes=args.bc, bc_epochs=args.epochs, anneal_lr=args.anneal_lr,
             gamma_minute=args.gamma_minute or None, type_first=args.type_first,
             select_seeds=_seeds(args.select_seeds) if args.select_seeds else [],
-            bc_dagger_rounds=args.dagger_rounds,
+            bc_dagger_rounds=args.dagger_rounds, reward_scale=args.reward_scale,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
             out_dir=str(Path(args.out) / name / f"seed{seed}"))
         train_factored(config)
@@ -147,6 +148,9 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--type-first", action="store_true",
                                     help="the policy picks an action type, then a vector of it (run name "
                                          "gets -type-first)")
+    sub.choices["ppo"].add_argument("--reward-scale", type=float, default=1.0,
+                                    help="multiply rewards by this for the advantages and value targets "
+                                         "(run name gets -reward-xN)")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")

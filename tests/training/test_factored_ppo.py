@@ -275,3 +275,25 @@ def test_validation_seeds_may_not_be_evaluation_seeds(tmp_path: Path) -> None:
         FactoredConfig(task_id="task1", total_steps=32, eval_seeds=[10_000, 10_001], select_seeds=[10_001],
                        out_dir=str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()
+
+
+def test_reward_scale_multiplies_the_rewards_the_learner_sees(tmp_path: Path, monkeypatch: Any) -> None:
+    import codered_env.factored_ppo as ppo
+
+    seen: list[np.ndarray] = []
+    original = ppo._advantages
+
+    def spy(rewards: np.ndarray, *args: Any) -> np.ndarray:
+        seen.append(rewards.copy())
+        return original(rewards, *args)
+
+    monkeypatch.setattr(ppo, "_advantages", spy)
+    for scale in (1.0, 7.0):
+        config = FactoredConfig(task_id="task1", total_steps=32, n_envs=2, n_steps=16, minibatch=16,
+                                hidden=16, reward_scale=scale, eval_every=10_000, eval_seeds=[10_000],
+                                out_dir=str(tmp_path / f"x{scale:g}"))
+        train_factored(config, log=lambda _line: None)
+    plain, scaled = seen  # the first rollout: the same untrained policy, the same episodes
+    assert np.abs(plain).max() > 0 and np.allclose(scaled, 7.0 * plain)
+    with pytest.raises(ValueError, match="reward_scale must be > 0"):
+        FactoredConfig(reward_scale=0.0)
