@@ -392,6 +392,8 @@ def train(
     anneal_lr: Annotated[bool, typer.Option(help="factored: learning rate falls linearly to 0")] = False,
     type_first: Annotated[bool, typer.Option(help="factored: the policy picks a legal action type, then "
                                                   "an action of that type")] = False,
+    reward_scale: Annotated[float, typer.Option(help="factored: multiply rewards by this (> 0) for the "
+                                                     "advantages and value targets")] = 1.0,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
@@ -406,14 +408,17 @@ def train(
     if maxima not in MAXIMA_BY_NAME:
         raise typer.BadParameter(f"unknown slot maxima {maxima!r}; valid: {', '.join(MAXIMA_BY_NAME)}",
                                  param_hint="'--maxima'")
+    if not reward_scale > 0:
+        raise typer.BadParameter(f"must be > 0, not {reward_scale}", param_hint="'--reward-scale'")
     if interface == "factored":
         options = {"gamma": gamma, "gamma_minute": gamma_minute or None, "bc_episodes": bc_episodes,
                    "maxima": maxima, "anneal_lr": anneal_lr, "type_first": type_first,
+                   "reward_scale": reward_scale,
                    "select_seeds": parse_seeds(select_seeds) if select_seeds else []}
         _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, options)
         return
     factored_only = ((select_seeds, "--select-seeds"), (anneal_lr, "--anneal-lr"),
-                     (type_first, "--type-first"))
+                     (type_first, "--type-first"), (reward_scale != 1.0, "--reward-scale"))
     for given, flag in factored_only:
         if given:
             raise typer.BadParameter(f"{flag} needs --interface factored", param_hint=f"'{flag}'")

@@ -168,3 +168,16 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     flat_select = runner.invoke(app, flat_args)
     assert flat_select.exit_code == 2 and "'--select-seeds': --select-seeds needs --interface factored" in (
         _unboxed(flat_select.output))
+
+    scaled = runner.invoke(app, [*base, "--reward-scale", "10"])
+    assert scaled.exit_code == 0, scaled.output
+    assert configs[-1].reward_scale == 10.0 and factored_ppo.FactoredConfig().reward_scale == 1.0
+    calls = len(configs)
+    for bad_scale in ("0", "-1"):
+        refused = runner.invoke(app, [*base, "--reward-scale", bad_scale])
+        assert refused.exit_code == 2 and len(configs) == calls
+        assert f"'--reward-scale': must be > 0, not {float(bad_scale)}" in _unboxed(refused.output)
+    flat_args = ["train", "--reward-scale", "10", "--steps", "32", "--out", str(tmp_path)]
+    flat_scale = runner.invoke(app, flat_args)
+    assert flat_scale.exit_code == 2 and "'--reward-scale': --reward-scale needs --interface factored" in (
+        _unboxed(flat_scale.output))
