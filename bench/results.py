@@ -263,6 +263,9 @@ def _ppo_row(name: str, runs: list[dict]) -> str:
     seeds = cfg["eval_seeds"]
     # runs before the per-minute discount carry no gamma_minute: they discounted per decision
     discount = (f"{cfg['gamma_minute']} / min" if cfg.get("gamma_minute") else f"{cfg['gamma']} / decision")
+    scale = cfg.get("reward_scale", 1.0)  # runs before the option saw the rewards as they are
+    discount += f", rewards x{scale:g}" if scale != 1.0 else ""
+    commits = ", ".join(dict.fromkeys(r["machine"]["commit"] for r in runs))  # seeds run at several
     steps = f"{first['curve'][-1]['steps']:,}"
     select = cfg.get("select_seeds") or []
     kept = (f"best on validation {select[0]}-{select[-1]} (at {_kept_steps(runs)})" if select else "last")
@@ -273,7 +276,7 @@ def _ppo_row(name: str, runs: list[dict]) -> str:
             f"{sum(start) / len(start):.3f} | {mean:.3f} ± {std:.3f} | "
             f"{min(finals):.3f} / {max(finals):.3f} | "
             f"{reference:.3f} | **{mean / reference:.2f}** | {seeds[0]}-{seeds[-1]} | "
-            f"{sum(r['wall_s'] for r in runs) / 60:.0f} | {first['machine']['commit']} |")
+            f"{sum(r['wall_s'] for r in runs) / 60:.0f} | {commits} |")
 
 
 def factored_tables(root: Path) -> tuple[str, str]:
