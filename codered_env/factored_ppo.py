@@ -72,8 +72,8 @@ class FactoredConfig:
     gamma_minute: float | None = None
     # rewards are multiplied by this before the advantages and value targets: a step reward is
     # about 0.01, so at 1 the value loss barely shapes the trunk it shares with the policy (the
-    # grade is unchanged; the value head learns scaled returns). 10 helped task4 and task5
-    # (docs/TRAINING.md); 1 stays the default, untested elsewhere [design choice]
+    # grade is unchanged; the value head learns scaled returns). 10 helped task4 and task5 and
+    # left task1 and task2 as they were (docs/TRAINING.md); the default stays 1 [design choice]
     reward_scale: float = 1.0
     gae_lambda: float = 0.95
     clip: float = 0.2
