@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# the step reward is the change of the preview times the task's pace factor (sim/pace.py); the
-# final scores do not move (CHANGELOG.md)
-DIGEST_VERSION = "0.2.7"
+# the preview values the care planned for each patient (docs/MODEL.md §8.5), so the step rewards
+# and the pace table moved; the final scores do not (CHANGELOG.md)
+DIGEST_VERSION = "0.2.8"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "45371b535574476e",
-    "task2": "65ad5d7804a73833",
-    "task3": "cb53c9766195e301",
-    "task4": "b8205aef8ce83ea4",
-    "task5": "e287e09407b915c4",
+    "task1": "e52295dec3855df9",
+    "task2": "cc15be4d96c45d2c",
+    "task3": "844e82d2f18ca327",
+    "task4": "7cf39d8868aabbfe",
+    "task5": "fd05a6f60810898a",
 }
 
 

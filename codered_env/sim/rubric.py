@@ -48,9 +48,10 @@ import statistics
 from typing import Any, NamedTuple
 
 from .clinical import CONDITION_NUMBERS
-from .conditions import CONDITIONS, expected_death
-from .dynamics.care import prep_credit
+from .conditions import CONDITIONS, Condition, expected_death
+from .dynamics.care import parts_ready_at, prep_part_credit, transfer_target
 from .dynamics.rooms import care_for
+from .dynamics.scene import transport_destination
 from .outcome import (
     benefit_at,
     best_therapy,
@@ -64,12 +65,15 @@ from .outcome import (
     transfer_allowance,
 )
 from .params import (
+    CATH_LAB_PREP_RANGE,
+    CROWDED_DOOR_FACTOR,
     DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     NEWS_CYCLE_TRIAGE_FACTOR,
+    OR_PREP_MIN_BY_TIER,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PREP_READINESS_SHARE,
@@ -79,31 +83,83 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
+    SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
+    TRANSFER_DOOR_IN_DOOR_OUT_MIN,
+    TRANSPORT_FACTOR,
     UNREACHED_PATIENT_WINDOW_MIN,
     UNSEEN_CALLER_WINDOW_MIN,
 )
 from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
-from .types import FINAL_PATIENT_STATES, Call, Patient
+from .types import FINAL_PATIENT_STATES, Call, Hospital, Patient
 
 _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 
 
 # ---------------------------------------------------------------- one patient's terms
-def _kept_if_treated_now(p: Patient, t: int) -> float:
-    """The benefit ``p`` would keep if the best care began at minute ``t``."""
-    quality, therapy = best_therapy(CONDITIONS[p.condition])
+class _Plan(NamedTuple):
+    """Care ``p`` could get: its quality and therapy, the minutes from now until it could begin,
+    the hospital and, where it treats them, its readiness parts (``parts_ready_at``)."""
+
+    quality: float
+    therapy: str
+    extra: int
+    hospital_id: str | None = None
+    parts: dict[str, tuple[float, int]] | None = None
+
+
+def _kept_if_treated_now(p: Patient, t: int, plans: list[_Plan]) -> float:
+    """The benefit ``p`` would keep under the best of ``plans`` (``_plans``)."""
     delay = t - p.appeared_at
     door = delay if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
-    return benefit_at(p.condition, delay - transfer_allowance(p), quality, p.onset_min, therapy,
-                    cpr_minutes(p, t), door)
+    cpr, allowance = cpr_minutes(p, t), transfer_allowance(p)
+    return max(benefit_at(p.condition, delay + plan.extra - allowance, plan.quality, p.onset_min,
+                          plan.therapy, cpr, door) for plan in plans)
 
 
-def _secondary_gain_now(p: Patient, t: int) -> float:
-    quality, therapy = best_therapy(CONDITIONS[p.condition])
-    delay = t - p.appeared_at
-    return secondary_gain(p.condition, delay, quality, p.onset_min, therapy, cpr_minutes(p, t), delay)
+def _secondary_gain_now(p: Patient, t: int, plans: list[_Plan]) -> float:
+    delay, cpr = t - p.appeared_at, cpr_minutes(p, t)
+    return max(secondary_gain(p.condition, delay + plan.extra, plan.quality, p.onset_min, plan.therapy,
+                              cpr, delay) for plan in plans)
+
+
+def _plans(world: World, p: Patient, t: int) -> list[_Plan]:
+    """The care ``p`` could get from minute ``t`` where they are or are headed (a diverted
+    choice: where the crew would go instead; a transfer: its target), or, while no hospital is
+    chosen, at every open hospital able to treat them (the preview takes the best; at every open
+    one if none is): the care a hospital gives once its door time has passed and its room and
+    specialist could be ready, after the transfer out of one unable to treat them."""
+    if p.status == "transferring" and p.transfer_to is not None:
+        arrives = p.transfer_arrives_at if p.transfer_arrives_at is not None else t
+        return [_plan_at(world, p, world.hospitals[p.transfer_to], t, max(0, arrives - t))]
+    if p.hospital is not None or p.destination is not None:
+        return [_plan_at(world, p, world.hospitals[p.hospital or transport_destination(world, p)], t)]
+    hospitals = world.hospitals.values()
+    open_ones = [h for h in hospitals if not world.diverted(h.hospital_id)] or list(hospitals)
+    able = [h for h in open_ones if care_for(p, h) is not None]
+    return [_plan_at(world, p, h, t) for h in able or open_ones]
+
+
+def _plan_at(world: World, p: Patient, h: Hospital, t: int, arrives_in: int = 0) -> _Plan:
+    """``_plans`` at hospital ``h``, reached ``arrives_in`` minutes from ``t``."""
+    care = care_for(p, h)
+    if care is not None:
+        parts = parts_ready_at(world, p, h, care, t, earliest=True)
+        room = parts["or"][0] + care.room_min if "or" in parts else t
+        specialist = parts["specialist"][0] if "specialist" in parts else t
+        waited = t - p.wait_started if p.hospital == h.hospital_id and p.wait_started is not None else 0
+        door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0) - waited
+        extra = max(0, round(max(arrives_in + door, room - t, specialist - t)))
+        return _Plan(care.quality, care.therapy, extra, h.hospital_id, parts)
+    cond = CONDITIONS[p.condition]
+    target = world.hospitals[transfer_target(world, p, h)]
+    waited = t - p.wait_started if p.hospital and p.wait_started is not None else 0
+    trip = min(world.net.minutes(h.node, target.node) * TRANSPORT_FACTOR, world.task.horizon_min)
+    leaves_in = max(arrives_in, TRANSFER_DOOR_IN_DOOR_OUT_MIN - waited)
+    there = _plan_at(world, p, target, t, leaves_in + round(trip))
+    allowance = cond.target_for(True) - cond.target_min if p.relaxed_target else 0
+    return _Plan(there.quality, there.therapy, there.extra - allowance, h.hospital_id)
 
 
 def _response_credit(minutes: int) -> float:
@@ -144,10 +200,11 @@ def _readiness_credit(readiness: float) -> float:
     return 1.0 - PREP_READINESS_SHARE + PREP_READINESS_SHARE * readiness
 
 
-def _prep(world: World, p: Patient, final: bool) -> float | None:
+def _prep(world: World, p: Patient, final: bool, plans: list[_Plan] | None = None) -> float | None:
     """Readiness credited to ``p`` (None: their care needed nothing prepared): the mean of the
     parts' credit when treatment began; in the preview, for a patient not treated yet, the
-    credit were treatment to begin now at the hospital they are in or headed for."""
+    credit were treatment to begin as soon as it could at the hospital they are in or headed for
+    (the parts of its plan in ``plans`` where given)."""
     if p.prep_credit is not None:
         return sum(p.prep_credit.values()) / len(p.prep_credit) if p.prep_credit else None
     if p.first_hospital_arrival is not None and not p.arrival_prep:
@@ -159,8 +216,10 @@ def _prep(world: World, p: Patient, final: bool) -> float | None:
     care = care_for(p, h)
     if care is None:
         return 0.0
-    parts = prep_credit(world, p, h, care, world.clock)
-    return sum(parts.values()) / len(parts) if parts else None
+    planned = next((plan.parts for plan in plans or () if plan.hospital_id == where and plan.parts), None)
+    parts = planned if planned is not None else parts_ready_at(world, p, h, care, world.clock, earliest=True)
+    credits = [prep_part_credit(world, p, ready, need) for ready, need in parts.values()]
+    return sum(credits) / len(credits) if credits else None
 
 
 def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
@@ -174,12 +233,14 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
         hope = 1.0  # a crew is with them: care is under way
     else:
         hope = _hope(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
+    plans = None
     if p.treatment_start is not None or p.status == "deceased":
         kept, vitals = patient_time_score(p), p.reserve_at_treatment or 0.0
     else:
-        kept = _kept_if_treated_now(p, t) * hope if hope else 0.0
+        plans = _plans(world, p, t) if hope else None
+        kept = _kept_if_treated_now(p, t, plans) * hope if plans else 0.0
         vitals = max(0.0, p.reserve) * hope
-    prep = _prep(world, p, final) if cond.needs_prep else None
+    prep = _prep(world, p, final, plans) if cond.needs_prep else None
     # nothing to prepare: ready; a death before care counts in full, whatever was ready
     credit = _readiness_credit(1.0 if prep is None else prep) if kept > 0.0 else 1.0
     prep_wkr = w * kept * credit
@@ -193,8 +254,8 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
             quality, cpr = p.treatment_quality, cpr_minutes(p, start)
             delay, door = start - p.appeared_at, door_minutes(p)
             sec_wg = w * secondary_gain(p.condition, delay, quality, p.onset_min, p.therapy, cpr, door)
-        elif hope:
-            sec_wg = w * _secondary_gain_now(p, t) * hope
+        elif plans:
+            sec_wg = w * _secondary_gain_now(p, t, plans) * hope
         reached_at = p.first_unit_at
         sec_r = w * (_response_credit(reached_at - p.appeared_at) if reached_at is not None else (
             _response_credit(t - p.appeared_at) * hope))
@@ -219,8 +280,24 @@ def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
         quality, therapy = best_therapy(cond)
         terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
                       statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
-                      condition == "cardiac_arrest", cond.needs_prep, cond.transport))
+                      condition == "cardiac_arrest", cond.needs_prep, cond.transport, _unprepared_wait(cond)))
     return tuple(terms)
+
+
+def _unprepared_wait(cond: Condition) -> int:
+    """Minutes from the door to the best care at a hospital that readies nothing before the
+    patient arrives (what ``_plan_at`` gives a known patient there, arriving now)."""
+    best = cond.best_care
+    if best is None:
+        return 0
+    tier = min(tier for tier, care in cond.care_by_tier.items() if care.quality >= best.quality)
+    legs = [best.door_min]
+    if best.procedure:
+        need = CATH_LAB_PREP_RANGE[0] if best.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[tier]
+        legs.append(best.activation_min + need + best.room_min)
+    if best.specialist:
+        legs.append(best.activation_min + SPECIALIST_PAGE_DELAY_BY_TIER[tier][0])
+    return max(legs)
 
 
 def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
@@ -229,13 +306,14 @@ def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     minutes of telephone CPR, which follows the agent's own P1 code)."""
     n = w = wk = wv = ready_wk = load_w = 0.0
     for terms in _caller_terms(report):
-        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, transport = terms
+        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, *rest = terms
+        transport, wait = rest
         reserve = reserve0 - decline * delay
         reserve = reserve if reserve > 0.0 else 0.0  # max(0.0, reserve), without the call
         n += chance
         w += weight
         telephone_cpr = cpr if arrest else 0.0
-        kept = weight * benefit_at(condition, delay, quality, onset, therapy, telephone_cpr, delay)
+        kept = weight * benefit_at(condition, delay + wait, quality, onset, therapy, telephone_cpr, delay)
         wk += kept
         wv += weight * reserve
         ready_wk += kept * _readiness_credit(0.0 if prep else 1.0)  # unseen: nothing prepared yet
@@ -248,7 +326,7 @@ def _caller_given_up(report: str) -> _Entry:
     """``_caller_entry`` of a caller past hope: only the sums that do not move with the delay
     (added in ``_caller_bound``'s order, so the same numbers)."""
     n = w = load_w = 0.0
-    for _, chance, weight, *_, transport in _caller_terms(report):
+    for _, chance, weight, *_, transport, _ in _caller_terms(report):
         n += chance
         w += weight
         load_w += weight if transport else 0.0

@@ -105,7 +105,7 @@ def admit(world: World, p: Patient, h: Hospital) -> None:
     if CONDITIONS[p.condition].needs_blood:
         issue_on_arrival(world, p, h)  # also to stabilise a patient awaiting transfer
     if care is None:
-        p.transfer_to = _transfer_target(world, p, h)
+        p.transfer_to = transfer_target(world, p, h)
         p.transfer_arrives_at = None
         world.event(
             f"{h.hospital_id} cannot treat {p.patient_id} ({CONDITIONS[p.condition].label}): "
@@ -153,21 +153,84 @@ def prep_credit(world: World, p: Patient, h: Hospital, care: Care, t: int) -> di
     reference (1 on time, 0 at ``PREP_LATE_ZERO_MIN`` late): the room's ready minute, the
     specialist's arrival, the blood's issue; a part not ready by ``t`` counts as ready at ``t``.
     Arriving late never raises it: the reference does not move with the dispatch."""
-    parts: dict[str, float] = {}
+    return {part: prep_part_credit(world, p, ready, need)
+            for part, (ready, need) in parts_ready_at(world, p, h, care, t, earliest=False).items()}
+
+
+def prep_part_credit(world: World, p: Patient, ready: float, need: int) -> float:
+    """The credit of a part ready at minute ``ready`` that needs ``need`` minutes to ready."""
+    return _lateness_credit(ready - prompt_reference(world, p, need))
+
+
+def parts_ready_at(world: World, p: Patient, h: Hospital, care: Care, t: int,
+                   earliest: bool) -> dict[str, tuple[float, int]]:
+    """Each readiness part's ready minute and the minutes readying it takes. A part not ready by
+    ``t`` counts as ready at ``t``; with ``earliest`` (the running preview, before treatment) at
+    the earliest minute it could be as things stand -- when the room being readied or the paged
+    specialist will be; a part nobody has started, once the hospital itself would start it (its
+    activation, counted from now for a patient not there yet) and has readied it -- so a part
+    nobody has started is not valued as if it were ready now."""
+    parts: dict[str, tuple[float, int]] = {}
+    waited = t - p.wait_started if p.hospital == h.hospital_id and p.wait_started is not None else 0
+    start = t + max(0, care.activation_min - waited)  # when the hospital starts what nobody has
     if care.procedure:
-        room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
-        ready = room.ready_at if room is not None and room.state in ("ready", "in_use") else t
         need = CATH_LAB_PREP_RANGE[0] if care.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[h.tier]
-        parts["or"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, need))
+        if earliest:
+            ready = _room_ready_at(world, p, h, care.procedure, (t, start), need)
+        else:
+            ready = _room_ready_by(p, h, t)
+        parts["or"] = ready, need
     if care.specialist:
         spec = h.specialists.get(care.specialist)
-        ready = spec.present_since if spec is not None and spec.state == "present" else t
         need = SPECIALIST_PAGE_DELAY_BY_TIER[h.tier][0]
-        parts["specialist"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, need))
+        if spec is not None and spec.state == "present":
+            ready = min(spec.present_since, t)
+        elif earliest and spec is not None and spec.state == "paged":
+            ready = max(spec.until, t)
+        else:
+            ready = start + need if earliest else t
+        parts["specialist"] = ready, need
     if CONDITIONS[p.condition].needs_blood:
-        ready = p.blood_ready_at if p.blood_ready_at is not None and p.blood_ready_at <= t else t
-        parts["blood"] = _lateness_credit(min(ready, t) - prompt_reference(world, p, O_NEG_RELEASE_MIN))
+        issued = p.blood_ready_at
+        if earliest:
+            ready = max(issued, t) if issued is not None else t + O_NEG_RELEASE_MIN
+        else:
+            ready = issued if issued is not None and issued <= t else t
+        parts["blood"] = ready, O_NEG_RELEASE_MIN
     return parts
+
+
+def _room_ready_by(p: Patient, h: Hospital, t: int) -> float:
+    room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
+    ready = room.ready_at if room is not None and room.state in ("ready", "in_use") else t
+    return min(ready, t)
+
+
+def _room_ready_at(world: World, p: Patient, h: Hospital, procedure: str, at: tuple[int, int],
+                   need: int) -> float:
+    """The earliest minute a room could be ready for ``p`` as dispatch can tell (a room's own
+    readying time is not shown, so a room being readied counts ``need`` minutes from its start):
+    theirs, else the best one free (an idle one readied from ``start``), else the first to come
+    free, readied after; ``at`` is (now, start)."""
+    t, start = at
+    room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
+    room = room or free_room(h, procedure)
+    if room is None:
+        waits = [_nominal_until(r, need) for r in h.ors if procedure in r.procedures]
+        return max(start, min(waits, default=t + world.task.horizon_min)) + need
+    if room.state == "idle":
+        return start + need
+    if room.state in ("ready", "in_use"):
+        return min(room.ready_at, t)
+    return max(_nominal_until(room, need), t)
+
+
+def _nominal_until(room: OperatingRoom, need: int) -> int:
+    """When ``room`` is free or ready: ``need`` minutes from the start of a preparation, else the
+    end of the case in it."""
+    if room.state == "preparing":
+        return room.until - room.prep_total + need
+    return room.until
 
 
 def _lateness_credit(late: float) -> float:
@@ -199,7 +262,7 @@ def measure_prep(world: World, p: Patient, h: Hospital, care: Care | None) -> di
     return zeros  # thrombolysis chosen while a hospital able to give PCI could take them
 
 
-def _transfer_target(world: World, p: Patient, h: Hospital) -> str:
+def transfer_target(world: World, p: Patient, h: Hospital) -> str:
     cond = CONDITIONS[p.condition]
     options = [x for x in world.hospitals.values() if cond.care_at(x.tier) and x is not h]
     options.sort(
