@@ -1,7 +1,8 @@
 """The step reward's pace: how far the running preview sits above where an expert's episode ends.
 
-The running preview (rubric.py) values every untreated patient as if the best care began this
-minute, so under good play it falls through the episode towards the final score. A return
+The running preview (rubric.py) values every untreated patient as if the care planned for them
+could begin once they were at the door now, so under good play it falls through the episode
+towards the final score. A return
 discounted per decision then pays for taking more decisions (each minute's fall lands on a later,
 more discounted step): replacing the expert heuristic's waits with one-minute status queries
 raised its return by 0.011-0.024 with the same patients' outcomes, enough for a policy with more

@@ -32,10 +32,11 @@ have a real need (true priority P1-P3).
 * ``mutual_aid_penalty`` -- per needless request and per mutual-aid unit never used; capped.
 
 The running preview (the step reward is its change) is the same computation on the world now,
-from what the agent can see: an untreated patient at the benefit kept if care began this minute,
-times a share falling to 0 over 90 min while no crew has reached them (an unseen caller: 30 min
-after the first call; ``_hope``), and an unseen caller at the expectation under the report's
-posterior, never the hidden condition. A death before care is charged in the step it happens.
+from what the agent can see: an untreated patient at the benefit kept under the care planned for
+them (``plan.care_plans``: the chosen hospital's care once door time, room and specialist allow), times a
+share falling to 0 over 90 min while no crew has reached them (an unseen caller: 30 min after the
+first call; ``_hope``), and an unseen caller at the expectation under the report's posterior,
+never the hidden condition. A death before care is charged in the step it happens.
 ``secondary_harm`` and ``cascade_score`` are ``None`` in tasks without cascades (their weight
 shared out in proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
 """
@@ -48,10 +49,9 @@ import statistics
 from typing import Any, NamedTuple
 
 from .clinical import CONDITION_NUMBERS
-from .conditions import CONDITIONS, Condition, expected_death
-from .dynamics.care import parts_ready_at, prep_part_credit, transfer_target
+from .conditions import CONDITIONS, expected_death
+from .dynamics.care import parts_ready_at, prep_part_credit
 from .dynamics.rooms import care_for
-from .dynamics.scene import transport_destination
 from .outcome import (
     benefit_at,
     best_therapy,
@@ -65,15 +65,12 @@ from .outcome import (
     transfer_allowance,
 )
 from .params import (
-    CATH_LAB_PREP_RANGE,
-    CROWDED_DOOR_FACTOR,
     DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
     MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     NEWS_CYCLE_TRIAGE_FACTOR,
-    OR_PREP_MIN_BY_TIER,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PREP_READINESS_SHARE,
@@ -83,33 +80,20 @@ from .params import (
     SCORE_FLOOR,
     SECONDARY_RESPONSE_FULL_MIN,
     SECONDARY_RESPONSE_ZERO_MIN,
-    SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
-    TRANSFER_DOOR_IN_DOOR_OUT_MIN,
-    TRANSPORT_FACTOR,
     UNREACHED_PATIENT_WINDOW_MIN,
     UNSEEN_CALLER_WINDOW_MIN,
 )
+from .plan import Plan, care_plans, unprepared_wait
 from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
-from .types import FINAL_PATIENT_STATES, Call, Hospital, Patient
+from .types import FINAL_PATIENT_STATES, Call, Patient
 
 _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 
 
 # ---------------------------------------------------------------- one patient's terms
-class _Plan(NamedTuple):
-    """Care ``p`` could get: its quality and therapy, the minutes from now until it could begin,
-    the hospital and, where it treats them, its readiness parts (``parts_ready_at``)."""
-
-    quality: float
-    therapy: str
-    extra: int
-    hospital_id: str | None = None
-    parts: dict[str, tuple[float, int]] | None = None
-
-
-def _kept_if_treated_now(p: Patient, t: int, plans: list[_Plan]) -> float:
+def _kept_if_treated_now(p: Patient, t: int, plans: list[Plan]) -> float:
     """The benefit ``p`` would keep under the best of ``plans`` (``_plans``)."""
     delay = t - p.appeared_at
     door = delay if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
@@ -118,48 +102,10 @@ def _kept_if_treated_now(p: Patient, t: int, plans: list[_Plan]) -> float:
                           plan.therapy, cpr, door) for plan in plans)
 
 
-def _secondary_gain_now(p: Patient, t: int, plans: list[_Plan]) -> float:
+def _secondary_gain_now(p: Patient, t: int, plans: list[Plan]) -> float:
     delay, cpr = t - p.appeared_at, cpr_minutes(p, t)
     return max(secondary_gain(p.condition, delay + plan.extra, plan.quality, p.onset_min, plan.therapy,
                               cpr, delay) for plan in plans)
-
-
-def _plans(world: World, p: Patient, t: int) -> list[_Plan]:
-    """The care ``p`` could get from minute ``t`` where they are or are headed (a diverted
-    choice: where the crew would go instead; a transfer: its target), or, while no hospital is
-    chosen, at every open hospital able to treat them (the preview takes the best; at every open
-    one if none is): the care a hospital gives once its door time has passed and its room and
-    specialist could be ready, after the transfer out of one unable to treat them."""
-    if p.status == "transferring" and p.transfer_to is not None:
-        arrives = p.transfer_arrives_at if p.transfer_arrives_at is not None else t
-        return [_plan_at(world, p, world.hospitals[p.transfer_to], t, max(0, arrives - t))]
-    if p.hospital is not None or p.destination is not None:
-        return [_plan_at(world, p, world.hospitals[p.hospital or transport_destination(world, p)], t)]
-    hospitals = world.hospitals.values()
-    open_ones = [h for h in hospitals if not world.diverted(h.hospital_id)] or list(hospitals)
-    able = [h for h in open_ones if care_for(p, h) is not None]
-    return [_plan_at(world, p, h, t) for h in able or open_ones]
-
-
-def _plan_at(world: World, p: Patient, h: Hospital, t: int, arrives_in: int = 0) -> _Plan:
-    """``_plans`` at hospital ``h``, reached ``arrives_in`` minutes from ``t``."""
-    care = care_for(p, h)
-    if care is not None:
-        parts = parts_ready_at(world, p, h, care, t, earliest=True)
-        room = parts["or"][0] + care.room_min if "or" in parts else t
-        specialist = parts["specialist"][0] if "specialist" in parts else t
-        waited = t - p.wait_started if p.hospital == h.hospital_id and p.wait_started is not None else 0
-        door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0) - waited
-        extra = max(0, round(max(arrives_in + door, room - t, specialist - t)))
-        return _Plan(care.quality, care.therapy, extra, h.hospital_id, parts)
-    cond = CONDITIONS[p.condition]
-    target = world.hospitals[transfer_target(world, p, h)]
-    waited = t - p.wait_started if p.hospital and p.wait_started is not None else 0
-    trip = min(world.net.minutes(h.node, target.node) * TRANSPORT_FACTOR, world.task.horizon_min)
-    leaves_in = max(arrives_in, TRANSFER_DOOR_IN_DOOR_OUT_MIN - waited)
-    there = _plan_at(world, p, target, t, leaves_in + round(trip))
-    allowance = cond.target_for(True) - cond.target_min if p.relaxed_target else 0
-    return _Plan(there.quality, there.therapy, there.extra - allowance, h.hospital_id)
 
 
 def _response_credit(minutes: int) -> float:
@@ -200,7 +146,7 @@ def _readiness_credit(readiness: float) -> float:
     return 1.0 - PREP_READINESS_SHARE + PREP_READINESS_SHARE * readiness
 
 
-def _prep(world: World, p: Patient, final: bool, plans: list[_Plan] | None = None) -> float | None:
+def _prep(world: World, p: Patient, final: bool, plans: list[Plan] | None = None) -> float | None:
     """Readiness credited to ``p`` (None: their care needed nothing prepared): the mean of the
     parts' credit when treatment began; in the preview, for a patient not treated yet, the
     credit were treatment to begin as soon as it could at the hospital they are in or headed for
@@ -237,7 +183,7 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     if p.treatment_start is not None or p.status == "deceased":
         kept, vitals = patient_time_score(p), p.reserve_at_treatment or 0.0
     else:
-        plans = _plans(world, p, t) if hope else None
+        plans = care_plans(world, p, t) if hope else None
         kept = _kept_if_treated_now(p, t, plans) * hope if plans else 0.0
         vitals = max(0.0, p.reserve) * hope
     prep = _prep(world, p, final, plans) if cond.needs_prep else None
@@ -280,30 +226,15 @@ def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
         quality, therapy = best_therapy(cond)
         terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
                       statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
-                      condition == "cardiac_arrest", cond.needs_prep, cond.transport, _unprepared_wait(cond)))
+                      condition == "cardiac_arrest", cond.needs_prep, cond.transport, unprepared_wait(cond)))
     return tuple(terms)
-
-
-def _unprepared_wait(cond: Condition) -> int:
-    """Minutes from the door to the best care at a hospital that readies nothing before the
-    patient arrives (what ``_plan_at`` gives a known patient there, arriving now)."""
-    best = cond.best_care
-    if best is None:
-        return 0
-    tier = min(tier for tier, care in cond.care_by_tier.items() if care.quality >= best.quality)
-    legs = [best.door_min]
-    if best.procedure:
-        need = CATH_LAB_PREP_RANGE[0] if best.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[tier]
-        legs.append(best.activation_min + need + best.room_min)
-    if best.specialist:
-        legs.append(best.activation_min + SPECIALIST_PAGE_DELAY_BY_TIER[tier][0])
-    return max(legs)
 
 
 def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
     """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
-    after the call if the best care began now (nominal reserve and stroke onset; ``cpr``
-    minutes of telephone CPR, which follows the agent's own P1 code)."""
+    after the call if the best care began once a hospital that readied nothing could give it
+    (nominal reserve and stroke onset; ``cpr`` minutes of telephone CPR, which follows the
+    agent's own P1 code)."""
     n = w = wk = wv = ready_wk = load_w = 0.0
     for terms in _caller_terms(report):
         condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, *rest = terms

@@ -12,7 +12,8 @@ import pytest
 
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
-from codered_env.sim.rubric import _plan_at, _unprepared_wait, preview_score
+from codered_env.sim.plan import plan_at, unprepared_wait
+from codered_env.sim.rubric import preview_score
 
 DISPATCH = {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}
 QUERY = {"action_type": "query_or_status", "hospital_id": "H1"}
@@ -80,4 +81,4 @@ def test_an_unseen_caller_expects_what_a_known_patient_would_wait(condition: str
     assert best is not None
     hospital = next(h for h in world.hospitals.values()
                     if (care := CONDITIONS[condition].care_at(h.tier)) and care.quality >= best.quality)
-    assert _plan_at(world, p, hospital, world.clock)[2] == _unprepared_wait(CONDITIONS[condition])
+    assert plan_at(world, p, hospital, world.clock).extra == unprepared_wait(CONDITIONS[condition])
