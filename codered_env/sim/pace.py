@@ -2,13 +2,13 @@
 
 The running preview (rubric.py) values every untreated patient as if the care planned for them
 could begin once they were at the door now, so under good play it falls through the episode
-towards the final score. A return
-discounted per decision then pays for taking more decisions (each minute's fall lands on a later,
-more discounted step): replacing the expert heuristic's waits with one-minute status queries
-raised its return by 0.011-0.024 with the same patients' outcomes, enough for a policy with more
-deaths to out-return it. The step reward is therefore the change of a *potential*, the preview
-times this task's pace factor at the clock minute (``PACE``, 1 at the horizon; the final score
-once the episode is over), which keeps the rewards adding up to the final score.
+towards the final score. A return discounted per decision then pays for taking more decisions
+(each minute's fall lands on a later, more discounted step): replacing the expert heuristic's
+waits with one-minute status queries raised its return by 0.011-0.024 with the same patients'
+outcomes, enough for a policy with more deaths to out-return it. The step reward is therefore the
+change of a *potential*, the preview times this task's pace factor at the clock minute (``PACE``,
+1 at the horizon; the final score once the episode is over), which keeps the rewards adding up to
+the final score.
 
 ``PACE[task][i]`` is, at minute ``i x PACE_STEP_MIN``, the expert heuristic's mean final score
 over its mean preview at that minute, capped at 1 (between grid minutes it is interpolated;

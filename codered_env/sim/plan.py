@@ -10,13 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from .conditions import CONDITIONS, Condition
-from .dynamics.care import parts_ready_at, transfer_target
+from .dynamics.care import parts_ready_at, readying_minutes, transfer_target
 from .dynamics.rooms import care_for
 from .dynamics.scene import transport_destination
 from .params import (
-    CATH_LAB_PREP_RANGE,
     CROWDED_DOOR_FACTOR,
-    OR_PREP_MIN_BY_TIER,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
@@ -85,8 +83,7 @@ def unprepared_wait(cond: Condition) -> int:
     tier = min(tier for tier, care in cond.care_by_tier.items() if care.quality >= best.quality)
     legs = [best.door_min]
     if best.procedure:
-        need = CATH_LAB_PREP_RANGE[0] if best.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[tier]
-        legs.append(best.activation_min + need + best.room_min)
+        legs.append(best.activation_min + readying_minutes(best.procedure, tier) + best.room_min)
     if best.specialist:
         legs.append(best.activation_min + SPECIALIST_PAGE_DELAY_BY_TIER[tier][0])
     return max(legs)

@@ -33,10 +33,10 @@ have a real need (true priority P1-P3).
 
 The running preview (the step reward is its change) is the same computation on the world now,
 from what the agent can see: an untreated patient at the benefit kept under the care planned for
-them (``plan.care_plans``: the chosen hospital's care once door time, room and specialist allow), times a
-share falling to 0 over 90 min while no crew has reached them (an unseen caller: 30 min after the
-first call; ``_hope``), and an unseen caller at the expectation under the report's posterior,
-never the hidden condition. A death before care is charged in the step it happens.
+them (``plan.care_plans``: the chosen hospital's care once door time, room and specialist
+allow), times a share falling to 0 over 90 min while no crew has reached them (an unseen caller:
+30 min after the first call; ``_hope``), and an unseen caller at the expectation under the
+report's posterior, never the hidden condition. A death before care is charged in the step it happens.
 ``secondary_harm`` and ``cascade_score`` are ``None`` in tasks without cascades (their weight
 shared out in proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
 """
@@ -94,7 +94,7 @@ _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_p
 
 # ---------------------------------------------------------------- one patient's terms
 def _kept_if_treated_now(p: Patient, t: int, plans: list[Plan]) -> float:
-    """The benefit ``p`` would keep under the best of ``plans`` (``_plans``)."""
+    """The benefit ``p`` would keep under the best of ``plans`` (``plan.care_plans``)."""
     delay = t - p.appeared_at
     door = delay if p.first_hospital_arrival is None else p.first_hospital_arrival - p.appeared_at
     cpr, allowance = cpr_minutes(p, t), transfer_allowance(p)

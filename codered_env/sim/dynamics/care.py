@@ -174,7 +174,7 @@ def parts_ready_at(world: World, p: Patient, h: Hospital, care: Care, t: int,
     waited = t - p.wait_started if p.hospital == h.hospital_id and p.wait_started is not None else 0
     start = t + max(0, care.activation_min - waited)  # when the hospital starts what nobody has
     if care.procedure:
-        need = CATH_LAB_PREP_RANGE[0] if care.procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[h.tier]
+        need = readying_minutes(care.procedure, h.tier)
         if earliest:
             ready = _room_ready_at(world, p, h, care.procedure, (t, start), need)
         else:
@@ -198,6 +198,11 @@ def parts_ready_at(world: World, p: Patient, h: Hospital, care: Care, t: int,
             ready = issued if issued is not None and issued <= t else t
         parts["blood"] = ready, O_NEG_RELEASE_MIN
     return parts
+
+
+def readying_minutes(procedure: str, tier: int) -> int:
+    """The fewest minutes readying a room for ``procedure`` takes at a hospital of ``tier``."""
+    return CATH_LAB_PREP_RANGE[0] if procedure == "cath_lab" else OR_PREP_MIN_BY_TIER[tier]
 
 
 def _room_ready_by(p: Patient, h: Hospital, t: int) -> float:
