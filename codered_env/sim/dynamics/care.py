@@ -33,8 +33,8 @@ from .rooms import (
     best_care_available,
     care_for,
     claim,
-    free_room,
     or_readiness,
+    room_for,
     room_wait,
     specialist_readiness,
 )
@@ -215,11 +215,11 @@ def _room_ready_at(world: World, p: Patient, h: Hospital, procedure: str, at: tu
                    need: int) -> float:
     """The earliest minute a room could be ready for ``p`` as dispatch can tell (a room's own
     readying time is not shown, so a room being readied counts ``need`` minutes from its start):
-    theirs, else the best one free (an idle one readied from ``start``), else the first to come
-    free, readied after; ``at`` is (now, start)."""
+    theirs, else the one they would get (``room_for``; an idle one readied from ``start``), else
+    the first to come free, readied after; ``at`` is (now, start)."""
     t, start = at
     room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
-    room = room or free_room(h, procedure)
+    room = room or room_for(world, h, procedure, p)
     if room is None:
         waits = [_nominal_until(r, need) for r in h.ors if procedure in r.procedures]
         return max(start, min(waits, default=t + world.task.horizon_min)) + need
@@ -292,7 +292,7 @@ def _lab_unavailable(world: World, p: Patient, h: Hospital, care: Care) -> bool:
     spec = h.specialists.get(care.specialist or "")
     if spec is not None and spec.state == "unavailable":
         return True
-    if free_room(h, care.procedure or "") is not None:
+    if room_for(world, h, care.procedure or "", p) is not None:
         return False
     wait = room_wait(world, h, care.procedure or "")
     prep = OR_PREP_MIN_BY_TIER[h.tier] if h.tier in OR_PREP_MIN_BY_TIER else CATH_LAB_PREP_RANGE[0]

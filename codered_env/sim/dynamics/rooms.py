@@ -1,6 +1,6 @@
 """Operating rooms and specialists: their timers (preparation, hold window, elective cases,
 specialists arriving and leaving), the care a hospital gives a condition, and the rooms and
-specialists a patient claims (docs/MODEL.md §3.3, §4.4)."""
+specialists a patient claims, most urgent first (docs/MODEL.md §3.3, §4.4)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..params import (
     PROCEDURE_DURATION_MIN,
     SPECIALIST_WINDOW_MIN,
 )
+from ..triage import PRIORITIES
 from ..types import Hospital, OperatingRoom, Patient, Specialist
 
 if TYPE_CHECKING:
@@ -117,6 +118,33 @@ def free_room(h: Hospital, procedure: str) -> OperatingRoom | None:
     return best
 
 
+def room_for(world: World, h: Hospital, procedure: str, p: Patient) -> OperatingRoom | None:
+    """The room ``p`` would get now: a free one (``free_room``), else one readied or being readied
+    for a less urgent patient whose case has not begun -- the hospital serves its theatre queue by
+    acuity, not by arrival (the least urgent holder gives way first, a readied room before one
+    being readied)."""
+    room = free_room(h, procedure)
+    if room is not None:
+        return room
+    rank = acuity(p)
+    best: tuple[int, int] | None = None
+    for candidate in h.ors:
+        if candidate.procedure != procedure or candidate.state not in ("ready", "preparing"):
+            continue
+        holder = world.patients.get(candidate.patient_id or "")
+        if holder is None or holder.status != "at_hospital" or acuity(holder) <= rank:
+            continue
+        key = (-acuity(holder), _CLAIM_RANK[candidate.state])
+        if best is None or key < best:
+            best, room = key, candidate
+    return room
+
+
+def acuity(p: Patient) -> int:
+    """How urgent a hospital takes ``p`` to be (0 = P1), from the condition found on scene."""
+    return PRIORITIES.index(CONDITIONS[p.condition].true_priority)
+
+
 def room_wait(world: World, h: Hospital, procedure: str) -> float:
     """Minutes until some room able to host ``procedure`` could be free (inf if none)."""
     waits = []
@@ -136,7 +164,11 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
     """Claim a room readied in advance at once; the hospital readies an idle room and pages
     the specialist itself only once it has activated (``care.activation_min`` after arrival)."""
     if care.procedure and p.or_ref is None:
-        room = free_room(h, care.procedure)
+        room = room_for(world, h, care.procedure, p)
+        if room is not None and room.patient_id is not None and not activated:
+            room = None  # only an activated team takes a room over
+        if room is not None and room.patient_id is not None:
+            _give_way(world, h, room, p)
         if room is not None and (activated or room.state != "idle"):
             if room.state == "idle":
                 room.state, room.procedure = "preparing", care.procedure
@@ -153,6 +185,14 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
             spec.state, spec.until = "paged", world.clock + spec.page_delay
             world.changed("rooms")
             world.due("timers", spec.until)
+
+
+def _give_way(world: World, h: Hospital, room: OperatingRoom, p: Patient) -> None:
+    """The less urgent holder of ``room`` waits for the next room; ``p`` takes it."""
+    holder = world.patients[room.patient_id or ""]
+    holder.or_ref = None
+    world.changed("rooms")
+    world.event(f"{h.hospital_id} {room.or_id} goes to {p.patient_id}, more urgent than {holder.patient_id}")
 
 
 def _prep_minutes(h: Hospital, room: OperatingRoom) -> int:

@@ -95,9 +95,23 @@ def leave(world: World, amb: Ambulance) -> None:
 
 
 def transport_destination(world: World, p: Patient) -> str:
-    """The agent's choice unless that hospital is on diversion; else the nearest open ED."""
+    """The agent's choice unless that hospital is on diversion; then the nearest open hospital
+    giving care as good as the choice would have (the crew keeps the intent of the choice:
+    a diverted PCI patient goes to the nearest open cath lab), else the nearest able to treat
+    them; with no choice made, the nearest open ED."""
     if p.destination and not world.diverted(p.destination):
         return p.destination
-    origin = p.node
-    open_ids = [h for h in world.hospitals if not world.diverted(h)] or list(world.hospitals)
-    return min(open_ids, key=lambda h: (world.net.minutes(origin, world.hospitals[h].node), h))
+    hospitals, origin = world.hospitals, p.node
+    open_ids = [h for h in hospitals if not world.diverted(h)] or list(hospitals)
+    if p.destination is None:
+        return min(open_ids, key=lambda h: (world.net.minutes(origin, hospitals[h].node), h))
+    cond = CONDITIONS[p.condition]
+    chosen = cond.care_at(hospitals[p.destination].tier)
+    wanted = chosen.quality if chosen is not None else 0.0
+
+    def preference(hid: str) -> tuple[bool, bool, float, str]:
+        care = cond.care_at(hospitals[hid].tier)
+        worse = care is None or care.quality < wanted
+        return worse, care is None, world.net.minutes(origin, hospitals[hid].node), hid
+
+    return min(open_ids, key=preference)
