@@ -214,65 +214,76 @@ _STROKE_ONSET_NOMINAL = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
-    """What ``_caller_bound`` reads of each scored condition of ``report``'s posterior, less the delay."""
+def _caller_terms(report: str) -> tuple[tuple[str, float, float], ...]:
+    """Each scored condition of ``report``'s posterior: its name, its chance times its stake at the
+    nominal onset (the weight) and the readiness credit of its benefit (nothing prepared yet)."""
     terms = []
     for condition, chance in report_condition_posterior(report).items():
         if condition in _NOT_SCORED or chance <= 0.0:
             continue
-        cond = CONDITIONS[condition]
-        onset = _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
-        numbers = CONDITION_NUMBERS[condition]
-        quality, therapy = best_therapy(cond)
-        terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
-                      statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
-                      condition == "cardiac_arrest", cond.needs_prep, cond.transport, unprepared_wait(cond)))
+        weight = chance * stake(condition, _nominal_onset(condition))
+        terms.append((condition, chance, weight,
+                      _readiness_credit(0.0 if CONDITIONS[condition].needs_prep else 1.0)))
     return tuple(terms)
 
 
-def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
-    """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
-    after the call if the best care began once a hospital that readied nothing could give it
+def _nominal_onset(condition: str) -> int:
+    return _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _unseen_condition(condition: str, delay: int, cpr: float) -> tuple[float, float]:
+    """An unseen caller with ``condition``, ``delay`` minutes after the call, if the best care
+    began once a hospital that readied nothing could give it: the benefit kept and the reserve
     (nominal reserve and stroke onset; ``cpr`` minutes of telephone CPR, which follows the
-    agent's own P1 code)."""
-    n = w = wk = wv = ready_wk = load_w = 0.0
-    for terms in _caller_terms(report):
-        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, *rest = terms
-        transport, wait = rest
-        reserve = reserve0 - decline * delay
-        reserve = reserve if reserve > 0.0 else 0.0  # max(0.0, reserve), without the call
-        n += chance
-        w += weight
-        telephone_cpr = cpr if arrest else 0.0
-        kept = weight * benefit_at(condition, delay + wait, quality, onset, therapy, telephone_cpr, delay)
+    agent's own P1 code, count only for a cardiac arrest)."""
+    cond = CONDITIONS[condition]
+    numbers = CONDITION_NUMBERS[condition]
+    quality, therapy = best_therapy(cond)
+    onset, wait = _nominal_onset(condition), unprepared_wait(cond)
+    telephone_cpr = cpr if condition == "cardiac_arrest" else 0.0
+    benefit = benefit_at(condition, delay + wait, quality, onset, therapy, telephone_cpr, delay)
+    reserve = statistics.fmean(numbers.initial_reserve) - numbers.deterioration_per_min * delay
+    return benefit, reserve if reserve > 0.0 else 0.0
+
+
+def _caller_sums(report: str, delay: int, cpr: float) -> tuple[float, float, float]:
+    """The sums over ``report``'s posterior that move with the delay: weight x benefit kept,
+    weight x reserve, weight x benefit kept x readiness credit."""
+    wk = wv = ready_wk = 0.0
+    for condition, _, weight, credit in _caller_terms(report):
+        benefit, reserve = _unseen_condition(condition, delay, cpr)
+        kept = weight * benefit
         wk += kept
         wv += weight * reserve
-        ready_wk += kept * _readiness_credit(0.0 if prep else 1.0)  # unseen: nothing prepared yet
-        load_w += weight if transport else 0.0
-    return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0)
+        ready_wk += kept * credit
+    return wk, wv, ready_wk
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _caller_given_up(report: str) -> _Entry:
-    """``_caller_entry`` of a caller past hope: only the sums that do not move with the delay
-    (added in ``_caller_bound``'s order, so the same numbers)."""
+    """``_caller_entry`` of a caller past hope: the expected scored mass, stake and stake of those
+    to be taken to hospital under ``report``'s posterior, the sums that do not move with the delay."""
     n = w = load_w = 0.0
-    for _, chance, weight, *_, transport, _ in _caller_terms(report):
+    for condition, chance, weight, _ in _caller_terms(report):
         n += chance
         w += weight
-        load_w += weight if transport else 0.0
+        load_w += weight if CONDITIONS[condition].transport else 0.0
     return _Entry(n, 0.0, w, 0.0, 0.0, 0.0, load_w, 0.0, 0.0, 0.0, 0.0)
 
 
 def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
-    """An unseen caller: the expectation under the latest report's posterior, since the first call."""
+    """An unseen caller: the expectation under the latest report's posterior, since the first call,
+    times the hope left."""
     t = world.clock
+    given_up = _caller_given_up(call.report)
     hope = _hope(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
     if not hope:
-        return _caller_given_up(call.report)
+        return given_up
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
-    b = _caller_bound(call.report, t - first_call, cpr)
-    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w, b.load_wd * hope,
+    wk, wv, ready_wk = _caller_sums(call.report, t - first_call, cpr)
+    load_w = given_up.load_w
+    return _Entry(given_up.n, 0.0, given_up.w, wk * hope, wv * hope, ready_wk * hope, load_w, load_w * hope,
                   0.0, 0.0, 0.0)
 
 
