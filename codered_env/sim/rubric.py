@@ -46,7 +46,8 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from .clinical import CONDITION_NUMBERS
 from .conditions import CONDITIONS, expected_death
@@ -88,6 +89,8 @@ from .plan import Plan, care_plans, unprepared_wait
 from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
 from .types import FINAL_PATIENT_STATES, Call, Patient
+
+T = TypeVar("T")
 
 _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 
@@ -313,14 +316,32 @@ def _entries(world: World, final: bool,
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
                    else _known_entry(world, p, False) for p in known]
     if not final:
-        patients = world.patients
-        unseen: dict[str, tuple[Call, int]] = {}
-        for call in world.calls.values():  # in arrival order: the latest report, the first minute
-            if not patients[call.patient_id].visible:
-                first = unseen.get(call.patient_id)
-                unseen[call.patient_id] = (call, call.received_at if first is None else first[1])
-        entries += [_caller_entry(world, call, first) for call, first in unseen.values()]
+        unseen = _by_calls(world, memo, _unseen_callers)
+        entries += [_caller_entry(world, call, first) for call, first in unseen]
     return known, entries
+
+
+def _unseen_callers(world: World) -> list[tuple[Call, int]]:
+    """Each caller no crew has seen: their latest call and the minute of their first."""
+    patients = world.patients
+    unseen: dict[str, tuple[Call, int]] = {}
+    for call in world.calls.values():  # in arrival order: the latest report, the first minute
+        if not patients[call.patient_id].visible:
+            first = unseen.get(call.patient_id)
+            unseen[call.patient_id] = (call, call.received_at if first is None else first[1])
+    return list(unseen.values())
+
+
+def _by_calls(world: World, memo: dict[str, Any] | None, read: Callable[[World], T]) -> T:
+    """``read(world)``, of the calls alone, kept in ``memo`` while ``World.version("calls")`` is
+    the same (a caller is first seen when a crew reaches them, which sets their call's status)."""
+    if memo is None:
+        return read(world)
+    version = world.version("calls")
+    kept = memo.get(read.__name__)
+    if kept is None or kept[0] != version:
+        kept = memo[read.__name__] = (version, read(world))
+    return kept[1]  # type: ignore[no-any-return]
 
 
 def _add_up(entries: list[_Entry]) -> _Entry:
@@ -371,14 +392,14 @@ def _triage_mean(world: World) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _cascade(world: World, total: _Entry) -> float:
+def _cascade(world: World, total: _Entry, memo: dict[str, Any] | None) -> float:
     response = _less_secondary_shortfall(total, total.sec_r)
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     delivered = total.load_wd / total.load_w if total.load_w else 0.0
     subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
     if world.task.phase == 2:
         news = NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0
-        subs.append(_triage_mean(world) * news)
+        subs.append(_by_calls(world, memo, _triage_mean) * news)
     return sum(subs) / len(subs)
 
 
@@ -417,7 +438,8 @@ def _less_secondary_shortfall(total: _Entry, secondary_credit: float) -> float:
     return max(0.0, _ratio(total.wk - (total.sec_w - secondary_credit), total.w))
 
 
-def _components(world: World, total: _Entry, waste: float) -> dict[str, float | None]:
+def _components(world: World, total: _Entry, waste: float,
+                memo: dict[str, Any] | None) -> dict[str, float | None]:
     cascades = world.task.cascades
     time_score = max(0.0, _ratio(total.wk, total.w))  # deaths before care can take it below 0
     return {
@@ -426,7 +448,7 @@ def _components(world: World, total: _Entry, waste: float) -> dict[str, float | 
         "secondary_harm": _less_secondary_shortfall(total, total.sec_wg) if cascades else None,
         "prep_ready": max(0.0, _ratio(total.prep_wkr, total.w)),
         "vitals_score_avg": _ratio(total.wv, total.w),
-        "cascade_score": _cascade(world, total) if cascades else None,
+        "cascade_score": _cascade(world, total, memo) if cascades else None,
     }
 
 
@@ -437,7 +459,7 @@ def _summary(world: World, final: bool, memo: dict[str, Any] | None = None) -> d
     total = _add_up(entries)
     counts = _penalties(world)
     waste = _waste(counts)
-    components = _components(world, total, waste)
+    components = _components(world, total, waste, memo)
     effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
