@@ -339,9 +339,9 @@ def _by_calls(world: World, memo: dict[str, Any] | None, read: Callable[[World],
         return read(world)
     version = world.version("calls")
     kept = memo.get(read.__name__)
-    if kept is None or kept[0] != version:
-        kept = memo[read.__name__] = (version, read(world))
-    return kept[1]  # type: ignore[no-any-return]
+    if kept is None or kept[0] is not world or kept[1] != version:
+        kept = memo[read.__name__] = (world, version, read(world))
+    return kept[2]  # type: ignore[no-any-return]
 
 
 def _add_up(entries: list[_Entry]) -> _Entry:
