@@ -339,9 +339,13 @@ def _by_calls(world: World, memo: dict[str, Any] | None, read: Callable[[World],
         return read(world)
     version = world.version("calls")
     kept = memo.get(read.__name__)
-    if kept is None or kept[0] is not world or kept[1] != version:
-        kept = memo[read.__name__] = (world, version, read(world))
-    return kept[2]  # type: ignore[no-any-return]
+    if kept is not None:
+        kept_world, kept_version, value = kept
+        if kept_world is world and kept_version == version:
+            return value  # type: ignore[no-any-return]
+    value = read(world)
+    memo[read.__name__] = (world, version, value)
+    return value
 
 
 def _add_up(entries: list[_Entry]) -> _Entry:
