@@ -46,7 +46,8 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from .clinical import CONDITION_NUMBERS
 from .conditions import CONDITIONS, expected_death
@@ -88,6 +89,8 @@ from .plan import Plan, care_plans, unprepared_wait
 from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
 from .types import FINAL_PATIENT_STATES, Call, Patient
+
+T = TypeVar("T")
 
 _NOT_SCORED = frozenset(name for name, cond in CONDITIONS.items() if cond.true_priority == "P4")
 
@@ -214,65 +217,76 @@ _STROKE_ONSET_NOMINAL = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _caller_terms(report: str) -> tuple[tuple[Any, ...], ...]:
-    """What ``_caller_bound`` reads of each scored condition of ``report``'s posterior, less the delay."""
+def _caller_terms(report: str) -> tuple[tuple[str, float, float], ...]:
+    """Each scored condition of ``report``'s posterior: its name, its chance times its stake at the
+    nominal onset (the weight) and the readiness credit of its benefit (nothing prepared yet)."""
     terms = []
     for condition, chance in report_condition_posterior(report).items():
         if condition in _NOT_SCORED or chance <= 0.0:
             continue
-        cond = CONDITIONS[condition]
-        onset = _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
-        numbers = CONDITION_NUMBERS[condition]
-        quality, therapy = best_therapy(cond)
-        terms.append((condition, chance, chance * stake(condition, onset), onset, quality, therapy,
-                      statistics.fmean(numbers.initial_reserve), numbers.deterioration_per_min,
-                      condition == "cardiac_arrest", cond.needs_prep, cond.transport, unprepared_wait(cond)))
+        weight = chance * stake(condition, _nominal_onset(condition))
+        terms.append((condition, chance, weight,
+                      _readiness_credit(0.0 if CONDITIONS[condition].needs_prep else 1.0)))
     return tuple(terms)
 
 
-def _caller_bound(report: str, delay: int, cpr: float) -> _Entry:
-    """The expected terms, under the posterior given ``report``, of a caller ``delay`` minutes
-    after the call if the best care began once a hospital that readied nothing could give it
+def _nominal_onset(condition: str) -> int:
+    return _STROKE_ONSET_NOMINAL if condition == "stroke" else 0
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _unseen_condition(condition: str, delay: int, cpr: float) -> tuple[float, float]:
+    """An unseen caller with ``condition``, ``delay`` minutes after the call, if the best care
+    began once a hospital that readied nothing could give it: the benefit kept and the reserve
     (nominal reserve and stroke onset; ``cpr`` minutes of telephone CPR, which follows the
-    agent's own P1 code)."""
-    n = w = wk = wv = ready_wk = load_w = 0.0
-    for terms in _caller_terms(report):
-        condition, chance, weight, onset, quality, therapy, reserve0, decline, arrest, prep, *rest = terms
-        transport, wait = rest
-        reserve = reserve0 - decline * delay
-        reserve = reserve if reserve > 0.0 else 0.0  # max(0.0, reserve), without the call
-        n += chance
-        w += weight
-        telephone_cpr = cpr if arrest else 0.0
-        kept = weight * benefit_at(condition, delay + wait, quality, onset, therapy, telephone_cpr, delay)
+    agent's own P1 code, count only for a cardiac arrest)."""
+    cond = CONDITIONS[condition]
+    numbers = CONDITION_NUMBERS[condition]
+    quality, therapy = best_therapy(cond)
+    onset, wait = _nominal_onset(condition), unprepared_wait(cond)
+    telephone_cpr = cpr if condition == "cardiac_arrest" else 0.0
+    benefit = benefit_at(condition, delay + wait, quality, onset, therapy, telephone_cpr, delay)
+    reserve = statistics.fmean(numbers.initial_reserve) - numbers.deterioration_per_min * delay
+    return benefit, reserve if reserve > 0.0 else 0.0
+
+
+def _caller_sums(report: str, delay: int, cpr: float) -> tuple[float, float, float]:
+    """The sums over ``report``'s posterior that move with the delay: weight x benefit kept,
+    weight x reserve, weight x benefit kept x readiness credit."""
+    wk = wv = ready_wk = 0.0
+    for condition, _, weight, credit in _caller_terms(report):
+        benefit, reserve = _unseen_condition(condition, delay, cpr)
+        kept = weight * benefit
         wk += kept
         wv += weight * reserve
-        ready_wk += kept * _readiness_credit(0.0 if prep else 1.0)  # unseen: nothing prepared yet
-        load_w += weight if transport else 0.0
-    return _Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0)
+        ready_wk += kept * credit
+    return wk, wv, ready_wk
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def _caller_given_up(report: str) -> _Entry:
-    """``_caller_entry`` of a caller past hope: only the sums that do not move with the delay
-    (added in ``_caller_bound``'s order, so the same numbers)."""
+    """``_caller_entry`` of a caller past hope: the expected scored mass, stake and stake of those
+    to be taken to hospital under ``report``'s posterior, the sums that do not move with the delay."""
     n = w = load_w = 0.0
-    for _, chance, weight, *_, transport, _ in _caller_terms(report):
+    for condition, chance, weight, _ in _caller_terms(report):
         n += chance
         w += weight
-        load_w += weight if transport else 0.0
+        load_w += weight if CONDITIONS[condition].transport else 0.0
     return _Entry(n, 0.0, w, 0.0, 0.0, 0.0, load_w, 0.0, 0.0, 0.0, 0.0)
 
 
 def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
-    """An unseen caller: the expectation under the latest report's posterior, since the first call."""
+    """An unseen caller: the expectation under the latest report's posterior, since the first call,
+    times the hope left."""
     t = world.clock
+    given_up = _caller_given_up(call.report)
     hope = _hope(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
     if not hope:
-        return _caller_given_up(call.report)
+        return given_up
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
-    b = _caller_bound(call.report, t - first_call, cpr)
-    return _Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w, b.load_wd * hope,
+    wk, wv, ready_wk = _caller_sums(call.report, t - first_call, cpr)
+    load_w = given_up.load_w
+    return _Entry(given_up.n, 0.0, given_up.w, wk * hope, wv * hope, ready_wk * hope, load_w, load_w * hope,
                   0.0, 0.0, 0.0)
 
 
@@ -302,14 +316,36 @@ def _entries(world: World, final: bool,
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
                    else _known_entry(world, p, False) for p in known]
     if not final:
-        patients = world.patients
-        unseen: dict[str, tuple[Call, int]] = {}
-        for call in world.calls.values():  # in arrival order: the latest report, the first minute
-            if not patients[call.patient_id].visible:
-                first = unseen.get(call.patient_id)
-                unseen[call.patient_id] = (call, call.received_at if first is None else first[1])
-        entries += [_caller_entry(world, call, first) for call, first in unseen.values()]
+        unseen = _by_calls(world, memo, _unseen_callers)
+        entries += [_caller_entry(world, call, first) for call, first in unseen]
     return known, entries
+
+
+def _unseen_callers(world: World) -> list[tuple[Call, int]]:
+    """Each caller no crew has seen: their latest call and the minute of their first."""
+    patients = world.patients
+    unseen: dict[str, tuple[Call, int]] = {}
+    for call in world.calls.values():  # in arrival order: the latest report, the first minute
+        if not patients[call.patient_id].visible:
+            first = unseen.get(call.patient_id)
+            unseen[call.patient_id] = (call, call.received_at if first is None else first[1])
+    return list(unseen.values())
+
+
+def _by_calls(world: World, memo: dict[str, Any] | None, read: Callable[[World], T]) -> T:
+    """``read(world)``, of the calls alone, kept in ``memo`` while ``World.version("calls")`` is
+    the same (a caller is first seen when a crew reaches them, which sets their call's status)."""
+    if memo is None:
+        return read(world)
+    version = world.version("calls")
+    kept = memo.get(read.__name__)
+    if kept is not None:
+        kept_world, kept_version, value = kept
+        if kept_world is world and kept_version == version:
+            return value  # type: ignore[no-any-return]
+    value = read(world)
+    memo[read.__name__] = (world, version, value)
+    return value
 
 
 def _add_up(entries: list[_Entry]) -> _Entry:
@@ -360,14 +396,14 @@ def _triage_mean(world: World) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _cascade(world: World, total: _Entry) -> float:
+def _cascade(world: World, total: _Entry, memo: dict[str, Any] | None) -> float:
     response = _less_secondary_shortfall(total, total.sec_r)
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     delivered = total.load_wd / total.load_w if total.load_w else 0.0
     subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
     if world.task.phase == 2:
         news = NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0
-        subs.append(_triage_mean(world) * news)
+        subs.append(_by_calls(world, memo, _triage_mean) * news)
     return sum(subs) / len(subs)
 
 
@@ -406,7 +442,8 @@ def _less_secondary_shortfall(total: _Entry, secondary_credit: float) -> float:
     return max(0.0, _ratio(total.wk - (total.sec_w - secondary_credit), total.w))
 
 
-def _components(world: World, total: _Entry, waste: float) -> dict[str, float | None]:
+def _components(world: World, total: _Entry, waste: float,
+                memo: dict[str, Any] | None) -> dict[str, float | None]:
     cascades = world.task.cascades
     time_score = max(0.0, _ratio(total.wk, total.w))  # deaths before care can take it below 0
     return {
@@ -415,7 +452,7 @@ def _components(world: World, total: _Entry, waste: float) -> dict[str, float | 
         "secondary_harm": _less_secondary_shortfall(total, total.sec_wg) if cascades else None,
         "prep_ready": max(0.0, _ratio(total.prep_wkr, total.w)),
         "vitals_score_avg": _ratio(total.wv, total.w),
-        "cascade_score": _cascade(world, total) if cascades else None,
+        "cascade_score": _cascade(world, total, memo) if cascades else None,
     }
 
 
@@ -426,7 +463,7 @@ def _summary(world: World, final: bool, memo: dict[str, Any] | None = None) -> d
     total = _add_up(entries)
     counts = _penalties(world)
     waste = _waste(counts)
-    components = _components(world, total, waste)
+    components = _components(world, total, waste, memo)
     effective = _effective_weights(world.task.cascades)
     ma_penalty = _mutual_aid_penalty(world, final)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty

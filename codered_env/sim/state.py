@@ -41,9 +41,10 @@ from .types import (
 )
 
 #: What the change record counts: ``rooms`` (an OR's state, procedure or elective flag, a
-#: specialist's state), ``calls`` (a call added, or its status, triage or unit set) and
-#: ``stock`` (a hospital's blood stock). The legal actions and the Gymnasium rows built from
-#: them are reused while the version they were built at is current.
+#: specialist's state), ``calls`` (a call added, or its status, triage or unit set; a caller is
+#: first seen as their call's status is set) and ``stock`` (a hospital's blood stock). The legal
+#: actions, the Gymnasium rows and the preview's call terms built from them are reused while the
+#: version they were built at is current.
 CHANGE_KINDS = ("rooms", "calls", "stock")
 #: What the calendar bounds: no ``disruptions`` start or clear, no mutual-``aid`` unit arrives,
 #: no blood-type result (``labs``) comes back, no OR or specialist ``timers`` run out and no

@@ -20,9 +20,10 @@ and rollouts, through a wrapper around ``step``):
   ``World.first_pending`` is pending;
 - each of ``World``'s change versions moved whenever what its readers read differs from the
   last step checked (``_VERSIONED``: a room's state, procedure or elective flag or a
-  specialist's state for "rooms"; a call's arrival, status, triage or unit for "calls"; the
-  blood stock for "stock"): the legal actions and the Gymnasium rows built from those records
-  are reused while it stays.
+  specialist's state for "rooms"; a call's arrival, status, triage, unit or report and whether
+  its caller has been seen for "calls"; the blood stock for "stock"): the legal actions, the
+  Gymnasium rows and the preview's unseen callers and triage mean built from those records are
+  reused while it stays.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def _rooms_read(world: World) -> Any:
 
 
 def _calls_read(world: World) -> Any:
-    return tuple((c.call_id, c.status, c.priority, c.ambulance_id) for c in world.calls.values())
+    patients = world.patients
+    return tuple((c.call_id, c.status, c.priority, c.ambulance_id, c.report, c.callback_of,
+                  patients[c.patient_id].visible) for c in world.calls.values())
 
 
 def _stock_read(world: World) -> Any:

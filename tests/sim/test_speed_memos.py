@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
 
 import numpy as np
@@ -10,7 +11,12 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import CodeRedSim, outcome, rubric
 from codered_env.sim import actions as actions_module
+from codered_env.sim.clinical import CONDITION_NUMBERS
+from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.obs_rows import alert_count, alert_texts
+from codered_env.sim.params import STROKE_ONSET_BEFORE_CALL_RANGE, UNSEEN_CALLER_WINDOW_MIN
+from codered_env.sim.plan import unprepared_wait
+from codered_env.sim.triage import report_condition_posterior
 
 gym_env = pytest.importorskip("codered_env.gym_env")
 from codered_env.gym_env import rows as gym_rows  # noqa: E402
@@ -105,15 +111,47 @@ def test_the_plain_answer_memo_tells_equal_values_of_other_types_apart() -> None
     assert listed[0] is None and "extra" in (listed[1] or "")
 
 
+def _caller_reference(report: str, delay: int, cpr: float) -> rubric._Entry:
+    """An unseen caller's terms before the hope, summed over the posterior in one plain loop."""
+    n = w = wk = wv = ready_wk = load_w = 0.0
+    for condition, chance in report_condition_posterior(report).items():
+        cond = CONDITIONS[condition]
+        if cond.true_priority == "P4" or chance <= 0.0:
+            continue
+        onset = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE)) if condition == "stroke" else 0
+        numbers = CONDITION_NUMBERS[condition]
+        quality, therapy = outcome.best_therapy(cond)
+        weight = chance * outcome.stake(condition, onset)
+        reserve = statistics.fmean(numbers.initial_reserve) - numbers.deterioration_per_min * delay
+        reserve = reserve if reserve > 0.0 else 0.0
+        telephone_cpr = cpr if condition == "cardiac_arrest" else 0.0
+        kept = weight * outcome.benefit_at(condition, delay + unprepared_wait(cond), quality, onset, therapy,
+                                           telephone_cpr, delay)
+        n += chance
+        w += weight
+        wk += kept
+        wv += weight * reserve
+        ready_wk += kept * rubric._readiness_credit(0.0 if cond.needs_prep else 1.0)
+        load_w += weight if cond.transport else 0.0
+    return rubric._Entry(n, 0.0, w, wk, wv, ready_wk, load_w, load_w, 0.0, 0.0, 0.0)
+
+
 @pytest.mark.parametrize("task_id", ["task4", "task5"])  # the tasks with a call queue
-def test_a_caller_past_hope_has_the_terms_of_the_full_sum(task_id: str) -> None:
-    """The preview's shortcut for an unseen caller past hope equals the full sum times 0."""
+def test_an_unseen_callers_terms_are_the_full_sum(task_id: str) -> None:
+    """The preview's terms of an unseen caller (per-condition values shared by every report,
+    the sums that do not move with the delay taken once) equal the full sum over the posterior
+    times the hope, to the bit; past hope, the full sum times 0."""
     *_, sim = _random_play(task_id, 5)
-    reports = {call.report for call in sim.world.calls.values()}
-    assert reports
-    for report in reports:
-        for delay, cpr in ((30, 0.0), (45, 12.0), (200, 0.0)):
-            b = rubric._caller_bound(report, delay, cpr)
-            full = rubric._Entry(b.n, 0.0, b.w, b.wk * 0.0, b.wv * 0.0, b.prep_wkr * 0.0, b.load_w,
-                                 b.load_wd * 0.0, 0.0, 0.0, 0.0)
-            assert rubric._caller_given_up(report) == full
+    world = sim.world
+    calls = list(world.calls.values())
+    assert calls
+    for call in calls:
+        for delay, coded in ((0, None), (7, 2), (29, 0), (30, None), (45, 12), (200, None)):
+            world.clock, call.coded_p1_at = call.received_at + delay, coded
+            first = call.received_at
+            hope = rubric._hope(first, world.clock, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
+            cpr = 0.0 if coded is None else float(max(0, world.clock - max(coded, call.received_at)))
+            b = _caller_reference(call.report, delay, cpr)
+            full = rubric._Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w,
+                                 b.load_wd * hope, 0.0, 0.0, 0.0)
+            assert rubric._caller_entry(world, call, first) == full
