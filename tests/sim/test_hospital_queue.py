@@ -29,14 +29,21 @@ def test_a_more_urgent_patient_takes_the_room_readied_for_a_less_urgent_one() ->
     assert any("more urgent than P3" in e for e in world.events)
 
 
-def test_equal_urgency_is_served_in_turn_and_a_case_begun_is_never_taken() -> None:
+def test_equal_urgency_is_served_in_turn() -> None:
     world, h1 = _trauma_world()
     admit(world, world.patients["P1"], h1)
     room = next(r for r in h1.ors if r.patient_id == "P1")
     admit(world, world.patients["P2"], h1)
     assert room.patient_id == "P1" and world.patients["P2"].or_ref is None
-    busy = next(r for r in h1.ors if r.state == "in_use")
-    assert busy.patient_id is None or busy.patient_id not in ("P1", "P2")
+
+
+def test_a_case_begun_is_never_taken() -> None:
+    world, h1 = _trauma_world()
+    admit(world, world.patients["P3"], h1)
+    room = next(r for r in h1.ors if r.patient_id == "P3")
+    room.state, world.patients["P3"].status = "in_use", "in_treatment"  # the operation has begun
+    admit(world, world.patients["P1"], h1)
+    assert room.patient_id == "P3" and world.patients["P1"].or_ref is None
 
 
 def test_the_room_goes_to_the_most_urgent_whoever_arrived_first() -> None:

@@ -165,10 +165,11 @@ def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) ->
     the specialist itself only once it has activated (``care.activation_min`` after arrival)."""
     if care.procedure and p.or_ref is None:
         room = room_for(world, h, care.procedure, p)
-        if room is not None and room.patient_id is not None and not activated:
-            room = None  # only an activated team takes a room over
-        if room is not None and room.patient_id is not None:
-            _give_way(world, h, room, p)
+        if room is not None and room.patient_id is not None:  # held by a less urgent patient
+            if activated:
+                _give_way(world, h, room, p)
+            else:
+                room = None  # only an activated team takes a room over
         if room is not None and (activated or room.state != "idle"):
             if room.state == "idle":
                 room.state, room.procedure = "preparing", care.procedure
