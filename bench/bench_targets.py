@@ -10,7 +10,7 @@ Measured per round (each the cost of one step, CPU time of this process by defau
                (what every planner rollout pays per decision)
 ``heuristic_view``  the same loop on ``observation_view()`` (the lazy view; checkouts without
                it repeat the dict loop)
-``gym``        ``gym.make("CodeRedEnv-<task>-v4")`` with masked uniform-random actions,
+``gym``        ``gym.make("CodeRedEnv-<task>-v5")`` with masked uniform-random actions,
                resets included
 ``fork``       ``CodeRedSim.fork(seed)`` at steps 10, 20, 35 of the recorded episodes, in
                units of the same episodes' mean core step (a fresh fork: the episode pickled

@@ -2,8 +2,8 @@
 
 Runs a family of policies on unseen seeds (the tests use 1000-1039) and prints, per task:
 
-* each policy's mean final score and mean priority-weighted expected outcome
-  (sum of P1 x3 / P2 x2 / P3 x1 weighted expected outcomes over the graded patients);
+* each policy's mean final score and mean weighted expected outcome
+  (expected outcomes over the graded patients weighted by ``outcome.outcome_weight``);
 * the Spearman rank correlation between the two columns (guard: >= 0.85 on every task);
 * nearest-unit-only / heuristic score ratio (guard: <= 0.8 on tasks 2-5), next to the same
   ratio of outcome gains over noop (what the score ratio would be if the grade were outcome alone);
@@ -28,7 +28,7 @@ from codered_env.agents import make_agent
 from codered_env.agents.heuristic import HeuristicAgent, nearest_unit
 from codered_env.runner import run_episode
 from codered_env.sim import TASK_IDS
-from codered_env.sim.params import PRIORITY_WEIGHT
+from codered_env.sim.outcome import outcome_weight
 
 Action = dict[str, Any]
 RHO_MIN = 0.85  # acceptance guards for the grade's ranking [design choice]
@@ -120,10 +120,10 @@ POLICIES = {
 
 
 def weighted_outcome(grade: dict[str, Any]) -> float:
-    """Priority-weighted mean expected outcome over the graded patients."""
+    """Weighted mean expected outcome over the graded patients (``outcome_weight``)."""
     total = weight = 0.0
     for rec in grade["patients"]:
-        w = PRIORITY_WEIGHT[rec["priority"]]
+        w = outcome_weight(rec["condition"])
         total += w * rec["expected_outcome"]
         weight += w
     return total / weight if weight else 0.0

@@ -8,7 +8,7 @@ Prints:
   triage cost under the rubric, ``triage.cautious_priority``: the heuristic's rule) and the
   keyword card (``agents/triage_rule.py``) -- exact accuracy, over- and under-triage at the lights-and-sirens
   line as Dami 2015 defines them (``triage.triage_rates``), hot sensitivity and true P1 coded cold;
-* mean final score, priority-weighted expected outcome and expected deaths per 100 patients per
+* mean final score, weighted expected outcome and expected deaths per 100 patients per
   policy on task4 and task5 over ``--seeds`` (default 3000-3049, seeds no test and no calibration
   uses): noop, random, heuristic, "heuristic but never triage", the heuristic triaging by the best
   guess and by the keyword card, and a triage oracle (the heuristic given each call's true
@@ -143,7 +143,7 @@ def main() -> None:
 
     policies = ("noop", "random", "heuristic", "never_triage", "best_guess", "keyword", "oracle")
     print(f"\n## Mean final score over seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} seeds)")
-    print("(each cell: score / priority-weighted expected outcome / expected deaths per 100 patients)")
+    print("(each cell: score / weighted expected outcome / expected deaths per 100 patients)")
     extra = " | heur - never | heur - best guess | heur - keyword | heuristic ends by budget |"
     print("| task | " + " | ".join(policies) + extra)
     print("|---" * (len(policies) + 5) + "|")

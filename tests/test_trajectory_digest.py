@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# hospitals serve their theatres by acuity and a diverted crew keeps the intent of the choice
-# (docs/MODEL.md §4.4-§4.5): the task3-task5 dynamics, scores and pace table moved (CHANGELOG.md)
-DIGEST_VERSION = "0.2.9"
+# deaths first: a patient's weight adds DEATH_WEIGHT x the deaths a unit of outcome averts
+# (docs/MODEL.md §8): every task's scores, rewards and pace table moved (CHANGELOG.md)
+DIGEST_VERSION = "0.3.0"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "e52295dec3855df9",
-    "task2": "cc15be4d96c45d2c",
-    "task3": "88e33178b6af4f6e",
-    "task4": "510f502329cf7d18",
-    "task5": "a1328ee3378c1d63",
+    "task1": "f13ecb90ae15cc8b",
+    "task2": "082c6049539db8b8",
+    "task3": "91f589c1578a99c7",
+    "task4": "911fcb5a6a62dfa2",
+    "task5": "a0f7d4d21d7e1cbb",
 }
 
 

@@ -2,7 +2,7 @@
 
 Plays the red-team family (policies.py) on seeds the tests do not use and prints, per task:
 
-* every policy's mean score, expected deaths per 100 patients, priority-weighted expected outcome
+* every policy's mean score, expected deaths per 100 patients, weighted expected outcome
   (``rubric.clinical_outcomes`` of the final grade's patients) and discounted return (per-decision
   discount 0.99 over the episode's step rewards);
 * the outcome inversions, paired by seed, beyond 2 standard errors: A scores >= 0.01 above B while

@@ -317,7 +317,7 @@ def episode_outcomes(record: EpisodeRecord) -> dict[str, float] | None:
 
 
 def clinical_table(records: Sequence[EpisodeRecord]) -> str:
-    """Per (task, agent, model): the priority-weighted expected good outcome and the expected
+    """Per (task, agent, model): the weighted expected good outcome and the expected
     deaths per 100 patients, beside the score (never part of it), and the share of the
     heuristic's outcome gain over noop on the same task. Episodes whose regrade does not match
     their stored score are left out (counted in n / of)."""
@@ -463,7 +463,7 @@ def generate_report(db_path: str | Path, out_dir: str | Path,
                  "`train` and held-out `test` splits of city seeds; n = episodes):\n\n"
                  f"{general}\n")
     text += ("\nClinical outcomes beside the score (`grade[\"outcomes\"]`, recomputed from each "
-             "episode's actions; priority-weighted P1 x3 / P2 x2 / P3 x1):\n\n"
+             "episode's actions; weighted by priority and deaths averted, docs/MODEL.md §8):\n\n"
              f"{clinical_table(records)}\n")
     tokens = token_table(records)
     if tokens is not None:

@@ -148,7 +148,7 @@ def register_benchmark_routes(
         it; a WebSocket session grades its own episode with a ``grade`` frame); neither runs
         the built-in ``agent`` (default heuristic) on (task_id, seed), in ``city`` (default
         Prakashnagar; a generated city's answer names it). Every answer carries the
-        episode's clinical ``outcomes`` (priority-weighted expected good outcome, expected deaths
+        episode's clinical ``outcomes`` (weighted expected good outcome, expected deaths
         per 100 patients; never part of the score) and ``reference_outcomes``: the same for
         noop and the heuristic on that task and seed."""
         body = body or GraderBody()

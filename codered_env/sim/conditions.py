@@ -361,6 +361,17 @@ def expected_death(condition: Condition, outcome: float, died: bool = False) -> 
     return 0.0
 
 
+def death_slope(condition: Condition) -> float:
+    """Expected deaths averted per unit of expected outcome gained (``expected_death``'s slope):
+    1 on a survival curve, the HERMES mortality gain over the good-outcome gain for stroke, else 0."""
+    if condition.key in SURVIVAL_CURVES:
+        return 1.0
+    if condition.key == "stroke":
+        span = C.STROKE_EVT_GOOD_AT_REF - C.STROKE_UNTREATED_GOOD
+        return (C.STROKE_DEATH_UNTREATED - C.STROKE_DEATH_EVT) / span
+    return 0.0
+
+
 def best_outcome(condition: Condition, onset_min: int) -> float:
     """Outcome had full definitive care begun at ``SECONDARY_BEST_DELAY_FRACTION`` of the target."""
     best = condition.best_care

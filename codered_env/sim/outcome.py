@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 
-from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, expected_outcome
-from .params import MEMO_ENTRIES, PRIORITY_WEIGHT
+from .conditions import CONDITIONS, Condition, benefit_kept, best_outcome, death_slope, expected_outcome
+from .params import DEATH_WEIGHT, MEMO_ENTRIES, PRIORITY_WEIGHT
 from .types import Patient
 
 
@@ -50,22 +50,33 @@ def kept_by_death(condition: str, onset: int) -> float:
     """The benefit kept, on the ``benefit_kept`` scale, by a patient who died before any care:
     ``(0 - O_untreated) / (O(0, best care) - O_untreated)``, at most 0. They lost the outcome
     they would have had untreated as well, so the stake-weighted sum of benefit kept moves with
-    the priority-weighted expected outcome for deaths too (0 where untreated means death)."""
+    the weighted expected outcome for deaths too (0 where untreated means death)."""
     cond = CONDITIONS[condition]
-    span = stake(condition, onset) / PRIORITY_WEIGHT.get(cond.true_priority, 1.0)
+    span = stake(condition, onset) / (outcome_weight(condition) or 1.0)
     return -cond.untreated_outcome / span if span > 0 else 0.0
+
+
+@functools.cache
+def outcome_weight(condition: str) -> float:
+    """What one unit of the patient's expected outcome weighs: the priority weight plus
+    ``DEATH_WEIGHT`` x the expected deaths it averts (``death_slope``); 0 for a P4 caller."""
+    cond = CONDITIONS[condition]
+    if cond.true_priority not in PRIORITY_WEIGHT:
+        return 0.0
+    return PRIORITY_WEIGHT[cond.true_priority] + DEATH_WEIGHT * death_slope(cond)
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
 def stake(condition: str, onset: int) -> float:
-    """The patient's weight in every mean: priority weight x the outcome at stake,
+    """The patient's weight in every mean: ``outcome_weight`` x the outcome at stake,
     ``O(0, best care) - O_untreated`` (0 for a P4 caller)."""
     cond = CONDITIONS[condition]
-    if cond.true_priority not in PRIORITY_WEIGHT:
+    weight = outcome_weight(condition)
+    if not weight:
         return 0.0
     best = cond.best_care
     ceiling = expected_outcome(cond, 0.0, 1.0, onset, best.therapy if best else "definitive")
-    return PRIORITY_WEIGHT[cond.true_priority] * max(0.0, ceiling - cond.untreated_outcome)
+    return weight * max(0.0, ceiling - cond.untreated_outcome)
 
 
 def door_minutes(p: Patient) -> int | None:

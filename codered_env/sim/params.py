@@ -141,6 +141,12 @@ RUBRIC_WEIGHTS = {
     "cascade_score": 0.10,
 }
 PRIORITY_WEIGHT = {"P1": 3.0, "P2": 2.0, "P3": 1.0}
+# Deaths first: a patient's weight is PRIORITY_WEIGHT + DEATH_WEIGHT x the expected deaths one
+# unit of their outcome averts (1 on a survival curve, ~0.11 for stroke, 0 for labour and low
+# acuity; conditions.death_slope), so an expected death weighs the whole outcome of a P1 patient
+# once more. Without it, care that helps functional outcomes (stroke, labour) could outweigh
+# deaths a delay caused [design choice, measured by bench/redteam/probe.py].
+DEATH_WEIGHT = 3.0
 # Waste per scored patient discounts ``efficiency`` as exp(-waste): continuous, never free past a
 # floor. Each weight is sized below the outcome cost of what the waste could buy: one STEMI
 # death per 100 patients moves a task1 score by ~0.08 and a haemorrhage death by ~0.01 (stake

@@ -7,11 +7,12 @@ episode's world state.
                 + 0.16 x prep_ready + 0.10 x vitals_score_avg + 0.10 x cascade_score
                 - mutual_aid_penalty
 
-Outcome first. Every per-patient mean is weighted by the patient's *stake*: the priority weight
-(P1 x3, P2 x2, P3 x1) times the outcome at stake, ``O(0, best care) - O_untreated`` on the
-condition's cited curve (conditions.py), so between two policies on the same patients
-``time_score`` moves exactly as the priority-weighted expected outcome does. Scored patients
-have a real need (true priority P1-P3).
+Outcome first, deaths first. Every per-patient mean is weighted by the patient's *stake*: the
+outcome weight (priority weight P1 x3, P2 x2, P3 x1, plus ``DEATH_WEIGHT`` x the expected deaths
+a unit of outcome averts; ``outcome.outcome_weight``) times the outcome at stake,
+``O(0, best care) - O_untreated`` on the condition's cited curve (conditions.py), so between two
+policies on the same patients ``time_score`` moves exactly as the weighted expected outcome
+(``clinical_outcomes``) does. Scored patients have a real need (true priority P1-P3).
 
 * ``time_score`` -- stake-weighted mean of the *benefit kept*, ``clip((O(d - a, care given) -
   O_untreated) / (O(0, best care) - O_untreated), 0, 1)`` (``d`` call to definitive care, ``a``
@@ -58,6 +59,7 @@ from .outcome import (
     best_therapy,
     cpr_minutes,
     door_minutes,
+    outcome_weight,
     patient_outcome,
     patient_time_score,
     relaxed_target_applies,
@@ -75,7 +77,6 @@ from .params import (
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
     PREP_READINESS_SHARE,
-    PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
     SCORE_CEIL,
     SCORE_FLOOR,
@@ -512,8 +513,8 @@ def _patient_record(world: World, p: Patient, final: bool, caused: frozenset[str
 def clinical_outcomes(
     patients: list[Patient], caused: frozenset[str] = frozenset()
 ) -> dict[str, float | int]:
-    """What the episode did to patients, beside the score (never part of it): the priority-
-    weighted mean expected good outcome (P1 x3, P2 x2, P3 x1) and the expected deaths per 100
+    """What the episode did to patients, beside the score (never part of it): the mean expected
+    good outcome weighted by ``outcome_weight`` (the score's weights) and the expected deaths per 100
     graded patients (``conditions.expected_death``). Patients the play itself brought about
     (``caused``: callers a news cycle brought, the bystander an unattended incident injured)
     count in what is lost (deaths, outcome short of 1) but not in the hundred or the weights it
@@ -522,7 +523,7 @@ def clinical_outcomes(
     base = 0
     for p in patients:
         cond = CONDITIONS[p.condition]
-        w = PRIORITY_WEIGHT[cond.true_priority]
+        w = outcome_weight(p.condition)
         outcome = patient_outcome(p)
         if p.patient_id not in caused:
             base_w += w

@@ -21,12 +21,12 @@ from codered_env.agents import make_agent
 from codered_env.runner import run_episode
 from codered_env.sim import TASK_IDS, TASKS, CodeRedSim, grade_episode
 from codered_env.sim.conditions import CONDITIONS, benefit_kept
+from codered_env.sim.outcome import outcome_weight
 from codered_env.sim.params import (
     MUTUAL_AID_PENALTY_UNNEEDED,
     MUTUAL_AID_PENALTY_UNUSED,
     PENALTY,
     PREP_READINESS_SHARE,
-    PRIORITY_WEIGHT,
     RUBRIC_WEIGHTS,
     SCORE_CEIL,
     SCORE_FLOOR,
@@ -544,7 +544,7 @@ def test_clinical_outcomes_beside_the_score(task_id: str) -> None:
     for result in results.values():
         records = result.grade["patients"]
         outcomes = result.grade["outcomes"]
-        weights = [PRIORITY_WEIGHT[r["priority"]] for r in records]
+        weights = [outcome_weight(r["condition"]) for r in records]
         short = sum(w * (1 - r["expected_outcome"]) for w, r in zip(weights, records, strict=True))
         mean = 1 - short / sum(w for w, r in zip(weights, records, strict=True) if not r["caused"])
         assert outcomes["patients"] == len(records)
@@ -561,6 +561,24 @@ def test_expected_deaths_follow_each_curve() -> None:
     stroke = CONDITIONS["stroke"]
     assert expected_death(stroke, 0.13) == pytest.approx(0.189)  # HERMES control
     assert expected_death(stroke, 0.46) == pytest.approx(0.153)  # HERMES thrombectomy
+
+
+@pytest.mark.parametrize("condition", sorted(CONDITIONS))
+def test_outcome_weight_adds_the_deaths_a_unit_of_outcome_averts(condition: str) -> None:
+    """Deaths first: a patient's weight is the priority weight plus DEATH_WEIGHT x the slope of
+    ``expected_death`` (measured here on the curve, between two outcomes its clamps leave alone)."""
+    from codered_env.sim.conditions import expected_death
+    from codered_env.sim.params import DEATH_WEIGHT, PRIORITY_WEIGHT
+
+    cond = CONDITIONS[condition]
+    if cond.true_priority not in PRIORITY_WEIGHT:
+        assert outcome_weight(condition) == 0.0
+        return
+    low, high = 0.2, 0.4
+    slope = (expected_death(cond, low) - expected_death(cond, high)) / (high - low)
+    assert outcome_weight(condition) == pytest.approx(PRIORITY_WEIGHT[cond.true_priority] + DEATH_WEIGHT * slope)
+    if slope > 0.99:  # a survival curve weighs more than any functional-outcome curve of its priority
+        assert outcome_weight(condition) > PRIORITY_WEIGHT[cond.true_priority] + DEATH_WEIGHT * 0.5
 
 
 def test_haemorrhage_minutes_cost_twice_as_much_after_the_hospital_door() -> None:
@@ -638,7 +656,7 @@ def test_benefit_kept_moves_with_the_weighted_outcome_deaths_included(task_id: s
     assert all(r["benefit_kept"] < 0 for r in died)
     for r in g["patients"]:
         cond = CONDITIONS[r["condition"]]
-        gained = PRIORITY_WEIGHT[cond.true_priority] * (r["expected_outcome"] - cond.untreated_outcome)
+        gained = outcome_weight(r["condition"]) * (r["expected_outcome"] - cond.untreated_outcome)
         relaxed_transfer = r["target_min"] != cond.target_min  # benefit measured with an allowance
         if r["therapy"] is None or not relaxed_transfer:
             assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=2e-3), r

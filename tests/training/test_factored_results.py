@@ -42,16 +42,14 @@ def test_kept_runs_never_evaluated_on_training_seeds() -> None:
             assert run["bc"]["training_seeds"][1] < min(cfg["eval_seeds"]), path
 
 
-def test_ppo_row_names_the_reward_scale_and_every_commit(monkeypatch) -> None:
+def test_ppo_row_names_the_reward_scale_and_every_commit() -> None:
     import results
-
-    monkeypatch.setattr(results, "current_heuristic", lambda task_id, seeds: 0.5)
 
     def run(seed: int, commit: str, **config: object) -> dict:
         cfg = {"task_id": "task5", "bc_episodes": 0, "eval_seeds": [10000, 10019], "gamma": 0.995, **config}
         curve = [{"steps": 0, "mean": 0.01}, {"steps": 100, "mean": 0.4 + seed / 100}]
         return {"config": cfg, "curve": curve, "final": curve[-1], "wall_s": 60.0,
-                "machine": {"commit": commit}}
+                "machine": {"commit": commit}, "heuristic": 0.5}
 
     commits = ("aaaaaaa", "bbbbbbb", "aaaaaaa")
     seeds = [run(seed, commit, reward_scale=10.0) for seed, commit in enumerate(commits)]
@@ -59,3 +57,4 @@ def test_ppo_row_names_the_reward_scale_and_every_commit(monkeypatch) -> None:
     assert "| 0.995 / decision, rewards x10 |" in scaled and scaled.endswith("| aaaaaaa, bbbbbbb |")
     plain = results._ppo_row("y", [run(0, "aaaaaaa")])  # a run from before the option
     assert "| 0.995 / decision |" in plain and "rewards" not in plain and plain.endswith("| aaaaaaa |")
+    assert "| 0.500 | **0.80** |" in plain  # rated against the run's own heuristic (0.4 / 0.5)
