@@ -576,9 +576,10 @@ def test_outcome_weight_adds_the_deaths_a_unit_of_outcome_averts(condition: str)
         return
     low, high = 0.2, 0.4
     slope = (expected_death(cond, low) - expected_death(cond, high)) / (high - low)
-    assert outcome_weight(condition) == pytest.approx(PRIORITY_WEIGHT[cond.true_priority] + DEATH_WEIGHT * slope)
+    priority_weight = PRIORITY_WEIGHT[cond.true_priority]
+    assert outcome_weight(condition) == pytest.approx(priority_weight + DEATH_WEIGHT * slope)
     if slope > 0.99:  # a survival curve weighs more than any functional-outcome curve of its priority
-        assert outcome_weight(condition) > PRIORITY_WEIGHT[cond.true_priority] + DEATH_WEIGHT * 0.5
+        assert outcome_weight(condition) > priority_weight + DEATH_WEIGHT * 0.5
 
 
 def test_haemorrhage_minutes_cost_twice_as_much_after_the_hospital_door() -> None:
