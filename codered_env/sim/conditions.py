@@ -344,6 +344,11 @@ def expected_outcome(
 SURVIVAL_CURVES = ("stemi", "trauma_haemorrhage", "trauma_major", "cardiac_arrest")
 
 
+# thrombectomy at the reference delay against no treatment: good outcomes gained, deaths averted
+_STROKE_GOOD_SPAN = C.STROKE_EVT_GOOD_AT_REF - C.STROKE_UNTREATED_GOOD
+_STROKE_DEATHS_AVERTED = C.STROKE_DEATH_UNTREATED - C.STROKE_DEATH_EVT
+
+
 def expected_death(condition: Condition, outcome: float, died: bool = False) -> float:
     """Probability of death behind an expected ``outcome``. Where the curve is survival (STEMI,
     trauma, cardiac arrest) it is ``1 - outcome``. The stroke curve is a good functional outcome,
@@ -355,9 +360,8 @@ def expected_death(condition: Condition, outcome: float, died: bool = False) -> 
     if condition.key in SURVIVAL_CURVES:
         return min(1.0, max(0.0, 1.0 - outcome))
     if condition.key == "stroke":
-        span = C.STROKE_EVT_GOOD_AT_REF - C.STROKE_UNTREATED_GOOD
-        share = min(1.0, max(0.0, (outcome - C.STROKE_UNTREATED_GOOD) / span))
-        return C.STROKE_DEATH_UNTREATED - share * (C.STROKE_DEATH_UNTREATED - C.STROKE_DEATH_EVT)
+        share = min(1.0, max(0.0, (outcome - C.STROKE_UNTREATED_GOOD) / _STROKE_GOOD_SPAN))
+        return C.STROKE_DEATH_UNTREATED - share * _STROKE_DEATHS_AVERTED
     return 0.0
 
 
@@ -367,8 +371,7 @@ def death_slope(condition: Condition) -> float:
     if condition.key in SURVIVAL_CURVES:
         return 1.0
     if condition.key == "stroke":
-        span = C.STROKE_EVT_GOOD_AT_REF - C.STROKE_UNTREATED_GOOD
-        return (C.STROKE_DEATH_UNTREATED - C.STROKE_DEATH_EVT) / span
+        return _STROKE_DEATHS_AVERTED / _STROKE_GOOD_SPAN
     return 0.0
 
 
