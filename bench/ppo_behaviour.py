@@ -5,7 +5,9 @@ Usage: ``uv run python bench/ppo_behaviour.py runs/train/task4/best.zip --task t
 ``codered_env.factored_ppo``, played greedily on ``CodeRedFactoredEnv``).
 
 Per agent: mean grade, the share of each action type among its decisions, refused decisions, and
-the grade's components (from ``grade()``), to see which part of the job a policy has not learnt.
+the grade's components (from ``grade()``), to see which part of the job a policy has not learnt,
+and the patients' outcomes beside the grade (mean over episodes of the weighted outcome and of
+the expected deaths per 100 patients).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def play(agent_name: str, task_id: str, seed: int) -> dict[str, Any]:
         kinds[action["action_type"]] += 1
         refused += sim.step(action).error is not None
     grade = sim.grade()
-    return {"score": grade["score"], "kinds": kinds, "refused": refused, "components": grade["components"]}
+    return _episode(grade, kinds, refused)
 
 
 def play_factored(policy: Any, task_id: str, seed: int) -> dict[str, Any]:
@@ -48,8 +50,12 @@ def play_factored(policy: Any, task_id: str, seed: int) -> dict[str, Any]:
             action = legal[int(policy(*batch_inputs([obs], [legal]))[0][0].argmax())]
             kinds[env.decode(action)["action_type"]] += 1
             obs, _, done, _, _ = env.step(action)
-    grade = env.sim.grade()
-    return {"score": grade["score"], "kinds": kinds, "refused": 0, "components": grade["components"]}
+    return _episode(env.sim.grade(), kinds, 0)
+
+
+def _episode(grade: dict[str, Any], kinds: Counter[str], refused: int) -> dict[str, Any]:
+    return {"score": grade["score"], "kinds": kinds, "refused": refused, "components": grade["components"],
+            "outcomes": grade["outcomes"]}
 
 
 def load_factored(path: str) -> Any:
@@ -70,6 +76,9 @@ def summarise(name: str, episodes: list[dict[str, Any]]) -> None:
     print(f"{name}: grade {mean(e['score'] for e in episodes):.3f}; decisions/episode "
           f"{total / len(episodes):.1f}; refused {sum(e['refused'] for e in episodes)}; {shares}")
     print(f"    components: {parts}")
+    outcomes = [e["outcomes"] for e in episodes]
+    print(f"    outcomes: weighted outcome {mean(o['weighted_outcome'] for o in outcomes):.3f}, "
+          f"expected deaths per 100 patients {mean(o['deaths_per_100'] for o in outcomes):.2f}")
 
 
 def main() -> None:
