@@ -10,6 +10,9 @@ Measured per round (each the cost of one step, CPU time of this process by defau
                (what every planner rollout pays per decision)
 ``heuristic_view``  the same loop on ``observation_view()`` (the lazy view; checkouts without
                it repeat the dict loop)
+``core_rollout``, ``rollout_view``  ``core`` and ``heuristic_view`` with ``sim.rewards = False``:
+               no step reward, the preview computed only when read, as a planner's rollout
+               plays (checkouts without the switch compute the reward anyway)
 ``gym``        ``gym.make("CodeRedEnv-<task>-v5")`` with masked uniform-random actions,
                resets included
 ``fork``       ``CodeRedSim.fork(seed)`` at steps 10, 20, 35 of the recorded episodes, in
@@ -58,7 +61,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-TARGETS = {"heuristic": 12.0, "heuristic_view": 12.0, "gym": 15.0, "core": 5.0}
+TARGETS = {"heuristic": 12.0, "heuristic_view": 12.0, "rollout_view": 12.0, "gym": 15.0, "core": 5.0,
+           "core_rollout": 5.0}
 FORK_TARGET_STEPS = 2.0
 FORK_AT = (10, 20, 35)
 FORK_PARTS = ("snapshot", "fork_snapshot", "fork_repeat", "per_rollout")
@@ -89,12 +93,15 @@ def _record(task_id: str, seeds: range) -> dict[int, list[Any]]:
     return out
 
 
-def _core(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], float]) -> float:
+def _core(
+    task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], float], rewards: bool = True
+) -> float:
     from codered_env.sim import CodeRedSim
 
     total, steps = 0.0, 0
     for seed, actions in recorded.items():
         sim = CodeRedSim(task_id, seed)
+        sim.rewards = rewards
         start = clock()
         for action in actions:
             sim.step(action)
@@ -103,7 +110,9 @@ def _core(task_id: str, recorded: dict[int, list[Any]], clock: Callable[[], floa
     return total / steps
 
 
-def _heuristic(task_id: str, seeds: range, clock: Callable[[], float], view: bool = False) -> float:
+def _heuristic(
+    task_id: str, seeds: range, clock: Callable[[], float], view: bool = False, rewards: bool = True
+) -> float:
     from codered_env.agents import make_agent
     from codered_env.sim import CodeRedSim
 
@@ -111,6 +120,7 @@ def _heuristic(task_id: str, seeds: range, clock: Callable[[], float], view: boo
     for seed in seeds:
         sim, agent = CodeRedSim(task_id, seed), make_agent("heuristic", seed)
         agent.reset(task_id, seed)
+        sim.rewards = rewards
         observe = sim.observation_view if view and hasattr(sim, "observation_view") else sim.observation
         start = clock()
         while not sim.done:
@@ -190,6 +200,8 @@ def measure(task_id: str, rounds: int, seeds: int, clock: Callable[[], float]) -
         "core": lambda: _core(task_id, recorded, clock),
         "heuristic": lambda: _heuristic(task_id, range(seeds), clock),
         "heuristic_view": lambda: _heuristic(task_id, range(seeds), clock, view=True),
+        "core_rollout": lambda: _core(task_id, recorded, clock, rewards=False),
+        "rollout_view": lambda: _heuristic(task_id, range(seeds), clock, view=True, rewards=False),
         "gym": lambda: _gym(task_id, 1500, clock),
         "fork": lambda: _fork(task_id, recorded, clock),
     }

@@ -304,9 +304,10 @@ class PlannerAgent:
         """The copy a rollout on ``fork_seed`` plays on: from this decision's shared starts (the
         same state as ``branch(sim, fork_seed)``), or ``branch`` itself outside a decision."""
         starts = self._starts
-        if starts is not None and starts.sim is sim:
-            return starts.copy(fork_seed)
-        return self.branch(sim, fork_seed)
+        ours = starts is not None and starts.sim is sim
+        twin = starts.copy(fork_seed) if ours else self.branch(sim, fork_seed)
+        twin.rewards = False  # a rollout reads the final grade alone
+        return twin
 
     def _rollout(self, twin: CodeRedSim) -> float:
         self.rollouts += 1

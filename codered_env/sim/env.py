@@ -23,7 +23,9 @@ Reward
     rewards add up to its final score, which lies in [0.01, 0.99]. The preview charges benefit
     lost minute by minute and values callers no crew has seen by the posterior given their
     reports; the pace factor takes out the fall an expert's preview shows anyway, so the number
-    of decisions a policy takes does not buy discounted return.
+    of decisions a policy takes does not buy discounted return. ``sim.rewards = False`` (a rollout
+    that reads only the final grade, as the planner's) skips it: each step's reward is 0.0 and
+    the preview is computed only when read; the episode is the same.
 Termination
     When every patient is in treatment, treated, released or dead and no call is still to come
     (``end_reason`` "resolved"); when the clock reaches the task's horizon ("horizon"); or when the
@@ -112,8 +114,11 @@ class CodeRedSim:
         self.max_steps = self.task.max_steps
         self.step_count = 0
         self.done = False
-        self.score_preview = 0.0
-        self.potential = 0.0  # what the step reward is the change of
+        # False: steps skip the step reward (0.0) and the preview is computed only when read (a
+        # rollout that reads just the final grade: the preview is most of a step's cost)
+        self.rewards = True
+        self._preview: float | None = 0.0  # the running score preview now (None: not computed yet)
+        self._potential: float | None = 0.0  # what the step reward is the change of
         self.last_error: str | None = None
         self.action_log: list[Any] = []
         self._events: list[str] = list(self.world.events)
@@ -140,6 +145,7 @@ class CodeRedSim:
     def step(self, action: object) -> StepResult:
         if self.done:
             return StepResult(0.0, True, "the episode is over; reset to start a new one", 0)
+        previous = self.potential if self.rewards else None  # read before the world moves
         world = self.world
         clock_before = world.clock
         world.events, world.notable, world.query_result = [], False, None
@@ -158,15 +164,24 @@ class CodeRedSim:
             self.end_reason = reason
             self._finish()
         self._events = world.events
-        previous = self.potential
-        final = self._final_score
-        if final is None:
-            self.score_preview = preview_score(world, self._score_memo)
-            self.potential = potential(self.task.task_id, world.clock, self.score_preview)
-        else:
-            self.score_preview = self.potential = final
+        self._preview = self._potential = self._final_score
         self.last_minutes = world.clock - clock_before
-        return StepResult(self.potential - previous, self.done, error, self.last_minutes)
+        reward = 0.0 if previous is None else self.potential - previous
+        return StepResult(reward, self.done, error, self.last_minutes)
+
+    @property
+    def score_preview(self) -> float:
+        """The running score preview (rubric.py) of the world now; the final score once done."""
+        if self._preview is None:
+            self._preview = preview_score(self.world, self._score_memo)
+        return self._preview
+
+    @property
+    def potential(self) -> float:
+        """What the step reward is the change of: the preview times the pace factor (pace.py)."""
+        if self._potential is None:
+            self._potential = potential(self.task.task_id, self.world.clock, self.score_preview)
+        return self._potential
 
     def _end_reason(self) -> str | None:
         if self.world.resolved():
@@ -193,7 +208,7 @@ class CodeRedSim:
         """End the episode now: the world plays on without decisions, then the final grade."""
         if not self.done:
             self.end_reason = "stopped"
-            self.score_preview = self.potential = self._finish()
+            self._preview = self._potential = self._finish()
             self._events = self.world.events
 
     def _finish(self) -> float:
@@ -251,7 +266,7 @@ class CodeRedSim:
             step=self.step_count,
             max_steps=self.max_steps,
             done=self.done,
-            preview=self.score_preview,
+            preview=lambda: self.score_preview,
             last_error=self.last_error,
             events=self._events,
             minutes=self.last_minutes,
@@ -260,8 +275,8 @@ class CodeRedSim:
     def observation_view(self) -> ObservationView:
         """The observation as a read-only mapping whose parts are built when first read; equal
         to ``observation()`` when read whole, valid until the next step."""
-        ctx = StepContext(self.step_count, self.max_steps, self.done, self.score_preview, self.last_error,
-                          self._events, self.last_minutes)
+        ctx = StepContext(self.step_count, self.max_steps, self.done, lambda: self.score_preview,
+                          self.last_error, self._events, self.last_minutes)
         return ObservationView(self.world, ctx, self._view_memo)
 
     def render_text(self) -> str:

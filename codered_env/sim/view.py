@@ -39,7 +39,7 @@ class StepContext(NamedTuple):
     step: int
     max_steps: int
     done: bool
-    preview: float
+    preview: Callable[[], float]  # the running score preview, computed when the part is read
     last_error: str | None
     events: list[str]
     minutes: int = 0  # simulated minutes the last decision took
@@ -65,7 +65,7 @@ _PARTS: dict[str, Callable[[World, StepContext], Any]] = {
     "events": lambda w, c: list(c.events),
     "mutual_aid": lambda w, c: mutual_aid_state(w),
     "query_result": lambda w, c: w.query_result,
-    "score_preview": lambda w, c: c.preview,
+    "score_preview": lambda w, c: c.preview(),
     "last_action_error": lambda w, c: c.last_error,
     "legal_actions": lambda w, c: {} if c.done else legal_actions(w),
 }
@@ -86,7 +86,7 @@ def build_observation(
     step: int,
     max_steps: int,
     done: bool,
-    preview: float,
+    preview: Callable[[], float],
     last_error: str | None,
     events: list[str],
     minutes: int = 0,
