@@ -61,11 +61,13 @@ def truth_copy(sim: CodeRedSim) -> CodeRedSim:
 
 
 def play_through(sim: CodeRedSim, agent: Any) -> tuple[list[dict[str, Any]], float]:
-    """Play ``agent`` on ``sim`` to the end as ``runner.run_episode`` does: actions and score."""
+    """Play ``agent`` on ``sim`` to the end as ``runner.run_episode`` does: actions and score
+    (on the lazy observation view, without step rewards: the plays are compared by their grade)."""
     agent.reset(sim.task.task_id, sim.seed)
+    sim.rewards = False
     actions = []
     while not sim.done and sim.step_count < sim.max_steps:
-        actions.append(agent.act(sim.observation()))
+        actions.append(agent.act(sim.observation_view()))
         sim.step(actions[-1])
     sim.finish()
     return actions, float(sim.grade()["score"])

@@ -82,7 +82,7 @@ def _key(action: dict[str, Any]) -> str:
     return json.dumps(action, sort_keys=True)
 
 
-def observation_digest(obs: dict[str, Any]) -> tuple:
+def observation_digest(obs: Mapping[str, Any]) -> tuple:
     """What must agree between the replica and the episode the agent is really playing."""
     return (
         obs.get("task_id"),
@@ -201,6 +201,8 @@ class PlannerAgent:
         """``city``: the name of the episode's city; an episode's first observation names it too,
         and the replica is rebuilt there if it differs (``_follow_city``)."""
         self._sim = CodeRedSim(task_id, seed, city=city) if city_by_key(city) is not None else None
+        if self._sim is not None:
+            self._sim.rewards = False  # the replica is compared and forked, never rewarded
         self._base = self.base_policy(self._sim)
         self._base.reset(task_id, seed)
         self._pending = None
@@ -228,7 +230,7 @@ class PlannerAgent:
         self._catch_up()
         proposal = self._base.act(obs)
         sim = self._sim
-        if sim is None or sim.done or observation_digest(sim.observation()) != observation_digest(obs):
+        if sim is None or sim.done or observation_digest(sim.observation_view()) != observation_digest(obs):
             self._sim = None  # out of sync: the heuristic plays on alone
             return proposal
         self.decisions += 1

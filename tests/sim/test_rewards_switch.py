@@ -59,5 +59,5 @@ def test_the_planner_rolls_out_without_rewards() -> None:
     planner = PlannerAgent(20001)
     planner.reset("task2", 20001)
     twin = planner._rollout_start(sim, 7)
-    assert twin.rewards is False and sim.rewards is True
+    assert twin.rewards is False and sim.rewards is True and planner._sim.rewards is False
     assert twin.step({"action_type": "maintain_plan"}).reward == 0.0
