@@ -12,18 +12,22 @@ from codered_env.sim import CodeRedSim
 SEEDS = (2300, 2301)  # of their own
 
 
-def _play(task_id: str, seed: int, rewards_from: int | None) -> tuple[CodeRedSim, list[float], list[float]]:
+def _play(
+    task_id: str, seed: int, rewards_from: int | None, read_at: frozenset[int] | None = None
+) -> tuple[CodeRedSim, list[float], dict[int, float]]:
     """The heuristic, with rewards off until step ``rewards_from`` (None: off throughout);
-    returns the episode, its rewards and the previews it showed."""
+    returns the episode, its rewards and the previews read after the steps in ``read_at``
+    (None: after every step)."""
     sim, agent = CodeRedSim(task_id, seed), make_agent("heuristic", seed)
     agent.reset(task_id, seed)
     sim.rewards = rewards_from == 0
-    rewards, previews = [], []
+    rewards, previews = [], {}
     while not sim.done:
         if rewards_from is not None and sim.step_count == rewards_from:
             sim.rewards = True
         rewards.append(sim.step(agent.act(sim.observation_view())).reward)
-        previews.append(sim.score_preview)
+        if read_at is None or sim.step_count in read_at:
+            previews[sim.step_count] = sim.score_preview
     return sim, rewards, previews
 
 
@@ -36,6 +40,11 @@ def test_the_episode_is_the_same_without_rewards(task_id: str) -> None:
         assert lazy.grade() == eager.grade()
         assert lazy_previews == previews  # computed when read, the same values
         assert set(no_rewards) == {0.0} and any(rewards)
+        # previews skipped for many steps, then read: the same as if read all along
+        sparse = frozenset(range(7, len(rewards) + 1, 7))
+        unread, _, sparse_previews = _play(task_id, seed, None, sparse)
+        assert unread.action_log == eager.action_log and unread.grade() == eager.grade()
+        assert sparse_previews == {step: previews[step] for step in sparse}
 
 
 def test_rewards_switched_on_add_up_from_there() -> None:
