@@ -12,16 +12,17 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# deaths first: a patient's weight adds DEATH_WEIGHT x the deaths a unit of outcome averts
-# (docs/MODEL.md §8): every task's scores, rewards and pace table moved (CHANGELOG.md)
-DIGEST_VERSION = "0.3.0"
+# casualties the play caused enter the grade by their loss alone, and a caller counts for
+# dispatch_wait within the preview's window (docs/MODEL.md §8): task3-5 grades, rewards and the
+# task4/5 pace moved; task1/2 episodes are unchanged (CHANGELOG.md)
+DIGEST_VERSION = "0.3.1"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "f13ecb90ae15cc8b",
     "task2": "082c6049539db8b8",
-    "task3": "91f589c1578a99c7",
-    "task4": "911fcb5a6a62dfa2",
-    "task5": "a0f7d4d21d7e1cbb",
+    "task3": "89bf1c03a8c36d54",
+    "task4": "140d4dde99c6871f",
+    "task5": "0404c4d0ddaa7d31",
 }
 
 

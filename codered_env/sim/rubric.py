@@ -316,10 +316,23 @@ def _entries(world: World, final: bool,
         settled = memo.setdefault("settled", {})
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
                    else _known_entry(world, p, False) for p in known]
+    caused = caused_patients(world, memo)
+    if caused:
+        entries = [_as_loss(e) if p.patient_id in caused else e for p, e in zip(known, entries, strict=True)]
     if not final:
-        unseen = _by_calls(world, memo, _unseen_callers)
-        entries += [_caller_entry(world, call, first) for call, first in unseen]
+        for call, first in _by_calls(world, memo, _unseen_callers):
+            entry = _caller_entry(world, call, first)
+            entries.append(_as_loss(entry) if call.patient_id in caused else entry)
     return known, entries
+
+
+def _as_loss(entry: _Entry) -> _Entry:
+    """A patient the play brought about (``caused_patients``) enters by what they lost alone: each
+    credit as its shortfall from full, with no mass or stake in the shares' bases, so no component
+    can rise with a casualty the play caused, however well treated (as ``clinical_outcomes``)."""
+    w, load_w = entry.w, entry.load_w
+    return entry._replace(n=0.0, reached=0.0, w=0.0, wk=entry.wk - w, wv=entry.wv - w,
+                          prep_wkr=entry.prep_wkr - w, load_w=0.0, load_wd=entry.load_wd - load_w)
 
 
 def _unseen_callers(world: World) -> list[tuple[Call, int]]:
@@ -350,9 +363,7 @@ def _by_calls(world: World, memo: dict[str, Any] | None, read: Callable[[World],
 
 
 def _add_up(entries: list[_Entry]) -> _Entry:
-    if not entries:
-        return _ZERO
-    return _Entry(*map(sum, zip(*entries, strict=True)))
+    return _Entry(*map(sum, zip(*entries, strict=True))) if entries else _ZERO
 
 
 # ---------------------------------------------------------------- episode-level terms
@@ -400,7 +411,7 @@ def _triage_mean(world: World) -> float:
 def _cascade(world: World, total: _Entry, memo: dict[str, Any] | None) -> float:
     response = _less_secondary_shortfall(total, total.sec_r)
     events = sum(h.overcrowding_events for h in world.hospitals.values())
-    delivered = total.load_wd / total.load_w if total.load_w else 0.0
+    delivered = max(0.0, _ratio(total.load_wd, total.load_w))
     subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
     if world.task.phase == 2:
         news = NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0
@@ -446,13 +457,13 @@ def _less_secondary_shortfall(total: _Entry, secondary_credit: float) -> float:
 def _components(world: World, total: _Entry, waste: float,
                 memo: dict[str, Any] | None) -> dict[str, float | None]:
     cascades = world.task.cascades
-    time_score = max(0.0, _ratio(total.wk, total.w))  # deaths before care can take it below 0
+    time_score = max(0.0, _ratio(total.wk, total.w))  # deaths before care, casualties caused: below 0
     return {
         "time_score": time_score,
         "efficiency": time_score * math.exp(-waste / max(1.0, total.n)),
         "secondary_harm": _less_secondary_shortfall(total, total.sec_wg) if cascades else None,
         "prep_ready": max(0.0, _ratio(total.prep_wkr, total.w)),
-        "vitals_score_avg": _ratio(total.wv, total.w),
+        "vitals_score_avg": max(0.0, _ratio(total.wv, total.w)),
         "cascade_score": _cascade(world, total, memo) if cascades else None,
     }
 
@@ -537,12 +548,16 @@ def clinical_outcomes(
     }
 
 
-def caused_patients(world: World) -> frozenset[str]:
+def caused_patients(world: World, memo: dict[str, Any] | None = None) -> frozenset[str]:
     """The patients the play brought about: a news cycle's surge (their calls carry ``surge``)
-    and an escalation's bystander."""
-    surge = frozenset(c.patient_id for c in world.calls.values() if c.surge)
+    and an escalation's bystander (``memo``: the preview's, see ``_by_calls``)."""
+    surge = _by_calls(world, memo, _surge_callers)
     escalation = world.escalation_casualty
     return surge | {escalation} if escalation else surge
+
+
+def _surge_callers(world: World) -> frozenset[str]:
+    return frozenset(c.patient_id for c in world.calls.values() if c.surge)
 
 
 def _clamp(raw: float, final: bool) -> float:

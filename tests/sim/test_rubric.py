@@ -368,8 +368,9 @@ def test_invalid_action_lowers_efficiency(task_id: str) -> None:
     assert g_bad["penalties"]["invalid_action"] == g_ref["penalties"].get("invalid_action", 0) + 1
     eff_ref, eff_bad = g_ref["components"]["efficiency"], g_bad["components"]["efficiency"]
     assert eff_ref > 0
-    # waste per scored patient discounts the benefit delivered: exp(-penalty / patients)
-    expected = eff_ref * math.exp(-PENALTY["invalid_action"] / len(g_ref["patients"]))
+    # waste per scored patient (those the play caused aside) discounts the benefit delivered
+    base = sum(not p["caused"] for p in g_ref["patients"])
+    expected = eff_ref * math.exp(-PENALTY["invalid_action"] / base)
     assert eff_bad == pytest.approx(expected, abs=2e-4)
     assert g_bad["score"] < g_ref["score"]
     assert {k: v for k, v in g_bad["components"].items() if k != "efficiency"} == {
@@ -633,6 +634,33 @@ def test_an_escalation_bystander_counts_in_the_deaths_not_in_the_hundred() -> No
     while not attended.done:
         attended.step(agent.act(attended.observation()))
     assert attended.world.escalation_casualty is None
+
+
+def test_a_casualty_the_play_caused_can_only_lower_the_grade() -> None:
+    """The bystander an incident left unattended injures enters the grade by what they lost alone:
+    treated well, they cannot raise a component (as a share they diluted the losses of the others:
+    every dispatch held 15 min outscored serving P1 and P2 only on task3, with 1.4 more expected
+    deaths per 100)."""
+    from codered_env.sim.rubric import grade
+
+    sim = CodeRedSim("task3", 0)
+    agent = make_agent("heuristic", 0)
+    agent.reset("task3", 0)
+    while not sim.done:
+        action = agent.act(sim.observation())
+        held = sim.clock < 25 and action["action_type"] == "dispatch_ambulance"
+        sim.step(act("query_or_status", hospital_id="H1") if held else action)
+    sim.finish()
+    bystander = sim.world.escalation_casualty
+    assert bystander is not None and sim.world.patients[bystander].treatment_start is not None
+    without = copy.deepcopy(sim.world)
+    without.escalation_casualty = None
+    del without.patients[bystander]
+    with_them, alone = grade(sim.world, True), grade(without, True)
+    for key, value in with_them["components"].items():
+        assert value <= alone["components"][key], key
+    assert with_them["components"]["time_score"] < alone["components"]["time_score"]
+    assert with_them["outcomes"]["deaths_per_100"] >= alone["outcomes"]["deaths_per_100"]
 
 
 def _heuristic_then_wait(task_id: str, seed: int, decisions: int) -> CodeRedSim:

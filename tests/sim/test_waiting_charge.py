@@ -72,6 +72,23 @@ def test_nothing_is_charged_while_no_crew_that_could_answer_is_free() -> None:
     assert _charged(world) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(("task_id", "window"), [("task1", UNREACHED_PATIENT_WINDOW_MIN),
+                                                  ("task4", UNSEEN_CALLER_WINDOW_MIN)])
+def test_a_caller_counts_only_while_a_response_could_still_keep_their_value(task_id: str, window: int) -> None:
+    """Past the preview's window the abandonment is charged by the caller's outcome alone: a
+    process charge that ran the whole horizon outweighed more than one expected death per 100."""
+    world = copy.deepcopy(CodeRedSim(task_id, 0).world)
+    first = min(p.appeared_at for p in world.patients.values() if p.visible or task_id == "task4")
+    world.clock = first + window - 1
+    charge_waiting(world)
+    inside = _charged(world)
+    assert inside > 0.0
+    world.ledger.clear()
+    world.clock = first + window
+    charge_waiting(world)
+    assert _charged(world) < inside, "the first caller no longer counts past their window"
+
+
 def test_a_pending_call_counts_the_chance_a_free_crew_could_answer_it() -> None:
     world = copy.deepcopy(CodeRedSim("task4", 0).world)
     (call,) = [c for c in world.calls.values() if c.status == "pending"]

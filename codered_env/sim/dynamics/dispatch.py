@@ -13,6 +13,8 @@ from ..params import (
     LIGHTS_AND_SIRENS_FACTOR,
     NON_URGENT_FACTOR,
     NON_URGENT_TURNOUT_MIN,
+    UNREACHED_PATIENT_WINDOW_MIN,
+    UNSEEN_CALLER_WINDOW_MIN,
     UNTRIAGED_RESPONSE,
 )
 from ..triage import report_priority_posterior
@@ -87,7 +89,8 @@ def charge_waiting(world: World) -> None:
     free counts the chance, given what the dispatcher knows (``priority_chances``), that it could:
     an ALS crew for an immediate (P1) need, any crew for P2 or P3. Holding a response back costs
     from its first minute; waiting for the right kind of crew while only the other is free does
-    not."""
+    not. A caller counts while a response could still keep their value (the preview's windows,
+    ``waiting_counts``); past it, their outcome alone charges the abandonment."""
     free = als_free = False
     for amb in world.ambulances.values():
         if amb.status in DISPATCHABLE:
@@ -100,14 +103,24 @@ def charge_waiting(world: World) -> None:
     waiting = 0.0
     if world.task.phase == 1:  # known patients; in phase 2 every patient comes with a call
         for p in world.patients.values():
-            if p.status == "awaiting_unit" and p.visible:
+            if p.status == "awaiting_unit" and p.visible and waiting_counts(world, p.appeared_at):
                 waiting += _answerable(priority_chances(p, None), als_free)
     else:
+        patients = world.patients  # a patient appears at their first call, the window's start
         for call in itertools.islice(world.calls.values(), world.first_pending, None):
-            if call.status == "pending":  # a callback comes only after its first call was closed
+            # a callback comes only after its first call was closed
+            if call.status == "pending" and waiting_counts(world, patients[call.patient_id].appeared_at):
                 waiting += _answerable(report_priority_posterior(call.report), als_free)
     if waiting:
         world.count("dispatch_wait", waiting)
+
+
+def waiting_counts(world: World, first_call: int) -> bool:
+    """A caller first known at ``first_call`` still counts for ``dispatch_wait``: within the window
+    over which the preview's hope for them falls to 0 (``UNSEEN_CALLER_WINDOW_MIN`` after a call's
+    first ring, ``UNREACHED_PATIENT_WINDOW_MIN`` for a phase-1 patient)."""
+    window = UNREACHED_PATIENT_WINDOW_MIN if world.task.phase == 1 else UNSEEN_CALLER_WINDOW_MIN
+    return world.clock - first_call < window
 
 
 def _answerable(chances: dict[str, float], als_free: bool) -> float:
