@@ -40,8 +40,8 @@ Usage::
     uv run python bench/bench_targets.py                    # 9 rounds on task5, markdown
     uv run python bench/bench_targets.py --rounds 15 --wall # wall time instead of CPU time
     uv run python bench/bench_targets.py --json             # raw medians (used by --compare)
-    uv run python bench/bench_targets.py --compare /work/main   # also another checkout, alternating runs
-    uv run python bench/bench_targets.py --compare /work/main --runs 8 --rounds 16  # a busy machine
+    uv run python bench/bench_targets.py --compare ../other   # also another checkout, alternating runs
+    uv run python bench/bench_targets.py --compare ../other --runs 8 --rounds 16  # a busy machine
 """
 
 from __future__ import annotations

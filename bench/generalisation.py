@@ -291,7 +291,7 @@ def main() -> None:
     parser.add_argument("--test-cities", type=int, default=24)
     parser.add_argument("--prakashnagar-seeds", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--artifacts", default="/work/artifacts/general")
+    parser.add_argument("--artifacts", default="runs/generalisation")  # git-ignored
     parser.add_argument("--out", type=Path, default=ROOT / "docs/results/generalisation.md")
     args = parser.parse_args()
     machine, started = _machine(), time.monotonic()

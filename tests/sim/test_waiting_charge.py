@@ -74,7 +74,7 @@ def test_nothing_is_charged_while_no_crew_that_could_answer_is_free() -> None:
 
 @pytest.mark.parametrize(("task_id", "window"), [("task1", UNREACHED_PATIENT_WINDOW_MIN),
                                                   ("task4", UNSEEN_CALLER_WINDOW_MIN)])
-def test_a_caller_counts_only_while_a_response_could_still_keep_their_value(task_id: str, window: int) -> None:
+def test_a_caller_counts_only_while_a_response_could_keep_their_value(task_id: str, window: int) -> None:
     """Past the preview's window the abandonment is charged by the caller's outcome alone: a
     process charge that ran the whole horizon outweighed more than one expected death per 100."""
     world = copy.deepcopy(CodeRedSim(task_id, 0).world)
