@@ -22,7 +22,7 @@ EXPECTED: dict[str, str] = {
     "task2": "082c6049539db8b8",
     "task3": "89bf1c03a8c36d54",
     "task4": "140d4dde99c6871f",
-    "task5": "0404c4d0ddaa7d31",
+    "task5": "848e98d4d0da0542",
 }
 
 

@@ -316,20 +316,24 @@ def _entries(world: World, final: bool,
         settled = memo.setdefault("settled", {})
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
                    else _known_entry(world, p, False) for p in known]
-    caused = caused_patients(world, memo)
+    caused = caused_patients(world) if final else _caused_in_view(world)
     if caused:
         entries = [_as_loss(e) if p.patient_id in caused else e for p, e in zip(known, entries, strict=True)]
     if not final:
-        for call, first in _by_calls(world, memo, _unseen_callers):
-            entry = _caller_entry(world, call, first)
-            entries.append(_as_loss(entry) if call.patient_id in caused else entry)
+        entries += [_caller_entry(world, c, first) for c, first in _by_calls(world, memo, _unseen_callers)]
     return known, entries
 
 
+def _caused_in_view(world: World) -> frozenset[str]:
+    """The caused patients the preview may name: the bystander once in view (an alert announces
+    them); which callers a news cycle brought is not shown, so they count as any caller."""
+    bystander = world.patients.get(world.escalation_casualty or "")  # spawns the minute after
+    return frozenset((bystander.patient_id,)) if bystander and bystander.visible else frozenset()
+
+
 def _as_loss(entry: _Entry) -> _Entry:
-    """A patient the play brought about (``caused_patients``) enters by what they lost alone: each
-    credit as its shortfall from full, with no mass or stake in the shares' bases, so no component
-    can rise with a casualty the play caused, however well treated (as ``clinical_outcomes``)."""
+    """A patient the play brought about (``caused_patients``) enters by their loss alone: each credit
+    as its shortfall from full, no mass or stake in the bases (as ``clinical_outcomes``)."""
     w, load_w = entry.w, entry.load_w
     return entry._replace(n=0.0, reached=0.0, w=0.0, wk=entry.wk - w, wv=entry.wv - w,
                           prep_wkr=entry.prep_wkr - w, load_w=0.0, load_wd=entry.load_wd - load_w)
@@ -548,16 +552,12 @@ def clinical_outcomes(
     }
 
 
-def caused_patients(world: World, memo: dict[str, Any] | None = None) -> frozenset[str]:
+def caused_patients(world: World) -> frozenset[str]:
     """The patients the play brought about: a news cycle's surge (their calls carry ``surge``)
-    and an escalation's bystander (``memo``: the preview's, see ``_by_calls``)."""
-    surge = _by_calls(world, memo, _surge_callers)
+    and an escalation's bystander."""
+    surge = frozenset(c.patient_id for c in world.calls.values() if c.surge)
     escalation = world.escalation_casualty
     return surge | {escalation} if escalation else surge
-
-
-def _surge_callers(world: World) -> frozenset[str]:
-    return frozenset(c.patient_id for c in world.calls.values() if c.surge)
 
 
 def _clamp(raw: float, final: bool) -> float:

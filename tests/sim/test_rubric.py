@@ -663,6 +663,23 @@ def test_a_casualty_the_play_caused_can_only_lower_the_grade() -> None:
     assert with_them["outcomes"]["deaths_per_100"] >= alone["outcomes"]["deaths_per_100"]
 
 
+def test_the_preview_cannot_tell_a_news_cycle_caller_from_any_other() -> None:
+    """Which callers a news cycle brought is not shown, so the running score (and the reward) values
+    them as any caller; the final grade, on the truth, counts them by their loss alone."""
+    from codered_env.sim.rubric import grade, preview_score
+
+    sim = CodeRedSim("task5", 0)
+    for _ in range(15):
+        sim.step(act("query_or_status", hospital_id="H1"))
+    unseen = [c for c in sim.world.calls.values() if not sim.world.patients[c.patient_id].visible]
+    assert unseen, "callers no crew has reached"
+    surge = copy.deepcopy(sim.world)
+    surge.calls[unseen[0].call_id].surge = True
+    assert preview_score(surge) == preview_score(sim.world)
+    truth = grade(surge, True)["waste_per_patient"], grade(sim.world, True)["waste_per_patient"]
+    assert truth[0] > truth[1], "the final grade leaves a caller the play caused out of the base"
+
+
 def _heuristic_then_wait(task_id: str, seed: int, decisions: int) -> CodeRedSim:
     """The heuristic for ``decisions`` decisions, then only waiting: bleeding callers die untreated."""
     sim = CodeRedSim(task_id, seed)
