@@ -6,9 +6,10 @@ about to lapse."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.outcome import stake
 from ..sim.params import (
     CATH_LAB_PREP_RANGE,
     OR_PREP_MIN_BY_TIER,
@@ -25,6 +26,16 @@ ON_SCENE = frozenset(("on_scene",))
 BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
 
 
+class Candidate(NamedTuple):
+    """A patient to assign: minus their regret, id, best hospital, row and hospital scores."""
+
+    neg_regret: float
+    patient_id: str
+    best: str
+    row: Row
+    scores: dict[str, float]
+
+
 class DestinationRule:
     """Rule 4 of ``HeuristicAgent`` (a mixin: it reads rows through the agent's ``_rows``)."""
 
@@ -38,11 +49,13 @@ class DestinationRule:
         raise NotImplementedError
 
     def _assign(self, obs, legal, net):
-        """Assign first the patient who loses most if their best hospital is not free (regret).
-        A patient whose best hospital is on a diversion that lapses before they could leave for
-        it waits for it (``_waiting_for_reopening``); if their crew leaves first, for the
-        nearest open ED, they are rerouted once the diversion lapses. A patient bound for a
-        hospital that has gone on diversion, or that cannot treat them, is assigned again."""
+        """Assign first the patient who loses most if their best hospital is not free (regret),
+        unless another patient, competing for the same room with another procedure, keeps more
+        for the pair when assigned first (``_first_by_joint_benefit``). A patient whose best
+        hospital is on a diversion that lapses before they could leave for it waits for it
+        (``_waiting_for_reopening``); if their crew leaves first, for the nearest open ED, they
+        are rerouted once the diversion lapses. A patient bound for a hospital that has gone on
+        diversion, or that cannot treat them, is assigned again."""
         waiting = self._waiting_for_reopening
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         unassigned = []
@@ -58,7 +71,7 @@ class DestinationRule:
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
         self._repairs = RepairsOnDemand(obs)
-        ranked = []
+        ranked: list[Candidate] = []
         for p in unassigned:
             pid = p["patient_id"]
             scores = self._hospital_scores(p, hospitals, inbound, net)
@@ -71,9 +84,41 @@ class DestinationRule:
                 continue
             ordered = sorted(scores.values(), reverse=True)
             regret = ordered[0] - (ordered[1] if len(ordered) > 1 else 0.0)
-            ranked.append((-regret, pid, best))
-        for _, pid, best in sorted(ranked):
-            yield {"action_type": "assign_hospital", "patient_id": pid, "hospital_id": best}
+            ranked.append(Candidate(-regret, pid, best, p, scores))
+        ranked.sort(key=lambda c: (c.neg_regret, c.patient_id))
+        if len(ranked) > 1:
+            ranked.insert(0, ranked.pop(self._first_by_joint_benefit(ranked, hospitals, inbound, net)))
+        for c in ranked:
+            yield {"action_type": "assign_hospital", "patient_id": c.patient_id, "hospital_id": c.best}
+
+    def _first_by_joint_benefit(self, ranked: list[Candidate], hospitals, inbound, net) -> int:
+        """Index of the patient to assign first: the regret leader, unless another patient best
+        bound for the same hospital needs a different procedure there (one room may do both)
+        and the pair keeps more stake-weighted benefit when that one claims it first."""
+        lead = 0
+        for index, other in enumerate(ranked[1:], 1):
+            current = ranked[lead]
+            if other.best != current.best or not _different_procedures(current, other, hospitals):
+                continue
+            if self._pair_value(other, current, hospitals, inbound, net) > self._pair_value(
+                current, other, hospitals, inbound, net
+            ):
+                lead = index
+        return lead
+
+    def _pair_value(self, first: Candidate, second: Candidate, hospitals, inbound, net) -> float:
+        """Stake-weighted benefit of two patients when ``first`` claims its best hospital (its
+        procedure queued there) and ``second`` then goes where it keeps most."""
+        procedure = CONDITIONS[first.row["condition"]].care_at(hospitals[first.best]["tier"]).procedure
+        users = self._lab_users.setdefault(first.best, [])
+        users.append(procedure)
+        claimed = {**inbound, first.best: inbound.get(first.best, 0) + 1}
+        try:
+            then = self._hospital_scores(second.row, hospitals, claimed, net)
+        finally:
+            users.pop()
+        kept_first = _stake(first.row) * first.scores[first.best]
+        return kept_first + _stake(second.row) * max(then.values(), default=0.0)
 
     @staticmethod
     def _must_reroute(p: Row, bound: Row) -> bool:
@@ -219,3 +264,17 @@ class DestinationRule:
             )
             start = max(start, ready_from + (rooms.repair_min or 0) + prep + care.room_min)
         return start
+
+
+def _stake(p: Row) -> float:
+    """What the patient's outcome weighs (``sim.outcome.stake``), from their condition and the
+    minutes from onset to the call."""
+    return stake(p["condition"], p["minutes_since_onset"] - p["minutes_since_call"])
+
+
+def _different_procedures(one: Candidate, other: Candidate, hospitals: dict[str, Row]) -> bool:
+    """Both patients need a procedure at ``one.best``, and not the same one."""
+    tier = hospitals[one.best]["tier"]
+    cares = [CONDITIONS[c.row["condition"]].care_at(tier) for c in (one, other)]
+    procedures = [care.procedure if care is not None else None for care in cares]
+    return all(procedures) and procedures[0] != procedures[1]

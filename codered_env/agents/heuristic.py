@@ -19,7 +19,10 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    is a diverted one whose diversion lapses before they could leave for it (their crew's scene
    time, or their arrival where they are bound) waits for it, rerouted if the crew has left.
    A patient bound for a hospital that has since gone on diversion, or that cannot treat them,
-   is assigned again.
+   is assigned again. First assigned: the patient who loses most if their best hospital is
+   taken (regret), unless another patient best bound for the same hospital needs a different
+   procedure there (one room doing both, say thrombectomy and the cath lab) and the two keep
+   more stake-weighted benefit (``sim.outcome.stake``) when that one claims it first.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
    specialist at the destination. A caller whose report names a condition needing a specialist
