@@ -63,6 +63,16 @@ def test_a_hold_delays_the_dispatch_by_its_minutes() -> None:
     assert first_dispatch("hold-dispatch-15") == first_dispatch("heuristic") + 15
 
 
+def test_a_level_hold_holds_only_those_levels() -> None:
+    agent = POLICIES["hold-dispatch-P3-10"].build(0)
+    agent.reset("task4", 0)
+    agent._now = 30
+    assert not agent._dispatch_held({"id": "C1", "priority": "P1"})
+    assert agent._dispatch_held({"id": "C2", "priority": "P3"})
+    agent._now = 40
+    assert not agent._dispatch_held({"id": "C2", "priority": "P3"})  # released after its 10 minutes
+
+
 def test_the_new_kinds_do_what_their_names_say() -> None:
     triaged = {name: [a for a in _actions(name, "task4", 11, 40) if a["action_type"] == "triage_call"]
                for name in ("random-triage", "P1-or-advice", "triage-then-ignore")}

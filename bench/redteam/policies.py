@@ -53,6 +53,7 @@ class Twist:
     """What a red-team agent does differently from the heuristic (the defaults: nothing)."""
 
     hold_dispatch: int = 0  # minutes a job waits after the heuristic would first dispatch it
+    hold_levels: tuple[str, ...] = ("P1", "P2", "P3")  # the levels of the jobs ``hold_dispatch`` holds
     hold_assign: int = 0  # minutes a patient waits for a hospital after the heuristic would assign
     hold_prep: int = 0  # minutes every preparation (OR, page, pre-emption, blood, typing) waits
     hold_triage: int = 0  # minutes a call waits to be triaged
@@ -171,7 +172,11 @@ class RedTeamAgent(HeuristicAgent):
             jobs.sort(key=lambda j: (eta[j["id"]], j["id"]))
         elif twist.order == "random":
             Random(f"order:{self.seed}:{self._now}").shuffle(jobs)
-        return [job for job in jobs if not self._held("dispatch", job["id"], twist.hold_dispatch)]
+        return [job for job in jobs if not self._dispatch_held(job)]
+
+    def _dispatch_held(self, job: dict[str, Any]) -> bool:
+        twist = self.twist
+        return job["priority"] in twist.hold_levels and self._held("dispatch", job["id"], twist.hold_dispatch)
 
     def _pick_unit(self, pools, job, net):
         mode = self.twist.units
@@ -459,6 +464,10 @@ def _family() -> list[Policy]:
         replace(_twisted("keyword-triage+hold-dispatch-2", Twist(triage="keyword", hold_dispatch=2),
                          "keyword-triage", 2), default=False),
         _twisted("best-guess+nearest-unit", Twist(triage="best-guess", units="nearest")),
+        # named only: low-acuity jobs held while crews stay free for the next call (docs/MODEL.md §8.8)
+        *(replace(_twisted(f"hold-dispatch-{'+'.join(levels)}-{k}",
+                           Twist(hold_dispatch=k, hold_levels=levels), "heuristic", k), default=False)
+          for levels, k in ((("P3",), 10), (("P3",), 20), (("P2", "P3"), 10))),
         # padding: the same care in more decisions (one-minute queries instead of waits), which a
         # return discounted per decision must not reward
         _twisted("pad-waits", Twist(pad=True)),
