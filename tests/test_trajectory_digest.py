@@ -13,7 +13,7 @@ from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
 # the heuristic orders patients competing for one room with different procedures by what the
-# pair keeps (docs/MODEL.md, the heuristic): task5's pace moved, so its rewards; task1-4
+# pair keeps (agents/heuristic.py, rule 4): task5's pace moved, so its rewards; task1-4
 # episodes are unchanged (CHANGELOG.md)
 DIGEST_VERSION = "0.3.2"
 SEEDS = (1000, 1001)
