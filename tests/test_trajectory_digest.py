@@ -12,17 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# the heuristic orders patients competing for one room with different procedures by what the
-# pair keeps (agents/heuristic.py, rule 4): task5's pace moved, so its rewards; task1-4
-# episodes are unchanged (CHANGELOG.md)
-DIGEST_VERSION = "0.3.2"
+# an overcrowding diversion costs cascade_score's load term 0.1, not 0.5 (params.py): task3 and
+# task5 scores, pace and rewards moved; task1, task2 and task4 episodes are unchanged (CHANGELOG.md)
+DIGEST_VERSION = "0.3.3"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "f13ecb90ae15cc8b",
     "task2": "082c6049539db8b8",
-    "task3": "89bf1c03a8c36d54",
+    "task3": "ceb1f27515458bd9",
     "task4": "140d4dde99c6871f",
-    "task5": "9bdc436bd5be007b",
+    "task5": "e33772887530b170",
 }
 
 
