@@ -12,16 +12,17 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# an overcrowding diversion costs cascade_score's load term 0.1, not 0.5 (params.py): task3 and
-# task5 scores, pace and rewards moved; task1, task2 and task4 episodes are unchanged (CHANGELOG.md)
+# cascade_score's load and triage parts are gated on the benefit kept, an overcrowding diversion
+# costs the load part 0.1 (rubric._cascade): task3 and task5 scores, pace and rewards moved; task1,
+# task2 and task4 episodes are unchanged (CHANGELOG.md)
 DIGEST_VERSION = "0.3.3"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "f13ecb90ae15cc8b",
     "task2": "082c6049539db8b8",
-    "task3": "ceb1f27515458bd9",
+    "task3": "73f04f84c73f4808",
     "task4": "140d4dde99c6871f",
-    "task5": "e33772887530b170",
+    "task5": "aa4c41e454caded7",
 }
 
 

@@ -260,7 +260,7 @@ UNSEEN_CALLER_WINDOW_MIN = 30
 UNREACHED_PATIENT_WINDOW_MIN = 90
 # Hospital-load credit lost per overcrowding diversion. The diversion's outcome cost (patients sent
 # farther) is already in every outcome-based component, so this process charge is sized to about
-# that cost (about 0.003 of the score per diversion, a few minutes' delay of one P1 patient): at 0.5
+# that cost (0.002-0.003 of the score per diversion, a few minutes' delay of one P1 patient): at 0.5
 # holding P3 dispatches 10 min to spread arrivals gained task3 +0.003 [design choice]
 OVERCROWDING_LOAD_PENALTY = 0.1
 NEWS_CYCLE_TRIAGE_FACTOR = 0.5  # triage credit halves once a news cycle broke out

@@ -28,8 +28,8 @@ policies on the same patients ``time_score`` moves exactly as the weighted expec
 * ``secondary_harm`` -- the stake-weighted benefit kept less the stake-weighted outcome gain
   secondary casualties lost, both shares of the total stake, floored at 0.
 * ``cascade_score`` -- mean of: secondary casualties reached in time (as ``secondary_harm``,
-  with response credit); stake share delivered to hospital x (1 - 0.5 x overcrowding
-  diversions); in phase 2 the expected triage accuracy given each report, halved after a news cycle.
+  with response credit); ``time_score`` x stake share delivered x (1 - 0.1 x overcrowding
+  diversions); in phase 2 ``time_score`` x the expected triage accuracy, halved after a news cycle.
 * ``mutual_aid_penalty`` -- per needless request and per mutual-aid unit never used; capped.
 
 The running preview (the step reward is its change) is the same computation on the world now,
@@ -385,9 +385,8 @@ def _penalties(world: World) -> dict[str, float]:
                               and CONDITIONS[patients[a.patient_id].condition].needs_blood
                               for a in world.allocations),
     }
-    for key, n in outstanding.items():
-        if n:
-            counts[key] = counts.get(key, 0) + n
+    for key, n in ((k, n) for k, n in outstanding.items() if n):
+        counts[key] = counts.get(key, 0) + n
     return counts
 
 
@@ -396,8 +395,7 @@ def _waste(counts: dict[str, float]) -> float:
 
 
 def triage_accuracy(call: Call) -> float:
-    """1 minus the expected triage cost of the code given, under the posterior given the report
-    (what the code could be judged on when it was given); 0 if untriaged."""
+    """1 minus the expected triage cost of the code given under the report's posterior; 0 if untriaged."""
     return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
 
 
@@ -412,14 +410,16 @@ def _triage_mean(world: World) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _cascade(world: World, total: _Entry, memo: dict[str, Any] | None) -> float:
+def _cascade(world: World, total: _Entry, time_score: float, memo: dict[str, Any] | None) -> float:
+    """Secondary response, load delivered, phase 2's triage; the process credit (the last two) gated
+    on the benefit kept as waste and readiness are: with the outcomes lost, it earns nothing."""
     response = _less_secondary_shortfall(total, total.sec_r)
     events = sum(h.overcrowding_events for h in world.hospitals.values())
     delivered = max(0.0, _ratio(total.load_wd, total.load_w))
-    subs = [response, delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
+    subs = [response, time_score * delivered * max(0.0, 1.0 - OVERCROWDING_LOAD_PENALTY * events)]
     if world.task.phase == 2:
         news = NEWS_CYCLE_TRIAGE_FACTOR if world.news_cycle_at is not None else 1.0
-        subs.append(_by_calls(world, memo, _triage_mean) * news)
+        subs.append(time_score * _by_calls(world, memo, _triage_mean) * news)
     return sum(subs) / len(subs)
 
 
@@ -468,7 +468,7 @@ def _components(world: World, total: _Entry, waste: float,
         "secondary_harm": _less_secondary_shortfall(total, total.sec_wg) if cascades else None,
         "prep_ready": max(0.0, _ratio(total.prep_wkr, total.w)),
         "vitals_score_avg": max(0.0, _ratio(total.wv, total.w)),
-        "cascade_score": _cascade(world, total, memo) if cascades else None,
+        "cascade_score": _cascade(world, total, time_score, memo) if cascades else None,
     }
 
 

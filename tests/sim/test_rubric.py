@@ -107,6 +107,31 @@ def test_queries_and_waiting_earn_no_efficiency(task_id: str) -> None:
     assert g["score"] == SCORE_FLOOR
 
 
+def _triage_only(task_id: str, seed: int) -> Callable[[dict[str, Any]], Any]:
+    """The heuristic's triage codes, and nothing else: every call coded, no crew sent."""
+    agent = make_agent("heuristic", seed)
+    agent.reset(task_id, seed)
+
+    def policy(obs: dict[str, Any]) -> dict[str, Any]:
+        action = agent.act(obs)
+        return action if action["action_type"] == "triage_call" else WAIT
+    return policy
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_cascade_process_credit_needs_the_benefit_kept(seed: int) -> None:
+    """Triage codes and deliveries are process: with every outcome lost they earn nothing, so a
+    policy coding every call and serving no one scores the floor, and ``cascade_score`` never
+    exceeds ``time_score`` (a policy with more deaths cannot buy score by delivering more)."""
+    sim, _ = run_policy("task5", seed, _triage_only("task5", seed))
+    g = sim.grade()
+    assert any(c.priority is not None for c in sim.world.calls.values())
+    assert g["components"]["cascade_score"] == 0.0 and g["score"] == SCORE_FLOOR
+    for task_id, agent in itertools.product(("task3", "task5"), ("random", "heuristic")):
+        c = run_episode(task_id, seed, make_agent(agent, seed)).components
+        assert c["cascade_score"] <= c["time_score"] + 1e-4, (task_id, agent, c)
+
+
 def test_grader_is_not_constant() -> None:
     """Failure mode of the earlier implementation: the same score whatever the agent did."""
     for task_id in TASK_IDS:
