@@ -35,11 +35,12 @@ from codered_env.agents.triage_rule import triage_report
 from codered_env.agents.variants import wait_for_release
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
-from codered_env.sim.triage import best_guess_priority, priority_posterior
+from codered_env.sim.triage import PRIORITIES, best_guess_priority, priority_posterior
 
 Action = dict[str, Any]
 MAINTAIN: Action = {"action_type": "maintain_plan"}
-LEVELS = ("P1", "P2", "P3", "P4")
+LEVELS = PRIORITIES
+SENT_A_UNIT = LEVELS[:-1]  # P1-P3: the levels a crew goes out to (P4 is advice)
 BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 BLOOD_UNITS = 2  # what the heuristic reserves per case
 INVALID_EVERY = 5  # the "invalid" waste: one invalid action every this many decisions
@@ -53,7 +54,7 @@ class Twist:
     """What a red-team agent does differently from the heuristic (the defaults: nothing)."""
 
     hold_dispatch: int = 0  # minutes a job waits after the heuristic would first dispatch it
-    hold_levels: tuple[str, ...] = ("P1", "P2", "P3")  # the levels of the jobs ``hold_dispatch`` holds
+    hold_levels: tuple[str, ...] = SENT_A_UNIT  # the levels of the jobs ``hold_dispatch`` holds
     hold_assign: int = 0  # minutes a patient waits for a hospital after the heuristic would assign
     hold_prep: int = 0  # minutes every preparation (OR, page, pre-emption, blood, typing) waits
     hold_triage: int = 0  # minutes a call waits to be triaged
@@ -64,7 +65,7 @@ class Twist:
     triage_shift: int = 0  # -1: one level more urgent than the heuristic's, +1: one less
     skip_triage: bool = False  # never triage (calls go out at the protocol default)
     units: str = "heuristic"  # heuristic | ALS | BLS | ALS-first | nearest | farthest
-    serve: tuple[str, ...] = ("P1", "P2", "P3")  # the levels that get a unit at all
+    serve: tuple[str, ...] = SENT_A_UNIT  # the levels that get a unit at all
     reverse: bool = False  # least urgent job first
     order: str = "priority"  # priority (the heuristic's) | nearest (to a free unit, any level) | random
     hospital: str = "heuristic"  # heuristic | worst (lowest-valued capable) | nearest (any)
@@ -492,7 +493,7 @@ MIX_AXES: dict[str, tuple[Any, ...]] = {
     "triage_shift": (0, -1, 1),
     "units": ("heuristic", "ALS", "BLS", "ALS-first", "nearest", "farthest"),
     "order": ("priority", "nearest", "random"),
-    "serve": (("P1", "P2", "P3"), ("P1", "P2"), ("P1",)),
+    "serve": (SENT_A_UNIT, SENT_A_UNIT[:2], SENT_A_UNIT[:1]),
     "hospital": ("heuristic", "worst", "nearest"),
     "prepare": (True, False),
     "mutual_aid": ("heuristic", "never", "at_once"),

@@ -385,8 +385,7 @@ def _penalties(world: World) -> dict[str, float]:
                               and CONDITIONS[patients[a.patient_id].condition].needs_blood
                               for a in world.allocations),
     }
-    for key, n in ((k, n) for k, n in outstanding.items() if n):
-        counts[key] = counts.get(key, 0) + n
+    counts.update({key: counts.get(key, 0) + n for key, n in outstanding.items() if n})
     return counts
 
 
@@ -395,7 +394,8 @@ def _waste(counts: dict[str, float]) -> float:
 
 
 def triage_accuracy(call: Call) -> float:
-    """1 minus the expected triage cost of the code given under the report's posterior; 0 if untriaged."""
+    """1 minus the expected triage cost of the code given, under the posterior given the report
+    (what the code could be judged on when it was given); 0 if untriaged."""
     return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
 
 
