@@ -108,9 +108,26 @@ def test_random_mixes_are_named_seeded_and_paired_with_a_delayed_twin() -> None:
                 policy(f"{mix}+hold-dispatch-5")
     assert _actions(names[0], "task4", 5, 30) == _actions(names[0], "task4", 5, 30)
     for bad in ("mix3", "mix3.x", "mixer.1", "mix3.1+hold-dispatch-7", "mix3.1+hold-nothing-5",
-                "mix3.1+hold-dispatch-x"):
+                "mix3.1+hold-dispatch-x", "mix3.1+halt-dispatch-5", "mix3.1+wait-nothing-5"):
         with pytest.raises(KeyError):
             policy(bad)
+
+
+def test_a_waiting_twin_holds_all_else_equal_where_a_held_twin_acts_meanwhile() -> None:
+    """mix1.10 (the worst hospital) with its dispatches held 5 min, task3 seed 66109: the held
+    twin assigns destinations while it holds (earlier than the mix does, when another hospital is
+    the worst); the waiting twin waits, then plays the mix's own first actions, each 5 min late."""
+    assert mix_names(2, 1, "both") == ["mix1.0", "mix1.0+hold-assign-5", "mix1.0+wait-assign-5",
+                                       "mix1.1", "mix1.1+hold-prep-5", "mix1.1+wait-prep-5"]
+    with pytest.raises(ValueError, match="one of held, waiting, both"):
+        mix_names(2, 1, "neither")
+    mix, held, waiting = (_actions(n, "task3", 66109, 15) for n in
+                          ("mix1.10", "mix1.10+hold-dispatch-5", "mix1.10+wait-dispatch-5"))
+    assert [a["action_type"] for a in mix[:5]] == ["dispatch_ambulance"] * 5
+    assert [a["action_type"] for a in held[:5]] == ["assign_hospital"] * 5
+    assert waiting[:5] == [{"action_type": "query_or_status", "hospital_id": "H1"}] * 5
+    assert waiting[5:15] == mix[:10]
+    assert {a["hospital_id"] for a in held[:5]} != {a["hospital_id"] for a in mix[5:10]}
 
 
 def test_the_greedy_maximiser_plays_the_best_one_step_reward_on_its_fork() -> None:
@@ -197,6 +214,27 @@ def test_the_analysis_flags_delay_gains_and_a_punished_reach() -> None:
     assert any(p.startswith("delay gain: hold-dispatch-5") for p in problems)
     assert any(p.startswith("reaching a caller punished") for p in problems)
     assert probe.spearman([1, 2, 3], [10, 30, 20]) == pytest.approx(0.5)
+
+
+def test_confirming_replays_the_flagged_pairs_and_keeps_what_holds(monkeypatch) -> None:
+    found = {("delay", "hold-dispatch-5", "heuristic"): "delay gain: hold-dispatch-5 +0.0100 over heuristic",
+             ("score", "waste-pages", "heuristic"): "score inversion: waste-pages > heuristic",
+             ("reach",): "reaching a caller punished: ..."}
+    played: list[tuple] = []
+
+    def replay(tasks, seeds, names, workers=1, progress=False):
+        played.append((tuple(tasks), tuple(seeds), tuple(names)))
+        gain = 0.01 if len(played) == 1 else 0.0
+        bumped = {n: gain if n == "hold-dispatch-5" else 0.0 for n in names}
+        return {tasks[0]: {n: [_episode(s, 0.7 + bumped[n], 5.0) for s in seeds]
+                           for n in names}}
+
+    monkeypatch.setattr(probe, "run", replay)
+    held = probe.confirm("task1", found, [5, 6, 7], 1)
+    assert played[0] == (("task1",), (5, 6, 7), ("heuristic", "hold-dispatch-5", "waste-pages"))
+    assert list(held) == [("delay", "hold-dispatch-5", "heuristic"), ("reach",)]
+    assert list(probe.confirm("task1", found, [5, 6, 7], 1)) == [("reach",)]
+    assert probe.confirm("task1", {("reach",): "x"}, [5], 1) == {("reach",): "x"} and len(played) == 2
 
 
 def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:

@@ -19,7 +19,11 @@ ceiling, never a fair member of the family.
 A hold of ``k`` minutes is measured from the first decision at which the heuristic would have
 taken the action; while something is held and nothing else is to be done, the agent waits with
 ``maintain_plan`` when the release is at least ``MAINTAIN_PLAN_CAP_MIN`` away and otherwise with a
-one-minute ``query_or_status`` (a query costs no score), so the hold ends on time.
+one-minute ``query_or_status`` (a query costs no score), so the hold ends on time. Meanwhile
+the agent's other rules go on acting (a dispatcher who holds one job still works the others).
+A mix's *waiting* twin (``WaitingTwin``, ``--mix-twins waiting``) holds instead as the delay
+invariant states it, all else equal: in place of a held action it waits one minute, so nothing
+else moves earlier.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from random import Random
 from typing import Any
 
 from codered_env.agents import HeuristicAgent, make_agent
-from codered_env.agents.heuristic import FREE_UNITS, nearest_unit, road_view
+from codered_env.agents.heuristic import FREE_UNITS, action_key, nearest_unit, road_view
 from codered_env.agents.triage_rule import triage_report
 from codered_env.agents.variants import wait_for_release
 from codered_env.sim import CodeRedSim
@@ -285,6 +289,58 @@ class RedTeamAgent(HeuristicAgent):
                     yield {"action_type": "prepare_or", "hospital_id": h["hospital_id"], "procedure": proc}
 
 
+#: The action types each hold of a mix holds back (a waiting twin's).
+HELD_TYPES: dict[str, tuple[str, ...]] = {
+    "hold_dispatch": ("dispatch_ambulance", "dispatch_als", "dispatch_bls"),
+    "hold_assign": ("assign_hospital",),
+    "hold_prep": ("prepare_or", "preempt_or", "page_specialist", "allocate_blood", "query_blood_type"),
+    "hold_triage": ("triage_call",),
+}
+
+
+class WaitingTwin:
+    """``base`` holding every action of ``held`` back ``minutes`` from the first decision at which
+    ``base`` would have played it, all else equal: in a held action's place it waits one minute
+    (an OR status query), so no other action is played earlier than ``base`` would play it. When
+    ``base`` proposes a held action, every action its rule offers at that decision (say, each
+    waiting job's dispatch) counts as proposed then, so queued actions are each held ``minutes``,
+    not one after the other."""
+
+    def __init__(self, base: RedTeamAgent, held: tuple[str, ...], minutes: int, name: str) -> None:
+        self.base, self.held, self.minutes, self.name = base, held, minutes, name
+        self._first_proposed: dict[str, int] = {}
+
+    def reset(self, task_id: str, seed: int) -> None:
+        self.base.reset(task_id, seed)
+        self._first_proposed = {}
+
+    def act(self, observation: dict[str, Any]) -> Action:
+        base = self.base
+        action = base.act(observation)
+        if action["action_type"] not in self.held:
+            return action
+        now = observation["clock_min"]
+        first = self._first_proposed
+        rule = base._rules[base.last_rule - 1]
+        for offered in rule(observation, observation.get("legal_actions") or {}, road_view(observation)):
+            if offered["action_type"] in self.held:
+                first.setdefault(_held_entity(offered), now)
+        if now - first.setdefault(_held_entity(action), now) >= self.minutes:
+            return action
+        base._last = None  # not played: nothing to remember as refused
+        return {"action_type": "query_or_status", "hospital_id": observation["hospitals"][0]["hospital_id"]}
+
+
+def _held_entity(action: Action) -> str:
+    """What a hold is counted for: the job of a dispatch, the patient of an assignment, the call
+    of a triage; a preparation by its content."""
+    if action["action_type"] != "allocate_blood":  # blood: by its content (type, units, hospital)
+        for name in ("call_id", "patient_id"):
+            if name in action:
+                return f"{action['action_type']}:{action[name]}"
+    return action_key(action)
+
+
 class GreedyRewardAgent:
     """The one-step reward maximiser: every decision, each candidate (the heuristic's proposal,
     the first choices of every heuristic rule, every triage level, ``maintain_plan``) is played one
@@ -506,17 +562,26 @@ MIX_HOLDS = (("hold_dispatch", 2), ("hold_dispatch", 5), ("hold_assign", 5), ("h
              ("hold_triage", 5))
 
 
-def mix_names(count: int, seed: int) -> list[str]:
+MIX_TWINS = ("held", "waiting", "both")
+
+
+def mix_names(count: int, seed: int, twins: str = "held") -> list[str]:
     """``count`` random mixes drawn with ``seed`` and, after each, its delayed twin (one hold
-    drawn from ``MIX_HOLDS``), by name: ``mix<seed>.<i>`` and ``mix<seed>.<i>+<hold>-<k>``. A lazy
-    mix has no twin: it idles on a count of decisions, so the one-minute waits that end a hold on
-    time would change when it acts, and the pair would differ by more than the hold."""
+    drawn from ``MIX_HOLDS``), by name: ``mix<seed>.<i>`` and ``mix<seed>.<i>+hold-<kind>-<k>``
+    (``twins="held"``: the other rules act meanwhile), ``mix<seed>.<i>+wait-<kind>-<k>``
+    (``"waiting"``: a ``WaitingTwin``, all else equal) or both. A lazy mix has no twin: it idles
+    on a count of decisions, so the one-minute waits that end a hold on time would change when it
+    acts, and the pair would differ by more than the hold."""
+    if twins not in MIX_TWINS:
+        raise ValueError(f"twins {twins!r}: one of {', '.join(MIX_TWINS)}")
+    prefixes = {"held": ("hold",), "waiting": ("wait",), "both": ("hold", "wait")}[twins]
     names = []
     for i in range(count):
         names.append(f"mix{seed}.{i}")
         if not _mix_twist(seed, i).lazy:
             field_name, k = Random(f"mix-hold:{seed}:{i}").choice(MIX_HOLDS)
-            names.append(f"mix{seed}.{i}+{field_name.replace('_', '-')}-{k}")
+            kind = field_name.removeprefix("hold_")
+            names += [f"mix{seed}.{i}+{prefix}-{kind}-{k}" for prefix in prefixes]
     return names
 
 
@@ -540,11 +605,17 @@ def _mix(name: str) -> Policy:
     note = ", ".join(f"{k}={_shown(v)}" for k, v in vars(twist).items() if v != default[k])
     if not hold:
         return _twisted(name, twist, note=note)
-    kind, _, minutes = hold.rpartition("-")
-    field_name = kind.replace("-", "_")
-    if twist.lazy or not minutes.isdigit() or (field_name, int(minutes)) not in MIX_HOLDS:
+    prefix, _, rest = hold.partition("-")
+    kind, _, minutes = rest.rpartition("-")
+    field_name = f"hold_{kind}"
+    if (twist.lazy or prefix not in ("hold", "wait") or not minutes.isdigit()
+            or (field_name, int(minutes)) not in MIX_HOLDS):
         raise KeyError(name)
-    return _twisted(name, replace(twist, **{field_name: int(minutes)}), head, int(minutes), note)
+    if prefix == "hold":
+        return _twisted(name, replace(twist, **{field_name: int(minutes)}), head, int(minutes), note)
+    held, k = HELD_TYPES[field_name], int(minutes)
+    return Policy(name, lambda seed: WaitingTwin(RedTeamAgent(seed, twist, head), held, k, name),
+                  head, k, note=f"{note}; waiting, all else equal")
 
 
 def _shown(value: Any) -> str:

@@ -25,12 +25,15 @@ Usage::
     uv run python bench/redteam/probe.py --policies heuristic,hold-dispatch-5,oracle --json out.json
     uv run python bench/redteam/probe.py --list                 # the family
     uv run python bench/redteam/probe.py --mixes 30 --mix-seed 1  # + 30 random mixes and their delayed twins
+    uv run python bench/redteam/probe.py --mixes 30 --mix-seed 1 --mix-twins waiting  # twins all else equal
     uv run python bench/redteam/probe.py --policies oracle --seeds 1000-1009 --json oracle.json
     uv run python bench/redteam/probe.py --replay family.json,oracle.json   # analyse both together
+    uv run python bench/redteam/probe.py --mixes 40 --mix-seed 4 --confirm 66000-66199  # replay the flagged
 
 Exit status 0 when every invariant holds (zero inversions in score and return, no delay gain above
 0.002, reaching a caller not punished on average, the oracle, if played, above every policy in
-mean), 1 otherwise.
+mean), 1 otherwise. Over many pairs a few pass 2 SE by chance: ``--confirm SEEDS`` replays the
+pairs behind each inversion and delay gain on other seeds, and only those that hold there count.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ if _BENCH not in sys.path:  # run as a script from any checkout: the family besi
     sys.path.insert(0, _BENCH)
 
 from codered_env.sim import TASK_IDS, CodeRedSim  # noqa: E402
-from redteam.policies import DEFAULT_FAMILY, POLICIES, mix_names, policy  # noqa: E402
+from redteam.policies import DEFAULT_FAMILY, MIX_TWINS, POLICIES, mix_names, policy  # noqa: E402
 
 DEFAULT_SEEDS = "1000-1049"
 DISCOUNT = 0.99  # the common per-decision discount
@@ -308,21 +311,44 @@ def beaten_seeds(results: dict[str, list[Episode]]) -> dict[str, list[int]]:
 
 def violations(analysis: dict[str, Any]) -> list[str]:
     """The invariants the analysis of one task breaks (empty: all hold)."""
-    out = []
+    return list(keyed_violations(analysis).values())
+
+
+def keyed_violations(analysis: dict[str, Any]) -> dict[tuple[str, ...], str]:
+    """``violations`` by what each is about: (kind, policy[, other policy])."""
+    out: dict[tuple[str, ...], str] = {}
     for inv in analysis["inversions"]:
-        out.append(f"score inversion: {inv['better']} > {inv['worse']}")
+        out["score", inv["better"], inv["worse"]] = f"score inversion: {inv['better']} > {inv['worse']}"
     for inv in analysis["return_inversions"]:
-        out.append(f"return inversion: {inv['better']} > {inv['worse']}")
+        out["return", inv["better"], inv["worse"]] = f"return inversion: {inv['better']} > {inv['worse']}"
     for row in analysis["delay_gains"]:
         if row["gain"] > DELAY_GAIN_MAX:
-            out.append(f"delay gain: {row['policy']} +{row['gain']:.4f} over {row['base']}")
+            out["delay", row["policy"], row["base"]] = (
+                f"delay gain: {row['policy']} +{row['gain']:.4f} over {row['base']}")
     reach = analysis["reach"]
     if reach["steps"] and (reach["mean_reward"] < 0 or reach["negative_share"] > REACH_NEGATIVE_SHARE_MAX):
-        out.append(f"reaching a caller punished: mean reward {reach['mean_reward']:+.4f}, "
-                   f"{reach['negative_share']:.0%} of such steps negative")
+        out["reach",] = (f"reaching a caller punished: mean reward {reach['mean_reward']:+.4f}, "
+                         f"{reach['negative_share']:.0%} of such steps negative")
     for name in analysis.get("above_ceiling", []):
-        out.append(f"{name} above the oracle in mean")
+        out["ceiling", name] = f"{name} above the oracle in mean"
     return out
+
+
+def confirm(task_id: str, found: dict[tuple[str, ...], str], seeds: list[int],
+            workers: int) -> dict[tuple[str, ...], str]:
+    """Replay every pair behind a pairwise violation (inversion, delay gain) of ``found`` on
+    ``seeds`` and return the violations that hold there too, with the others (reach, ceiling:
+    properties of the whole family) as found. On many pairs, some pass 2 SE by chance alone."""
+    pairwise = [key for key in found if key[0] in ("score", "return", "delay")]
+    if not pairwise:
+        return found
+    names = list(dict.fromkeys([REFERENCE, *(name for key in pairwise for name in key[1:])]))
+    print(f"\nconfirming {len(pairwise)} with {len(names)} policies on {len(seeds)} seeds "
+          f"({seeds[0]}-{seeds[-1]})")
+    again = keyed_violations(analyse(run([task_id], seeds, names, workers)[task_id]))
+    for key in pairwise:
+        print(f"  {'CONFIRMED' if key in again else 'not confirmed'}: {again.get(key, found[key])}")
+    return {key: text for key, text in found.items() if key not in pairwise or key in again}
 
 
 def component_tally(found: list[dict[str, Any]]) -> dict[str, int]:
@@ -479,9 +505,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="add this many random mixes of the family's twists, each but the lazy ones "
                          "with a delayed twin")
     ap.add_argument("--mix-seed", type=int, default=0, help="the random mixes' seed (default 0)")
+    ap.add_argument("--confirm", metavar="SEEDS",
+                    help="replay the pairs behind each inversion and delay gain on these seeds; only "
+                         "those that hold there count in the exit status")
+    ap.add_argument("--mix-twins", choices=MIX_TWINS, default="held",
+                    help="the mixes' delayed twins: held (the other rules act meanwhile), waiting "
+                         "(a one-minute wait in place of each held action: all else equal) or both")
     args = ap.parse_args(argv)
+    mixes = mix_names(args.mixes, args.mix_seed, args.mix_twins)
     if args.list:
-        for name, p in [*POLICIES.items(), *((n, policy(n)) for n in mix_names(args.mixes, args.mix_seed))]:
+        for name, p in [*POLICIES.items(), *((n, policy(n)) for n in mixes)]:
             tags = [t for t, on in (("search, not default", p.search), ("named only", not p.default),
                                     ("reads the truth", not p.fair)) if on]
             base = f" (delayed {p.base}, k={p.hold})" if p.base else ""
@@ -494,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = list(results)
     else:
         tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(
-            args.policies, mix_names(args.mixes, args.mix_seed))
+            args.policies, mixes)
         bad = [t for t in tasks if t not in TASK_IDS]
         if bad or not seeds:
             ap.error(f"unknown tasks {bad} (valid: {', '.join(TASK_IDS)})" if bad else "no seeds")
@@ -512,9 +545,13 @@ def main(argv: list[str] | None = None) -> int:
     for task_id in tasks:
         analysis = analyse(results[task_id])
         print_task(task_id, analysis, len(seeds))
-        problems = violations(analysis)
+        keyed = keyed_violations(analysis)
+        print(f"invariants: {'all hold' if not keyed else f'{len(keyed)} broken'}")
+        if args.confirm and not args.replay:
+            keyed = confirm(task_id, keyed, parse_seeds(args.confirm), args.workers)
+            print(f"confirmed: {'none' if not keyed else f'{len(keyed)} broken'}")
+        problems = list(keyed.values())
         broken += len(problems)
-        print(f"invariants: {'all hold' if not problems else f'{len(problems)} broken'}")
         lines.append(summary_line(task_id, analysis))
         episodes = {n: [asdict(e) for e in eps] for n, eps in results[task_id].items()}
         report["tasks"][task_id] = {"analysis": analysis, "problems": problems, "episodes": episodes}
