@@ -108,7 +108,8 @@ def test_random_mixes_are_named_seeded_and_paired_with_a_delayed_twin() -> None:
                 policy(f"{mix}+hold-dispatch-5")
     assert _actions(names[0], "task4", 5, 30) == _actions(names[0], "task4", 5, 30)
     for bad in ("mix3", "mix3.x", "mixer.1", "mix3.1+hold-dispatch-7", "mix3.1+hold-nothing-5",
-                "mix3.1+hold-dispatch-x", "mix3.1+halt-dispatch-5", "mix3.1+wait-nothing-5"):
+                "mix3.1+hold-dispatch-x", "mix3.1+halt-dispatch-5", "mix3.1+wait-nothing-5",
+                "mix3.1+padded"):
         with pytest.raises(KeyError):
             policy(bad)
 
@@ -117,10 +118,13 @@ def test_a_waiting_twin_holds_all_else_equal_where_a_held_twin_acts_meanwhile() 
     """mix1.10 (the worst hospital) with its dispatches held 5 min, task3 seed 66109: the held
     twin assigns destinations while it holds (earlier than the mix does, when another hospital is
     the worst); the waiting twin waits, then plays the mix's own first actions, each 5 min late."""
-    assert mix_names(2, 1, "both") == ["mix1.0", "mix1.0+hold-assign-5", "mix1.0+wait-assign-5",
-                                       "mix1.1", "mix1.1+hold-prep-5", "mix1.1+wait-prep-5"]
-    with pytest.raises(ValueError, match="one of held, waiting, both"):
-        mix_names(2, 1, "neither")
+    assert mix_names(2, 1, "waiting,held,padded") == [
+        "mix1.0", "mix1.0+hold-assign-5", "mix1.0+wait-assign-5", "mix1.0+pad",
+        "mix1.1", "mix1.1+hold-prep-5", "mix1.1+wait-prep-5", "mix1.1+pad"]
+    assert policy("mix1.1+pad").base is None and "padded" in policy("mix1.1+pad").note
+    for bad in ("neither", "held,", ""):
+        with pytest.raises(ValueError, match="a comma list of held, waiting, padded"):
+            mix_names(2, 1, bad)
     mix, held, waiting = (_actions(n, "task3", 66109, 15) for n in
                           ("mix1.10", "mix1.10+hold-dispatch-5", "mix1.10+wait-dispatch-5"))
     assert [a["action_type"] for a in mix[:5]] == ["dispatch_ambulance"] * 5

@@ -562,27 +562,31 @@ MIX_HOLDS = (("hold_dispatch", 2), ("hold_dispatch", 5), ("hold_assign", 5), ("h
              ("hold_triage", 5))
 
 
-MIX_TWINS = ("held", "waiting", "both")
+MIX_TWINS = ("held", "waiting", "padded")
 
 
 def mix_names(count: int, seed: int, twins: str = "held") -> list[str]:
-    """``count`` random mixes drawn with ``seed`` and, after each, its delayed twin (one hold
-    drawn from ``MIX_HOLDS``), by name: ``mix<seed>.<i>`` and ``mix<seed>.<i>+hold-<kind>-<k>``
-    (``twins="held"``: the other rules act meanwhile), ``mix<seed>.<i>+wait-<kind>-<k>``
-    (``"waiting"``: a ``WaitingTwin``, all else equal) or both. A lazy mix has no twin: it idles
-    on a count of decisions, so the one-minute waits that end a hold on time would change when it
-    acts, and the pair would differ by more than the hold."""
-    if twins not in MIX_TWINS:
-        raise ValueError(f"twins {twins!r}: one of {', '.join(MIX_TWINS)}")
-    prefixes = {"held": ("hold",), "waiting": ("wait",), "both": ("hold", "wait")}[twins]
+    """``count`` random mixes drawn with ``seed``, each followed by its twins of the kinds in the
+    comma list ``twins`` (``MIX_TWINS``), by name: ``mix<seed>.<i>``; ``+hold-<kind>-<k>``
+    (held: one hold drawn from ``MIX_HOLDS``, the other rules acting meanwhile);
+    ``+wait-<kind>-<k>`` (waiting: the same hold, a ``WaitingTwin``, all else equal); ``+pad``
+    (padded: every wait a one-minute query, the same care in more decisions). A lazy mix has no
+    twin: it idles on a count of decisions, so added waits would change when it acts."""
+    kinds = twins.split(",")
+    if not kinds or any(kind not in MIX_TWINS for kind in kinds):
+        raise ValueError(f"twins {twins!r}: a comma list of {', '.join(MIX_TWINS)}")
     names = []
     for i in range(count):
         names.append(f"mix{seed}.{i}")
         if not _mix_twist(seed, i).lazy:
             field_name, k = Random(f"mix-hold:{seed}:{i}").choice(MIX_HOLDS)
-            kind = field_name.removeprefix("hold_")
-            names += [f"mix{seed}.{i}+{prefix}-{kind}-{k}" for prefix in prefixes]
+            hold = f"{field_name.removeprefix('hold_')}-{k}"
+            names += [f"mix{seed}.{i}+{_TWIN_SUFFIX[kind].format(hold)}"
+                      for kind in MIX_TWINS if kind in kinds]
     return names
+
+
+_TWIN_SUFFIX = {"held": "hold-{}", "waiting": "wait-{}", "padded": "pad"}
 
 
 def _mix_twist(seed: int, index: int) -> Twist:
@@ -605,6 +609,8 @@ def _mix(name: str) -> Policy:
     note = ", ".join(f"{k}={_shown(v)}" for k, v in vars(twist).items() if v != default[k])
     if not hold:
         return _twisted(name, twist, note=note)
+    if hold == "pad" and not twist.lazy:
+        return _twisted(name, replace(twist, pad=True), note=f"{note}; padded")
     prefix, _, rest = hold.partition("-")
     kind, _, minutes = rest.rpartition("-")
     field_name = f"hold_{kind}"

@@ -25,7 +25,7 @@ Usage::
     uv run python bench/redteam/probe.py --policies heuristic,hold-dispatch-5,oracle --json out.json
     uv run python bench/redteam/probe.py --list                 # the family
     uv run python bench/redteam/probe.py --mixes 30 --mix-seed 1  # + 30 random mixes and their delayed twins
-    uv run python bench/redteam/probe.py --mixes 30 --mix-seed 1 --mix-twins waiting  # twins all else equal
+    uv run python bench/redteam/probe.py --mixes 30 --mix-seed 1 --mix-twins held,waiting,padded
     uv run python bench/redteam/probe.py --policies oracle --seeds 1000-1009 --json oracle.json
     uv run python bench/redteam/probe.py --replay family.json,oracle.json   # analyse both together
     uv run python bench/redteam/probe.py --mixes 40 --mix-seed 4 --confirm 66000-66199  # replay the flagged
@@ -508,11 +508,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--confirm", metavar="SEEDS",
                     help="replay the pairs behind each inversion and delay gain on these seeds; only "
                          "those that hold there count in the exit status")
-    ap.add_argument("--mix-twins", choices=MIX_TWINS, default="held",
-                    help="the mixes' delayed twins: held (the other rules act meanwhile), waiting "
-                         "(a one-minute wait in place of each held action: all else equal) or both")
+    ap.add_argument("--mix-twins", default="held",
+                    help=f"the mixes' twins, a comma list of {', '.join(MIX_TWINS)} (default held): "
+                         "a hold with the other rules acting meanwhile, the same hold all else equal "
+                         "(a one-minute wait in each held action's place), every wait a one-minute query")
     args = ap.parse_args(argv)
-    mixes = mix_names(args.mixes, args.mix_seed, args.mix_twins)
+    try:
+        mixes = mix_names(args.mixes, args.mix_seed, args.mix_twins)
+    except ValueError as e:
+        ap.error(str(e))
     if args.list:
         for name, p in [*POLICIES.items(), *((n, policy(n)) for n in mixes)]:
             tags = [t for t, on in (("search, not default", p.search), ("named only", not p.default),
