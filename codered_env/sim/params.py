@@ -255,7 +255,10 @@ PREP_READINESS_SHARE = 0.25
 # red team under the common per-decision discount 0.99 (docs/MODEL.md#red-team): over the whole
 # horizon, leaving callers waiting through many short decisions out-returned reaching them; at 30
 # min for known patients too, the dip before a late crew arrived cost more return than the
-# outcome it cost [design choice]
+# outcome it cost; at 15 min for unseen callers a policy serving nobody kept less of their value in
+# the potential's path (task5 return 0.109 -> 0.077 at score 0.010), but return inversions among
+# poor padded mixes moved rather than vanished (task5, mixes seeds 1-4: 7 -> 3, new pairs) and
+# Spearman(return, outcome) fell 0.01 [design choice]
 UNSEEN_CALLER_WINDOW_MIN = 30
 UNREACHED_PATIENT_WINDOW_MIN = 90
 # Hospital-load credit lost per overcrowding diversion. The diversion's outcome cost (patients sent
