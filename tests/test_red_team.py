@@ -250,8 +250,12 @@ def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
     probe.main(["--replay", str(out)])
     again = capsys.readouterr().out
     assert again.split("summary:")[1].split("(")[0] == text.split("summary:")[1].split("(")[0]
-    with pytest.raises(SystemExit):
-        probe.main(["--policies", "no-such-policy"])
+    for bad in (["--policies", "no-such-policy"], ["--seeds", "1000-x"], ["--seeds", "7", "--confirm", ","],
+                ["--seeds", "7", "--mixes", "1", "--mix-twins", "held,delayed"]):
+        with pytest.raises(SystemExit) as stopped:
+            probe.main(bad)
+        said = capsys.readouterr().err + str(stopped.value.code)
+        assert "unknown policies" in said or "error:" in said, bad
     probe.main(["--tasks", "task1", "--seeds", "7", "--policies", "heuristic", "--mixes", "1", "--quiet"])
     assert "mix0.0+" in capsys.readouterr().out
 

@@ -431,13 +431,17 @@ def print_task(task_id: str, analysis: dict[str, Any], n_seeds: int) -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
+    """``lo-hi`` ranges and single seeds, comma separated; ValueError naming the bad part."""
     seeds: list[int] = []
     for part in text.split(","):
-        if "-" in part:
-            lo, hi = part.split("-")
-            seeds += range(int(lo), int(hi) + 1)
-        elif part:
-            seeds.append(int(part))
+        try:
+            if "-" in part:
+                lo, hi = part.split("-")
+                seeds += range(int(lo), int(hi) + 1)
+            elif part:
+                seeds.append(int(part))
+        except ValueError:
+            raise ValueError(f"seeds {part!r}: lo-hi or a seed, comma separated (1000-1049,7)") from None
     return seeds
 
 
@@ -530,8 +534,13 @@ def main(argv: list[str] | None = None) -> int:
         results, seeds, names = replayed([Path(p) for p in args.replay.split(",")])
         tasks = list(results)
     else:
-        tasks, seeds, names = args.tasks.split(","), parse_seeds(args.seeds), parse_policies(
-            args.policies, mixes)
+        try:
+            seeds, confirm_seeds = parse_seeds(args.seeds), parse_seeds(args.confirm or "")
+        except ValueError as e:
+            ap.error(str(e))
+        if args.confirm is not None and not confirm_seeds:
+            ap.error("--confirm: no seeds")
+        tasks, names = args.tasks.split(","), parse_policies(args.policies, mixes)
         bad = [t for t in tasks if t not in TASK_IDS]
         if bad or not seeds:
             ap.error(f"unknown tasks {bad} (valid: {', '.join(TASK_IDS)})" if bad else "no seeds")
@@ -552,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
         keyed = keyed_violations(analysis)
         print(f"invariants: {'all hold' if not keyed else f'{len(keyed)} broken'}")
         if args.confirm and not args.replay:
-            keyed = confirm(task_id, keyed, parse_seeds(args.confirm), args.workers)
+            keyed = confirm(task_id, keyed, confirm_seeds, args.workers)
             print(f"confirmed: {'none' if not keyed else f'{len(keyed)} broken'}")
         problems = list(keyed.values())
         broken += len(problems)
