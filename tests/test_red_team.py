@@ -241,12 +241,22 @@ def test_confirming_replays_the_flagged_pairs_and_keeps_what_holds(monkeypatch) 
     assert probe.confirm("task1", {("reach",): "x"}, [5], 1) == {("reach",): "x"} and len(played) == 2
 
 
+def test_the_per_minute_return_discounts_by_the_minutes_each_decision_took(monkeypatch) -> None:
+    monkeypatch.setattr(probe, "MINUTE_DISCOUNT", 1.0)
+    undiscounted = probe.play("task1", 7, "pad-waits")
+    assert undiscounted.ret_minute == pytest.approx(undiscounted.score, abs=1e-9)  # rewards add up
+    monkeypatch.setattr(probe, "MINUTE_DISCOUNT", 0.9)
+    assert probe.play("task1", 7, "pad-waits").ret_minute == pytest.approx(
+        probe.play("task1", 7, "heuristic").ret_minute, abs=0.01), "padding changes no minute's discount"
+
+
 def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
     out = tmp_path / "probe.json"
     probe.main(["--tasks", "task1", "--seeds", "7,8", "--policies", "hold-dispatch-5,waste-pages",
                 "--json", str(out), "--quiet"])
     text = capsys.readouterr().out
     assert "=== task1 (2 seeds) ===" in text and "delay gains" in text and "summary:" in text
+    assert "per-minute return inversions (not judged): 0" in text
     probe.main(["--replay", str(out)])
     again = capsys.readouterr().out
     assert again.split("summary:")[1].split("(")[0] == text.split("summary:")[1].split("(")[0]

@@ -59,6 +59,7 @@ from redteam.policies import DEFAULT_FAMILY, MIX_TWINS, POLICIES, mix_names, pol
 
 DEFAULT_SEEDS = "1000-1049"
 DISCOUNT = 0.99  # the common per-decision discount
+MINUTE_DISCOUNT = 0.998  # per simulated minute (docs/TRAINING.md, --gamma-minute): shown, not judged
 SCORE_GAP = 0.01  # an inversion: a score gap at least this ...
 DEATH_GAP = 1.0  # ... against at least this many expected deaths per 100 more
 HEURISTIC_DEATH_GAP = 0.3  # any gain over the heuristic against this many deaths per 100 more
@@ -82,6 +83,7 @@ class Episode:
     reach_rewards: list[float] = field(default_factory=list)  # rewards of steps a caller was first reached
     steps: int = 0
     seconds: float = 0.0
+    ret_minute: float | None = None  # return discounted per simulated minute (None: an older file)
 
 
 # ------------------------------------------------------------------------------ playing
@@ -116,11 +118,14 @@ def play(task_id: str, seed: int, policy_name: str) -> Episode:
     sim = CodeRedSim(task_id, seed)
     agent.reset(task_id, seed)
     rewards: list[float] = []
+    ret_minute, minutes = 0.0, 0
     reach_rewards: list[float] = []
     reached = _reached(sim)
     while not sim.done:
         result = sim.step(agent.act(sim.observation()))
         rewards.append(float(result.reward))
+        ret_minute += float(result.reward) * MINUTE_DISCOUNT**minutes
+        minutes += result.minutes
         now = _reached(sim)
         if now - reached:
             reach_rewards.append(float(result.reward))
@@ -131,7 +136,7 @@ def play(task_id: str, seed: int, policy_name: str) -> Episode:
     ret = sum(r * DISCOUNT**t for t, r in enumerate(rewards))
     return Episode(seed, float(grade["score"]), float(outcomes["deaths_per_100"]),
                    float(outcomes["weighted_outcome"]), ret, contributions(grade), reach_rewards,
-                   sim.step_count, time.process_time() - started)
+                   sim.step_count, time.process_time() - started, ret_minute)
 
 
 def _cell(args: tuple[str, str, tuple[int, ...]]) -> tuple[str, str, list[Episode]]:
@@ -289,6 +294,8 @@ def analyse(results: dict[str, list[Episode]]) -> dict[str, Any]:
         "spearman_return": spearman([r["return"] for r in rows], outcome) if len(rows) > 2 else None,
         "reach": reach_stats(e for episodes in results.values() for e in episodes),
     }
+    if all(e.ret_minute is not None for episodes in results.values() for e in episodes):
+        analysis["minute_return_inversions"] = inversions(results, "ret_minute")
     if CEILING in results:
         ceiling = statistics.fmean(_values(results[CEILING], "score"))
         analysis["above_ceiling"] = [
@@ -410,7 +417,10 @@ def print_task(task_id: str, analysis: dict[str, Any], n_seeds: int) -> None:
     reach = analysis["reach"]
     print(f"crew first reaches a caller: {reach['steps']} steps, {reach['negative_share']:.1%} with a "
           f"negative reward, mean reward {reach['mean_reward']:+.4f}")
-    for title, key in (("score inversions", "inversions"), ("return inversions", "return_inversions")):
+    for title, key in (("score inversions", "inversions"), ("return inversions", "return_inversions"),
+                       ("per-minute return inversions (not judged)", "minute_return_inversions")):
+        if key not in analysis:
+            continue
         found = analysis[key]
         print(f"{title}: {len(found)}")
         for inv in found:
