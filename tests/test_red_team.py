@@ -261,7 +261,8 @@ def test_the_probe_runs_from_the_command_line(tmp_path, capsys) -> None:
     again = capsys.readouterr().out
     assert again.split("summary:")[1].split("(")[0] == text.split("summary:")[1].split("(")[0]
     for bad in (["--policies", "no-such-policy"], ["--seeds", "1000-x"], ["--seeds", "7", "--confirm", ","],
-                ["--seeds", "7", "--mixes", "1", "--mix-twins", "held,delayed"]):
+                ["--seeds", "7", "--mixes", "1", "--mix-twins", "held,delayed"],
+                ["--replay", str(out), "--confirm", "5-6"]):
         with pytest.raises(SystemExit) as stopped:
             probe.main(bad)
         said = capsys.readouterr().err + str(stopped.value.code)

@@ -328,7 +328,7 @@ class WaitingTwin:
         if now - first.setdefault(_held_entity(action), now) >= self.minutes:
             return action
         base._last = None  # not played: nothing to remember as refused
-        return {"action_type": "query_or_status", "hospital_id": observation["hospitals"][0]["hospital_id"]}
+        return wait_for_release(observation, 0, dict(MAINTAIN))
 
 
 def _held_entity(action: Action) -> str:
@@ -562,7 +562,8 @@ MIX_HOLDS = (("hold_dispatch", 2), ("hold_dispatch", 5), ("hold_assign", 5), ("h
              ("hold_triage", 5))
 
 
-MIX_TWINS = ("held", "waiting", "padded")
+_TWIN_SUFFIX = {"held": "hold-{}", "waiting": "wait-{}", "padded": "pad"}  # a twin's name after "+"
+MIX_TWINS = tuple(_TWIN_SUFFIX)
 
 
 def mix_names(count: int, seed: int, twins: str = "held") -> list[str]:
@@ -584,9 +585,6 @@ def mix_names(count: int, seed: int, twins: str = "held") -> list[str]:
             names += [f"mix{seed}.{i}+{_TWIN_SUFFIX[kind].format(hold)}"
                       for kind in MIX_TWINS if kind in kinds]
     return names
-
-
-_TWIN_SUFFIX = {"held": "hold-{}", "waiting": "wait-{}", "padded": "pad"}
 
 
 def _mix_twist(seed: int, index: int) -> Twist:

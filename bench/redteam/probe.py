@@ -540,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}{base}{note}{'  [' + ', '.join(tags) + ']' if tags else ''}")
         return 0
     started = time.perf_counter()
+    if args.replay and args.confirm is not None:
+        ap.error("--confirm replays flagged pairs by playing them: not with --replay")
     if args.replay:
         results, seeds, names = replayed([Path(p) for p in args.replay.split(",")])
         tasks = list(results)
@@ -570,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         print_task(task_id, analysis, len(seeds))
         keyed = keyed_violations(analysis)
         print(f"invariants: {'all hold' if not keyed else f'{len(keyed)} broken'}")
-        if args.confirm and not args.replay:
+        if args.confirm:
             keyed = confirm(task_id, keyed, confirm_seeds, args.workers)
             print(f"confirmed: {'none' if not keyed else f'{len(keyed)} broken'}")
         problems = list(keyed.values())
