@@ -258,7 +258,12 @@ PREP_READINESS_SHARE = 0.25
 # outcome it cost; at 15 min for unseen callers a policy serving nobody kept less of their value in
 # the potential's path (task5 return 0.109 -> 0.077 at score 0.010), but return inversions among
 # poor padded mixes moved rather than vanished (task5, mixes seeds 1-4: 7 -> 3, new pairs) and
-# Spearman(return, outcome) fell 0.01 [design choice]
+# Spearman(return, outcome) fell 0.01. Also tried: a caller nobody has sent a crew to keeping 0.7
+# of the hope (dispatch rewarded when it happens, pace recalibrated): the floor's return fell (task5
+# `mix3.4` 0.109 -> 0.084, padded 0.154 -> 0.118) and fewer reach steps were negative (15-16 % vs
+# 17-18 %), but the inversions moved to mixes holding dispatch 2 min or triage 5 min (task5 mixes
+# seed 3, every twin: 5 -> 5), Spearman(return, outcome) fell 0.01 (seeds 1000-1059); at 0 (the
+# crew's ETA valued once sent) holding dispatch under-returned: 29 inversions [design choice]
 UNSEEN_CALLER_WINDOW_MIN = 30
 UNREACHED_PATIENT_WINDOW_MIN = 90
 # Hospital-load credit lost per overcrowding diversion. The diversion's outcome cost (patients sent
