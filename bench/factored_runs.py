@@ -76,9 +76,10 @@ def keep(args: argparse.Namespace) -> None:
     for run in runs:
         target = dst if run == src else dst / run.name
         target.mkdir(parents=True, exist_ok=True)
-        for name in ("run.json", "bc.json"):
-            if (run / name).exists():
-                shutil.copy(run / name, target / name)
+        (target / "run.json").write_text(json.dumps(without_machine_paths(
+            json.loads((run / "run.json").read_text())), indent=1) + "\n")
+        if (run / "bc.json").exists():
+            shutil.copy(run / "bc.json", target / "bc.json")
     curves = [json.loads((r / "run.json").read_text())["curve"] for r in runs]
     if not curves[0]:
         return
@@ -91,6 +92,20 @@ def keep(args: argparse.Namespace) -> None:
     # the heuristic the runs graded under their own rubric, as the tables measure against it
     heuristic = statistics.fmean(json.loads((r / "run.json").read_text())["heuristic"] for r in runs)
     plot(dst / "curve.png", dst.name, table, curves, heuristic)
+
+
+def without_machine_paths(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its configuration's file paths cut to the run's own folders (``bc-task1``,
+    ``ppo-task2-scratch/seed0``, ``bc-task1/policy.pt``): where a run was written on the machine
+    that trained it says nothing to a reader."""
+    config = dict(record.get("config") or {})
+    for key in ("out_dir", "init_from"):
+        value = config.get(key)
+        if value:
+            parts = Path(value).parts
+            keep = 2 if parts[-1].startswith("seed") or parts[-1].endswith(".pt") else 1
+            config[key] = "/".join(parts[-keep:])
+    return {**record, "config": config} if "config" in record else record
 
 
 def plot(path: Path, title: str, table: list[dict[str, Any]], curves: list[list[dict[str, Any]]],

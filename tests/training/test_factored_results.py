@@ -58,3 +58,23 @@ def test_ppo_row_names_the_reward_scale_and_every_commit() -> None:
     plain = results._ppo_row("y", [run(0, "aaaaaaa")])  # a run from before the option
     assert "| 0.995 / decision |" in plain and "rewards" not in plain and plain.endswith("| aaaaaaa |")
     assert "| 0.500 | **0.80** |" in plain  # rated against the run's own heuristic (0.4 / 0.5)
+
+
+def test_kept_runs_name_no_folder_of_the_machine_that_trained_them() -> None:
+    for path in (RESULTS / "training_factored").rglob("run.json"):
+        cfg = json.loads(path.read_text(encoding="utf-8"))["config"]
+        for key in ("out_dir", "init_from"):
+            assert not Path(cfg.get(key) or "").is_absolute(), (path, key)
+
+
+def test_keep_cuts_paths_to_the_runs_own_folders() -> None:
+    from factored_runs import without_machine_paths
+
+    record = {"config": {"out_dir": "/somewhere/runs/ppo-task2-scratch/seed1",
+                         "init_from": "/elsewhere/bc/bc-task2/policy.pt", "seed": 1}, "final": {}}
+    kept = without_machine_paths(record)
+    assert kept["config"] == {"out_dir": "ppo-task2-scratch/seed1", "init_from": "bc-task2/policy.pt",
+                              "seed": 1}
+    assert without_machine_paths({"config": {"out_dir": "/x/bc-task4", "init_from": None}})["config"] == {
+        "out_dir": "bc-task4", "init_from": None}
+    assert record["config"]["out_dir"].startswith("/somewhere"), "the record read is left as it was"
