@@ -26,6 +26,7 @@ from typing import Any
 from codered_env.factored_ppo import EVAL_SEED_BASE, FactoredConfig, train_factored
 
 EVAL_SEEDS = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + 20))
+DEFAULTS = FactoredConfig()
 
 
 def _seeds(text: str) -> list[int]:
@@ -42,13 +43,20 @@ def bc(args: argparse.Namespace) -> None:
         train_factored(config)
 
 
-def ppo(args: argparse.Namespace) -> None:
+def run_name(args: argparse.Namespace) -> str:
+    """The folder of a PPO run: its task, start and every setting that differs from the default."""
     name = f"ppo-{args.task}-" + ("bc" if args.bc or args.init_from else "scratch")
     name += "-anneal" if args.anneal_lr else ""
     name += "-per-minute" if args.gamma_minute else ""
     name += "-select" if args.select_seeds else ""
     name += "-type-first" if args.type_first else ""
     name += f"-reward-x{args.reward_scale:g}" if args.reward_scale != 1.0 else ""
+    name += f"-lr{args.learning_rate:g}" if args.learning_rate != DEFAULTS.learning_rate else ""
+    return name + (f"-envs{args.envs}" if args.envs != DEFAULTS.n_envs else "")
+
+
+def ppo(args: argparse.Namespace) -> None:
+    name = run_name(args)
     for seed in (int(s) for s in args.seeds.split(",")):
         config = FactoredConfig(
             task_id=args.task, seed=seed, total_steps=args.steps, eval_every=args.eval_every,
@@ -56,6 +64,7 @@ def ppo(args: argparse.Namespace) -> None:
             gamma_minute=args.gamma_minute or None, type_first=args.type_first,
             select_seeds=_seeds(args.select_seeds) if args.select_seeds else [],
             bc_dagger_rounds=args.dagger_rounds, reward_scale=args.reward_scale,
+            learning_rate=args.learning_rate, n_envs=args.envs,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
             out_dir=str(Path(args.out) / name / f"seed{seed}"))
         train_factored(config)
@@ -165,6 +174,11 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--reward-scale", type=float, default=1.0,
                                     help="multiply rewards by this for the advantages and value targets "
                                          "(run name gets -reward-xN)")
+    sub.choices["ppo"].add_argument("--learning-rate", type=float, default=DEFAULTS.learning_rate,
+                                    help="Adam's learning rate (run name gets -lrX when not the default)")
+    sub.choices["ppo"].add_argument("--envs", type=int, default=DEFAULTS.n_envs,
+                                    help="episodes stepped together, each n_steps per update (run name "
+                                         "gets -envsN when not the default)")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")
