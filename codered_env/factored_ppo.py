@@ -67,8 +67,8 @@ class FactoredConfig:
     # or per simulated minute: a decision of m minutes discounts by gamma_minute ** m, so splitting
     # a wait into one-minute decisions gains nothing (per decision, waiting in one-minute queries
     # instead of maintain_plan raises the heuristic's return by 0.010-0.011 on task3 and task5 with
-    # the same play). Off by default: at 0.998 PPO from scratch fell on task2 and task4
-    # (docs/TRAINING.md) [design choice]
+    # the same play). Off by default: at 0.998 PPO from scratch fell on task2 (0.90x against 0.95x),
+    # matched task4 and gained on task5 (0.92x against 0.88x) (docs/TRAINING.md) [design choice]
     gamma_minute: float | None = None
     # rewards are multiplied by this before the advantages and value targets: a step reward is
     # about 0.01, so at 1 the value loss barely shapes the trunk it shares with the policy (the
