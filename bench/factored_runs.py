@@ -51,6 +51,7 @@ def run_name(args: argparse.Namespace) -> str:
     name += "-select" if args.select_seeds else ""
     name += "-type-first" if args.type_first else ""
     name += f"-reward-x{args.reward_scale:g}" if args.reward_scale != 1.0 else ""
+    name += f"-decision-cost{args.decision_cost:g}" if args.decision_cost else ""
     name += f"-lr{args.learning_rate:g}" if args.learning_rate != DEFAULTS.learning_rate else ""
     return name + (f"-envs{args.envs}" if args.envs != DEFAULTS.n_envs else "")
 
@@ -64,7 +65,7 @@ def ppo(args: argparse.Namespace) -> None:
             gamma_minute=args.gamma_minute or None, type_first=args.type_first,
             select_seeds=_seeds(args.select_seeds) if args.select_seeds else [],
             bc_dagger_rounds=args.dagger_rounds, reward_scale=args.reward_scale,
-            learning_rate=args.learning_rate, n_envs=args.envs,
+            learning_rate=args.learning_rate, n_envs=args.envs, decision_cost=args.decision_cost,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
             out_dir=str(Path(args.out) / name / f"seed{seed}"))
         train_factored(config)
@@ -179,6 +180,9 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--envs", type=int, default=DEFAULTS.n_envs,
                                     help="episodes stepped together, each n_steps per update (run name "
                                          "gets -envsN when not the default)")
+    sub.choices["ppo"].add_argument("--decision-cost", type=float, default=0.0,
+                                    help="the learner's price of a decision, taken off every reward "
+                                         "(score units; run name gets -decision-costX)")
     k = sub.add_parser("keep")
     k.add_argument("run")
     k.add_argument("dest")

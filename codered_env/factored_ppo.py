@@ -75,6 +75,12 @@ class FactoredConfig:
     # grade is unchanged; the value head learns scaled returns). 10 helped task4 and task5 and
     # left task1 and task2 as they were (docs/TRAINING.md); the default stays 1 [design choice]
     reward_scale: float = 1.0
+    # the learner's price of a decision, taken off every step's reward (score units, before
+    # reward_scale) for the advantages and value targets alone; the environment's rewards and
+    # the grade are unchanged. The step budget binds before the horizon when one-minute actions
+    # replace waits, and later callers then go unanswered, a cost the rewards show only at the
+    # end; 0 by default [design choice]
+    decision_cost: float = 0.0
     gae_lambda: float = 0.95
     clip: float = 0.2
     ent_coef: float = 0.01
@@ -105,6 +111,8 @@ class FactoredConfig:
     def __post_init__(self) -> None:
         if not self.reward_scale > 0:
             raise ValueError(f"reward_scale must be > 0, not {self.reward_scale}")
+        if not self.decision_cost >= 0:
+            raise ValueError(f"decision_cost must be >= 0, not {self.decision_cost}")
         shared = sorted(set(self.select_seeds) & set(self.eval_seeds))
         if shared:
             raise ValueError(f"the validation seeds (select_seeds) must not include an evaluation seed "
@@ -287,6 +295,12 @@ def _advantages(
         running = delta + gamma[t] * lam * alive * running
         adv[t] = running
     return adv
+
+
+def learner_rewards(config: FactoredConfig, rewards: np.ndarray) -> np.ndarray:
+    """The rewards the learner's advantages and value targets see: each less the price of a
+    decision, then scaled."""
+    return (rewards - config.decision_cost) * config.reward_scale
 
 
 def step_discounts(config: FactoredConfig, minutes: np.ndarray) -> np.ndarray | float:
@@ -499,8 +513,8 @@ def _ppo(
         values, rewards, dones, minutes = (roll.column(k) for k in (2, 3, 4, 5))
         with torch.no_grad():
             last = policy(*batch_arrays(obs, [vec.legal_actions(i) for i in range(vec.num_envs)]))[1].numpy()
-        adv = _advantages(rewards * config.reward_scale, values, dones, last, step_discounts(config, minutes),
-                          config.gae_lambda)
+        adv = _advantages(learner_rewards(config, rewards), values, dones, last,
+                          step_discounts(config, minutes), config.gae_lambda)
         if config.anneal_lr:
             for group in optimiser.param_groups:
                 group["lr"] = config.learning_rate * max(0.0, 1.0 - steps / config.total_steps)

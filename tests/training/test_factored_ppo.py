@@ -25,6 +25,7 @@ from codered_env.factored_ppo import (  # noqa: E402
     batch_inputs,
     behaviour_clone,
     heuristic_demonstrations,
+    learner_rewards,
     make_policy,
     step_discounts,
     train_factored,
@@ -297,3 +298,16 @@ def test_reward_scale_multiplies_the_rewards_the_learner_sees(tmp_path: Path, mo
     assert np.abs(plain).max() > 0 and np.allclose(scaled, 7.0 * plain)
     with pytest.raises(ValueError, match="reward_scale must be > 0"):
         FactoredConfig(reward_scale=0.0)
+
+
+def test_a_decision_costs_the_learner_its_price_and_leaves_the_sum_of_waits_alone() -> None:
+    """The price comes off every step before scaling: three one-minute decisions cost three
+    times one decision of three minutes, the environment's rewards being the same."""
+    config = FactoredConfig(decision_cost=0.002, reward_scale=10.0)
+    rewards = np.array([[0.01], [-0.004]])
+    assert np.allclose(learner_rewards(config, rewards), [[0.08], [-0.06]])
+    assert np.array_equal(learner_rewards(FactoredConfig(), rewards), rewards)
+    one, three = learner_rewards(config, np.zeros((1, 1))), learner_rewards(config, np.zeros((3, 1)))
+    assert three.sum() == pytest.approx(3 * one.sum()) and one.sum() < 0
+    with pytest.raises(ValueError, match="decision_cost must be >= 0"):
+        FactoredConfig(decision_cost=-0.001)
