@@ -11,6 +11,7 @@ from gymnasium import spaces
 from ..sim.env import CodeRedSim
 from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
+from .checks import flat_index, reset_options, shown
 from .factored_actions import NVEC, encode
 from .features import FeatureBuilder, observation_space
 from .focus import ACTION_SETS, focus_legal
@@ -90,13 +91,14 @@ class CodeRedGymEnv(gymnasium.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        super().reset(seed=seed)
-        task_id = (options or {}).get("task_id", self.task_id)
+        options = reset_options(options, ("task_id",))
+        task_id = options.get("task_id", self.task_id)
         if task_id not in TASKS:
             raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        super().reset(seed=seed)
         self.task_id = task_id
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-        self.sim = self._new_sim(task_id, sim_seed, options or {})
+        self.sim = self._new_sim(task_id, sim_seed, options)
         self._end_reason = None
         self._legal_memo.clear()
         if self._slots is not None:
@@ -108,10 +110,13 @@ class CodeRedGymEnv(gymnasium.Env):
         return CodeRedSim(task_id, sim_seed)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        result = self.sim.step(self._wire(int(action)))
+        index = flat_index(action)
+        action_error = self._action_error(action, index)
+        result = self.sim.step(self._wire(index))
         obs = self._observe()
         info = self._info()
         info["last_action_error"] = result.error  # also set when the episode was already over
+        info["action_error"] = action_error
         terminated = truncated = False
         if result.done:
             reason = self._end_reason = self._end_reason or self.sim.end_reason
@@ -191,7 +196,16 @@ class CodeRedGymEnv(gymnasium.Env):
             table[i] = encode(decode_action(self._segments, i), self._slots)
         return table
 
-    def _wire(self, index: int) -> dict[str, Any]:
-        if 0 <= index < self._n_legal and not self.sim.done:
+    def _action_error(self, action: Any, index: int | None) -> str | None:
+        """Why ``action`` is refused, in the adapter's terms (None: it is legal)."""
+        legal = f"legal: 0..{self._n_legal - 1} (info['action_mask'])"
+        if index is None:
+            return f"action {shown(action)} is not an integer index; {legal}"
+        if self.sim.done:
+            return "the episode is over: reset() starts the next"
+        return None if 0 <= index < self._n_legal else f"action index {index} is not legal now; {legal}"
+
+    def _wire(self, index: int | None) -> dict[str, Any]:
+        if index is not None and 0 <= index < self._n_legal and not self.sim.done:
             return decode_action(self._segments, index)
-        return {"action_type": f"masked_out_gym_action_{index}"}
+        return {"action_type": f"masked_out_gym_action_{'invalid' if index is None else index}"}

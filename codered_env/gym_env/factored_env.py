@@ -14,14 +14,16 @@ from ..sim.city import PRAKASHNAGAR, City
 from ..sim.citygen import resolve_city, split_seeds
 from ..sim.env import CodeRedSim
 from ..sim.tasks import TASK_IDS, TASKS
+from .checks import factored_vector, reset_options, shown
 from .factored_actions import FactoredLegal, decode, encode
 from .factored_features import Buffers, FactoredFeatures, factored_observation_space
 from .slots import GENERATED_MAXIMA, MAXIMA_BY_NAME, PRAKASHNAGAR_MAXIMA, SlotLayout, SlotMaxima, layout_for
 
+RESET_OPTIONS = ("task_id", "city")  # what ``reset(options=...)`` takes
 MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is sent to the simulation as
 
 
-def _check_task(task_id: str) -> None:
+def check_task(task_id: str) -> None:
     if task_id not in TASKS:
         raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
 
@@ -101,7 +103,7 @@ class FactoredCore:
     single env's own, or a vector env's batch rows). Reads only ``CodeRedSim.observation_view``."""
 
     def __init__(self, task_id: str, out: Mapping[str, np.ndarray], cities: CityChoice | None = None) -> None:
-        _check_task(task_id)
+        check_task(task_id)
         self.task_id = task_id
         self.out = out
         self.cities = cities or CityChoice()
@@ -115,7 +117,7 @@ class FactoredCore:
     def reset(self, seed: int, task_id: str | None = None, city: str | int | City | None = None) -> None:
         """A new episode: ``seed``, and the task and city when given (else the env's)."""
         if task_id is not None:
-            _check_task(task_id)
+            check_task(task_id)
         chosen = self.cities.city_of(seed, city)
         self.sim = CodeRedSim(task_id or self.task_id, seed, city=chosen)  # bad input raises here
         self.task_id = self.sim.task.task_id
@@ -146,10 +148,10 @@ class FactoredCore:
 
     def _wire(self, action: Any) -> tuple[dict[str, Any], str | None]:
         try:
-            combo = np.asarray(action, np.int64).reshape(len(self.legal.tables.nvec))
+            combo = factored_vector(action, len(self.legal.tables.nvec))
             wire = decode(combo, self.features.slots)
         except (ValueError, TypeError) as exc:
-            return {"action_type": MASKED_OUT}, f"invalid factored action {_as_list(action)}: {exc}"
+            return {"action_type": MASKED_OUT}, f"invalid factored action {shown(action)}: {exc}"
         if self.sim.done or not self.legal.contains(combo):
             return {"action_type": MASKED_OUT}, (
                 f"factored action {combo.tolist()} ({wire}) is not legal now: pick the type from "
@@ -172,13 +174,6 @@ class FactoredCore:
             "clock_min": sim.clock,
             "city": sim.city.key,
         }
-
-
-def _as_list(action: Any) -> Any:
-    try:
-        return np.asarray(action).tolist()
-    except (ValueError, TypeError):
-        return repr(action)
 
 
 class CodeRedFactoredEnv(gymnasium.Env):
@@ -235,10 +230,15 @@ class CodeRedFactoredEnv(gymnasium.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        options = reset_options(options, RESET_OPTIONS)
+        kept = self._np_random, self._np_random_seed  # restored if the options are refused
         super().reset(seed=seed)
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
-        options = options or {}
-        self.core.reset(sim_seed, options.get("task_id"), options.get("city"))
+        try:
+            self.core.reset(sim_seed, options.get("task_id"), options.get("city"))
+        except (TypeError, ValueError):
+            self._np_random, self._np_random_seed = kept
+            raise
         obs = self._obs()
         return obs, self.core.info(obs)
 

@@ -13,8 +13,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..sim.city import City
+from .checks import reset_options
 from .factored_actions import decode, encode
-from .factored_env import CityChoice, FactoredCore
+from .factored_env import RESET_OPTIONS, CityChoice, FactoredCore, check_task
 from .factored_features import Buffers, factored_observation_space
 from .slots import SlotMaxima
 
@@ -88,6 +89,13 @@ class CodeRedFactoredVectorEnv(VectorEnv):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        options = reset_options(options, RESET_OPTIONS)
+        if options.get("task_id") is not None:
+            check_task(options["task_id"])
+        if options.get("city") is not None:
+            self._cores[0].cities.city_of(0, options["city"])  # every episode's would raise alike
+        if isinstance(seed, list) and len(seed) != self.num_envs:
+            raise ValueError(f"a list of seeds needs one per episode: {self.num_envs}, not {len(seed)}")
         first = seed[0] if isinstance(seed, list) else seed
         super().reset(seed=first)
         if isinstance(seed, list):
@@ -96,11 +104,21 @@ class CodeRedFactoredVectorEnv(VectorEnv):
             seeds = [seed + i for i in range(self.num_envs)]
         else:
             seeds = [self._draw_seed() for _ in range(self.num_envs)]
-        options = options or {}
         for core, s in zip(self._cores, seeds, strict=True):
             core.reset(int(s), options.get("task_id"), options.get("city"))
         self._ended.fill(False)
         return self._observation(), self._infos()
+
+    def _action_rows(self, actions: Any) -> Any:
+        """One action per episode, as rows (each checked, and refused if malformed, by its episode)."""
+        if isinstance(actions, (list, tuple)) and len(actions) == self.num_envs:
+            return actions
+        shape = (self.num_envs, len(self._nvec))
+        try:
+            return np.asarray(actions).reshape(shape)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"actions must be {shape[0]} rows of {shape[1]} integers, one per episode: "
+                             f"{exc}") from exc
 
     def _draw_seed(self) -> int:
         return int(self.np_random.integers(0, _SEED_SPAN))
@@ -108,10 +126,11 @@ class CodeRedFactoredVectorEnv(VectorEnv):
     def step(
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        actions = np.asarray(actions, np.int64).reshape(self.num_envs, len(self._nvec))
+        actions = self._action_rows(actions)
         rewards, terminated = self._rewards, np.zeros(self.num_envs, bool)
         rewards.fill(0.0)
         minutes = np.zeros(self.num_envs, np.int64)
+        errors = np.full(self.num_envs, None, object)  # why an episode's action was refused
         same_step = self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
         final: list[tuple[int, float]] = []
         for i, core in enumerate(self._cores):
@@ -120,7 +139,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
                 self._ended[i] = False
                 continue
             reward, done = core.step(actions[i])
-            rewards[i], minutes[i] = reward, core.sim.last_minutes
+            rewards[i], minutes[i], errors[i] = reward, core.sim.last_minutes, core.action_error
             if done:
                 terminated[i] = True
                 final.append((i, core.sim.grade()["score"]))
@@ -130,6 +149,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
                     self._ended[i] = True
         infos = self._infos()
         infos["minutes"] = minutes
+        infos["action_error"] = errors
         if final:
             scores, mask = np.zeros(self.num_envs), np.zeros(self.num_envs, bool)
             for i, score in final:
