@@ -52,6 +52,7 @@ def run_name(args: argparse.Namespace) -> str:
     name += "-type-first" if args.type_first else ""
     name += f"-reward-x{args.reward_scale:g}" if args.reward_scale != 1.0 else ""
     name += f"-decision-cost{args.decision_cost:g}" if args.decision_cost else ""
+    name += f"-lambda{args.gae_lambda:g}" if args.gae_lambda != DEFAULTS.gae_lambda else ""
     name += f"-lr{args.learning_rate:g}" if args.learning_rate != DEFAULTS.learning_rate else ""
     return name + (f"-envs{args.envs}" if args.envs != DEFAULTS.n_envs else "")
 
@@ -66,6 +67,7 @@ def ppo(args: argparse.Namespace) -> None:
             select_seeds=_seeds(args.select_seeds) if args.select_seeds else [],
             bc_dagger_rounds=args.dagger_rounds, reward_scale=args.reward_scale,
             learning_rate=args.learning_rate, n_envs=args.envs, decision_cost=args.decision_cost,
+            gae_lambda=args.gae_lambda,
             bc_dagger_episodes=args.dagger_episodes, eval_seeds=_seeds(args.eval_seeds),
             out_dir=str(Path(args.out) / name / f"seed{seed}"))
         train_factored(config)
@@ -180,6 +182,8 @@ def main() -> None:
     sub.choices["ppo"].add_argument("--envs", type=int, default=DEFAULTS.n_envs,
                                     help="episodes stepped together, each n_steps per update (run name "
                                          "gets -envsN when not the default)")
+    sub.choices["ppo"].add_argument("--gae-lambda", type=float, default=DEFAULTS.gae_lambda,
+                                    help="GAE's lambda (run name gets -lambdaX when not the default)")
     sub.choices["ppo"].add_argument("--decision-cost", type=float, default=0.0,
                                     help="the learner's price of a decision, taken off every reward "
                                          "(score units; run name gets -decision-costX)")

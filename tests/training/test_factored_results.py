@@ -87,10 +87,10 @@ def test_a_run_is_named_by_every_setting_off_its_default() -> None:
 
     plain = Namespace(task="task4", bc=0, init_from=None, anneal_lr=False, gamma_minute=0.0, select_seeds="",
                       type_first=False, reward_scale=1.0, learning_rate=3e-4, envs=8,
-                      decision_cost=0.0)
+                      decision_cost=0.0, gae_lambda=0.95)
     assert run_name(plain) == "ppo-task4-scratch"
     bent = Namespace(**{**vars(plain), "anneal_lr": True, "select_seeds": "30000-30059", "type_first": True,
                         "reward_scale": 10.0, "learning_rate": 1e-4, "envs": 16,
-                        "decision_cost": 0.001})
+                        "decision_cost": 0.001, "gae_lambda": 0.99})
     assert run_name(bent) == (
-        "ppo-task4-scratch-anneal-select-type-first-reward-x10-decision-cost0.001-lr0.0001-envs16")
+        "ppo-task4-scratch-anneal-select-type-first-reward-x10-decision-cost0.001-lambda0.99-lr0.0001-envs16")
