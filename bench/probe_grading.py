@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from redteam.probe import spearman  # bench/ is the script's folder, so on sys.path
+
 from codered_env.agents import make_agent
 from codered_env.agents.heuristic import HeuristicAgent, nearest_unit
 from codered_env.runner import run_episode
@@ -135,29 +137,6 @@ def outcome_gain_ratio(table: dict[str, dict[str, float]], policy: str) -> float
     floor = table["noop"]["outcome"]
     gain = table["heuristic"]["outcome"] - floor
     return (table[policy]["outcome"] - floor) / gain if gain else 0.0
-
-
-def ranks(values: list[float]) -> list[float]:
-    """Ranks 1..n, ties sharing their mean rank."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            out[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
-
-
-def spearman(a: list[float], b: list[float]) -> float:
-    ra, rb = ranks(a), ranks(b)
-    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
-    var = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
-    return cov / var if var else 0.0
 
 
 def run_family(task_id: str, seeds: list[int]) -> dict[str, dict[str, float]]:
