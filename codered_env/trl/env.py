@@ -25,6 +25,7 @@ Usage (examples/grpo_codered.py runs it on a CPU with a local model; docs/TRAINI
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -156,14 +157,11 @@ class CodeRedToolEnv:
               **row: Any) -> str:
         """Start the episode of a dataset row (extra columns such as ``prompt`` are ignored);
         ``city`` as ``codered_env.city_choice.city_key`` takes it (default: the constructor's)."""
-        self._task_id = task_id if task_id is not None else self._task_id
-        self._seed = int(seed) if seed is not None else 0
-        self._city = city_key(city) if city is not None else self._city
+        chosen = (task_id if task_id is not None else self._task_id, _seed_of(seed),
+                  city_key(city) if city is not None else self._city)
+        episode = self._open(*chosen)  # bad input raises here, with the current episode kept
         self._release()
-        if self.base_url is None:
-            self._episode = LocalEpisode(self._task_id, self._seed, self._city)
-        else:
-            self._episode = RemoteEpisode(self.base_url, self._task_id, self._seed, city=self._city)
+        (self._task_id, self._seed, self._city), self._episode = chosen, episode
         self.rewards = []
         self.tool_calls = self.refused_calls = 0
         view = self._episode.view
@@ -202,6 +200,11 @@ class CodeRedToolEnv:
         return view.text
 
     # ------------------------------------------------------------------ helpers
+    def _open(self, task_id: str, seed: int, city: str) -> Episode:
+        if self.base_url is None:
+            return LocalEpisode(task_id, seed, city)
+        return RemoteEpisode(self.base_url, task_id, seed, city=city)
+
     def _started(self) -> Episode:
         if self._episode is None:
             raise RuntimeError("no episode: call reset(task_id=..., seed=...) first")
@@ -238,6 +241,19 @@ class CodeRedToolEnv:
             lines.append(f"EPISODE OVER ({reason}): final grade {view.score_preview:.3f}")
         self._shown = now
         return "\n".join(lines)
+
+
+def _seed_of(seed: Any) -> int:
+    """A dataset row's seed as an integer (None: 0): an integer, its digits or a whole float."""
+    if seed is None:
+        return 0
+    if isinstance(seed, str) and seed.strip().isdigit():
+        return int(seed)
+    if isinstance(seed, float) and seed.is_integer():
+        return int(seed)
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise ValueError(f"seed must be a non-negative integer, not {seed!r:.60}")
+    return operator.index(seed)
 
 
 def city_tool_env(city: str | int | None) -> type[CodeRedToolEnv]:

@@ -88,6 +88,21 @@ def test_dataset_rows_reset_their_episode() -> None:
         episode_dataset(["task9"], [0])
 
 
+@pytest.mark.parametrize("bad", [{"task_id": "task9"}, {"seed": -3}, {"seed": "x"}, {"seed": 3.5},
+                                 {"seed": True}, {"city": "atlantis"}])
+def test_a_bad_reset_raises_and_keeps_the_episode_it_had(bad: dict) -> None:
+    env = CodeRedToolEnv("task2", 4)
+    env.maintain_plan()
+    sim, clock = env.sim, env.sim.clock
+    with pytest.raises(ValueError, match="task_id|seed|city"):
+        env.reset(**bad)
+    assert env.sim is sim and sim.clock == clock
+    env.reset()  # the task and city it had, seed 0
+    assert (env.sim.task.task_id, env.sim.seed) == ("task2", 0)
+    env.reset(seed="7")
+    assert env.sim.seed == 7
+
+
 def test_replies_are_compact_and_bad_calls_are_refused_not_raised() -> None:
     env = CodeRedToolEnv()
     env.reset(task_id="task3", seed=0)
