@@ -94,7 +94,7 @@ def test_a_bad_reset_raises_and_keeps_the_episode_it_had(bad: dict) -> None:
     env = CodeRedToolEnv("task2", 4)
     env.maintain_plan()
     sim, clock = env.sim, env.sim.clock
-    with pytest.raises(ValueError, match="task_id|seed|city"):
+    with pytest.raises(ValueError, match=r"task_id|seed|city"):
         env.reset(**bad)
     assert env.sim is sim and sim.clock == clock
     env.reset()  # the task and city it had, seed 0
