@@ -289,13 +289,14 @@ def test_reward_scale_multiplies_the_rewards_the_learner_sees(tmp_path: Path, mo
         return original(rewards, *args)
 
     monkeypatch.setattr(ppo, "_advantages", spy)
-    for scale in (1.0, 7.0):
+    for scale, cost in ((1.0, 0.0), (7.0, 0.0), (7.0, 0.002)):
         config = FactoredConfig(task_id="task1", total_steps=32, n_envs=2, n_steps=16, minibatch=16,
-                                hidden=16, reward_scale=scale, eval_every=10_000, eval_seeds=[10_000],
-                                out_dir=str(tmp_path / f"x{scale:g}"))
+                                hidden=16, reward_scale=scale, decision_cost=cost, eval_every=10_000,
+                                eval_seeds=[10_000], out_dir=str(tmp_path / f"x{scale:g}-{cost:g}"))
         train_factored(config, log=lambda _line: None)
-    plain, scaled = seen  # the first rollout: the same untrained policy, the same episodes
+    plain, scaled, priced = seen  # the first rollout: the same untrained policy, the same episodes
     assert np.abs(plain).max() > 0 and np.allclose(scaled, 7.0 * plain)
+    assert np.allclose(priced, 7.0 * (plain - 0.002))
     with pytest.raises(ValueError, match="reward_scale must be > 0"):
         FactoredConfig(reward_scale=0.0)
 
