@@ -28,7 +28,9 @@ class CodeRedGymEnv(gymnasium.Env):
       actions in ``ACTION_ORDER`` (see ``enumerate_actions``). The legal indices are always a
       prefix ``0..n-1``: ``action_masks()`` (bool) and ``info["action_mask"]`` (int8).
       ``wire_action(i)`` is what index ``i`` does now; ``info["actions"]`` lists them all only
-      when built with ``info_actions=True`` (vector envs deep-copy infos every step).
+      when built with ``info_actions=True`` (vector envs deep-copy infos every step). An index
+      not legal now, or anything but an integer, is refused (``gym_env.checks``): one minute
+      passes and ``info["action_error"]`` says why; nothing raises.
     - Observation: a ``Dict`` of float32 arrays in [0, 1] (``observation_space()``), built by
       ``FeatureBuilder`` from the visible state only.
     - Reward: the change of the running score preview times the task's pace factor (sim/pace.py);
