@@ -10,7 +10,15 @@ from typing import Any
 
 import numpy as np
 
+from ..sim.tasks import TASK_IDS, TASKS
+
 _INTEGER_KINDS = frozenset("iu")
+
+
+def check_task(task_id: Any) -> None:
+    """Raise ``ValueError`` naming the valid tasks unless ``task_id`` is one."""
+    if task_id not in TASKS:
+        raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
 
 
 def reset_options(options: Any, valid: tuple[str, ...]) -> dict[str, Any]:
@@ -49,7 +57,7 @@ def factored_vector(action: Any, length: int) -> np.ndarray:
     """``action`` as the ``length`` integer components of a factored action; raises ``ValueError``
     saying what is wrong (whole-number floats are taken, as some learners emit them)."""
     array = _as_array(action)
-    if array is None or array.dtype.kind not in "iubf" or array.size != length:
+    if array is None or array.dtype.kind not in _INTEGER_KINDS | {"f"} or array.size != length:
         raise ValueError(f"a factored action is {length} integers (type, unit, case, hospital, parameter)")
     if array.dtype.kind == "f":
         if not (np.isfinite(array).all() and (array == np.round(array)).all()):

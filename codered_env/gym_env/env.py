@@ -9,9 +9,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..sim.env import CodeRedSim
-from ..sim.tasks import TASK_IDS, TASKS
 from .actions import LegalMemo, Segment, decode_action, index_legal
-from .checks import flat_index, reset_options, shown
+from .checks import check_task, flat_index, reset_options, shown
 from .factored_actions import NVEC, encode
 from .features import FeatureBuilder, observation_space
 from .focus import ACTION_SETS, focus_legal
@@ -65,8 +64,7 @@ class CodeRedGymEnv(gymnasium.Env):
         actions: str = "full",
         action_args: bool = False,
     ) -> None:
-        if task_id not in TASKS:
-            raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        check_task(task_id)
         if max_actions < 1:
             raise ValueError("max_actions must be at least 1")
         if actions not in ACTION_SETS:
@@ -95,8 +93,7 @@ class CodeRedGymEnv(gymnasium.Env):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         options = reset_options(options, ("task_id",))
         task_id = options.get("task_id", self.task_id)
-        if task_id not in TASKS:
-            raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
+        check_task(task_id)
         super().reset(seed=seed)
         self.task_id = task_id
         sim_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))

@@ -13,19 +13,13 @@ from gymnasium import spaces
 from ..sim.city import PRAKASHNAGAR, City
 from ..sim.citygen import resolve_city, split_seeds
 from ..sim.env import CodeRedSim
-from ..sim.tasks import TASK_IDS, TASKS
-from .checks import factored_vector, reset_options, shown
+from .checks import check_task, factored_vector, reset_options, shown
 from .factored_actions import FactoredLegal, decode, encode
 from .factored_features import Buffers, FactoredFeatures, factored_observation_space
 from .slots import GENERATED_MAXIMA, MAXIMA_BY_NAME, PRAKASHNAGAR_MAXIMA, SlotLayout, SlotMaxima, layout_for
 
 RESET_OPTIONS = ("task_id", "city")  # what ``reset(options=...)`` takes
 MASKED_OUT = "masked_out_factored_action"  # what an illegal factored action is sent to the simulation as
-
-
-def check_task(task_id: str) -> None:
-    if task_id not in TASKS:
-        raise ValueError(f"unknown task_id {task_id!r}; valid: {', '.join(TASK_IDS)}")
 
 
 # mixed into an episode's seed to draw its city (a stream of its own: the simulation's draws
@@ -114,10 +108,16 @@ class FactoredCore:
         self.legal = FactoredLegal(self.layout)
         self.action_error: str | None = None
 
-    def reset(self, seed: int, task_id: str | None = None, city: str | int | City | None = None) -> None:
-        """A new episode: ``seed``, and the task and city when given (else the env's)."""
+    def check(self, task_id: str | None = None, city: str | int | City | None = None) -> None:
+        """Raise as ``reset`` would for this task and city, changing nothing."""
         if task_id is not None:
             check_task(task_id)
+        if city is not None:
+            self.cities.city_of(0, city)
+
+    def reset(self, seed: int, task_id: str | None = None, city: str | int | City | None = None) -> None:
+        """A new episode: ``seed``, and the task and city when given (else the env's)."""
+        self.check(task_id)
         chosen = self.cities.city_of(seed, city)
         self.sim = CodeRedSim(task_id or self.task_id, seed, city=chosen)  # bad input raises here
         self.task_id = self.sim.task.task_id

@@ -15,7 +15,7 @@ from gymnasium.vector.utils import batch_space
 from ..sim.city import City
 from .checks import reset_options
 from .factored_actions import decode, encode
-from .factored_env import RESET_OPTIONS, CityChoice, FactoredCore, check_task
+from .factored_env import RESET_OPTIONS, CityChoice, FactoredCore
 from .factored_features import Buffers, factored_observation_space
 from .slots import SlotMaxima
 
@@ -90,10 +90,7 @@ class CodeRedFactoredVectorEnv(VectorEnv):
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         options = reset_options(options, RESET_OPTIONS)
-        if options.get("task_id") is not None:
-            check_task(options["task_id"])
-        if options.get("city") is not None:
-            self._cores[0].cities.city_of(0, options["city"])  # every episode's would raise alike
+        self._cores[0].check(options.get("task_id"), options.get("city"))  # every episode's would raise alike
         if isinstance(seed, list) and len(seed) != self.num_envs:
             raise ValueError(f"a list of seeds needs one per episode: {self.num_envs}, not {len(seed)}")
         first = seed[0] if isinstance(seed, list) else seed

@@ -64,8 +64,8 @@ def test_an_action_after_the_end_says_the_episode_is_over() -> None:
     assert info["action_error"] == "the episode is over: reset() starts the next"
 
 
-@pytest.mark.parametrize("action", [*MALFORMED[:7], [1, 2, 3], [0.5, 0, 0, 0, 0], [np.inf, 0, 0, 0, 0]],
-                         ids=repr)
+@pytest.mark.parametrize("action", [*MALFORMED[:7], [1, 2, 3], [0.5, 0, 0, 0, 0], [np.inf, 0, 0, 0, 0],
+                                    [True, False, False, False, False]], ids=repr)
 def test_the_factored_env_refuses_a_malformed_action(action: Any) -> None:
     env = CodeRedFactoredEnv("task3")
     env.reset(seed=2)
