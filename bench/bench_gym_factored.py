@@ -15,6 +15,9 @@ the next seed (the reset is timed with the step that needs it). Every measuremen
 - vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v6", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
 
+- split (``--split TASK``, task5 by default): the unwrapped factored step of one task played
+  piece by piece, each part timed on its own: decoding the action, the simulation's step, the
+  reward (the rubric's score preview), the observation rows and masks, the copy and the info.
 - ``--ab PATH``: the same single-env measurement of this checkout and of another one (e.g. the
   commit before a change) in one process, alternating rounds, so the load of other processes
   falls on both alike; both unwrapped (no ``gymnasium.make`` wrappers). The other package is
@@ -138,6 +141,72 @@ def simulation_runner(task_id: str, steps: int) -> Callable[[], float]:
     return run
 
 
+SPLIT_PARTS = (
+    ("decode", "decode and check the factored action"),
+    ("simulation", "the simulation's step without the reward"),
+    ("preview", "the reward: the rubric's score preview"),
+    ("observation", "observation rows and masks"),
+    ("output", "the observation's copy and the info"),
+)
+
+
+def split_runner(task_id: str, steps: int) -> Callable[[], dict[str, float]]:
+    """Seconds per step in each part of an unwrapped factored step (``SPLIT_PARTS``):
+    ``FactoredCore.step`` played piece by piece, the same work in the same order."""
+    from codered_env.gym_env.factored_env import CodeRedFactoredEnv
+
+    env, rng, state = CodeRedFactoredEnv(task_id), np.random.default_rng(0), {"seed": 0}
+    env.reset(seed=0)
+    core = env.core
+
+    def run() -> dict[str, float]:
+        spent = dict.fromkeys((name for name, _ in SPLIT_PARTS), 0.0)
+        for _ in range(steps):
+            action = pick(env.legal_actions(), rng)
+            core.sim.rewards = False  # the reward's preview is timed on its own
+            marks = [clock()]
+            wire, core.action_error = core._wire(action)
+            marks.append(clock())
+            done = core.sim.step(wire).done
+            marks.append(clock())
+            core.sim.potential  # noqa: B018  computes the preview, as the reward does
+            marks.append(clock())
+            core._observe()
+            marks.append(clock())
+            core.info(env._obs())
+            marks.append(clock())
+            for name, begin, end in zip(spent, marks, marks[1:], strict=False):
+                spent[name] += end - begin
+            if done:
+                state["seed"] += 1
+                env.reset(seed=state["seed"])
+        return {name: total / steps for name, total in spent.items()}
+
+    return run
+
+
+def split_lines(task_id: str, steps: int, rounds: int, cartpole: float) -> list[str]:
+    """The split table of one task: the median round of each part, and its share."""
+    run = split_runner(task_id, steps)
+    parts = [run() for _ in range(rounds)]
+    medians = {name: statistics.median(p[name] for p in parts) for name, _ in SPLIT_PARTS}
+    total = sum(medians.values())
+    lines = [
+        f"## Where a factored {task_id} step's time goes",
+        "",
+        "The unwrapped env's step played piece by piece (`bench/bench_gym_factored.py --split`); "
+        f"CartPole-v1 {cartpole * 1e6:.1f} µs.",
+        "",
+        "| part | µs | share | / CartPole |",
+        "|---|---|---|---|",
+    ]
+    for name, label in SPLIT_PARTS:
+        t = medians[name]
+        lines.append(f"| {label} | {t * 1e6:.0f} | {t / total:.0%} | {t / cartpole:.1f}x |")
+    lines.append(f"| total | {total * 1e6:.0f} | 100% | {total / cartpole:.1f}x |")
+    return lines
+
+
 def cartpole_runner(steps: int) -> Callable[[], float]:
     env = gymnasium.make("CartPole-v1")
     env.reset(seed=0)
@@ -256,8 +325,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--envs", type=int, default=8, help="episodes per vector env")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here too")
-    parser.add_argument("--ab", type=Path, default=None, metavar="PATH",
-                        help="time this checkout against the one at PATH instead (single env)")
+    parser.add_argument(
+        "--ab",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="time this checkout against the one at PATH instead (single env)",
+    )
+    parser.add_argument(
+        "--split",
+        default="task5",
+        metavar="TASK",
+        help="the task whose step is split into its parts ('' for none)",
+    )
     args = parser.parse_args()
     tasks = args.tasks.split(",")
     if args.ab:
@@ -272,6 +352,7 @@ def main() -> None:
                 ("steps", args.steps),
                 ("rounds", args.rounds),
                 ("envs", args.envs),
+                ("split", args.split or "''"),
             )
             + ((("out", args.out),) if args.out else ())
         )
@@ -286,6 +367,7 @@ def main() -> None:
         "| flat µs | flat / CartPole |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    cartpole: dict[str, float] = {}
     for task_id in tasks:
         t = median_rounds(
             {
@@ -301,6 +383,12 @@ def main() -> None:
         ]
         lines.append(f"| {task_id} | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)
+        cartpole[task_id] = t["cartpole"]
+    if args.split:
+        if args.split not in cartpole:
+            cartpole[args.split] = median_rounds({"c": cartpole_runner(args.steps * 10)}, args.rounds)["c"]
+        lines += ["", *split_lines(args.split, args.steps, args.rounds, cartpole[args.split])]
+        print("\n".join(lines[-(len(SPLIT_PARTS) + 2) :]), flush=True)
     n = args.envs
     lines += [
         "",
