@@ -220,6 +220,22 @@ def test_the_analysis_flags_delay_gains_and_a_punished_reach() -> None:
     assert probe.spearman([1, 2, 3], [10, 30, 20]) == pytest.approx(0.5)
 
 
+def test_a_delay_gain_shows_the_gain_on_seeds_the_step_budget_ended_neither(capsys) -> None:
+    base = [_episode(s, 0.7, 5.0) for s in range(6)]
+    twin = [_episode(s, 0.72 if s < 2 else 0.699, 5.0) for s in range(6)]
+    for e in base[:2] + twin[:2]:
+        e.end = "step_budget"  # its waits spent the budget: fewer decisions left to waste
+    for e in base[2:] + twin[2:]:
+        e.end = "resolved"
+    results = {"heuristic": base, "hold-dispatch-5": twin}
+    row = probe.delay_gains(results)[0]
+    assert row["gain"] == pytest.approx(0.036 / 6) and row["unbound"] == (4, pytest.approx(-0.001))
+    probe.print_task("task1", probe.analyse(results), 6)
+    assert "on the 4 seeds the step budget ended neither: -0.0010" in capsys.readouterr().out
+    older = [_episode(s, 0.7, 5.0) for s in range(6)]  # a file written before end reasons were kept
+    assert probe.delay_gains({"heuristic": older, "hold-dispatch-5": twin})[0]["unbound"] is None
+
+
 def test_confirming_replays_the_flagged_pairs_and_keeps_what_holds(monkeypatch) -> None:
     found = {("delay", "hold-dispatch-5", "heuristic"): "delay gain: hold-dispatch-5 +0.0100 over heuristic",
              ("score", "waste-pages", "heuristic"): "score inversion: waste-pages > heuristic",

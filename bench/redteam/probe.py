@@ -9,7 +9,9 @@ Plays the red-team family (policies.py) on seeds the tests do not use and prints
   A's patients suffer >= 1 expected death per 100 more; or A scores above the heuristic at all
   while its patients suffer >= 0.3 deaths per 100 more. Each is printed with the rubric component
   responsible (the largest paired difference of component x effective weight);
-* the delay gains: each delayed variant against the same policy undelayed (paired, per k);
+* the delay gains: each delayed variant against the same policy undelayed (paired, per k); a
+  flagged one also shows its mean gain on the seeds where the step budget ended neither episode
+  (a twin's waits spend decisions: where the budget binds, it has fewer left for the rest);
 * Spearman(score, weighted outcome) and Spearman(return, weighted outcome) across the policies;
 * the same inversions for discounted returns;
 * the share of steps in which a crew first reaches a caller that get a negative reward.
@@ -84,6 +86,7 @@ class Episode:
     steps: int = 0
     seconds: float = 0.0
     ret_minute: float | None = None  # return discounted per simulated minute (None: an older file)
+    end: str | None = None  # the end reason (resolved, horizon, step_budget; None: an older file)
 
 
 # ------------------------------------------------------------------------------ playing
@@ -136,7 +139,7 @@ def play(task_id: str, seed: int, policy_name: str) -> Episode:
     ret = sum(r * DISCOUNT**t for t, r in enumerate(rewards))
     return Episode(seed, float(grade["score"]), float(outcomes["deaths_per_100"]),
                    float(outcomes["weighted_outcome"]), ret, contributions(grade), reach_rewards,
-                   sim.step_count, time.process_time() - started, ret_minute)
+                   sim.step_count, time.process_time() - started, ret_minute, sim.end_reason)
 
 
 def _cell(args: tuple[str, str, tuple[int, ...]]) -> tuple[str, str, list[Episode]]:
@@ -254,8 +257,20 @@ def delay_gains(results: dict[str, list[Episode]]) -> list[dict[str, Any]]:
         rows.append({"policy": name, "base": base, "hold": policy(name).hold, "gain": gain,
                      "gain_se": gain_se, "deaths": deaths, "deaths_se": deaths_se,
                      "return_gain": ret, "return_gain_se": ret_se,
-                     "components": responsible(episodes, results[base])[:2]})
+                     "components": responsible(episodes, results[base])[:2],
+                     "unbound": _unbound_gain(episodes, results[base])})
     return rows
+
+
+def _unbound_gain(delayed: list[Episode], base: list[Episode]) -> tuple[int, float] | None:
+    """The seeds on which the step budget ended neither episode, and the mean gain on them: a
+    delayed twin's waits spend decisions, so where the budget binds it has fewer left for what
+    else it does (all else is not equal). None for episodes of an older file."""
+    if any(e.end is None for e in delayed + base):
+        return None
+    gains = [d.score - b.score for d, b in zip(delayed, base, strict=True)
+             if "step_budget" not in (d.end, b.end)]
+    return len(gains), statistics.fmean(gains) if gains else 0.0
 
 
 def reach_stats(episodes: Iterable[Episode]) -> dict[str, float]:
@@ -403,6 +418,13 @@ def _component_text(parts: list[tuple[str, float]]) -> str:
     return ", ".join(f"{k} {v:+.3f}" for k, v in parts if v > 0) or "-"
 
 
+def _budget_text(row: dict[str, Any]) -> str:
+    unbound = row.get("unbound")
+    if unbound is None:
+        return ""
+    return f"; on the {unbound[0]} seeds the step budget ended neither: {unbound[1]:+.4f}"
+
+
 def print_task(task_id: str, analysis: dict[str, Any], n_seeds: int) -> None:
     print(f"\n=== {task_id} ({n_seeds} seeds) ===")
     print(f"{'policy':<28} {'score':>7} {'deaths/100':>10} {'w.outcome':>9} {'return':>7} {'reach<0':>7}")
@@ -432,7 +454,7 @@ def print_task(task_id: str, analysis: dict[str, Any], n_seeds: int) -> None:
         flag = "  GAIN" if row["gain"] > DELAY_GAIN_MAX else ""
         print(f"  {row['policy']:<24} vs {row['base']:<20} k={row['hold']:>2}: {row['gain']:+.4f} ± "
               f"{row['gain_se']:.4f}, deaths {row['deaths']:+.2f}, return {row['return_gain']:+.4f}"
-              f"{flag}" + (f"; from {_component_text(row['components'])}" if flag else ""))
+              f"{flag}" + (f"; from {_component_text(row['components'])}{_budget_text(row)}" if flag else ""))
     if "above_ceiling" in analysis:
         beaten = analysis["ceiling_beaten_on"]
         seeds = sorted({s for v in beaten.values() for s in v})
