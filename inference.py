@@ -23,6 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from codered_env.agents.roster import BUILTIN_AGENTS
@@ -312,6 +313,7 @@ def _save_trajectory(args: argparse.Namespace, model: str, outcome: Any) -> None
                                  "interrupted": outcome.failure is not None,
                                  "reason": outcome.failure})
     try:
+        Path(args.trajectory).parent.mkdir(parents=True, exist_ok=True)
         trajectory.save(args.trajectory)
         warn(f"trajectory written to {args.trajectory}")
     except OSError as exc:

@@ -1,12 +1,14 @@
 """Write ``constraints.txt``: the locked dependency set as plain ``name==version`` lines.
 
-The project's lock (``uv.lock``) resolves every extra for every supported Python; this keeps the
+The project's lock (``uv.lock``, not committed: a fresh clone locks the newest versions the
+pyproject allows, so regenerating there moves the pins) resolves every extra for every supported
+Python; this keeps the
 packages that apply to the running interpreter and platform (their environment markers evaluated
 here), drops the markers and everything else (hashes, comments, sources), and sorts by name. The
 result pins what the published results (``docs/results/``) were produced with and works with any
 installer::
 
-    uv run python bench/make_constraints.py          # rewrite constraints.txt
+    uv run python bench/make_constraints.py          # rewrite constraints.txt from uv.lock
     uv pip install -c constraints.txt .              # or: pip install -c constraints.txt ".[gym]"
 
 PyTorch is never resolved by uv in this project (``[tool.uv] override-dependencies``), so it is
@@ -15,6 +17,7 @@ not in the file: install the version a result names yourself.
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -51,6 +54,11 @@ def pins(lines: list[str]) -> list[str]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Rewrites constraints.txt from this checkout's uv.lock (not committed: in a fresh clone "
+        "`uv run` locks the newest versions the pyproject allows, so the pins move to those).",
+    ).parse_args()
     lines = pins(exported())
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {len(lines)} pins to {OUT.name} (Python {sys.version.split()[0]})")

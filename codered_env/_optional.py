@@ -46,8 +46,9 @@ def missing(extra: str) -> list[str]:
     return [m for m in EXTRAS[extra][0] if not importable(m)]
 
 
-def require(extra: str) -> None:
-    """Fail with an install hint when ``extra`` is not installed."""
+def require(extra: str, user: str | None = None) -> None:
+    """Fail with an install hint when ``extra`` is not installed (``user``: who asks, in the
+    message; by default the extra's main user)."""
     absent = missing(extra)
     if absent:
-        raise ImportError(f"{_USERS[extra]} needs {', '.join(absent)}: {EXTRAS[extra][1]}")
+        raise ImportError(f"{user or _USERS[extra]} needs {', '.join(absent)}: {EXTRAS[extra][1]}")

@@ -439,7 +439,7 @@ def train(
     try:
         result = run_training(config, log=lambda line: err_console.print(line, highlight=False, markup=False))
     except ImportError as exc:
-        err_console.print(f"error: {exc}")
+        _print_line(f"error: {exc}")
         raise typer.Exit(code=1) from None
     json.dump({"best": result["best"], "final": result["final"], "baselines": result["baselines"],
                "out": str(out)}, sys.stdout)
@@ -463,7 +463,7 @@ def _train_factored(task: str, seed: int, steps: int, envs: int, eval_every: int
     try:
         result = train_factored(config, log=_print_line)
     except ImportError as exc:
-        err_console.print(f"error: {exc}")
+        _print_line(f"error: {exc}")
         raise typer.Exit(code=1) from None
     json.dump({"final": result["final"], "bc": result.get("bc"), "heuristic": result["heuristic"],
                "out": str(out)}, sys.stdout)
@@ -492,9 +492,9 @@ def llm_serve(
         path = model or packaged_model_path()
         options = ServeOptions(model=path, port=port, n_threads=threads or default_threads(),
                                n_ctx=n_ctx, chat_format=chat_format, alias=alias)
-        code = serve_llm(options, lambda line: err_console.print(line, highlight=False))
+        code = serve_llm(options, _print_line)
     except LocalLLMError as exc:
-        err_console.print(f"error: {exc}")
+        _print_line(f"error: {exc}")
         raise typer.Exit(code=1) from None
     raise typer.Exit(code=code)
 

@@ -369,7 +369,7 @@ def _collect(
 
 def train_factored(config: FactoredConfig, log: Any = print) -> dict[str, Any]:
     """Behaviour cloning (``bc_episodes`` > 0), then PPO for ``total_steps``; returns ``run.json``."""
-    torch = policy_torch()
+    torch = policy_torch("codered train --interface factored")
     from .train import machine_info
 
     torch.manual_seed(config.seed)

@@ -181,3 +181,16 @@ def test_train_chooses_the_factored_policy_s_slot_maxima(tmp_path, monkeypatch) 
     flat_scale = runner.invoke(app, flat_args)
     assert flat_scale.exit_code == 2 and "'--reward-scale': --reward-scale needs --interface factored" in (
         _unboxed(flat_scale.output))
+
+
+def test_a_missing_extra_s_install_hint_is_printed_whole(tmp_path, monkeypatch) -> None:
+    from codered_env import _optional, factored_ppo, train
+
+    monkeypatch.setattr(_optional, "importable", lambda module: module != "torch")
+    monkeypatch.setattr(train, "train", lambda config, log: _optional.require("rl"))
+    monkeypatch.setattr(factored_ppo, "train_factored", lambda config, log: factored_ppo.policy_torch("x"))
+    for interface in ("flat", "factored"):
+        args = ["train", "--interface", interface, "--steps", "32", "--out", str(tmp_path)]
+        result = runner.invoke(app, args)
+        text = " ".join(result.output.split())  # rich markup would have eaten "[rl]"
+        assert result.exit_code == 1 and 'pip install ".[rl]"' in text, result.output

@@ -47,11 +47,12 @@ ROW_PAIRS = (("unit_with_case", "case_with_unit"), ("case_with_hospital", "hospi
 PARAMETER_PAIRS = ("case_with_parameter", "hospital_with_parameter")
 
 
-def policy_torch() -> Any:
-    """The ``torch`` module (an ImportError with the install hint when the ``rl`` extra is missing)."""
+def policy_torch(user: str = "a factored policy") -> Any:
+    """The ``torch`` module (an ImportError with the install hint, naming ``user``, when the ``rl``
+    extra is missing)."""
     from .._optional import require
 
-    require("rl")
+    require("rl", user)
     import torch
 
     return torch

@@ -27,7 +27,7 @@ class PPOAgent:
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
         from .._optional import require
 
-        require("rl")
+        require("rl", "a ppo:PATH agent")
         from sb3_contrib import MaskablePPO
 
         path = Path(path)

@@ -226,7 +226,9 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise RuntimeError("the ray backend needs Ray: pip install 'openenv-codered[ray]'") from None
+        from .._optional import install_hint
+
+        raise RuntimeError(f"the ray backend needs Ray: {install_hint('ray')}") from None
     return ray
 
 

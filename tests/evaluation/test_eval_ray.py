@@ -1,6 +1,6 @@
 """`codered eval --backend ray` on a local Ray (num_cpus=2): same results as serial, a worker
 that dies in the middle of an episode is retried, the LLM key reaches workers through runtime_env
-only.  Skipped without ray (`uv sync --extra ray`, `pip install 'openenv-codered[ray]'`).
+only.  Skipped without ray (`uv sync --extra ray`, `pip install ".[ray]"`).
 
 Not in CI (.ci/run does not install the extra): on the project's shared 2-core machine this module
 takes 50-60 s (ray.init alone 25-30 s), more than the ~40 s the CI budget leaves."""

@@ -126,7 +126,7 @@ def test_replay_of_unknown_task_is_a_trajectory_error(tmp_path: Path) -> None:
 
 
 def test_inference_trajectory_regrades_to_the_logged_score(tmp_path: Path) -> None:
-    path = tmp_path / "run.jsonl"
+    path = tmp_path / "runs" / "run.jsonl"  # a folder that does not exist yet is made
     proc = subprocess.run([sys.executable, str(SCRIPT), "--task", "task2", "--seed", "3",
                            "--max-steps", "6", "--trajectory", str(path)],
                           env=base_env(), capture_output=True, text=True, timeout=120, check=False)

@@ -64,5 +64,7 @@ def test_without_torch_the_error_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(_optional, "importable", lambda module: module != "torch")
-    with pytest.raises(ImportError, match=r"needs torch.*--extra rl"):
+    with pytest.raises(ImportError, match=r"^a factored policy needs torch.*--extra rl"):
         make_agent(f"factored:{tmp_path / 'policy.pt'}")
+    with pytest.raises(ImportError, match=r"^a ppo:PATH agent needs torch.*--extra rl"):
+        make_agent(f"ppo:{tmp_path / 'policy.zip'}")
