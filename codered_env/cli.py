@@ -190,7 +190,8 @@ def _print_breakdown(result: EpisodeResult) -> None:
 
 @app.command("eval")
 def evaluate(
-    agents: Annotated[str, typer.Option(help="comma-separated: noop,random,heuristic,llm")] = DEFAULT_AGENTS,
+    agents: Annotated[str, typer.Option(help="comma-separated: noop, random, heuristic, planner, "
+                                                  "llm, oracle, ppo:PATH, factored:PATH")] = DEFAULT_AGENTS,
     tasks: Annotated[str, typer.Option(help="'all' or comma-separated task ids")] = "all",
     seeds: Annotated[str, typer.Option(help="e.g. 0-19 or 0,3,7")] = "0-9",
     db: Annotated[Path, typer.Option(help="SQLite file every episode is stored in")] = Path(DEFAULT_DB),
@@ -394,6 +395,9 @@ def train(
                                                   "an action of that type")] = False,
     reward_scale: Annotated[float, typer.Option(help="factored: multiply rewards by this (> 0) for the "
                                                      "advantages and value targets")] = 1.0,
+    gae_lambda: Annotated[float, typer.Option(min=0.0, max=1.0, help="factored: GAE lambda")] = 0.95,
+    decision_cost: Annotated[float, typer.Option(min=0.0, help="factored: the learner's price of a decision, "
+                                                 "taken off every reward (score units)")] = 0.0,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
@@ -413,12 +417,13 @@ def train(
     if interface == "factored":
         options = {"gamma": gamma, "gamma_minute": gamma_minute or None, "bc_episodes": bc_episodes,
                    "maxima": maxima, "anneal_lr": anneal_lr, "type_first": type_first,
-                   "reward_scale": reward_scale,
+                   "reward_scale": reward_scale, "gae_lambda": gae_lambda, "decision_cost": decision_cost,
                    "select_seeds": parse_seeds(select_seeds) if select_seeds else []}
         _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, options)
         return
     factored_only = ((select_seeds, "--select-seeds"), (anneal_lr, "--anneal-lr"),
-                     (type_first, "--type-first"), (reward_scale != 1.0, "--reward-scale"))
+                     (type_first, "--type-first"), (reward_scale != 1.0, "--reward-scale"),
+                     (gae_lambda != 0.95, "--gae-lambda"), (decision_cost, "--decision-cost"))
     for given, flag in factored_only:
         if given:
             raise typer.BadParameter(f"{flag} needs --interface factored", param_hint=f"'{flag}'")

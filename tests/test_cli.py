@@ -194,3 +194,23 @@ def test_a_missing_extra_s_install_hint_is_printed_whole(tmp_path, monkeypatch) 
         result = runner.invoke(app, args)
         text = " ".join(result.output.split())  # rich markup would have eaten "[rl]"
         assert result.exit_code == 1 and 'pip install ".[rl]"' in text, result.output
+
+
+def test_train_passes_the_factored_learner_options_the_flat_one_refuses(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("gymnasium")
+    from codered_env import factored_ppo
+
+    configs = []
+    monkeypatch.setattr(factored_ppo, "train_factored", lambda config, log: configs.append(config) or {
+        "final": {"mean": 0.5}, "bc": None, "heuristic": 0.6})
+    base = ["train", "--steps", "32", "--out", str(tmp_path)]
+    options = {"--gae-lambda": "0.9", "--decision-cost": "0.001"}
+    given = [x for kv in options.items() for x in kv]
+    result = runner.invoke(app, [*base, "--interface", "factored", *given])
+    assert result.exit_code == 0, result.output
+    assert configs[-1].gae_lambda == 0.9 and configs[-1].decision_cost == 0.001
+    for flag, value in options.items():
+        refused = runner.invoke(app, [*base, "--interface", "flat", flag, value])
+        assert refused.exit_code == 2 and f"{flag} needs --interface factored" in _unboxed(refused.output)
+    assert runner.invoke(app, [*base, "--interface", "factored", "--gae-lambda", "1.5"]).exit_code == 2
+    assert len(configs) == 1

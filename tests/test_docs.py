@@ -424,3 +424,25 @@ def test_training_md_states_the_trainers_defaults() -> None:
             f"{cfg.batch_size}, {cfg.n_epochs} epochs, lr {lr}, γ {cfg.gamma:g} (`--gamma`;"
             ) in text
     assert f"entropy {cfg.ent_coef:g}," in text and f"torch on {cfg.torch_threads} thread" in text
+
+
+def test_no_install_hint_in_code_names_a_registry_package() -> None:
+    for path in sorted((ROOT / "codered_env").rglob("*.py")):
+        assert not re.search(r"pip install ['\"]?(codered-env|openenv-codered)", _text(path)), path
+
+
+def test_the_observation_keys_the_docs_list_are_the_core_s() -> None:
+    from codered_env.sim import CodeRedSim
+
+    keys = set(CodeRedSim("task1", 0).observation())
+    for name in ("CORE_API.md", "ENV.md"):
+        text = " ".join(_text(DOCS / name).split())
+        listed = re.search(r"`(task_id, seed, step, [\w, ]+)`", text)
+        assert listed and set(listed.group(1).split(", ")) == keys, name
+
+
+def test_the_constants_gym_md_names_are_exported_by_the_package() -> None:
+    gym_env = pytest.importorskip("codered_env.gym_env")
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]{3,})`", _text(DOCS / "GYM.md")))
+    assert named and named <= set(gym_env.__all__), sorted(named - set(gym_env.__all__))
+    assert all(hasattr(gym_env, name) for name in gym_env.__all__)

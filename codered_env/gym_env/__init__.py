@@ -29,24 +29,44 @@ except ImportError as exc:  # pragma: no cover - exercised only without the dev 
 
 from .actions import ACTION_ORDER, enumerate_actions
 from .env import CodeRedGymEnv
-from .factored_actions import NVEC
+from .factored_actions import COMPONENTS, NVEC, PARAMETER_TABLE
 from .factored_env import CodeRedFactoredEnv
-from .factored_features import CASE_COLUMNS
+from .factored_features import CASE_COLUMNS, GLOBAL_COLUMNS, HOSPITAL_COLUMNS, UNIT_COLUMNS
 from .factored_vector import CodeRedFactoredVectorEnv
 from .features import FeatureBuilder, sim_features
 from .gen_env import CodeRedGenGymEnv
 from .registration import register_envs
-from .schema import CALL_FEATURES, GLOBAL_FEATURES
-from .slots import GENERATED_MAXIMA, PRAKASHNAGAR_MAXIMA
+from .schema import (
+    ACTION_FEATURES,
+    AMBULANCE_FEATURES,
+    CALL_FEATURES,
+    GLOBAL_FEATURES,
+    HOSPITAL_FEATURES,
+    PATIENT_FEATURES,
+    ROAD_FEATURES,
+)
+from .slots import GENERATED_MAXIMA, MAX_CASES, PRAKASHNAGAR_LAYOUT, PRAKASHNAGAR_MAXIMA, SlotMaxima
 
 __all__ = [
+    "ACTION_FEATURES",
     "ACTION_ORDER",
+    "AMBULANCE_FEATURES",
     "CALL_FEATURES",
     "CASE_COLUMNS",
+    "COMPONENTS",
     "GENERATED_MAXIMA",
+    "GLOBAL_COLUMNS",
     "GLOBAL_FEATURES",
+    "HOSPITAL_COLUMNS",
+    "HOSPITAL_FEATURES",
+    "MAX_CASES",
     "NVEC",
+    "PARAMETER_TABLE",
+    "PATIENT_FEATURES",
+    "PRAKASHNAGAR_LAYOUT",
     "PRAKASHNAGAR_MAXIMA",
+    "ROAD_FEATURES",
+    "UNIT_COLUMNS",
     "CodeRedFactoredEnv",
     "CodeRedFactoredVectorEnv",
     "CodeRedGenGymEnv",
