@@ -34,6 +34,7 @@ from random import Random
 from typing import Any
 
 from codered_env.agents import HeuristicAgent, make_agent
+from codered_env.agents.destination import EN_ROUTE
 from codered_env.agents.heuristic import FREE_UNITS, action_key, nearest_unit, road_view
 from codered_env.agents.triage_rule import triage_report
 from codered_env.agents.variants import wait_for_release
@@ -62,6 +63,7 @@ class Twist:
     hold_assign: int = 0  # minutes a patient waits for a hospital after the heuristic would assign
     hold_prep: int = 0  # minutes every preparation (OR, page, pre-emption, blood, typing) waits
     hold_triage: int = 0  # minutes a call waits to be triaged
+    hold_aid: int = 0  # minutes a mutual-aid request waits (per the caller it is for)
     # a blanket level for every call; "random": a level drawn per call; "keyword": the keyword
     # card of agents/triage_rule.py; "best-guess": the report's most probable level
     triage: str | None = None
@@ -200,7 +202,9 @@ class RedTeamAgent(HeuristicAgent):
 
     def _mutual_aid(self, obs, legal, net) -> Iterator[Action]:
         if self.twist.mutual_aid == "heuristic":
-            yield from super()._mutual_aid(obs, legal, net)
+            for action in list(super()._mutual_aid(obs, legal, net)):
+                if not self._held("aid", action.get("target_id", ""), self.twist.hold_aid):
+                    yield action
 
     def _aid_at_once(self, obs, legal, net) -> Iterator[Action]:
         if "request_mutual_aid" in legal:
@@ -295,6 +299,7 @@ HELD_TYPES: dict[str, tuple[str, ...]] = {
     "hold_assign": ("assign_hospital",),
     "hold_prep": ("prepare_or", "preempt_or", "page_specialist", "allocate_blood", "query_blood_type"),
     "hold_triage": ("triage_call",),
+    "hold_aid": ("request_mutual_aid",),
 }
 
 
@@ -339,6 +344,61 @@ def _held_entity(action: Action) -> str:
             if name in action:
                 return f"{action['action_type']}:{action[name]}"
     return action_key(action)
+
+
+def _cath_lab_free(obs: dict[str, Any]) -> bool:
+    """Some open hospital that gives a STEMI PCI, its cardiologist not unavailable, shows a cath
+    lab no patient holds that is idle or readied for PCI."""
+    for h in obs["hospitals"]:
+        care = CONDITIONS["stemi"].care_at(h["tier"])
+        if care is None or care.procedure is None or h["diverted_until"] is not None:
+            continue
+        if h["specialists"].get("cardiology", {}).get("state") == "unavailable":
+            continue
+        for room in h["ors"]:
+            readied = room["state"] in ("ready", "preparing") and room["procedure"] == "cath_lab"
+            if "cath_lab" in room["procedures"] and room["patient_id"] is None and (
+                    room["state"] == "idle" or readied):
+                return True
+    return False
+
+
+def _no_pci(h: dict[str, Any]) -> bool:
+    return CONDITIONS["stemi"].care_at(h["tier"]) is None and h["diverted_until"] is None
+
+
+class RelaxedTransferAgent(RedTeamAgent):
+    """The heuristic, but while no cath lab shows free a STEMI patient is sent to the nearest open
+    hospital that cannot treat them: the inter-facility transfer then works to the 120-min target
+    and the lab stays with whoever holds it (on task2, a stroke's thrombectomy)."""
+
+    def __init__(self, seed: int, twist: Twist, name: str) -> None:
+        super().__init__(seed, twist, name)
+        rules = list(self._rules)
+        rules.insert(rules.index(self._assign), self._stemi_elsewhere)
+        self._rules = tuple(rules)
+
+    def _stemi_elsewhere(self, obs, legal, net) -> Iterator[Action]:
+        elsewhere = [h for h in obs["hospitals"] if _no_pci(h)]
+        if not elsewhere or _cath_lab_free(obs):
+            return
+        by_id = {h["hospital_id"]: h for h in obs["hospitals"]}
+        for p in self._rows(obs, "patients", EN_ROUTE):
+            bound = by_id.get(p["destination"]) if p["destination"] is not None else None
+            if p["condition"] != "stemi" or p["status"] not in BEFORE_ARRIVAL or (bound and _no_pci(bound)):
+                continue
+            nearest = min(elsewhere, key=lambda h: (net.minutes(p["node"], h["node"]), h["hospital_id"]))
+            yield {"action_type": "assign_hospital", "patient_id": p["patient_id"],
+                   "hospital_id": nearest["hospital_id"]}
+
+    def _assign(self, obs, legal, net) -> Iterator[Action]:
+        by_id = {h["hospital_id"]: h for h in obs["hospitals"]}
+        rows = {p["patient_id"]: p for p in obs["patients"]}
+        for action in super()._assign(obs, legal, net):
+            p = rows[action["patient_id"]]
+            bound = by_id.get(p["destination"]) if p["destination"] is not None else None
+            if not (p["condition"] == "stemi" and bound is not None and _no_pci(bound)):
+                yield action  # else: kept on its transfer route
 
 
 class GreedyRewardAgent:
@@ -453,6 +513,11 @@ def _family() -> list[Policy]:
     for k in (5, 10):
         family.append(_twisted(f"hold-triage-{k}", Twist(hold_triage=k), "heuristic", k))
     family.append(_twisted("hold-all-5", Twist(hold_dispatch=5, hold_assign=5, hold_prep=5), "heuristic", 5))
+    for k in (10, 20):
+        family.append(_twisted(f"hold-aid-{k}", Twist(hold_aid=k), "heuristic", k))
+    family.append(Policy("wait-aid-20", lambda seed: WaitingTwin(
+        RedTeamAgent(seed, Twist(), "heuristic"), HELD_TYPES["hold_aid"], 20, "wait-aid-20"), "heuristic", 20,
+        note="every mutual-aid request held 20 min, all else equal"))
     for level in LEVELS:
         family.append(_twisted(f"triage-all-{level}", Twist(triage=level)))
     family += [
@@ -469,6 +534,8 @@ def _family() -> list[Policy]:
         _twisted("serve-P1-only", Twist(serve=("P1",))),
         _twisted("reverse-priority", Twist(reverse=True)),
         _twisted("worst-hospital", Twist(hospital="worst")),
+        # a STEMI sent where it cannot be treated while the cath lab is busy (a stroke keeps it)
+        Policy("relaxed-transfer", lambda seed: RelaxedTransferAgent(seed, Twist(), "relaxed-transfer")),
         _twisted("nearest-hospital", Twist(hospital="nearest")),
         _twisted("never-prepare", Twist(prepare=False)),
         _twisted("waste-pages", Twist(waste=frozenset({"pages"}))),
