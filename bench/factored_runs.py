@@ -4,7 +4,7 @@ docs/TRAINING.md, and the files kept from them.
     uv run python bench/factored_runs.py bc --tasks task1,task2 --episodes 100 --out RUNS
     uv run python bench/factored_runs.py ppo --task task1 --seeds 0,1,2 --steps 30000 --out RUNS [--bc 100]
     uv run python bench/factored_runs.py keep RUNS/ppo-task1-scratch \
-        docs/results/training/factored-ppo-task1-scratch
+        docs/results/training_factored/ppo-task1-scratch
 
 ``bc`` clones the heuristic on each task (no PPO) and writes ``RUNS/bc-<task>/``; ``ppo`` trains
 one run per training seed into ``RUNS/<name>/seed<k>/``; ``keep`` copies the small files of a run

@@ -4,8 +4,7 @@ The heuristic agent plays each (task, seed) through ``CodeRedToolEnv`` tool call
 decision the compact reply is measured next to the full state text a naive environment would
 return (``render_text()`` after the step, i.e. the "before"). The opening prompt is the system and
 user messages of ``episode_dataset`` plus the ``reset`` text plus the JSON tool schemas that
-transformers derives from the methods (what TRL puts in the chat template); ``--chat-template``
-renders it through TRL's shipped Qwen3 template instead (needs the `trl` extra).
+transformers derives from the methods (what TRL puts in the chat template).
 
 Usage: ``uv run python bench/trl_sizes.py [--seeds 0-4]``
 """

@@ -415,6 +415,11 @@ def train(
     if not reward_scale > 0:
         raise typer.BadParameter(f"must be > 0, not {reward_scale}", param_hint="'--reward-scale'")
     if interface == "factored":
+        flat_only = ((minutes, "--minutes"), (resume, "--resume"), (actions != "full", "--actions"))
+        for given, flag in flat_only:
+            if given:
+                raise typer.BadParameter(f"{flag} needs --interface flat (the factored learner: --steps)",
+                                         param_hint=f"'{flag}'")
         options = {"gamma": gamma, "gamma_minute": gamma_minute or None, "bc_episodes": bc_episodes,
                    "maxima": maxima, "anneal_lr": anneal_lr, "type_first": type_first,
                    "reward_scale": reward_scale, "gae_lambda": gae_lambda, "decision_cost": decision_cost,
@@ -442,8 +447,8 @@ def train(
                          out_dir=str(out), resume=str(resume) if resume else None, actions=actions,
                          gamma=gamma)
     try:
-        result = run_training(config, log=lambda line: err_console.print(line, highlight=False, markup=False))
-    except ImportError as exc:
+        result = run_training(config, log=_print_line)
+    except (ImportError, ValueError) as exc:  # a missing extra; a checkpoint of another action set
         _print_line(f"error: {exc}")
         raise typer.Exit(code=1) from None
     json.dump({"best": result["best"], "final": result["final"], "baselines": result["baselines"],

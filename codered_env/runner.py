@@ -43,6 +43,8 @@ from .agents.base import MAINTAIN, Agent
 from .sim import CodeRedSim
 
 FALLBACK_ACTION: dict[str, Any] = MAINTAIN
+# how a step's error starts when the agent crashed or answered no action (the module's policy)
+AGENT_CRASHED = ("agent error (", "agent returned no action")
 
 
 # ------------------------------------------------------------------------------ environments
@@ -237,9 +239,9 @@ def choose_action(agent: Any, observation: dict[str, Any],
     except Exception as exc:
         if on_agent_error is not None:
             on_agent_error(exc)
-        return dict(FALLBACK_ACTION), f"agent error ({type(exc).__name__}); played maintain_plan", True
+        return dict(FALLBACK_ACTION), f"{AGENT_CRASHED[0]}{type(exc).__name__}); played maintain_plan", True
     if not isinstance(action, Mapping):
-        return dict(FALLBACK_ACTION), "agent returned no action; played maintain_plan", True
+        return dict(FALLBACK_ACTION), f"{AGENT_CRASHED[1]}; played maintain_plan", True
     return dict(action), getattr(agent, "last_error", None), False
 
 

@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             text = json.dumps(line)
             print(text, flush=True)
             if args.log:
+                Path(args.log).parent.mkdir(parents=True, exist_ok=True)
                 with open(args.log, "a", encoding="utf-8") as out:
                     out.write(text + "\n")
 

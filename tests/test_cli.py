@@ -213,4 +213,18 @@ def test_train_passes_the_factored_learner_options_the_flat_one_refuses(tmp_path
         refused = runner.invoke(app, [*base, "--interface", "flat", flag, value])
         assert refused.exit_code == 2 and f"{flag} needs --interface factored" in _unboxed(refused.output)
     assert runner.invoke(app, [*base, "--interface", "factored", "--gae-lambda", "1.5"]).exit_code == 2
+    for flag, value in (("--minutes", "5"), ("--resume", str(tmp_path / "c.zip")), ("--actions", "focused")):
+        refused = runner.invoke(app, [*base, "--interface", "factored", flag, value])
+        assert refused.exit_code == 2 and f"{flag} needs --interface flat" in _unboxed(refused.output)
     assert len(configs) == 1
+
+
+def test_train_reports_a_refused_checkpoint_without_a_traceback(tmp_path, monkeypatch) -> None:
+    from codered_env import train
+
+    def refuse(config, log):
+        raise ValueError("c.zip was trained on the 'full' action set, not 'focused'")
+
+    monkeypatch.setattr(train, "train", refuse)
+    result = runner.invoke(app, ["train", "--steps", "32", "--out", str(tmp_path), "--actions", "focused"])
+    assert result.exit_code == 1 and "error: c.zip was trained on the 'full' action set" in result.output

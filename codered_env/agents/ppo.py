@@ -34,7 +34,12 @@ class PPOAgent:
         if not path.is_file():
             raise ValueError(f"ppo policy file not found: {path} (give the .zip saved by codered train)")
         self.checkpoint_sha256: str | None = hashlib.sha256(path.read_bytes()).hexdigest()
-        self._use(MaskablePPO.load(path, device="cpu"), f"ppo:{path}", deterministic)
+        try:
+            model = MaskablePPO.load(path, device="cpu")
+        except (AssertionError, ValueError, KeyError, OSError) as exc:  # sb3 asserts on a foreign zip
+            raise ValueError(f"not a policy saved by codered train: {path} ({type(exc).__name__}: {exc}); "
+                             "a factored policy.pt plays as factored:PATH") from None
+        self._use(model, f"ppo:{path}", deterministic)
 
     @classmethod
     def from_model(cls, model: Any, name: str = "ppo", deterministic: bool = True) -> PPOAgent:

@@ -28,6 +28,7 @@ from typing import Any
 from codered_env.evaluation.store import EpisodeRecord
 from codered_env.evaluation.trajectory import StepRecord, Trajectory
 from codered_env.runner import (  # noqa: F401  (re-exported: callers import them from here)
+    AGENT_CRASHED,
     FALLBACK_ACTION,
     EpisodeEnv,
     LocalEnv,
@@ -69,6 +70,7 @@ class EpisodeOutcome:
     score: float = 0.01
     done: bool = False
     failure: str | None = None
+    agent_crash: str | None = None  # the first exception the agent raised, with its message
 
     @property
     def rewards(self) -> list[float]:
@@ -85,7 +87,17 @@ class EpisodeOutcome:
 
     @property
     def invalid_actions(self) -> int:
-        return sum(1 for s in self.steps if s.error and not s.error.startswith("llm: "))
+        return sum(1 for s in self.steps if s.error and not s.error.startswith(("llm: ", *AGENT_CRASHED)))
+
+    @property
+    def agent_errors(self) -> int:
+        """Steps at which the agent substituted ``maintain_plan``: crashes and the LLM's fallbacks."""
+        return self.agent_crashes + sum(1 for s in self.steps if s.error and s.error.startswith("llm: "))
+
+    @property
+    def agent_crashes(self) -> int:
+        """Steps at which the agent raised or answered no action (``maintain_plan`` was played)."""
+        return sum(1 for s in self.steps if s.error and s.error.startswith(AGENT_CRASHED))
 
 
 def play_episode(
@@ -116,7 +128,11 @@ def play_episode(
         if on_step is not None:
             on_step(entry)
 
-    episode = play(env, agent, task_id, seed, max_steps=max_steps, on_step=record)
+    def crashed(exc: Exception) -> None:
+        if outcome.agent_crash is None:
+            outcome.agent_crash = one_line(f"{type(exc).__name__}: {exc}")
+
+    episode = play(env, agent, task_id, seed, max_steps=max_steps, on_step=record, on_agent_error=crashed)
     outcome.done = episode.done or bool(outcome.steps and outcome.steps[-1].done)
     return outcome
 
@@ -220,6 +236,8 @@ class JobResult:
     job: EpisodeJob
     record: EpisodeRecord | None = None
     unanswered: float = 0.0
+    crashed: float = 0.0  # the share of steps at which the agent crashed
+    agent_crash: str | None = None  # the first crash, with its message
     error: str | None = None
     wall_time_s: float = 0.0
     host: str = field(default_factory=socket.gethostname)
@@ -334,7 +352,7 @@ def to_record(agent_name: str, model: str, outcome: EpisodeOutcome, wall: float,
         steps=len(outcome.steps), wall_time_s=round(wall, 3), trajectory=trajectory.to_jsonl(),
         raw_score=float(raw) if isinstance(raw, (int, float)) else None,
         invalid_actions=outcome.invalid_actions,
-        agent_errors=sum(1 for s in outcome.steps if s.error and s.error.startswith("llm: ")),
+        agent_errors=outcome.agent_errors,
         llm_stats=llm_stats,
         agent_fingerprint=None if agent is None else provenance.fingerprint_text(
             provenance.agent_fingerprint(agent)),
@@ -384,7 +402,9 @@ def run_job(job: EpisodeJob, rate_limiter: Any = None) -> JobResult:
     stats = agent_stats(agent) if job.is_llm else None
     record = to_record(job.agent, model, outcome, wall, stats, agent, city=job.city)
     _mark_outcome(record, job, end_reason, outcome, stats)
-    return JobResult(job, record, unanswered=_unanswered(stats, outcome), wall_time_s=wall)
+    crashed = outcome.agent_crashes / len(outcome.steps) if outcome.steps else 0.0
+    return JobResult(job, record, unanswered=_unanswered(stats, outcome), crashed=crashed,
+                     agent_crash=outcome.agent_crash, wall_time_s=wall)
 
 
 def _mark_outcome(record: EpisodeRecord, job: EpisodeJob, end_reason: str | None,

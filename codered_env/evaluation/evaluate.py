@@ -312,5 +312,8 @@ def _store_result(store: EpisodeStore, result: JobResult,
         reason = ("model endpoint failed on every step" if whole
                   else f"model unreachable on {result.unanswered:.0%} of steps")
         return _event(job, index_of, total, "invalid", result.record, detail=f"{reason}; not stored")
+    if result.crashed > MAX_UNANSWERED_FRACTION:
+        detail = f"the agent crashed on {result.crashed:.0%} of steps ({result.agent_crash}); not stored"
+        return _event(job, index_of, total, "invalid", result.record, detail=detail)
     store.add(result.record, replace=True)  # only missing or stale rows are ever run
     return _event(job, index_of, total, "done", result.record)

@@ -68,3 +68,15 @@ def test_without_torch_the_error_says_how_to_install_it(
         make_agent(f"factored:{tmp_path / 'policy.pt'}")
     with pytest.raises(ImportError, match=r"^a ppo:PATH agent needs torch.*--extra rl"):
         make_agent(f"ppo:{tmp_path / 'policy.zip'}")
+
+
+def test_a_file_that_is_not_a_maskable_ppo_zip_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("torch")
+    import zipfile
+
+    foreign = tmp_path / "policy.zip"
+    with zipfile.ZipFile(foreign, "w") as z:
+        z.writestr("something.txt", "not a policy")
+    with pytest.raises(ValueError, match=r"not a policy saved by codered train: .*factored:PATH"):
+        make_agent(f"ppo:{foreign}")
