@@ -415,6 +415,8 @@ def train(
     if not reward_scale > 0:
         raise typer.BadParameter(f"must be > 0, not {reward_scale}", param_hint="'--reward-scale'")
     if interface == "factored":
+        if not steps:
+            raise typer.BadParameter("the factored learner needs a step budget (> 0)", param_hint="'--steps'")
         flat_only = ((minutes, "--minutes"), (resume, "--resume"), (actions != "full", "--actions"))
         for given, flag in flat_only:
             if given:

@@ -213,6 +213,8 @@ def test_train_passes_the_factored_learner_options_the_flat_one_refuses(tmp_path
         refused = runner.invoke(app, [*base, "--interface", "flat", flag, value])
         assert refused.exit_code == 2 and f"{flag} needs --interface factored" in _unboxed(refused.output)
     assert runner.invoke(app, [*base, "--interface", "factored", "--gae-lambda", "1.5"]).exit_code == 2
+    no_budget = runner.invoke(app, ["train", "--steps", "0", "--out", str(tmp_path), "--interface=factored"])
+    assert no_budget.exit_code == 2 and "needs a step budget" in _unboxed(no_budget.output)
     for flag, value in (("--minutes", "5"), ("--resume", str(tmp_path / "c.zip")), ("--actions", "focused")):
         refused = runner.invoke(app, [*base, "--interface", "factored", flag, value])
         assert refused.exit_code == 2 and f"{flag} needs --interface flat" in _unboxed(refused.output)
