@@ -3,9 +3,10 @@ episode seed, built on the public API of ``codered_env`` only.
 
 Most are the expert heuristic (``HeuristicAgent``) with one or more *twists* (``Twist``): held
 dispatches, assignments, preparations or triage; a blanket triage level or a shifted one; one
-unit kind, the farthest unit, ALS everywhere; the worst or the nearest hospital; no preparation;
+unit kind, the farthest unit, ALS everywhere; the worst or the nearest hospital, a STEMI sent
+where it cannot be treated while the cath labs are busy (``RelaxedTransferAgent``); no preparation;
 waste of each kind (pages, OR preparations, blood, pre-emptions, invalid actions); mutual aid at
-once or never; lazy waiting; reverse priority; serving only some priorities; stopping early;
+once, never or held; lazy waiting; reverse priority; serving only some priorities; stopping early;
 triaging and then serving nobody; preparing without ever dispatching; priority-blind job orders
 (nearest job first, random); random codes; codes collapsed (P2/P3 advised, P2 sent cold); other
 triage rules (the keyword card, the most probable level); padding (waiting in one-minute queries,
