@@ -443,6 +443,48 @@ def test_the_observation_keys_the_docs_list_are_the_core_s() -> None:
 
 def test_the_constants_gym_md_names_are_exported_by_the_package() -> None:
     gym_env = pytest.importorskip("codered_env.gym_env")
+    from codered_env.gym_env import (  # what GYM.md tells users to import from the package
+        ACTION_FEATURES,
+        AMBULANCE_FEATURES,
+        CALL_FEATURES,
+        CASE_COLUMNS,
+        COMPONENTS,
+        GENERATED_MAXIMA,
+        GLOBAL_COLUMNS,
+        GLOBAL_FEATURES,
+        HOSPITAL_COLUMNS,
+        HOSPITAL_FEATURES,
+        MAX_CASES,
+        PARAMETER_TABLE,
+        PATIENT_FEATURES,
+        PRAKASHNAGAR_LAYOUT,
+        PRAKASHNAGAR_MAXIMA,
+        ROAD_FEATURES,
+        UNIT_COLUMNS,
+        SlotMaxima,
+    )
+
+    imported = {
+        "ACTION_FEATURES": ACTION_FEATURES,
+        "AMBULANCE_FEATURES": AMBULANCE_FEATURES,
+        "CALL_FEATURES": CALL_FEATURES,
+        "CASE_COLUMNS": CASE_COLUMNS,
+        "COMPONENTS": COMPONENTS,
+        "GENERATED_MAXIMA": GENERATED_MAXIMA,
+        "GLOBAL_COLUMNS": GLOBAL_COLUMNS,
+        "GLOBAL_FEATURES": GLOBAL_FEATURES,
+        "HOSPITAL_COLUMNS": HOSPITAL_COLUMNS,
+        "HOSPITAL_FEATURES": HOSPITAL_FEATURES,
+        "MAX_CASES": MAX_CASES,
+        "PARAMETER_TABLE": PARAMETER_TABLE,
+        "PATIENT_FEATURES": PATIENT_FEATURES,
+        "PRAKASHNAGAR_LAYOUT": PRAKASHNAGAR_LAYOUT,
+        "PRAKASHNAGAR_MAXIMA": PRAKASHNAGAR_MAXIMA,
+        "ROAD_FEATURES": ROAD_FEATURES,
+        "UNIT_COLUMNS": UNIT_COLUMNS,
+    }
     named = set(re.findall(r"`([A-Z][A-Z0-9_]{3,})`", _text(DOCS / "GYM.md")))
-    assert named and named <= set(gym_env.__all__), sorted(named - set(gym_env.__all__))
+    assert named and named <= set(imported), sorted(named - set(imported))
+    assert all(value is not None for value in imported.values())
+    assert PRAKASHNAGAR_LAYOUT.unit_ids and isinstance(PRAKASHNAGAR_MAXIMA, SlotMaxima)
     assert all(hasattr(gym_env, name) for name in gym_env.__all__)
