@@ -26,6 +26,7 @@ from rich.table import Table
 
 from . import runlog
 from .agents import BUILTIN_AGENTS, make_agent
+from .agents.roster import AGENTS
 from .city_choice import DEFAULT_CITY, city_key, split_city
 from .evaluation.commands import replay_command, report_command
 from .evaluation.report import SPREAD_LABEL, mean_and_sample_std
@@ -46,6 +47,7 @@ err_console = Console(stderr=True)
 out_console = Console(width=120)
 BENCHMARK = "codered_env"
 DEFAULT_AGENTS = "noop,random,heuristic"
+AGENT_NAMES = ", ".join(spec.name for spec in AGENTS)  # every agent make_agent builds (agents/roster.py)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -190,8 +192,7 @@ def _print_breakdown(result: EpisodeResult) -> None:
 
 @app.command("eval")
 def evaluate(
-    agents: Annotated[str, typer.Option(help="comma-separated: noop, random, heuristic, planner, "
-                                                  "llm, oracle, ppo:PATH, factored:PATH")] = DEFAULT_AGENTS,
+    agents: Annotated[str, typer.Option(help=f"comma-separated: {AGENT_NAMES}")] = DEFAULT_AGENTS,
     tasks: Annotated[str, typer.Option(help="'all' or comma-separated task ids")] = "all",
     seeds: Annotated[str, typer.Option(help="e.g. 0-19 or 0,3,7")] = "0-9",
     db: Annotated[Path, typer.Option(help="SQLite file every episode is stored in")] = Path(DEFAULT_DB),
@@ -395,9 +396,10 @@ def train(
                                                   "an action of that type")] = False,
     reward_scale: Annotated[float, typer.Option(help="factored: multiply rewards by this (> 0) for the "
                                                      "advantages and value targets")] = 1.0,
-    gae_lambda: Annotated[float, typer.Option(min=0.0, max=1.0, help="factored: GAE lambda")] = 0.95,
-    decision_cost: Annotated[float, typer.Option(min=0.0, help="factored: the learner's price of a decision, "
-                                                 "taken off every reward (score units)")] = 0.0,
+    gae_lambda: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="factored: GAE lambda "
+                                                     "(default FactoredConfig's)")] = None,
+    decision_cost: Annotated[float | None, typer.Option(min=0.0, help="factored: the learner's price of "
+                                                        "a decision, off every reward (score units)")] = None,
 ) -> None:
     """Train a masked PPO (needs the `rl` extra): curve, checkpoints/policy and run.json in --out."""
     from .gym_env.focus import ACTION_SETS
@@ -424,13 +426,15 @@ def train(
                                          param_hint=f"'{flag}'")
         options = {"gamma": gamma, "gamma_minute": gamma_minute or None, "bc_episodes": bc_episodes,
                    "maxima": maxima, "anneal_lr": anneal_lr, "type_first": type_first,
-                   "reward_scale": reward_scale, "gae_lambda": gae_lambda, "decision_cost": decision_cost,
+                   "reward_scale": reward_scale,
                    "select_seeds": parse_seeds(select_seeds) if select_seeds else []}
+        given = {"gae_lambda": gae_lambda, "decision_cost": decision_cost}
+        options |= {name: value for name, value in given.items() if value is not None}
         _train_factored(task, seed, steps, envs, eval_every, eval_seeds, out, options)
         return
     factored_only = ((select_seeds, "--select-seeds"), (anneal_lr, "--anneal-lr"),
                      (type_first, "--type-first"), (reward_scale != 1.0, "--reward-scale"),
-                     (gae_lambda != 0.95, "--gae-lambda"), (decision_cost, "--decision-cost"))
+                     (gae_lambda is not None, "--gae-lambda"), (decision_cost is not None, "--decision-cost"))
     for given, flag in factored_only:
         if given:
             raise typer.BadParameter(f"{flag} needs --interface factored", param_hint=f"'{flag}'")

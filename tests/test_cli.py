@@ -209,6 +209,9 @@ def test_train_passes_the_factored_learner_options_the_flat_one_refuses(tmp_path
     result = runner.invoke(app, [*base, "--interface", "factored", *given])
     assert result.exit_code == 0, result.output
     assert configs[-1].gae_lambda == 0.9 and configs[-1].decision_cost == 0.001
+    assert runner.invoke(app, [*base, "--interface", "factored"]).exit_code == 0
+    default = factored_ppo.FactoredConfig()  # not given: the learner's own defaults
+    assert (configs[-1].gae_lambda, configs[-1].decision_cost) == (default.gae_lambda, default.decision_cost)
     for flag, value in options.items():
         refused = runner.invoke(app, [*base, "--interface", "flat", flag, value])
         assert refused.exit_code == 2 and f"{flag} needs --interface factored" in _unboxed(refused.output)
@@ -218,7 +221,7 @@ def test_train_passes_the_factored_learner_options_the_flat_one_refuses(tmp_path
     for flag, value in (("--minutes", "5"), ("--resume", str(tmp_path / "c.zip")), ("--actions", "focused")):
         refused = runner.invoke(app, [*base, "--interface", "factored", flag, value])
         assert refused.exit_code == 2 and f"{flag} needs --interface flat" in _unboxed(refused.output)
-    assert len(configs) == 1
+    assert len(configs) == 2
 
 
 def test_train_reports_a_refused_checkpoint_without_a_traceback(tmp_path, monkeypatch) -> None:

@@ -9,7 +9,8 @@ is (``reuse="never"`` re-runs everything).  LLM episodes in which the model coul
 ``MAX_UNANSWERED_FRACTION`` of the steps (network, rate limits, budget, auth) are *not* stored:
 they would measure the network rather than the model.  They are reported as ``invalid`` and will
 be retried by the next run; an LLM episode in which the endpoint failed on every step is
-counted in ``EvalSummary.endpoint_failures`` (``codered eval`` then exits non-zero).  With
+counted in ``EvalSummary.endpoint_failures`` (``codered eval`` then exits non-zero).  Neither is an
+episode whose agent raised at more than that share of its steps (reported with its first exception).  With
 ``repeats=k`` every (task, seed) of the ``llm`` agent is played k times with the model's sampling
 settings, each run stored with its repeat index (the other agents are deterministic: one run).
 
