@@ -297,28 +297,24 @@ def test_the_summary_prints_when_too_few_policies_to_rank(capsys) -> None:
 
 # Open breaks (docs/MODEL.md, "The red team"): the score weighs a stroke's functional outcome
 # above a STEMI's survival, and charges a mutual-aid request that went unused in hindsight.
-OPEN_BREAKS = (("score", "relaxed-transfer"), ("return", "relaxed-transfer"), ("delay", "hold-aid-10"),
-               ("delay", "hold-aid-20"), ("delay", "wait-aid-20"))
-
-
 @SLOW
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_the_score_keeps_its_invariants_against_the_red_team(task_id: str) -> None:
     results = probe.run([task_id], list(SLOW_SEEDS), list(DEFAULT_FAMILY))[task_id]
     found = probe.keyed_violations(probe.analyse(results))
-    assert [text for key, text in found.items() if key[:2] not in OPEN_BREAKS] == []
+    assert list(found.values()) == []
 
 
-def test_the_red_team_finds_the_open_breaks() -> None:
-    """Still there: a STEMI left untreated so a stroke keeps the cath lab outscores giving the
-    STEMI its PCI, with more deaths (task2); holding a mutual-aid request pays (task3). When
-    either is fixed this fails: take it out of OPEN_BREAKS and the docs."""
+def test_the_closed_breaks_stay_closed() -> None:
+    """A STEMI sent where it cannot be treated so a stroke keeps the cath lab no longer outscores
+    worse-hospital play with more deaths (task2: deaths weigh the stake), and holding a mutual-aid
+    request back no longer pays (task3: a request is judged when it is made)."""
     seeds = list(range(2100, 2120))
     task2 = probe.run(["task2"], seeds, ["heuristic", "relaxed-transfer", "worst-hospital"])["task2"]
-    assert ("score", "relaxed-transfer", "worst-hospital") in probe.keyed_violations(probe.analyse(task2))
+    assert ("score", "relaxed-transfer", "worst-hospital") not in probe.keyed_violations(probe.analyse(task2))
     task3 = probe.run(["task3"], seeds, ["heuristic", "wait-aid-20"])["task3"]
-    assert probe.analyse(task3)["delay_gains"][0]["gain"] > 0
+    assert probe.analyse(task3)["delay_gains"][0]["gain"] <= probe.DELAY_GAIN_MAX
 
 
 @SLOW

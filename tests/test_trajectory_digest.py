@@ -12,17 +12,17 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# cascade_score's load and triage parts are gated on the benefit kept, an overcrowding diversion
-# costs the load part 0.1 (rubric._cascade): task3 and task5 scores, pace and rewards moved; task1,
-# task2 and task4 episodes are unchanged (CHANGELOG.md)
-DIGEST_VERSION = "0.3.3"
+# deaths dominate the stake (DEATH_WEIGHT 100), a mutual-aid request is charged when made, the
+# relaxed transfer target needs best care refused since the call, the pace table re-measured:
+# every task's rewards and scores moved (CHANGELOG.md)
+DIGEST_VERSION = "0.4.0"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
-    "task1": "f13ecb90ae15cc8b",
-    "task2": "082c6049539db8b8",
-    "task3": "73f04f84c73f4808",
-    "task4": "140d4dde99c6871f",
-    "task5": "aa4c41e454caded7",
+    "task1": "b89bcc2cd4f8b52a",
+    "task2": "f9e01d842f2617db",
+    "task3": "44685b05a0cb29e6",
+    "task4": "685548c4c448d823",
+    "task5": "fe3c7457da86f191",
 }
 
 

@@ -507,8 +507,12 @@ def _family() -> list[Policy]:
     ]
     for k in (2, 5, 10, 15):
         family.append(_twisted(f"hold-dispatch-{k}", Twist(hold_dispatch=k), "heuristic", k))
-    for k in (5, 10):
+    for k in (1, 5, 10):
         family.append(_twisted(f"hold-assign-{k}", Twist(hold_assign=k), "heuristic", k))
+    family.append(Policy("wait-assign-1", lambda seed: WaitingTwin(
+        RedTeamAgent(seed, Twist(), "heuristic"), HELD_TYPES["hold_assign"], 1, "wait-assign-1"),
+        "heuristic", 1,
+        note="every assignment held 1 min, all else equal (a lab taken meanwhile)"))
     for k in (5, 10, 20):
         family.append(_twisted(f"hold-prep-{k}", Twist(hold_prep=k), "heuristic", k))
     for k in (5, 10):

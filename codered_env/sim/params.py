@@ -146,7 +146,7 @@ PRIORITY_WEIGHT = {"P1": 3.0, "P2": 2.0, "P3": 1.0}
 # acuity; conditions.death_slope), so an expected death weighs the whole outcome of a P1 patient
 # once more. Without it, care that helps functional outcomes (stroke, labour) could outweigh
 # deaths a delay caused [design choice, measured by bench/redteam/probe.py].
-DEATH_WEIGHT = 3.0
+DEATH_WEIGHT = 100.0
 # Waste per scored patient discounts ``efficiency`` as exp(-waste): continuous, never free past a
 # floor. Each weight is sized below the outcome cost of what the waste could buy: one STEMI
 # death per 100 patients moves a task1 score by ~0.08 and a haemorrhage death by ~0.01 (stake
@@ -171,11 +171,11 @@ PENALTY = {
     "dispatch_wait": 0.01,
 }
 # A mutual-aid unit is a neighbouring district's ALS crew; borrowing one needlessly costs that
-# district cover, which no patient of this episode pays for: kept below one unnecessary unit
-# dispatch's charge so it never outweighs an outcome difference [design choice]
-MUTUAL_AID_PENALTY_UNNEEDED = 0.005
-MUTUAL_AID_PENALTY_UNUSED = 0.005
-MUTUAL_AID_PENALTY_CAP = 0.02
+# district cover, which no patient of this episode pays for. A request is judged when it is made,
+# on what the agent saw (handlers.request_mutual_aid's unneeded test), never by whether the unit
+# was used later, so holding a request back cannot avoid the charge; kept below one unnecessary
+# unit dispatch's charge so it never outweighs an outcome difference [design choice]
+MUTUAL_AID_PENALTY_UNNEEDED = 0.01
 SECONDARY_RESPONSE_FULL_MIN = 10  # a secondary casualty reached within this earns full credit
 SECONDARY_RESPONSE_ZERO_MIN = 40
 SCORE_FLOOR = 0.01

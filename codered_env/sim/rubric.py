@@ -30,7 +30,8 @@ policies on the same patients ``time_score`` moves exactly as the weighted expec
 * ``cascade_score`` -- mean of: secondary casualties reached in time (as ``secondary_harm``,
   with response credit); ``time_score`` x stake share delivered x (1 - 0.1 x overcrowding
   diversions); in phase 2 ``time_score`` x the expected triage accuracy, halved after a news cycle.
-* ``mutual_aid_penalty`` -- per needless request and per mutual-aid unit never used; capped.
+* ``mutual_aid_penalty`` -- per request made while the units free or coming covered every caller
+  waiting (judged when made).
 
 The running preview (the step reward is its change) is the same computation on the world now,
 from what the agent can see: an untreated patient at the benefit kept under the care planned for
@@ -70,9 +71,7 @@ from .outcome import (
 from .params import (
     DEATHS_PER_N_PATIENTS,
     MEMO_ENTRIES,
-    MUTUAL_AID_PENALTY_CAP,
     MUTUAL_AID_PENALTY_UNNEEDED,
-    MUTUAL_AID_PENALTY_UNUSED,
     NEWS_CYCLE_TRIAGE_FACTOR,
     OVERCROWDING_LOAD_PENALTY,
     PENALTY,
@@ -423,14 +422,8 @@ def _cascade(world: World, total: _Entry, time_score: float, memo: dict[str, Any
     return sum(subs) / len(subs)
 
 
-def _mutual_aid_penalty(world: World, final: bool) -> float:
-    total = sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
-    if final:
-        for r in world.mutual_aid:
-            amb = world.ambulances.get(r.unit_id)
-            if amb is None or amb.dispatches == 0:
-                total += MUTUAL_AID_PENALTY_UNUSED
-    return min(MUTUAL_AID_PENALTY_CAP, total)
+def _mutual_aid_penalty(world: World) -> float:
+    return sum(MUTUAL_AID_PENALTY_UNNEEDED for r in world.mutual_aid if r.unneeded)
 
 
 _CASCADE_COMPONENTS = ("secondary_harm", "cascade_score")
@@ -481,7 +474,7 @@ def _summary(world: World, final: bool, memo: dict[str, Any] | None = None) -> d
     waste = _waste(counts)
     components = _components(world, total, waste, memo)
     effective = _effective_weights(world.task.cascades)
-    ma_penalty = _mutual_aid_penalty(world, final)
+    ma_penalty = _mutual_aid_penalty(world)
     raw = sum(effective[k] * (components[k] or 0.0) for k in RUBRIC_WEIGHTS) - ma_penalty
     return {
         "scored": known,

@@ -85,6 +85,8 @@ class World:
         self.transfers: list[BloodTransfer] = []
         self.initial_blood = stock_by_type(self.hospitals)
         self.mutual_aid: list[MutualAidRequest] = []
+        # the last minute a hospital could give each condition its best care (rooms.note_best_care_open)
+        self.best_care_open_at: dict[str, int] = {}
         # waste and response charges (rubric PENALTY keys): whole counts, and the chance, given the
         # caller's report, that a response was too much or too little (dispatch.charge_response)
         self.ledger: dict[str, float] = {}

@@ -13,7 +13,8 @@ order docs/MODEL.md §4.1 documents (MODEL.md#41-time-decisions-ticks-and-mainta
 4. ``blood.results_and_transfers``: lab results, blood transfers arriving;
 5. ``rooms.timers``: OR and specialist timers;
 6. ``ambulances.move``: arrivals, scene, handover, return;
-7. ``care.advance``: hospital care (treatment start and end, transfers);
+7. ``care.advance``: hospital care (treatment start and end, transfers); then
+   ``rooms.note_best_care_open``: whether each condition's best care is on offer this minute;
 8. ``physiology.deteriorate``: one minute of deterioration;
 9. ``cascades.advance``: overcrowding, escalation, news cycle (only in tasks with cascades).
 
@@ -48,6 +49,7 @@ def new_world(task: TaskSpec, seed: int, city: City = PRAKASHNAGAR) -> World:
         care.note_prompt_reference(world, p)
     disruptions.start_and_end(world, 0)
     spawns.release_due(world, 0)
+    rooms.note_best_care_open(world, 0)
     return world
 
 
@@ -71,6 +73,7 @@ def tick(world: World) -> None:
     if t >= due["units"]:
         ambulances.move(world, t)
     care.advance(world, t)
+    rooms.note_best_care_open(world, t)
     physiology.deteriorate(world)
     if world.task.cascades:
         cascades.advance(world, t)

@@ -24,7 +24,6 @@ from codered_env.sim.conditions import CONDITIONS, benefit_kept
 from codered_env.sim.outcome import outcome_weight
 from codered_env.sim.params import (
     MUTUAL_AID_PENALTY_UNNEEDED,
-    MUTUAL_AID_PENALTY_UNUSED,
     PENALTY,
     PREP_READINESS_SHARE,
     RUBRIC_WEIGHTS,
@@ -200,7 +199,7 @@ def test_score_is_clamped_at_the_floor() -> None:
     while not sim.done:
         sim.step(WAIT)
     g = sim.grade()
-    assert g["mutual_aid_penalty"] == pytest.approx(MUTUAL_AID_PENALTY_UNNEEDED + MUTUAL_AID_PENALTY_UNUSED)
+    assert g["mutual_aid_penalty"] == pytest.approx(MUTUAL_AID_PENALTY_UNNEEDED)
     assert g["raw_score"] < 0.0
     assert g["score"] == SCORE_FLOOR
 
@@ -730,7 +729,7 @@ def test_benefit_kept_moves_with_the_weighted_outcome_deaths_included(task_id: s
         gained = outcome_weight(r["condition"]) * (r["expected_outcome"] - cond.untreated_outcome)
         relaxed_transfer = r["target_min"] != cond.target_min  # benefit measured with an allowance
         if r["therapy"] is None or not relaxed_transfer:
-            assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=2e-3), r
+            assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=2e-3 + r["stake"] * 1e-4), r
     assert 0.0 <= g["components"]["time_score"] <= 1.0
     assert g["components"]["prep_ready"] <= g["components"]["time_score"]
 

@@ -30,7 +30,7 @@ from ..types import PATIENT_STATES, Hospital, OperatingRoom, Patient
 from .blood import issue_awaiting_sample, issue_on_arrival, transfuse
 from .blood import readiness as blood_readiness
 from .rooms import (
-    best_care_available,
+    best_care_refused,
     care_for,
     claim,
     or_readiness,
@@ -89,7 +89,7 @@ def note_destination(world: World, p: Patient, hospital_id: str) -> None:
     best = cond.best_care
     partial = best is not None and (care is None or care.quality < best.quality)
     p.destination = hospital_id
-    p.relaxed_target = partial and not best_care_available(world, p)
+    p.relaxed_target = partial and best_care_refused(world, p)
 
 
 def admit(world: World, p: Patient, h: Hospital) -> None:

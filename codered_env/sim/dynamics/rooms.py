@@ -224,10 +224,10 @@ def specialist_readiness(world: World, spec: Specialist | None) -> float:
     return 0.0
 
 
-def best_care_available(world: World, p: Patient) -> bool:
-    """Could a hospital giving this condition's best care take the patient now (open, lab in
+def best_care_available(world: World, condition: str) -> bool:
+    """Could a hospital giving this condition's best care take a patient now (open, lab in
     service and free, specialist not unavailable)?"""
-    cond = CONDITIONS[p.condition]
+    cond = CONDITIONS[condition]
     best = cond.best_care
     if best is None:
         return True
@@ -242,3 +242,30 @@ def best_care_available(world: World, p: Patient) -> bool:
             continue
         return True
     return False
+
+
+_TIERS = sorted({tier for cond in CONDITIONS.values() for tier in cond.care_by_tier})
+#: Conditions some hospital tier treats with less than their best care, or not at all (a STEMI
+#: thrombolysed at tier 2): the ones whose relaxed transfer target asks whether best care was on
+#: offer.
+PARTIAL_CARE_CONDITIONS = tuple(
+    name for name, cond in CONDITIONS.items()
+    if (best := cond.best_care) is not None
+    and any((care := cond.care_at(tier)) is None or care.quality < best.quality for tier in _TIERS)
+)
+
+
+def note_best_care_open(world: World, t: int) -> None:
+    """Record minute ``t`` for each condition whose best care a hospital could give now
+    (``World.best_care_open_at``): a patient whose best care was on offer at any minute since
+    their call never earns the relaxed transfer target, so holding their assignment until a lab
+    is taken cannot earn it either."""
+    for condition in PARTIAL_CARE_CONDITIONS:
+        if best_care_available(world, condition):
+            world.best_care_open_at[condition] = t
+
+
+def best_care_refused(world: World, p: Patient) -> bool:
+    """No hospital could have given ``p`` their best care at any minute since their call."""
+    return world.best_care_open_at.get(p.condition, -1) < p.appeared_at and not best_care_available(
+        world, p.condition)
