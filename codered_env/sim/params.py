@@ -143,15 +143,16 @@ RUBRIC_WEIGHTS = {
 PRIORITY_WEIGHT = {"P1": 3.0, "P2": 2.0, "P3": 1.0}
 # Deaths first: a patient's weight is PRIORITY_WEIGHT + DEATH_WEIGHT x the expected deaths one
 # unit of their outcome averts (1 on a survival curve, ~0.11 for stroke, 0 for labour and low
-# acuity; conditions.death_slope), so an expected death weighs the whole outcome of a P1 patient
-# once more. Without it, care that helps functional outcomes (stroke, labour) could outweigh
-# deaths a delay caused [design choice, measured by bench/redteam/probe.py].
+# acuity; conditions.death_slope), so deaths dominate the stake: a STEMI weighs 103, a stroke
+# 13.9, low acuity 1. At 3, a stroke's better function outweighed a STEMI's death (9 task2 score
+# inversions on the red team); at 50 one return inversion remained, at 100 and 200 none
+# [design choice, measured by bench/redteam/probe.py, docs/MODEL.md §8].
 DEATH_WEIGHT = 100.0
 # Waste per scored patient discounts ``efficiency`` as exp(-waste): continuous, never free past a
-# floor. Each weight is sized below the outcome cost of what the waste could buy: one STEMI
-# death per 100 patients moves a task1 score by ~0.08 and a haemorrhage death by ~0.01 (stake
-# weights, docs/MODEL.md §8.1), while one unit of waste per patient costs at most
-# 0.22 x (1 - exp(-w)) ~ 0.2 w [design choice, re-measured by bench/probe_grading.py].
+# floor. Each weight is sized below the outcome cost of what the waste could buy: one expected
+# death per 100 patients moves a score by 0.03-0.12 (the red-team family's slope, docs/MODEL.md
+# §8.1), while one unit of waste per patient costs at most 0.22 x (1 - exp(-w)) ~ 0.2 w
+# [design choice, re-measured by bench/redteam/probe.py].
 PENALTY = {
     "invalid_action": 0.02,
     "wasted_page": 0.03,
