@@ -23,6 +23,7 @@ from codered_env.sim.conditions import CONDITIONS  # noqa: E402
 SLOW = pytest.mark.skipif(os.environ.get("CODERED_SLOW") != "1", reason="slow: set CODERED_SLOW=1")
 # Seeds of their own: the probe's default seeds (1000-1049) stay unseen by every test.
 SLOW_SEEDS = range(2000, 2020)
+CONFIRM_SEEDS = range(2020, 2060)  # where a violation on SLOW_SEEDS must hold too
 ORACLE_SEEDS = range(2000, 2005)
 
 
@@ -295,15 +296,16 @@ def test_the_summary_prints_when_too_few_policies_to_rank(capsys) -> None:
     assert "task5 | 0/0 | - | -/- | 40%" in capsys.readouterr().out
 
 
-# Open breaks (docs/MODEL.md, "The red team"): the score weighs a stroke's functional outcome
-# above a STEMI's survival, and charges a mutual-aid request that went unused in hindsight.
 @SLOW
 @pytest.mark.slow
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_the_score_keeps_its_invariants_against_the_red_team(task_id: str) -> None:
+    """A pairwise violation on ``SLOW_SEEDS`` must hold on ``CONFIRM_SEEDS`` too to fail the test
+    (the probe's ``--confirm``): with cascades a five-minute hold moves a poor policy's episode by
+    up to ±0.4 (task5 nearest-job-first, ± 0.03 over 20 seeds), so one sample's mean alone is noise."""
     results = probe.run([task_id], list(SLOW_SEEDS), list(DEFAULT_FAMILY))[task_id]
     found = probe.keyed_violations(probe.analyse(results))
-    assert list(found.values()) == []
+    assert list(probe.confirm(task_id, found, list(CONFIRM_SEEDS), 1).values()) == []
 
 
 def test_the_closed_breaks_stay_closed() -> None:
