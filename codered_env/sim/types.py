@@ -159,7 +159,6 @@ class Ambulance:
     patient_id: str | None = None
     call_id: str | None = None
     held: bool = False  # waiting at a node because every route is closed
-    dispatches: int = 0
 
 
 @dataclass(slots=True)

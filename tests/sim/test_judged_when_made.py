@@ -86,5 +86,7 @@ def test_a_needed_request_costs_nothing_even_if_its_unit_goes_unused() -> None:
     assert not world.mutual_aid[0].unneeded  # four waiting, four units free, none coming
     while not sim.done:
         sim.step(WAIT)
-    assert world.ambulances[world.mutual_aid[0].unit_id].dispatches == 0  # nobody sent it anywhere
+    unit = world.mutual_aid[0].unit_id
+    assert unit in world.ambulances  # it arrived, and nobody sent it anywhere
+    assert all(p.ambulance_id != unit for p in world.patients.values())
     assert sim.grade()["mutual_aid_penalty"] == 0.0

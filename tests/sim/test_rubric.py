@@ -488,7 +488,7 @@ def test_mutual_aid_that_is_needed_and_used_costs_nothing() -> None:
     assert waiting >= len(sim.world.ambulances)  # more demand than own units
     play(sim, [act("request_mutual_aid", patient_id="P1")])
     g = _finish(sim)
-    assert sim.world.ambulances["MA1"].dispatches == 1
+    assert [p.patient_id for p in sim.world.patients.values() if p.ambulance_id == "MA1"] == ["P1"]
     assert g["mutual_aid_penalty"] == 0.0
 
 

@@ -139,7 +139,6 @@ def send_unit(world: World, amb: Ambulance, p: Patient, call: Call | None) -> bo
     amb.status, amb.trip, amb.held = "en_route", trip, False
     world.due("units", trip.times[-1])
     amb.patient_id, amb.call_id = p.patient_id, call.call_id if call else None
-    amb.dispatches += 1
     charge_response(world, amb, p, call)
     if p.status == "awaiting_unit":
         p.status = "unit_en_route"

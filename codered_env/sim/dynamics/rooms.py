@@ -267,5 +267,5 @@ def note_best_care_open(world: World, t: int) -> None:
 
 def best_care_refused(world: World, p: Patient) -> bool:
     """No hospital could have given ``p`` their best care at any minute since their call."""
-    return world.best_care_open_at.get(p.condition, -1) < p.appeared_at and not best_care_available(
-        world, p.condition)
+    last_open = world.best_care_open_at.get(p.condition, -1)
+    return last_open < p.appeared_at and not best_care_available(world, p.condition)
