@@ -12,17 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# deaths dominate the stake (DEATH_WEIGHT 100), a mutual-aid request is charged when made, the
-# relaxed transfer target needs best care refused since the call, the pace table re-measured:
-# every task's rewards and scores moved (CHANGELOG.md)
-DIGEST_VERSION = "0.4.0"
+# a room held for a patient is free once their case could have begun and ended (a lab's fallback
+# to lysis is judged on that wait): task5's pace, hence its rewards, moved (CHANGELOG.md)
+DIGEST_VERSION = "0.4.1"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "b89bcc2cd4f8b52a",
     "task2": "f9e01d842f2617db",
     "task3": "44685b05a0cb29e6",
     "task4": "685548c4c448d823",
-    "task5": "fe3c7457da86f191",
+    "task5": "eccf8ce1cd9063f0",
 }
 
 

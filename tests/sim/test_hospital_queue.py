@@ -5,9 +5,13 @@ patient at a hospital unable to give the care chosen for them."""
 
 from __future__ import annotations
 
+from codered_env.agents import make_agent
 from codered_env.sim import CodeRedSim
+from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.dynamics.care import admit
+from codered_env.sim.dynamics.rooms import room_wait
 from codered_env.sim.dynamics.scene import transport_destination
+from codered_env.sim.params import CROWDED_DOOR_FACTOR, PROCEDURE_DURATION_MIN
 
 
 def _trauma_world():
@@ -69,3 +73,44 @@ def test_a_diverted_crew_keeps_the_intent_of_the_choice() -> None:
     world.hospitals["H2"].diverted_until = world.clock + 500
     p.node, p.destination = "N2", "H2"  # H3 7 min away, H1 9
     assert transport_destination(world, p) == "H1", "care at least as good as the choice"
+
+
+def _lab_held_for_a_stroke(crowded: bool = False):
+    """Task2 seed 0 at t5: the stroke (P1) holds H1's one lab, readied, and has just arrived; its
+    door time (60 min) is still to run."""
+    world = CodeRedSim("task2", 0).world  # P1 stroke, P2 STEMI; H1's OR1 hosts both procedures
+    world.clock = 5
+    h1 = world.hospitals["H1"]
+    h1.base_load = h1.capacity if crowded else 0
+    stroke = world.patients["P1"]
+    admit(world, stroke, h1)
+    lab = h1.or_by_id("OR1")
+    lab.state, lab.procedure, lab.elective = "ready", "stroke_intervention", False
+    lab.until, lab.patient_id, stroke.or_ref = world.clock + 1, "P1", ("H1", "OR1")
+    return world, h1
+
+
+def test_a_room_held_for_a_patient_is_free_once_their_case_could_end() -> None:
+    door, case = CONDITIONS["stroke"].care_at(1).door_min, PROCEDURE_DURATION_MIN["stroke_intervention"]
+    world, h1 = _lab_held_for_a_stroke()
+    assert room_wait(world, h1, "cath_lab") == door + case, "not one case from the room's own timer"
+    world, h1 = _lab_held_for_a_stroke(crowded=True)
+    assert room_wait(world, h1, "cath_lab") == door * CROWDED_DOOR_FACTOR + case
+    world, h1 = _lab_held_for_a_stroke()
+    stroke = world.patients["P1"]
+    stroke.status, stroke.hospital, stroke.wait_started = "transporting", None, None  # still on the way
+    assert room_wait(world, h1, "cath_lab") == door + case, "at the soonest, from now"
+
+
+def test_a_stemi_behind_a_lab_held_past_the_horizon_gets_lysis() -> None:
+    """Task4 seed 1011: H1's lab is readied for a stroke whose (crowded) door time runs to t98; a
+    STEMI arriving at t39 waited for it past the horizon, untreated, until a held room's wait
+    counted from its holder's start (docs/MODEL.md §4.5)."""
+    sim = CodeRedSim("task4", 1011)
+    agent = make_agent("heuristic", 1011)
+    agent.reset("task4", 1011)
+    while not sim.done:
+        sim.step(agent.act(sim.observation()))
+    stemi = sim.world.patients["P3"]
+    assert stemi.condition == "stemi" and stemi.hospital == "H1"
+    assert stemi.fallback and stemi.treatment_start is not None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..conditions import CONDITIONS, Care
 from ..params import (
     CATH_LAB_PREP_RANGE,
+    CROWDED_DOOR_FACTOR,
     OR_HOLD_WINDOW_MIN,
     OR_PREP_MIN_BY_TIER,
     PROCEDURE_DURATION_MIN,
@@ -146,18 +147,32 @@ def acuity(p: Patient) -> int:
 
 
 def room_wait(world: World, h: Hospital, procedure: str) -> float:
-    """Minutes until some room able to host ``procedure`` could be free (inf if none)."""
+    """Minutes until some room able to host ``procedure`` could be free (inf if none). A room
+    held for a patient is free once their case, begun no sooner than they could begin it, ends."""
     waits = []
     for room in h.ors:
         if procedure not in room.procedures:
             continue
         remaining = max(0, room.until - world.clock)
         if room.state in ("preparing", "ready") and room.patient_id is not None:
-            remaining += PROCEDURE_DURATION_MIN.get(room.procedure or procedure, 0)
+            begins = max(remaining, _holder_start(world, h, room.patient_id) - world.clock)
+            remaining = begins + PROCEDURE_DURATION_MIN.get(room.procedure or procedure, 0)
         if room.state == "in_use" and room.failure_until > world.clock:
             remaining = max(remaining, room.failure_until - world.clock)
         waits.append(remaining)
     return min(waits, default=float("inf"))
+
+
+def _holder_start(world: World, h: Hospital, patient_id: str) -> float:
+    """The earliest minute the patient holding a room could begin their case: their door time
+    from arrival (lengthened while the hospital is crowded), from now if still on the way."""
+    holder = world.patients.get(patient_id)
+    care = care_for(holder, h) if holder is not None else None
+    if care is None:
+        return world.clock
+    door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0)
+    arrived = holder.wait_started if holder.hospital == h.hospital_id else None
+    return (world.clock if arrived is None else arrived) + door
 
 
 def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) -> None:
