@@ -8,7 +8,7 @@ from __future__ import annotations
 from codered_env.agents import make_agent
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
-from codered_env.sim.dynamics.care import admit
+from codered_env.sim.dynamics.care import admit, advance
 from codered_env.sim.dynamics.rooms import room_wait
 from codered_env.sim.dynamics.scene import transport_destination
 from codered_env.sim.params import CROWDED_DOOR_FACTOR, PROCEDURE_DURATION_MIN
@@ -114,3 +114,13 @@ def test_a_stemi_behind_a_lab_held_past_the_horizon_gets_lysis() -> None:
     stemi = sim.world.patients["P3"]
     assert stemi.condition == "stemi" and stemi.hospital == "H1"
     assert stemi.fallback and stemi.treatment_start is not None
+
+
+def test_a_patient_admitted_at_minute_zero_is_activated_on_time() -> None:
+    world = CodeRedSim("task1", 0).world  # one STEMI; H1's lab idle
+    stemi, h1 = world.patients["P1"], world.hospitals["H1"]
+    admit(world, stemi, h1)
+    assert stemi.wait_started == 0
+    world.clock = CONDITIONS["stemi"].care_at(1).activation_min
+    advance(world, world.clock)
+    assert stemi.or_ref is not None and stemi.or_ref[0] == "H1", "the team activates at minute 0 + activation"

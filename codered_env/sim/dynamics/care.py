@@ -61,7 +61,7 @@ def advance(world: World, t: int) -> None:
             if care is None:
                 _maybe_transfer_out(world, p, h, t)
             else:
-                waited = t - (p.wait_started or t)
+                waited = 0 if p.wait_started is None else t - p.wait_started
                 activated = waited >= care.activation_min
                 if (care.procedure and p.or_ref is None) or (activated and care.specialist):
                     claim(world, p, h, care, activated)  # the guard: what ``claim`` acts on
@@ -297,7 +297,8 @@ def _lab_unavailable(world: World, p: Patient, h: Hospital, care: Care) -> bool:
     wait = room_wait(world, h, care.procedure or "")
     prep = OR_PREP_MIN_BY_TIER[h.tier] if h.tier in OR_PREP_MIN_BY_TIER else CATH_LAB_PREP_RANGE[0]
     best_start = world.clock + wait + max(prep, CATH_LAB_PREP_RANGE[0]) + care.room_min
-    lysis_start = max(world.clock, (p.wait_started or world.clock) + fallback.door_min)
+    arrived = world.clock if p.wait_started is None else p.wait_started
+    lysis_start = max(world.clock, arrived + fallback.door_min)
     onset = p.onset_min
     procedure = expected_outcome(cond, best_start - p.appeared_at, care.quality, onset, care.therapy)
     lysis = expected_outcome(cond, lysis_start - p.appeared_at, fallback.quality, onset, fallback.therapy)
@@ -312,7 +313,7 @@ def _fall_back(world: World, p: Patient, h: Hospital) -> Care | None:
 
 
 def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
-    if t < (p.wait_started or t) + TRANSFER_DOOR_IN_DOOR_OUT_MIN:
+    if p.wait_started is None or t < p.wait_started + TRANSFER_DOOR_IN_DOOR_OUT_MIN:
         return
     target = world.hospitals[p.transfer_to or ""]
     minutes = world.net.minutes(h.node, target.node)
@@ -329,7 +330,7 @@ def _maybe_transfer_out(world: World, p: Patient, h: Hospital, t: int) -> None:
 def _maybe_start_treatment(world: World, p: Patient, h: Hospital, care: Care | None, t: int) -> None:
     if care is None:
         return
-    waited = t - (p.wait_started or t)
+    waited = 0 if p.wait_started is None else t - p.wait_started
     if waited < care.door_min:  # crowding only lengthens the door time (CROWDED_DOOR_FACTOR > 1)
         return
     if h.crowded and waited < care.door_min * CROWDED_DOOR_FACTOR:
