@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .conditions import CONDITIONS, Condition
 from .dynamics.care import parts_ready_at, readying_minutes, transfer_target
-from .dynamics.rooms import care_for
+from .dynamics.rooms import care_for, door_minutes
 from .dynamics.scene import transport_destination
 from .params import (
-    CROWDED_DOOR_FACTOR,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
@@ -61,7 +60,7 @@ def plan_at(world: World, p: Patient, h: Hospital, t: int, arrives_in: int = 0) 
         room = parts["or"][0] + care.room_min if "or" in parts else t
         specialist = parts["specialist"][0] if "specialist" in parts else t
         waited = t - p.wait_started if p.hospital == h.hospital_id and p.wait_started is not None else 0
-        door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0) - waited
+        door = door_minutes(care, h) - waited
         extra = max(0, round(max(arrives_in + door, room - t, specialist - t)))
         return Plan(care.quality, care.therapy, extra, h.hospital_id, parts)
     cond = CONDITIONS[p.condition]

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from ..conditions import CONDITIONS, Care, expected_outcome
 from ..params import (
     CATH_LAB_PREP_RANGE,
-    CROWDED_DOOR_FACTOR,
     DECISION_COST_MIN,
     LIGHTS_AND_SIRENS_FACTOR,
     MEMO_ENTRIES,
@@ -33,6 +32,7 @@ from .rooms import (
     best_care_refused,
     care_for,
     claim,
+    door_minutes,
     or_readiness,
     room_for,
     room_wait,
@@ -331,9 +331,9 @@ def _maybe_start_treatment(world: World, p: Patient, h: Hospital, care: Care | N
     if care is None:
         return
     waited = 0 if p.wait_started is None else t - p.wait_started
-    if waited < care.door_min:  # crowding only lengthens the door time (CROWDED_DOOR_FACTOR > 1)
+    if waited < care.door_min:  # crowding only lengthens the door time (door_minutes)
         return
-    if h.crowded and waited < care.door_min * CROWDED_DOOR_FACTOR:
+    if h.crowded and waited < door_minutes(care, h):
         return
     room = None
     if care.procedure:

@@ -170,9 +170,13 @@ def _holder_start(world: World, h: Hospital, patient_id: str) -> float:
     care = care_for(holder, h) if holder is not None else None
     if care is None:
         return world.clock
-    door = care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0)
     arrived = holder.wait_started if holder.hospital == h.hospital_id else None
-    return (world.clock if arrived is None else arrived) + door
+    return (world.clock if arrived is None else arrived) + door_minutes(care, h)
+
+
+def door_minutes(care: Care, h: Hospital) -> float:
+    """Arrival to the start of ``care`` at ``h`` at the least: its door time, longer while crowded."""
+    return care.door_min * (CROWDED_DOOR_FACTOR if h.crowded else 1.0)
 
 
 def claim(world: World, p: Patient, h: Hospital, care: Care, activated: bool) -> None:
