@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# a room held for a patient is free once their case could have begun and ended (a lab's fallback
-# to lysis is judged on that wait): task5's pace, hence its rewards, moved (CHANGELOG.md)
-DIGEST_VERSION = "0.4.1"
+# diversion does not turn away a patient no open hospital can treat, and the heuristic watches for
+# the news cycle and counts emergency cases under way: task3 and task5 moved (CHANGELOG.md)
+DIGEST_VERSION = "0.4.2"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "b89bcc2cd4f8b52a",
     "task2": "f9e01d842f2617db",
-    "task3": "44685b05a0cb29e6",
+    "task3": "f011263df7d04792",
     "task4": "685548c4c448d823",
-    "task5": "eccf8ce1cd9063f0",
+    "task5": "462bd462827c6b96",
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..sim.conditions import CONDITIONS, benefit_kept
+from ..sim.conditions import CONDITIONS, Condition, benefit_kept
 from ..sim.outcome import stake
 from ..sim.params import (
     CATH_LAB_PREP_RANGE,
@@ -24,6 +24,15 @@ EN_ROUTE = frozenset(BEFORE_ARRIVAL)
 IN_ED = frozenset(("at_hospital",))
 ON_SCENE = frozenset(("on_scene",))
 BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
+
+
+def closed_to(cond: Condition, h: Row, hospitals: dict[str, Row]) -> bool:
+    """Is hospital row ``h`` closed to a patient with ``cond``: on diversion, unless some
+    hospital can treat them and no open one can (``World.diverted_for``, from the rows)?"""
+    if h["diverted_until"] is None:
+        return False
+    able = [x for x in hospitals.values() if cond.care_at(x["tier"]) is not None]
+    return not able or any(x["diverted_until"] is None for x in able)
 
 
 class Candidate(NamedTuple):
@@ -74,7 +83,7 @@ class DestinationRule:
         ranked: list[Candidate] = []
         for p in unassigned:
             pid = p["patient_id"]
-            scores = self._hospital_scores(p, hospitals, inbound, net)
+            scores = self._scores_from_scratch(p, hospitals, inbound, net)
             if self._reopening_is_better(obs, p, hospitals, inbound, net, scores):
                 waiting.add(pid)
                 continue
@@ -90,6 +99,23 @@ class DestinationRule:
             ranked.insert(0, ranked.pop(self._first_by_joint_benefit(ranked, hospitals, inbound, net)))
         for c in ranked:
             yield {"action_type": "assign_hospital", "patient_id": c.patient_id, "hospital_id": c.best}
+
+    def _scores_from_scratch(self, p: Row, hospitals, inbound, net) -> dict[str, float]:
+        """``_hospital_scores`` for a patient chosen for again, without their own claim on the
+        hospital they are bound for (so staying is not judged as queueing behind themselves)."""
+        hid = p["destination"]
+        care = CONDITIONS[p["condition"]].care_at(hospitals[hid]["tier"]) if hid is not None else None
+        if care is None or p["status"] not in BEFORE_ARRIVAL:
+            return self._hospital_scores(p, hospitals, inbound, net)
+        users = self._lab_users.get(hid, [])
+        own = care.procedure in users
+        if own:
+            users.remove(care.procedure)
+        try:
+            return self._hospital_scores(p, hospitals, {**inbound, hid: inbound.get(hid, 1) - 1}, net)
+        finally:
+            if own:
+                users.append(care.procedure)
 
     def _first_by_joint_benefit(self, ranked: list[Candidate], hospitals, inbound, net) -> int:
         """Index of the patient to assign first: the regret leader, unless another patient best
@@ -122,9 +148,10 @@ class DestinationRule:
 
     @staticmethod
     def _must_reroute(p: Row, bound: Row) -> bool:
-        """``p`` is bound for a hospital that went on diversion after they were assigned, or (sent
-        on by a diversion to the nearest open ED) for one that cannot give their care: choose
-        again before they get there."""
+        """``p`` is bound for a hospital that went on diversion after they were assigned (where
+        no open hospital can treat them it still takes them, but another diverted one may now
+        serve them better), or (sent on by a diversion to the nearest open ED) for one that
+        cannot give their care: choose again before they get there."""
         cannot_treat = CONDITIONS[p["condition"]].care_at(bound["tier"]) is None
         return bound["diverted_until"] is not None or cannot_treat
 
@@ -181,13 +208,16 @@ class DestinationRule:
 
     def _queue_minutes(self, h, care, in_service: Sequence[Row]) -> float:
         """Extra wait when the rooms that can host this procedure (``in_service``) are claimed
-        by others."""
+        by others: untreated patients bound there or waiting there, and emergency cases under
+        way in them."""
         shared = set()
         for r in in_service:
             shared.update(r["procedures"])
         users = 0
         for proc in self._lab_users.get(h["hospital_id"], ()):
             users += proc in shared
+        for r in in_service:  # an emergency case under way is not pre-empted as an elective one is
+            users += r["state"] == "in_use" and not r["elective"]
         behind = users - len(in_service) + 1
         if behind <= 0:
             return 0.0
@@ -204,10 +234,7 @@ class DestinationRule:
         scores: dict[str, float] = {}
         for hid, h in hospitals.items():
             care = cond.care_at(h["tier"])
-            if reopening is None:
-                wait = None if h["diverted_until"] is not None else 0
-            else:
-                wait = reopening.get(hid)
+            wait = (None if closed_to(cond, h, hospitals) else 0) if reopening is None else reopening.get(hid)
             if care is None or wait is None:
                 continue
             rooms = self._rooms(h, care.procedure) if care.procedure else None

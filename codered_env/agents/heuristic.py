@@ -8,21 +8,25 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    the keyword card of ``triage_rule.py``).
 2. Dispatch: most urgent first (P1 > P2 > P3, then lower vitals); P1 gets the ALS unit with
    the shortest ETA unless a BLS is more than 5 min closer; P2/P3 get the nearest BLS (P2 falls
-   back to ALS); P4 callers get advice only.
+   back to ALS, and so does a caller waiting 20 min or more where a 30-min wait makes the news:
+   one ``maintain_plan`` jump before it would); P4 callers get advice only.
 3. Mutual aid when more patients/calls wait for a unit than units are free or already coming.
 4. Destination: the hospital maximising 100 x the benefit kept (the public outcome curve of
    the care it gives, at the estimated call-to-treatment delay: elapsed + scene + travel +
    door-to-treatment, or later if the room or the specialist cannot be ready by then; an
-   out-of-service room counts from the repair time its alert announces) - 15 if crowded - 25
-   if the needed OR is out of service with no repair announced in time, - 40 if the
-   specialist is unavailable; hospitals on diversion excluded. A patient whose best hospital
+   out-of-service room counts from the repair time its alert announces; a room shared with
+   patients bound or waiting there, or with an emergency case under way, adds a queue) - 15 if
+   crowded - 25 if the needed OR is out of service with no repair announced in time, - 40 if
+   the specialist is unavailable; hospitals on diversion excluded unless no open hospital can
+   treat the patient (then diversion does not turn them away). A patient whose best hospital
    is a diverted one whose diversion lapses before they could leave for it (their crew's scene
    time, or their arrival where they are bound) waits for it, rerouted if the crew has left.
    A patient bound for a hospital that has since gone on diversion, or that cannot treat them,
-   is assigned again. First assigned: the patient who loses most if their best hospital is
-   taken (regret), unless another patient best bound for the same hospital needs a different
-   procedure there (one room doing both, say thrombectomy and the cath lab) and the two keep
-   more stake-weighted benefit (``sim.outcome.stake``) when that one claims it first.
+   is chosen for again (without their own claim on the room there). First assigned: the
+   patient who loses most if their best hospital is taken (regret), unless another patient
+   best bound for the same hospital needs a different procedure there (one room doing both,
+   say thrombectomy and the cath lab) and the two keep more stake-weighted benefit
+   (``sim.outcome.stake``) when that one claims it first.
 5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
    whose every capable room is running an elective case, pre-empt it) and page the needed
    specialist at the destination. A caller whose report names a condition needing a specialist
@@ -50,9 +54,12 @@ from ..sim.dynamics.dispatch import DISPATCHABLE
 from ..sim.params import (
     BLOOD_UNITS_PER_CASE,
     CHILDBEARING_AGE_RANGE,
+    MAINTAIN_PLAN_CAP_MIN,
     MEMO_ENTRIES,
+    NEWS_CYCLE_WAIT_MIN,
     UNTRIAGED_RESPONSE,
 )
+from ..sim.tasks import TASKS
 from ..sim.triage import cautious_priority, priority_posterior
 from ..sim.view import ObservationView
 from .base import MAINTAIN, code_fingerprint
@@ -61,6 +68,9 @@ from .hospital_rooms import RepairsOnDemand, ready_rooms
 from .triage_rule import suspected_condition
 
 _PRIORITY_RANK = {"P1": 0, "P2": 1, "P3": 2, "P4": 3}
+# a caller left this long is sent any free unit where a long wait makes the news: one wait
+# (maintain_plan's longest jump) before the news cycle would break
+NEWS_WATCH_FROM_MIN = NEWS_CYCLE_WAIT_MIN - MAINTAIN_PLAN_CAP_MIN
 BLOOD_UNITS = BLOOD_UNITS_PER_CASE
 
 
@@ -71,12 +81,14 @@ RULES: tuple[str, ...] = (
     "expected triage cost given the report (hot when in doubt).",
     "the most urgent waiting patient or call gets a unit first (P1 > P2 > P3, then the lowest "
     "vitals); a P1 gets the ALS unit with the shortest ETA unless a BLS is more than 5 min "
-    "closer, P2/P3 the nearest BLS (P2 falls back to ALS).",
+    "closer, P2/P3 the nearest BLS (P2 falls back to ALS, and so does a caller waiting 20 min "
+    "or more where a 30-min wait makes the news).",
     "more patients and calls wait for a unit than units are free or already coming.",
     "the destination maximises 100 x the benefit kept at the estimated call-to-treatment delay "
-    "(an out-of-service room counts from its announced repair) - 15 if crowded - 25 if the "
-    "needed OR is out of service with no repair in time - 40 if the specialist is unavailable; "
-    "hospitals on diversion are excluded, unless the diversion lapses before the patient could "
+    "(an out-of-service room counts from its announced repair; a shared room adds a queue) - 15 "
+    "if crowded - 25 if the needed OR is out of service with no repair in time - 40 if the "
+    "specialist is unavailable; hospitals on diversion are excluded (unless no open hospital can "
+    "treat the patient), unless the diversion lapses before the patient could "
     "leave for it and it would then be the best: the patient waits for it; a patient bound for a "
     "hospital gone on diversion since, or one that cannot treat them, is assigned again.",
     "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
@@ -222,6 +234,8 @@ class HeuristicAgent(DestinationRule):
 
     def _jobs(self, obs) -> list[dict[str, Any]]:
         jobs = []
+        task = TASKS.get(obs["task_id"])
+        news_watch = task is not None and task.cascades and task.phase == 2
         for p in self._rows(obs, "patients", EN_ROUTE):
             if p["status"] == "awaiting_unit":
                 jobs.append(
@@ -241,6 +255,7 @@ class HeuristicAgent(DestinationRule):
                         "node": c["node"],
                         "priority": level,
                         "vitals": 1.0 - c["waiting_min"] / 100,
+                        "any_unit": news_watch and c["waiting_min"] >= NEWS_WATCH_FROM_MIN,
                     }
                 )
         jobs.sort(key=lambda j: (_PRIORITY_RANK[j["priority"]], j["vitals"], j["id"]))
@@ -256,7 +271,7 @@ class HeuristicAgent(DestinationRule):
                 return None if bls is None else bls[2]
             return als[2]
         bls = nearest_unit(pools["BLS"], node, net)
-        if bls is None and job["priority"] == "P2":
+        if bls is None and (job["priority"] == "P2" or job.get("any_unit")):
             bls = nearest_unit(pools["ALS"], node, net)
         return None if bls is None else bls[2]
 

@@ -67,6 +67,7 @@ from ..sim.city import PRAKASHNAGAR, city_by_key, city_key_of
 from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES
 from .base import MAINTAIN, code_fingerprint
+from .destination import closed_to
 from .heuristic import HeuristicAgent, road_view
 
 DEFAULT_FORKS = 4
@@ -394,8 +395,9 @@ class PlannerAgent:
         if patient is None:
             return []
         cond = CONDITIONS[patient["condition"]]
+        hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
         return [
-            {**proposal, "hospital_id": h["hospital_id"]}
-            for h in obs["hospitals"]
-            if h["diverted_until"] is None and cond.care_at(h["tier"]) is not None
+            {**proposal, "hospital_id": hid}
+            for hid, h in hospitals.items()
+            if not closed_to(cond, h, hospitals) and cond.care_at(h["tier"]) is not None
         ]

@@ -177,7 +177,7 @@ def assign_hospital(world: World, a: Any) -> str | None:
         return err
     if p.status not in BEFORE_ARRIVAL:
         return f"{p.patient_id} is {p.status}; a destination can be set only before arrival at a hospital"
-    if world.diverted(h.hospital_id):
+    if world.diverted_for(h.hospital_id, p.condition):
         open_ids = [x for x in world.hospitals if not world.diverted(x)]
         return (
             f"{h.hospital_id} is on diversion ({h.diversion_reason}) until t{h.diverted_until}; "

@@ -138,11 +138,21 @@ def _same(memo: Memo | None, name: str, world: World, options: list[dict[str, li
 
 
 def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo | None) -> None:
-    assignable = [p.patient_id for p in visible if p.status in BEFORE_ARRIVAL]
+    """Any open hospital; every hospital for a patient whom no open hospital can treat
+    (``World.diverted_for``)."""
+    assignable = [p for p in visible if p.status in BEFORE_ARRIVAL]
     open_ids = [h for h in world.hospitals if not world.diverted(h)]
-    if assignable and open_ids:
-        legal["assign_hospital"] = _same(memo, "assign_hospital", world,
-                                         [{"patient_id": assignable, "hospital_id": open_ids}])
+    if not assignable:
+        return
+    waived = [p.patient_id for p in assignable if world.diversion_waived(p.condition)]
+    turned_away = [p.patient_id for p in assignable if p.patient_id not in waived]
+    options = []
+    if turned_away and open_ids:
+        options.append({"patient_id": turned_away, "hospital_id": open_ids})
+    if waived:
+        options.append({"patient_id": waived, "hospital_id": list(world.hospitals)})
+    if options:
+        legal["assign_hospital"] = _same(memo, "assign_hospital", world, options)
 
 
 RoomOptions = Callable[[Hospital], dict[str, list[Any]] | None]

@@ -24,6 +24,7 @@ import math
 from random import Random
 
 from .city import PRAKASHNAGAR, City, RoadNetwork
+from .conditions import CONDITIONS
 from .generator import generate, stream_name
 from .tasks import TaskSpec
 from .types import (
@@ -141,6 +142,22 @@ class World:
     # ------------------------------------------------------------------ questions
     def diverted(self, hospital_id: str) -> bool:
         return self.hospitals[hospital_id].diverted_until > self.clock
+
+    def diverted_for(self, hospital_id: str, condition: str) -> bool:
+        """Is ``hospital_id`` closed to a patient with ``condition``? While it is on diversion,
+        unless the diversion is waived for them (``diversion_waived``)."""
+        return self.diverted(hospital_id) and not self.diversion_waived(condition)
+
+    def diversion_waived(self, condition: str) -> bool:
+        """Diversion does not turn away a patient whom a hospital can treat but no open one can
+        (docs/MODEL.md §4.5)."""
+        cond = CONDITIONS[condition]
+        if not cond.care_by_tier:
+            return False
+        for h in self.hospitals.values():
+            if h.diverted_until <= self.clock and cond.care_at(h.tier) is not None:
+                return False
+        return True
 
     def resolved(self) -> bool:
         """Nothing left to happen: no future calls, no open call, and every patient the dispatcher

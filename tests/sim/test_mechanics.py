@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from codered_env.sim import CodeRedSim
+from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.dynamics.blood import in_circulation
 from codered_env.sim.params import PREP_READINESS_SHARE
 from codered_env.sim.triage import callback_plan, report_priority_posterior
@@ -566,3 +567,38 @@ def test_cardiac_arrest_survival_falls_steeply_and_cpr_helps() -> None:
     s0, s1, s10 = (cardiac_arrest_survival(m, 0) for m in (0, 1, 10))
     assert 0.07 <= 1 - s1 / s0 <= 0.10  # 7-10 % per minute without CPR
     assert cardiac_arrest_survival(2, 8) > 1.5 * s10  # telephone CPR for most of the wait
+
+
+def _divert_every_capable_hospital(sim: CodeRedSim, pid: str = "P1") -> list[str]:
+    care_at = CONDITIONS[patient(sim, pid).condition].care_at
+    capable = [h.hospital_id for h in sim.world.hospitals.values() if care_at(h.tier) is not None]
+    for hid in capable:
+        sim.world.hospitals[hid].diverted_until = 500
+    return capable
+
+
+def test_diversion_does_not_turn_away_a_patient_no_open_hospital_can_treat() -> None:
+    sim = CodeRedSim("task1", 0)
+    capable = _divert_every_capable_hospital(sim)
+    assert capable and sim.world.diversion_waived(patient(sim).condition)
+    target = capable[0]
+    options = sim.observation()["legal_actions"]["assign_hospital"]
+    assert any("P1" in o["patient_id"] and target in o["hospital_id"] for o in options)
+    others = [o for o in options if "P1" not in o["patient_id"]]
+    assert all(target not in o["hospital_id"] for o in others)  # the rest are still turned away
+    play(sim, [{"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": target},
+               {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}])
+    run_until_done(sim)
+    assert patient(sim).first_hospital_arrival is not None
+    assert patient(sim).hospital == target and not patient(sim).transferred
+
+
+def test_a_crew_keeps_going_to_a_diverted_hospital_when_no_open_one_can_treat() -> None:
+    sim = CodeRedSim("task1", 0)
+    care_at = CONDITIONS[patient(sim).condition].care_at
+    target = next(h.hospital_id for h in sim.world.hospitals.values() if care_at(h.tier) is not None)
+    play(sim, [{"action_type": "assign_hospital", "patient_id": "P1", "hospital_id": target},
+               {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}])
+    _divert_every_capable_hospital(sim)
+    run_until_done(sim)
+    assert patient(sim).hospital == target and not patient(sim).transferred

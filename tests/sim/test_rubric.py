@@ -726,10 +726,12 @@ def test_benefit_kept_moves_with_the_weighted_outcome_deaths_included(task_id: s
     assert all(r["benefit_kept"] < 0 for r in died)
     for r in g["patients"]:
         cond = CONDITIONS[r["condition"]]
-        gained = outcome_weight(r["condition"]) * (r["expected_outcome"] - cond.untreated_outcome)
+        weight = outcome_weight(r["condition"])
+        gained = weight * (r["expected_outcome"] - cond.untreated_outcome)
         relaxed_transfer = r["target_min"] != cond.target_min  # benefit measured with an allowance
+        rounding = 1e-3 + (r["stake"] + weight) * 5e-5  # both records are rounded to 4 decimals
         if r["therapy"] is None or not relaxed_transfer:
-            assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=2e-3 + r["stake"] * 1e-4), r
+            assert r["stake"] * r["benefit_kept"] == pytest.approx(gained, abs=rounding), r
     assert 0.0 <= g["components"]["time_score"] <= 1.0
     assert g["components"]["prep_ready"] <= g["components"]["time_score"]
 

@@ -98,8 +98,9 @@ def transport_destination(world: World, p: Patient) -> str:
     """The agent's choice unless that hospital is on diversion; then the nearest open hospital
     giving care as good as the choice would have (the crew keeps the intent of the choice:
     a diverted PCI patient goes to the nearest open cath lab), else the nearest able to treat
-    them; with no choice made, the nearest open ED."""
-    if p.destination and not world.diverted(p.destination):
+    them; with no choice made, the nearest open ED. A patient whom no open hospital can treat
+    is taken to the hospital chosen for them even on diversion (``World.diverted_for``)."""
+    if p.destination and not world.diverted_for(p.destination, p.condition):
         return p.destination
     hospitals, origin = world.hospitals, p.node
     open_ids = [h for h in hospitals if not world.diverted(h)] or list(hospitals)
