@@ -47,7 +47,8 @@ def care_plans(world: World, p: Patient, t: int) -> list[Plan]:
     if p.hospital is not None or p.destination is not None:
         return [plan_at(world, p, world.hospitals[p.hospital or transport_destination(world, p)], t)]
     hospitals = world.hospitals.values()
-    open_ones = [h for h in hospitals if not world.diverted_for(h.hospital_id, p.condition)]
+    closed = world.diverted_for
+    open_ones = [h for h in hospitals if not closed(h.hospital_id, p.condition)] or list(hospitals)
     able = [h for h in open_ones if care_for(p, h) is not None]
     return [plan_at(world, p, h, t) for h in able or open_ones]
 
