@@ -27,12 +27,11 @@ BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
 
 
 def closed_to(cond: Condition, h: Row, hospitals: dict[str, Row]) -> bool:
-    """Is hospital row ``h`` closed to a patient with ``cond``: on diversion, unless some
-    hospital can treat them and no open one can (``World.diverted_for``, from the rows)?"""
+    """Is hospital row ``h`` closed to a patient with ``cond`` (``World.diverted_for``, from the
+    observation's rows)?"""
     if h["diverted_until"] is None:
         return False
-    able = [x for x in hospitals.values() if cond.care_at(x["tier"]) is not None]
-    return not able or any(x["diverted_until"] is None for x in able)
+    return not cond.diversion_waived((x["tier"], x["diverted_until"] is not None) for x in hospitals.values())
 
 
 class Candidate(NamedTuple):

@@ -87,7 +87,7 @@ RULES: tuple[str, ...] = (
     "the destination maximises 100 x the benefit kept at the estimated call-to-treatment delay "
     "(an out-of-service room counts from its announced repair; a shared room adds a queue) - 15 "
     "if crowded - 25 if the needed OR is out of service with no repair in time - 40 if the "
-    "specialist is unavailable; hospitals on diversion are excluded (unless no open hospital can "
+    "specialist is unavailable; hospitals on diversion are excluded (not when no open hospital can "
     "treat the patient), unless the diversion lapses before the patient could "
     "leave for it and it would then be the best: the patient waits for it; a patient bound for a "
     "hospital gone on diversion since, or one that cannot treat them, is assigned again.",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import clinical as C
@@ -83,6 +84,12 @@ class Condition:
 
     def care_at(self, tier: int) -> Care | None:
         return self.care_by_tier.get(tier)
+
+    def diversion_waived(self, hospitals: Iterable[tuple[int, bool]]) -> bool:
+        """Diversion does not turn away this patient: of ``hospitals`` (tier, on diversion now)
+        some can treat them and every one that can is diverted (docs/MODEL.md §4.5)."""
+        able = [diverted for tier, diverted in hospitals if tier in self.care_by_tier]
+        return bool(able) and all(able)
 
     # cached: a condition never changes, and the rubric asks for these for every patient every step
     @functools.cached_property

@@ -144,8 +144,12 @@ def _assign_legal(world: World, legal: Legal, visible: list[Patient], memo: Memo
     open_ids = [h for h in world.hospitals if not world.diverted(h)]
     if not assignable:
         return
-    waived = [p.patient_id for p in assignable if world.diversion_waived(p.condition)]
-    turned_away = [p.patient_id for p in assignable if p.patient_id not in waived]
+    waived: list[str] = []
+    turned_away: list[str] = []
+    every_one_open = len(open_ids) == len(world.hospitals)
+    for p in assignable:
+        waiver = not every_one_open and world.diversion_waived(p.condition)
+        (waived if waiver else turned_away).append(p.patient_id)
     options = []
     if turned_away and open_ids:
         options.append({"patient_id": turned_away, "hospital_id": open_ids})

@@ -149,15 +149,10 @@ class World:
         return self.diverted(hospital_id) and not self.diversion_waived(condition)
 
     def diversion_waived(self, condition: str) -> bool:
-        """Diversion does not turn away a patient whom a hospital can treat but no open one can
-        (docs/MODEL.md §4.5)."""
-        cond = CONDITIONS[condition]
-        if not cond.care_by_tier:
-            return False
-        for h in self.hospitals.values():
-            if h.diverted_until <= self.clock and cond.care_at(h.tier) is not None:
-                return False
-        return True
+        """``Condition.diversion_waived`` over this city's hospitals now."""
+        clock = self.clock
+        return CONDITIONS[condition].diversion_waived((h.tier, h.diverted_until > clock)
+                                                      for h in self.hospitals.values())
 
     def resolved(self) -> bool:
         """Nothing left to happen: no future calls, no open call, and every patient the dispatcher

@@ -27,7 +27,7 @@ def _only_als_free_with_a_p3_caller(task_id: str, waiting: int) -> dict[str, Any
 def _dispatches(obs: dict[str, Any]) -> list[dict[str, Any]]:
     agent = HeuristicAgent(0)
     agent.reset(obs["task_id"], 0)
-    return [a for a in agent._dispatch(obs, obs["legal_actions"], agent._road_view(obs))]
+    return list(agent._dispatch(obs, obs["legal_actions"], agent._road_view(obs)))
 
 
 def test_the_watch_starts_one_wait_before_the_news() -> None:

@@ -602,3 +602,12 @@ def test_a_crew_keeps_going_to_a_diverted_hospital_when_no_open_one_can_treat() 
     _divert_every_capable_hospital(sim)
     run_until_done(sim)
     assert patient(sim).hospital == target and not patient(sim).transferred
+
+
+def test_the_diversion_waiver_needs_a_capable_hospital_and_every_capable_one_diverted() -> None:
+    stemi = CONDITIONS["stemi"]
+    able, unable = sorted(stemi.care_by_tier)[0], max(t for t in range(1, 10) if t not in stemi.care_by_tier)
+    assert stemi.diversion_waived([(able, True), (unable, False)])
+    assert not stemi.diversion_waived([(able, True), (able, False)])  # an open one can treat
+    assert not stemi.diversion_waived([(unable, True)])  # no hospital can: nothing to waive
+    assert not CONDITIONS["anxiety"].diversion_waived([(able, True)])  # needs no hospital
