@@ -1,7 +1,7 @@
 """Speed of the Gymnasium adapter through ``gymnasium.make``, side by side with CartPole-v1.
 
 A masked uniform-random policy (``rng.integers`` over the legal prefix of ``action_masks()``)
-plays whole episodes of each task through ``gymnasium.make("CodeRedEnv-<task>-v11")`` with its
+plays whole episodes of each task through ``gymnasium.make("CodeRedEnv-<task>-v12")`` with its
 default wrappers; resets are included (they are part of training). ``CartPole-v1`` runs in the
 same process with a fixed action, reset on episode end. Each measurement is repeated and the
 fastest repeat is kept (slower repeats measure interference from other processes).
@@ -43,7 +43,7 @@ import numpy as np
 def codered_rate(task_id: str, steps: int, seed: int = 0) -> float:
     import codered_env.gym_env  # noqa: F401  registers the ids
 
-    env = gymnasium.make(f"CodeRedEnv-{task_id}-v11")
+    env = gymnasium.make(f"CodeRedEnv-{task_id}-v12")
     inner, rng = env.unwrapped, np.random.default_rng(seed)
     env.reset(seed=seed)
     episode, done, start = seed, 0, time.perf_counter()

@@ -7,12 +7,12 @@ the action choice is not. The policy is a masked random one that picks the actio
 the next seed (the reset is timed with the step that needs it). Every measurement is repeated
 ``--rounds`` times, alternating the contenders, and the median round is kept.
 
-- single: ``gymnasium.make("CodeRedFactored-<task>-v9")`` vs ``gymnasium.make("CartPole-v1")``
-  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v11")`` (the flat interface, uniform
+- single: ``gymnasium.make("CodeRedFactored-<task>-v10")`` vs ``gymnasium.make("CartPole-v1")``
+  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v12")`` (the flat interface, uniform
   over its legal indices), and the simulation's own step under the same policy (episodes of
   its own: a twin sent the same actions would find the simulation's memos warm) for the share
   of a step that is the adapters';
-- vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v9", num_envs=N)`` (the native vector
+- vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v10", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
 
 - split (``--split TASK``, task5 by default): the unwrapped factored step of one task played
@@ -63,7 +63,7 @@ def pick(legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def factored_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], float]:
     """``module``: a ``gym_env`` package whose env is timed unwrapped (default: ``gymnasium.make``)."""
-    env_id = f"CodeRedFactored-{task_id}-v9"
+    env_id = f"CodeRedFactored-{task_id}-v10"
     made = gymnasium.make(env_id) if module is None else module.CodeRedFactoredEnv(task_id)
     env, rng, state = made, np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
@@ -85,7 +85,7 @@ def factored_runner(task_id: str, steps: int, module: Any = None) -> Callable[[]
 
 
 def flat_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], float]:
-    made = gymnasium.make(f"CodeRedEnv-{task_id}-v11") if module is None else module.CodeRedGymEnv(task_id)
+    made = gymnasium.make(f"CodeRedEnv-{task_id}-v12") if module is None else module.CodeRedGymEnv(task_id)
     env, rng, state = made, np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
     inner = env.unwrapped
@@ -224,7 +224,7 @@ def cartpole_runner(steps: int) -> Callable[[], float]:
 
 def vector_runner(task_id: str, n: int, steps: int, native: bool) -> Callable[[], float]:
     """Seconds per ``step`` of N episodes: the native vector env or SyncVectorEnv of N envs."""
-    env_id = f"CodeRedFactored-{task_id}-v9"
+    env_id = f"CodeRedFactored-{task_id}-v10"
     if native:
         vec = gymnasium.make_vec(env_id, num_envs=n)
         legal = vec.legal_actions

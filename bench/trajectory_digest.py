@@ -7,7 +7,7 @@ trainer can see along the way:
   illegal action every 4th step) through ``CodeRedSim``: per step the reward, done flag, error,
   the observation dict (JSON, sorted keys), ``render_text()`` and the running ``grade()``;
   the final grade at the end.
-- ``gym``: a masked uniform-random policy through ``gymnasium.make("CodeRedEnv-<task>-v11")``
+- ``gym``: a masked uniform-random policy through ``gymnasium.make("CodeRedEnv-<task>-v12")``
   (even seeds built with ``info_actions=True`` and rendered each step, odd seeds plain): per
   step every feature array (dtype, shape, bytes), the reward, terminated/truncated, the info
   dict (mask bytes, actions list) and ``render()``; 10% of the actions are masked-out indices.
@@ -106,7 +106,7 @@ def gym_episode(task_id: str, seed: int, h: Any) -> None:
     """Even seeds list the actions in info and render each step; odd seeds do neither (so
     nothing but the adapter itself touches the simulation between steps)."""
     verbose = seed % 2 == 0
-    env = gymnasium.make(f"CodeRedEnv-{task_id}-v11", info_actions=verbose,
+    env = gymnasium.make(f"CodeRedEnv-{task_id}-v12", info_actions=verbose,
                          render_mode="ansi" if verbose else None)
     inner = env.unwrapped
     rng = np.random.default_rng(seed)

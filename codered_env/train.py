@@ -74,7 +74,7 @@ def make_masked_env(task_id: str, **kwargs: Any) -> Any:
 
     from . import gym_env  # noqa: F401  registers the ids
 
-    env = gymnasium.make(f"CodeRedEnv-{task_id}-v11", **kwargs)
+    env = gymnasium.make(f"CodeRedEnv-{task_id}-v12", **kwargs)
     return ActionMasker(env, lambda e: e.unwrapped.action_masks())
 
 

@@ -12,16 +12,16 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# diversion does not turn away a patient no open hospital can treat, and the heuristic watches for
-# the news cycle and counts emergency cases under way: task3 and task5 moved (CHANGELOG.md)
-DIGEST_VERSION = "0.4.2"
+# cascade events draw from streams keyed by the event, not by when they happen: task3 and task5
+# moved (CHANGELOG.md)
+DIGEST_VERSION = "0.4.3"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "b89bcc2cd4f8b52a",
     "task2": "f9e01d842f2617db",
-    "task3": "f011263df7d04792",
+    "task3": "1276658d604bd1ad",
     "task4": "685548c4c448d823",
-    "task5": "462bd462827c6b96",
+    "task5": "9a58fe56efb6489d",
 }
 
 

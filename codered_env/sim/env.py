@@ -321,7 +321,8 @@ class Snapshot:
     """
 
     __slots__ = (
-        "_action_log", "_blob", "_cls", "_exact", "_pending", "_seed", "_step", "_streams", "_task"
+        "_action_log", "_blob", "_cls", "_exact", "_narrative_seed", "_pending", "_seed", "_step",
+        "_streams", "_task",
     )
 
     def __init__(self, sim: CodeRedSim, exact: bool = True) -> None:
@@ -351,6 +352,7 @@ class Snapshot:
         init(self, "_exact", exact)
         streams = (world.travel_rng, world.narrative_rng) if exact else (None, None)
         init(self, "_streams", tuple(_stream_state(rng) for rng in streams))
+        init(self, "_narrative_seed", world.narrative_seed if exact else None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a Snapshot is immutable; take a new one with CodeRedSim.snapshot()")
@@ -384,6 +386,7 @@ class Snapshot:
         world = twin.world
         world.spawns = unpickler.load()
         world.travel_rng, world.narrative_rng = (_restored_stream(state) for state in self._streams)
+        world.narrative_seed = self._narrative_seed
         return twin
 
     def private_copy(self) -> CodeRedSim:

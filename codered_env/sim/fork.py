@@ -97,13 +97,13 @@ def hidden_future_detached(world: World) -> Iterator[None]:
     """While the block runs, ``world`` holds no random streams and only the future arrivals the
     agent knows of (announced escalations), so a copy taken inside carries nothing a fork must
     redraw anyway (``CodeRedSim.private_copy``); everything is put back afterwards."""
-    saved = world.travel_rng, world.narrative_rng, world.spawns
-    world.travel_rng = world.narrative_rng = None
-    world.spawns = [s for s in saved[2] if _carried(s)]
+    saved = world.travel_rng, world.narrative_rng, world.narrative_seed, world.spawns
+    world.travel_rng = world.narrative_rng = world.narrative_seed = None
+    world.spawns = [s for s in saved[3] if _carried(s)]
     try:
         yield
     finally:
-        world.travel_rng, world.narrative_rng, world.spawns = saved
+        world.travel_rng, world.narrative_rng, world.narrative_seed, world.spawns = saved
 
 
 def _carried(spawn: PendingSpawn) -> bool:

@@ -12,9 +12,12 @@ Two records serve the steps that skip work:
   (kinds in ``DUE_KINDS``). The step that owns a kind scans everything of it: it calls
   ``clear_due`` first and enters again, through ``due``, what is still to come.
 
-Three seeded random streams keep the scenario independent of play: ``scenario`` (generator.py,
-drawn once at reset), ``travel`` (trip-time noise, scene and handover jitter, in the order
-trips happen) and ``narrative`` (mutual-aid delays, news-cycle draws, surge calls).
+Seeded random streams keep the scenario independent of play: ``scenario`` (generator.py, drawn
+once at reset), ``travel`` (trip-time noise, scene and handover jitter, in the order trips
+happen), ``narrative`` (mutual-aid delays, in the order of the requests) and one stream per
+cascade event (``narrative_draw``: whether a death makes the news, the surge calls, the
+escalation's bystander), keyed by the event rather than by when it happens, so two policies that
+meet the same event meet the same draw.
 """
 
 from __future__ import annotations
@@ -78,7 +81,10 @@ class World:
         self.incident_start = min(arrivals, default=0)
         # None only while CodeRedSim.private_copy pickles the world (a fork redraws both streams)
         self.travel_rng: Random | None = Random(stream_name(city, task.task_id, seed, "travel"))
-        self.narrative_rng: Random | None = Random(stream_name(city, task.task_id, seed, "narrative"))
+        narrative = stream_name(city, task.task_id, seed, "narrative")
+        self.narrative_rng: Random | None = Random(narrative)
+        # None in a fork and while its copy is taken: a fork draws its events from narrative_rng
+        self.narrative_seed: str | None = narrative
         self.clock = 0
         self.events: list[str] = []
         self.notable = False
@@ -140,6 +146,13 @@ class World:
         self.ledger[key] = self.ledger.get(key, 0) + n
 
     # ------------------------------------------------------------------ questions
+    def narrative_draw(self, event: str) -> Random:
+        """The random stream of one cascade event (``event`` names it: what and whose)."""
+        if self.narrative_seed is None:
+            assert self.narrative_rng is not None, "a world without streams is only being copied"
+            return self.narrative_rng
+        return Random(f"{self.narrative_seed}:{event}")
+
     def diverted(self, hospital_id: str) -> bool:
         return self.hospitals[hospital_id].diverted_until > self.clock
 

@@ -43,8 +43,8 @@ def _maybe_escalate_incident(world: World, t: int) -> None:
     if any(world.patients[pid].first_unit_at is not None for pid in world.mci if pid in world.patients):
         return
     spawn = escalation_casualty(
-        world.narrative_rng, next_patient_id(world), world.incident_node or world.city.hub, t + 1,
-        world.task.phase, world.city,
+        world.narrative_draw("escalation"), next_patient_id(world),
+        world.incident_node or world.city.hub, t + 1, world.task.phase, world.city,
     )
     world.mci.add(spawn.patient.patient_id)
     world.escalation_casualty = spawn.patient.patient_id
@@ -55,20 +55,20 @@ def _maybe_escalate_incident(world: World, t: int) -> None:
     )
 
 
-def maybe_news_after_death(world: World, label: str) -> None:
+def maybe_news_after_death(world: World, patient_id: str) -> None:
     """A death becomes known (in view, or found by a crew) and may make the news."""
     if (
         world.task.cascades
         and world.task.phase == 2
         and world.news_cycle_at is None
-        and world.narrative_rng.random() < NEWS_CYCLE_DEATH_PROBABILITY
+        and world.narrative_draw(f"news:{patient_id}").random() < NEWS_CYCLE_DEATH_PROBABILITY
     ):
-        news_cycle(world, f"death of {label}")
+        news_cycle(world, f"death of {patient_id}")
 
 
 def news_cycle(world: World, reason: str) -> None:
     world.news_cycle_at, world.news_cycle_reason = world.clock, reason
-    spawns = surge_calls(world.narrative_rng, world.id_counters[0], world.clock, world.city)
+    spawns = surge_calls(world.narrative_draw("surge"), world.id_counters[0], world.clock, world.city)
     world.id_counters[0] += len(spawns)
     for spawn in spawns:
         schedule(world, spawn)
