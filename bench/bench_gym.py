@@ -41,9 +41,9 @@ import numpy as np
 
 
 def codered_rate(task_id: str, steps: int, seed: int = 0) -> float:
-    import codered_env.gym_env  # noqa: F401  registers the ids
+    from codered_env.gym_env.registration import flat_id  # importing the package registers the ids
 
-    env = gymnasium.make(f"CodeRedEnv-{task_id}-v12")
+    env = gymnasium.make(flat_id(task_id))
     inner, rng = env.unwrapped, np.random.default_rng(seed)
     env.reset(seed=seed)
     episode, done, start = seed, 0, time.perf_counter()

@@ -48,7 +48,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-import codered_env.gym_env  # noqa: F401  registers the ids
+from codered_env.gym_env.registration import factored_id, flat_id  # the import registers the ids
 from codered_env.sim import CodeRedSim
 
 clock = time.process_time
@@ -63,7 +63,7 @@ def pick(legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def factored_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], float]:
     """``module``: a ``gym_env`` package whose env is timed unwrapped (default: ``gymnasium.make``)."""
-    env_id = f"CodeRedFactored-{task_id}-v10"
+    env_id = factored_id(task_id)
     made = gymnasium.make(env_id) if module is None else module.CodeRedFactoredEnv(task_id)
     env, rng, state = made, np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
@@ -85,7 +85,7 @@ def factored_runner(task_id: str, steps: int, module: Any = None) -> Callable[[]
 
 
 def flat_runner(task_id: str, steps: int, module: Any = None) -> Callable[[], float]:
-    made = gymnasium.make(f"CodeRedEnv-{task_id}-v12") if module is None else module.CodeRedGymEnv(task_id)
+    made = gymnasium.make(flat_id(task_id)) if module is None else module.CodeRedGymEnv(task_id)
     env, rng, state = made, np.random.default_rng(0), {"seed": 0}
     env.reset(seed=0)
     inner = env.unwrapped
@@ -224,7 +224,7 @@ def cartpole_runner(steps: int) -> Callable[[], float]:
 
 def vector_runner(task_id: str, n: int, steps: int, native: bool) -> Callable[[], float]:
     """Seconds per ``step`` of N episodes: the native vector env or SyncVectorEnv of N envs."""
-    env_id = f"CodeRedFactored-{task_id}-v10"
+    env_id = factored_id(task_id)
     if native:
         vec = gymnasium.make_vec(env_id, num_envs=n)
         legal = vec.legal_actions

@@ -31,8 +31,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-import codered_env.gym_env  # noqa: F401  registers the ids
 from codered_env.agents import make_agent
+from codered_env.gym_env.registration import flat_id  # the import registers the ids
 from codered_env.sim import TASK_IDS, CodeRedSim
 
 SIM_POLICIES = ("noop", "random", "heuristic", "invalid")
@@ -106,8 +106,7 @@ def gym_episode(task_id: str, seed: int, h: Any) -> None:
     """Even seeds list the actions in info and render each step; odd seeds do neither (so
     nothing but the adapter itself touches the simulation between steps)."""
     verbose = seed % 2 == 0
-    env = gymnasium.make(f"CodeRedEnv-{task_id}-v12", info_actions=verbose,
-                         render_mode="ansi" if verbose else None)
+    env = gymnasium.make(flat_id(task_id), info_actions=verbose, render_mode="ansi" if verbose else None)
     inner = env.unwrapped
     rng = np.random.default_rng(seed)
     obs, info = env.reset(seed=seed)

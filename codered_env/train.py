@@ -72,9 +72,9 @@ def make_masked_env(task_id: str, **kwargs: Any) -> Any:
     import gymnasium
     from sb3_contrib.common.wrappers import ActionMasker
 
-    from . import gym_env  # noqa: F401  registers the ids
+    from .gym_env.registration import flat_id  # importing the package registers the ids
 
-    env = gymnasium.make(f"CodeRedEnv-{task_id}-v12", **kwargs)
+    env = gymnasium.make(flat_id(task_id), **kwargs)
     return ActionMasker(env, lambda e: e.unwrapped.action_masks())
 
 

@@ -17,15 +17,22 @@ FLAT_VERSION, FACTORED_VERSION = 12, 10
 GEN_FLAT_VERSION = 12  # CodeRedEnv-gen-taskN: the flat interface on generated cities
 
 
+def flat_id(task_id: str) -> str:
+    """The flat interface's id for ``task_id`` (Prakashnagar)."""
+    return f"CodeRedEnv-{task_id}-v{FLAT_VERSION}"
+
+
+def factored_id(task_id: str) -> str:
+    """The factored interface's id for ``task_id`` (Prakashnagar)."""
+    return f"CodeRedFactored-{task_id}-v{FACTORED_VERSION}"
+
+
 def register_envs() -> list[str]:
     """Register every id (idempotent); returns them: the flat ones, the factored ones, the factored
     ones on generated cities, the flat ones on generated cities."""
     ids = []
     for task_id in TASK_IDS:
-        flat, factored = (
-            f"CodeRedEnv-{task_id}-v{FLAT_VERSION}",
-            f"CodeRedFactored-{task_id}-v{FACTORED_VERSION}",
-        )
+        flat, factored = flat_id(task_id), factored_id(task_id)
         if flat not in gymnasium.registry:
             gymnasium.register(
                 id=flat, entry_point="codered_env.gym_env:CodeRedGymEnv", kwargs={"task_id": task_id}

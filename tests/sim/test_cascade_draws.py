@@ -58,11 +58,12 @@ def test_mutual_aid_delays_follow_the_order_of_the_requests() -> None:
         sim = CodeRedSim("task3", 0)
         for _ in range(waits):
             sim.step(WAIT)
-        sim.step(AID)
-        sim.step(AID)
+        for _ in range(2):
+            assert sim.step(AID).error is None
         return [r.arrives_at - r.requested_at for r in sim.world.mutual_aid]
 
-    assert delays(0) == delays(3)
+    early = delays(0)
+    assert len(early) == 2 and early == delays(3)
 
 
 def test_a_private_copy_carries_no_keyed_stream() -> None:
