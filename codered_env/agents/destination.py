@@ -23,6 +23,7 @@ BEFORE_ARRIVAL = ("awaiting_unit", "unit_en_route", "on_scene", "transporting")
 EN_ROUTE = frozenset(BEFORE_ARRIVAL)
 IN_ED = frozenset(("at_hospital",))
 ON_SCENE = frozenset(("on_scene",))
+TRANSPORTING = frozenset(("transporting",))
 BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
 
 
@@ -52,6 +53,7 @@ class DestinationRule:
     _clock: int
     _horizon: float
     _repairs: RepairsOnDemand
+    _carriers: dict[str, Row]
 
     def _rows(self, obs: Any, part: str, statuses: frozenset[str]) -> list[Row]:
         raise NotImplementedError
@@ -79,6 +81,7 @@ class DestinationRule:
         self._lab_users = self._lab_load(obs, hospitals)
         self._clock, self._horizon = obs["clock_min"], obs["horizon_min"]
         self._repairs = RepairsOnDemand(obs)
+        self._carriers = {u["patient_id"]: u for u in self._rows(obs, "ambulances", TRANSPORTING)}
         ranked: list[Candidate] = []
         for p in unassigned:
             pid = p["patient_id"]
@@ -231,13 +234,15 @@ class DestinationRule:
         lapses): those hospitals only, their room and specialist readied from then."""
         cond = CONDITIONS[p["condition"]]
         scores: dict[str, float] = {}
+        legs = self._legs_from_ambulance(p, hospitals, net)
         for hid, h in hospitals.items():
             care = cond.care_at(h["tier"])
-            wait = (None if closed_to(cond, h, hospitals) else 0) if reopening is None else reopening.get(hid)
+            closed = closed_to(cond, h, hospitals) and not (legs and hid == p["destination"])
+            wait = (None if closed else 0) if reopening is None else reopening.get(hid)
             if care is None or wait is None:
                 continue
             rooms = self._rooms(h, care.procedure) if care.procedure else None
-            delay = self._estimated_delay(p, cond, care, h, net, rooms, wait)
+            delay = self._estimated_delay(p, cond, care, h, net, rooms, wait, legs.get(hid))
             if rooms is not None:
                 delay += self._queue_minutes(h, care, rooms.in_service or rooms.repaired)
             onset = p["minutes_since_onset"] - p["minutes_since_call"]
@@ -252,6 +257,19 @@ class DestinationRule:
                 score -= 40
             scores[hid] = score
         return scores
+
+    def _legs_from_ambulance(self, p: Row, hospitals: dict[str, Row], net) -> dict[str, float]:
+        """For a patient in an ambulance: the road minutes to each hospital from where it is (the
+        one it is bound for, which it keeps going to even if that hospital has gone on diversion
+        since, at its ETA); empty for a patient not yet on board."""
+        unit = self._carriers.get(p["patient_id"]) if p["status"] == "transporting" else None
+        if unit is None:
+            return {}
+        origin = unit["next_node"] or unit["node"]
+        legs = {hid: net.minutes(origin, h["node"]) for hid, h in hospitals.items()}
+        if p["destination"] in legs and p["eta_min"] is not None:
+            legs[p["destination"]] = p["eta_min"]
+        return legs
 
     def _rooms(self, h: Row, procedure: str) -> Rooms:
         """``rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
@@ -268,7 +286,9 @@ class DestinationRule:
         return rooms._replace(repaired=tuple(repaired), repair_min=back if repaired else None)
 
     @staticmethod
-    def _estimated_delay(p, cond, care, h, net, rooms: Rooms | None, wait: float = 0) -> float:
+    def _estimated_delay(
+        p, cond, care, h, net, rooms: Rooms | None, wait: float = 0, leg: float | None = None
+    ) -> float:
         """Call-to-treatment estimate: arrival + door time, or later if the specialist or the
         room (prepared from ``wait`` minutes on, or from its announced repair if every room for
         the procedure is out of service; ``rooms``: those for the procedure) cannot be ready by
@@ -277,7 +297,8 @@ class DestinationRule:
         ready_from = now + wait
         scene = cond.scene_min if p["status"] in ("awaiting_unit", "unit_en_route") else 0
         reach = p["eta_min"] or 0 if p["status"] == "unit_en_route" else 0
-        start = now + reach + scene + net.minutes(p["node"], h["node"]) + care.door_min
+        travel = net.minutes(p["node"], h["node"]) if leg is None else leg
+        start = now + reach + scene + travel + care.door_min
         if care.specialist:
             state = h["specialists"].get(care.specialist, {}).get("state")
             if state in ("on_call", "unavailable"):

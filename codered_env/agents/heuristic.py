@@ -130,6 +130,7 @@ class HeuristicAgent(DestinationRule):
         self._clock, self._horizon = 0, float("inf")
         self._lab_users: dict[str, list[str]] = {}
         self._repairs = RepairsOnDemand({})
+        self._carriers: dict[str, dict[str, Any]] = {}  # transporting units by patient (rule 4)
         self._roads_seen: tuple | None = None  # the roads behind ``_net`` (``_road_view``)
         self._net = RoadNetwork(False)
         self._filtered: tuple[Any, Filtered] = _NO_ROWS  # a dict observation's rows (``_rows``)
@@ -355,7 +356,7 @@ class HeuristicAgent(DestinationRule):
             yield {"action_type": "prepare_or", "hospital_id": h["hospital_id"], "procedure": procedure}
             return
         electives = [r for r in capable if r["state"] == "in_use" and r["elective"]]
-        if priority == "P1" and electives and not any(r["state"] in ("preparing", "ready") for r in capable):
+        if priority in ("P1", "P2") and electives:
             room = electives[0]["or_id"]
             yield {"action_type": "preempt_or", "hospital_id": h["hospital_id"], "or_id": room}
 
