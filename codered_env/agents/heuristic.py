@@ -22,13 +22,16 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    is a diverted one whose diversion lapses before they could leave for it (their crew's scene
    time, or their arrival where they are bound) waits for it, rerouted if the crew has left.
    A patient bound for a hospital that has since gone on diversion, or that cannot treat them,
-   is chosen for again (without their own claim on the room there). First assigned: the
+   is chosen for again (without their own claim on the room there); one already in an
+   ambulance keeps going there when that keeps more than any other hospital judged from where
+   the crew is (a unit transporting is not turned away by a later diversion). First assigned: the
    patient who loses most if their best hospital is taken (regret), unless another patient
    best bound for the same hospital needs a different procedure there (one room doing both,
    say thrombectomy and the cath lab) and the two keep more stake-weighted benefit
    (``sim.outcome.stake``) when that one claims it first.
-5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 patient
-   whose every capable room is running an elective case, pre-empt it) and page the needed
+5. Pre-activation on dispatch: prepare the needed OR (one per inbound patient; for a P1 or P2
+   patient when no capable room is idle and fewer are being readied than patients bound there
+   need, pre-empt an elective case) and page the needed
    specialist at the destination. A caller whose report names a condition needing a specialist
    by its own signs (stroke, STEMI, labour, a bleeding injury; ``triage_rule.suspected_condition``)
    is pre-alerted once a unit is on the way: the specialist is paged at the hospital rule 4
@@ -90,9 +93,11 @@ RULES: tuple[str, ...] = (
     "specialist is unavailable; hospitals on diversion are excluded (not when no open hospital can "
     "treat the patient), unless the diversion lapses before the patient could "
     "leave for it and it would then be the best: the patient waits for it; a patient bound for a "
-    "hospital gone on diversion since, or one that cannot treat them, is assigned again.",
-    "at an inbound patient's destination the needed OR is readied (for a P1 whose every capable "
-    "room runs an elective case, that case is pre-empted) and the needed specialist paged; a "
+    "hospital gone on diversion since, or one that cannot treat them, is assigned again (one in "
+    "an ambulance keeps going there when that keeps more, other hospitals judged from the crew).",
+    "at an inbound patient's destination the needed OR is readied (for a P1 or P2 when no capable "
+    "room is idle and too few are being readied, an elective case is pre-empted) and the needed "
+    "specialist paged; a "
     "caller whose report names a specialist's condition is pre-alerted once a unit is on the "
     "way (the specialist paged at the hospital that condition would go to, when the call-in "
     "time is not shorter than the minutes left until the patient could reach the door).",
@@ -349,8 +354,8 @@ class HeuristicAgent(DestinationRule):
 
     @staticmethod
     def _free_room(h: dict[str, Any], procedure: str, priority: str):
-        """Prepare an idle room; for a P1 patient with every capable room busy with an elective
-        case, pre-empt that case first."""
+        """Prepare an idle room; with none idle, pre-empt an elective case for a P1 or P2 patient
+        (called only while fewer rooms are being readied than inbound patients need)."""
         capable = [r for r in h["ors"] if procedure in r["procedures"]]
         if any(r["state"] == "idle" for r in capable):
             yield {"action_type": "prepare_or", "hospital_id": h["hospital_id"], "procedure": procedure}
