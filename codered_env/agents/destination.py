@@ -25,6 +25,9 @@ IN_ED = frozenset(("at_hospital",))
 ON_SCENE = frozenset(("on_scene",))
 TRANSPORTING = frozenset(("transporting",))
 BENEFIT_SCALE = 100  # benefit kept in points, against the penalties below
+# a destination chosen is chosen again before arrival when another keeps this many points more
+# (design choice: below it, changes of mind cost decisions and readied rooms for little)
+REVISE_MARGIN = 10
 
 
 def closed_to(cond: Condition, h: Row, hospitals: dict[str, Row]) -> bool:
@@ -65,17 +68,20 @@ class DestinationRule:
         hospital is on a diversion that lapses before they could leave for it waits for it
         (``_waiting_for_reopening``); if their crew leaves first, for the nearest open ED, they
         are rerouted once the diversion lapses. A patient bound for a hospital that has gone on
-        diversion, or that cannot treat them, is assigned again."""
+        diversion, or that cannot treat them, is assigned again; any other before arrival when a
+        hospital now keeps ``REVISE_MARGIN`` points more than theirs."""
         waiting = self._waiting_for_reopening
         hospitals = {h["hospital_id"]: h for h in obs["hospitals"]}
-        unassigned = []
+        unassigned, revisable = [], []
         for p in self._rows(obs, "patients", EN_ROUTE):
             if not CONDITIONS[p["condition"]].transport:
                 continue
             bound = hospitals.get(p["destination"]) if p["destination"] is not None else None
             if bound is None or (waiting and p["patient_id"] in waiting) or self._must_reroute(p, bound):
                 unassigned.append(p)
-        if not unassigned:
+            else:
+                revisable.append(p)
+        if not unassigned and not revisable:
             return
         inbound = self._inbound(obs)
         self._lab_users = self._lab_load(obs, hospitals)
@@ -96,6 +102,12 @@ class DestinationRule:
             ordered = sorted(scores.values(), reverse=True)
             regret = ordered[0] - (ordered[1] if len(ordered) > 1 else 0.0)
             ranked.append(Candidate(-regret, pid, best, p, scores))
+        for p in revisable:
+            scores = self._scores_from_scratch(p, hospitals, inbound, net)
+            best = max(scores, key=scores.__getitem__, default=None)
+            here = scores.get(p["destination"])
+            if best is not None and here is not None and scores[best] - here >= REVISE_MARGIN:
+                ranked.append(Candidate(here - scores[best], p["patient_id"], best, p, scores))
         ranked.sort(key=lambda c: (c.neg_regret, c.patient_id))
         if len(ranked) > 1:
             ranked.insert(0, ranked.pop(self._first_by_joint_benefit(ranked, hospitals, inbound, net)))
@@ -242,9 +254,12 @@ class DestinationRule:
             if care is None or wait is None:
                 continue
             rooms = self._rooms(h, care.procedure) if care.procedure else None
-            delay = self._estimated_delay(p, cond, care, h, net, rooms, wait, legs.get(hid))
+            leg = legs.get(hid)
+            delay = self._estimated_delay(p, cond, care, h, net, rooms, wait, leg)
             if rooms is not None:
-                delay += self._queue_minutes(h, care, rooms.in_service or rooms.repaired)
+                queue = self._queue_minutes(h, care, rooms.in_service or rooms.repaired)
+                back = self._after_repair(p, cond, care, h, net, rooms, wait, leg) if queue else None
+                delay = delay + queue if back is None else min(delay + queue, back)
             onset = p["minutes_since_onset"] - p["minutes_since_call"]
             score = benefit_kept(cond, delay, care.quality, onset, care.therapy) * BENEFIT_SCALE
             if self._clock - p["minutes_since_call"] + delay > self._horizon:
@@ -271,19 +286,40 @@ class DestinationRule:
             legs[p["destination"]] = p["eta_min"]
         return legs
 
+    def _after_repair(self, p, cond, care, h, net, rooms: Rooms, wait, leg) -> float | None:
+        """With every room in service claimed ahead of ``p``: the delay if they wait instead for
+        a room whose repair is announced (None if none is)."""
+        if not rooms.in_service:
+            return None
+        repaired = self._repaired(h, rooms.capable)
+        if repaired is None:
+            return None
+        alone = rooms._replace(in_service=[], free_ready=False, repaired=repaired[0], repair_min=repaired[1])
+        return self._estimated_delay(p, cond, care, h, net, alone, wait, leg)
+
+    def _repaired(self, h: Row, capable: list[Row]) -> tuple[tuple[Row, ...], float] | None:
+        """The rooms out of service whose repair is announced within the episode, and the minutes
+        until the first is back; None if there are none."""
+        repaired: list[Row] = []
+        back = float("inf")
+        for r in capable:
+            if r["state"] != "out_of_service":
+                continue
+            until = self._repairs.until(h["hospital_id"], r["or_id"])
+            if until is not None and until < self._horizon:
+                repaired.append(r)
+                back = min(back, until - self._clock)
+        return (tuple(repaired), back) if repaired else None
+
     def _rooms(self, h: Row, procedure: str) -> Rooms:
         """``rooms_for`` with the out-of-service rooms' announced repairs (minutes from now)."""
         rooms = rooms_for(h, procedure)
         if rooms.in_service:
             return rooms
-        repaired: list[Row] = []
-        back = float("inf")
-        for r in rooms.capable:
-            until = self._repairs.until(h["hospital_id"], r["or_id"])
-            if until is not None and until < self._horizon:
-                repaired.append(r)
-                back = min(back, until - self._clock)
-        return rooms._replace(repaired=tuple(repaired), repair_min=back if repaired else None)
+        repaired = self._repaired(h, rooms.capable)
+        if repaired is None:
+            return rooms
+        return rooms._replace(repaired=repaired[0], repair_min=repaired[1])
 
     @staticmethod
     def _estimated_delay(

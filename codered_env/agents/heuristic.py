@@ -24,7 +24,10 @@ the medical care table every dispatcher knows) and applies, in order, the first 
    A patient bound for a hospital that has since gone on diversion, or that cannot treat them,
    is chosen for again (without their own claim on the room there); one already in an
    ambulance keeps going there when that keeps more than any other hospital judged from where
-   the crew is (a unit transporting is not turned away by a later diversion). First assigned: the
+   the crew is (a unit transporting is not turned away by a later diversion). Any other patient
+   is chosen for again before arrival when another hospital now keeps 10 points more
+   (``REVISE_MARGIN``). Where every room in service is claimed ahead, a room whose repair is
+   announced counts if it would serve sooner than the queue. First assigned: the
    patient who loses most if their best hospital is taken (regret), unless another patient
    best bound for the same hospital needs a different procedure there (one room doing both,
    say thrombectomy and the cath lab) and the two keep more stake-weighted benefit
@@ -94,7 +97,8 @@ RULES: tuple[str, ...] = (
     "treat the patient), unless the diversion lapses before the patient could "
     "leave for it and it would then be the best: the patient waits for it; a patient bound for a "
     "hospital gone on diversion since, or one that cannot treat them, is assigned again (one in "
-    "an ambulance keeps going there when that keeps more, other hospitals judged from the crew).",
+    "an ambulance keeps going there when that keeps more, other hospitals judged from the crew); "
+    "any other before arrival when another hospital now keeps 10 points more.",
     "at an inbound patient's destination the needed OR is readied (for a P1 or P2 when no capable "
     "room is idle and too few are being readied, an elective case is pre-empted) and the needed "
     "specialist paged; a "
