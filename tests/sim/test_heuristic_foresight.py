@@ -114,3 +114,39 @@ def test_patients_bound_for_a_hospital_gone_on_diversion_are_sent_elsewhere() ->
     assert rerouted.get("P2") not in (None, "H2") and rerouted.get("P3") not in (None, "H2")
     grade = {p["patient_id"]: p for p in sim.grade()["patients"]}
     assert grade["P2"]["hospital"] != "H3" and grade["P3"]["hospital"] != "H3"
+
+
+def _assignments(played: list[tuple[dict, dict]], patient_id: str) -> list[tuple[int, str, str, str]]:
+    """(minute, status, destination before, hospital chosen) of each assignment of ``patient_id``."""
+    chosen = []
+    for obs, action in played:
+        if action["action_type"] == "assign_hospital" and action["patient_id"] == patient_id:
+            row = next(p for p in obs["patients"] if p["patient_id"] == patient_id)
+            chosen.append((obs["clock_min"], row["status"], row["destination"], action["hospital_id"]))
+    return chosen
+
+
+def test_a_crew_near_a_hospital_gone_on_diversion_keeps_going() -> None:
+    # task3 seed 52003: H1 diverts at t20 while BLS3 brings P5 there (arrival t21); turning round
+    # to H2 had overcrowded it and cost about 3 deaths per 100
+    sim, played = _play("task3", 52003)
+    assert _assignments(played, "P5") == [(5, "on_scene", None, "H1")]
+    assert sim.world.patients["P5"].hospital == "H1"
+
+
+def test_a_room_back_from_repair_counts_against_the_queue() -> None:
+    # task3 seed 7001: at t26 both trauma centres' rooms in service are claimed ahead of P6; H1's
+    # failed theatre is announced back at t76, so H1 is sooner than queueing behind H2's cases
+    sim, played = _play("task3", 7001)
+    assert _assignments(played, "P6") == [(27, "awaiting_unit", None, "H1")]
+    assert sim.world.patients["P6"].treatment_start <= 100
+
+
+def test_a_destination_is_chosen_again_when_another_keeps_much_more() -> None:
+    # task3 seed 1004: P1, bound for H1 (open), is sent to H2 from the scene: it now keeps at least
+    # REVISE_MARGIN points more
+    _, played = _play("task3", 1004)
+    first, again = _assignments(played, "P1")[:2]
+    assert first[3] == "H1" and again[1:] == ("on_scene", "H1", "H2")
+    obs = next(obs for obs, _ in played if obs["clock_min"] == again[0])
+    assert next(h for h in obs["hospitals"] if h["hospital_id"] == "H1")["diverted_until"] is None
