@@ -79,7 +79,7 @@ class DestinationRule:
             bound = hospitals.get(p["destination"]) if p["destination"] is not None else None
             if bound is None or (waiting and p["patient_id"] in waiting) or self._must_reroute(p, bound):
                 unassigned.append(p)
-            else:
+            elif self._revises():
                 revisable.append(p)
         if not unassigned and not revisable:
             return
@@ -159,6 +159,10 @@ class DestinationRule:
             users.pop()
         kept_first = _stake(first.row) * first.scores[first.best]
         return kept_first + _stake(second.row) * max(then.values(), default=0.0)
+
+    def _revises(self) -> bool:
+        """Whether a destination chosen may be chosen again for a better one (``REVISE_MARGIN``)."""
+        return True
 
     @staticmethod
     def _must_reroute(p: Row, bound: Row) -> bool:

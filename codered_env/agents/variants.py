@@ -152,6 +152,11 @@ class VariantHeuristic(HeuristicAgent):
     def _must_reroute(self, p: dict[str, Any], bound: dict[str, Any]) -> bool:
         return self.variant.reroute and super()._must_reroute(p, bound)
 
+    def _revises(self) -> bool:
+        # the library's plays keep a destination unless it goes on diversion (the heuristic,
+        # played beside them, also re-chooses for a better one: each wins on some episodes)
+        return False
+
     def _mutual_aid(self, obs, legal, net) -> Iterator[dict[str, Any]]:
         if self.variant.mutual_aid:
             yield from super()._mutual_aid(obs, legal, net)
