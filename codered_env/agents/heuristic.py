@@ -81,6 +81,12 @@ BLOOD_UNITS = BLOOD_UNITS_PER_CASE
 
 
 # What each rule does, for people reading a suggestion (the web console's advice): rule n is
+#: The modules the rules' decisions come from (besides this one): what a fingerprint of the
+#: heuristic, or of an agent playing it, must cover.
+RULE_MODULES = ("codered_env.agents.heuristic", "codered_env.agents.triage_rule",
+                "codered_env.agents.destination", "codered_env.agents.hospital_rooms",
+                "codered_env.sim.triage")
+
 # RULES[n - 1]; the last one is the fallback when no rule fires.
 RULES: tuple[str, ...] = (
     "every untriaged call is triaged first, from the caller's report: the level with the least "
@@ -154,9 +160,7 @@ class HeuristicAgent(DestinationRule):
         self._last = None
 
     def fingerprint(self) -> dict[str, Any]:
-        modules = ("codered_env.agents.triage_rule", "codered_env.agents.destination",
-                   "codered_env.sim.triage")
-        return {**code_fingerprint(self, *modules), "triage": self.triage}
+        return {**code_fingerprint(self, *RULE_MODULES), "triage": self.triage}
 
     # ------------------------------------------------------------------ main loop
     def act(self, obs: dict[str, Any]) -> dict[str, Any]:

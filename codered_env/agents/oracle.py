@@ -44,6 +44,7 @@ from typing import Any
 
 from ..sim import CodeRedSim, Snapshot
 from ..sim.city import PRAKASHNAGAR
+from .base import source_digest
 from .heuristic import HeuristicAgent
 from .planner import PlannerAgent, observation_digest
 from .variants import VARIANTS, Variant, VariantHeuristic
@@ -104,7 +105,8 @@ class OracleAgent(PlannerAgent):
 
     def fingerprint(self) -> dict[str, Any]:
         return {**super().fingerprint(), "best_of": self.best_of, "base": self.base_variant.label,
-                "search_bases": self.search_bases, "variants": [v.label for v in VARIANTS]}
+                "search_bases": self.search_bases, "variants": [v.label for v in VARIANTS],
+                "variants_code": source_digest("codered_env.agents.variants")}
 
     def base_policy(self, sim: CodeRedSim | None) -> HeuristicAgent:
         """The heuristic bent as ``base_variant`` says (by default: told each call's true priority

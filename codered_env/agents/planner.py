@@ -68,7 +68,7 @@ from ..sim.conditions import CONDITIONS
 from ..sim.triage import PRIORITIES
 from .base import MAINTAIN, code_fingerprint
 from .destination import closed_to
-from .heuristic import HeuristicAgent, road_view
+from .heuristic import RULE_MODULES, HeuristicAgent, road_view
 
 DEFAULT_FORKS = 4
 DEFAULT_CONFIRM_FORKS = 8
@@ -191,8 +191,7 @@ class PlannerAgent:
     def fingerprint(self) -> dict[str, Any]:
         """Code (its own, the planner's, the heuristic's) and the per-decision budget that shapes
         its play."""
-        code = code_fingerprint(self, "codered_env.agents.planner", "codered_env.agents.heuristic",
-                                "codered_env.agents.triage_rule")
+        code = code_fingerprint(self, "codered_env.agents.planner", *RULE_MODULES)
         return {**code, "forks": self.forks, "max_candidates": self.max_candidates,
                 "min_gain": self.min_gain, "z": self.z, "confirm_forks": self.confirm_forks,
                 "reorder": self.reorder, "wait": self.wait,

@@ -19,8 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 import codered_env.agents as agents_module
+import codered_env.agents.base as agents_base
+import codered_env.agents.oracle as oracle_module
 from codered_env.agents import HeuristicAgent, NoopAgent, PlannerAgent
 from codered_env.agents.base import code_fingerprint
+from codered_env.agents.oracle import OracleAgent
 from codered_env.cli import app
 from codered_env.evaluation import evaluate as evaluate_module
 from codered_env.evaluation import provenance
@@ -241,3 +244,18 @@ def test_real_ppo_checkpoint_retrained_into_the_same_path(tmp_path: Path) -> Non
 def test_sim_fingerprint_covers_the_simulation_subpackages() -> None:
     names = {path.relative_to(provenance._SIM_DIR).as_posix() for path in provenance.sim_source_files()}
     assert {"params.py", "state.py", "tick.py", "dynamics/physiology.py", "dynamics/care.py"} <= names
+
+
+def test_search_agents_fingerprints_cover_the_modules_they_play(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a stored planner or oracle episode must not be reused after the heuristic's destination rule
+    # or the oracle's variant library changed
+    read: list[tuple[str, ...]] = []
+    real = agents_base.source_digest
+    monkeypatch.setattr(agents_base, "source_digest", lambda *names: read.append(names) or real(*names))
+    monkeypatch.setattr(oracle_module, "source_digest", lambda *names: read.append(names) or real(*names))
+    for agent in (HeuristicAgent(), PlannerAgent(), OracleAgent()):
+        read.clear()
+        agent.fingerprint()
+        covered = {name for names in read for name in names}
+        assert {"codered_env.agents.destination", "codered_env.agents.hospital_rooms"} <= covered
+    assert "codered_env.agents.variants" in covered  # the oracle's, last
