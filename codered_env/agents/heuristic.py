@@ -80,13 +80,13 @@ NEWS_WATCH_FROM_MIN = NEWS_CYCLE_WAIT_MIN - MAINTAIN_PLAN_CAP_MIN
 BLOOD_UNITS = BLOOD_UNITS_PER_CASE
 
 
-# What each rule does, for people reading a suggestion (the web console's advice): rule n is
-#: The modules the rules' decisions come from (besides this one): what a fingerprint of the
+#: The modules the rules' decisions come from (this one included): what a fingerprint of the
 #: heuristic, or of an agent playing it, must cover.
 RULE_MODULES = ("codered_env.agents.heuristic", "codered_env.agents.triage_rule",
                 "codered_env.agents.destination", "codered_env.agents.hospital_rooms",
                 "codered_env.sim.triage")
 
+# What each rule does, for people reading a suggestion (the web console's advice): rule n is
 # RULES[n - 1]; the last one is the fallback when no rule fires.
 RULES: tuple[str, ...] = (
     "every untriaged call is triaged first, from the caller's report: the level with the least "

@@ -135,17 +135,18 @@ def test_a_crew_near_a_hospital_gone_on_diversion_keeps_going() -> None:
 
 
 def test_a_room_back_from_repair_counts_against_the_queue() -> None:
-    # task3 seed 7001: at t26 both trauma centres' rooms in service are claimed ahead of P6; H1's
-    # failed theatre is announced back at t76, so H1 is sooner than queueing behind H2's cases
-    sim, played = _play("task3", 7001)
-    assert _assignments(played, "P6") == [(27, "awaiting_unit", None, "H1")]
-    assert sim.world.patients["P6"].treatment_start <= 100
+    # task3 seed 60009: at t24 both trauma centres' rooms in service are claimed ahead of P6; H1's
+    # failed theatre is announced back at t81, so H1 is sooner than queueing behind H2's cases
+    # (without the repaired room: H2, treatment at t170)
+    sim, played = _play("task3", 60009)
+    assert _assignments(played, "P6") == [(24, "awaiting_unit", None, "H1")]
+    assert sim.world.patients["P6"].treatment_start <= 110
 
 
 def test_a_destination_is_chosen_again_when_another_keeps_much_more() -> None:
-    # task3 seed 1004: P1, bound for H1 (open), is sent to H2 from the scene: it now keeps at least
-    # REVISE_MARGIN points more
-    _, played = _play("task3", 1004)
+    # task3 seed 60002: P1, bound for H1 (open), is sent to H2 from the scene: it now keeps at
+    # least REVISE_MARGIN points more
+    _, played = _play("task3", 60002)
     first, again = _assignments(played, "P1")[:2]
     assert first[3] == "H1" and again[1:] == ("on_scene", "H1", "H2")
     obs = next(obs for obs, _ in played if obs["clock_min"] == again[0])
