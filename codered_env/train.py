@@ -100,13 +100,21 @@ def baseline_grades(task_id: str, seeds: Sequence[int]) -> dict[str, list[float]
 
 def machine_info() -> dict[str, Any]:
     """Machine, load and commit, recorded with every run."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=False).stdout.strip() or None
-    except OSError:
-        commit = None
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None, "commit": commit}
+            "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None, "commit": _commit()}
+
+
+def _commit() -> str | None:
+    """The checkout's short commit, `` +changes`` when tracked files differ from it (None outside git)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=False).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        changed = bool(head) and bool(git("status", "--porcelain", "--untracked-files=no"))
+    except OSError:
+        return None
+    return (head + (" +changes" if changed else "")) or None
 
 
 def _summary(steps: int, wall: float, grades: list[float]) -> dict[str, Any]:

@@ -40,7 +40,14 @@ def care_plans(world: World, p: Patient, t: int) -> list[Plan]:
     choice: where the crew would go instead; a transfer: its target), or, while no hospital is
     chosen, at every open hospital able to treat them (the preview takes the best; at every open
     one if none is): the care a hospital gives once its door time has passed and its room and
-    specialist could be ready, after the transfer out of one unable to treat them."""
+    specialist could be ready, after the transfer out of one unable to treat them. Care that
+    could not begin by the horizon is left out: the episode ends first (the final grade's
+    "never treated"), so the preview charges it as soon as a plan shows it."""
+    left = world.task.horizon_min - t
+    return [plan for plan in _every_plan(world, p, t) if plan.extra <= left]
+
+
+def _every_plan(world: World, p: Patient, t: int) -> list[Plan]:
     if p.status == "transferring" and p.transfer_to is not None:
         arrives = p.transfer_arrives_at if p.transfer_arrives_at is not None else t
         return [plan_at(world, p, world.hospitals[p.transfer_to], t, max(0, arrives - t))]

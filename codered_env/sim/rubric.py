@@ -36,11 +36,14 @@ policies on the same patients ``time_score`` moves exactly as the weighted expec
 The running preview (the step reward is its change) is the same computation on the world now,
 from what the agent can see: an untreated patient at the benefit kept under the care planned for
 them (``plan.care_plans``: the chosen hospital's care once door time, room and specialist
-allow), times a share falling to 0 over 90 min while no crew has reached them (an unseen caller:
-30 min after the first call; ``_hope``), and an unseen caller at the expectation under the
-report's posterior, never the hidden condition. A death before care is charged in the step it happens.
-``secondary_harm`` and ``cascade_score`` are ``None`` in tasks without cascades (their weight
-shared out in proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
+allow, the room after the cases of those the hospital serves first; nothing if no plan could
+begin by the horizon, as the final grade gives care never begun), times a share falling to 0
+over 90 min while no crew has reached them (an unseen caller: 30 min after the first call;
+``_hope``), and an unseen caller at the expectation under the report's posterior (nothing for
+a condition whose care could not begin by the horizon), never the hidden condition. A death
+before care is charged in the step it happens. ``secondary_harm`` and ``cascade_score`` are
+``None`` in tasks without cascades (their weight shared out in proportion); the final score is
+rounded to 4 decimals and clamped to [0.01, 0.99].
 """
 
 from __future__ import annotations
@@ -188,7 +191,7 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     else:
         plans = care_plans(world, p, t) if hope else None
         kept = _kept_if_treated_now(p, t, plans) * hope if plans else 0.0
-        vitals = max(0.0, p.reserve) * hope
+        vitals = max(0.0, p.reserve) * hope if plans else 0.0
     prep = _prep(world, p, final, plans) if cond.needs_prep else None
     # nothing to prepare: ready; a death before care counts in full, whatever was ready
     credit = _readiness_credit(1.0 if prep is None else prep) if kept > 0.0 else 1.0
@@ -217,16 +220,18 @@ _STROKE_ONSET_NOMINAL = round(statistics.fmean(STROKE_ONSET_BEFORE_CALL_RANGE))
 
 
 @functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _caller_terms(report: str) -> tuple[tuple[str, float, float], ...]:
+def _caller_terms(report: str) -> tuple[tuple[str, float, float, float, int], ...]:
     """Each scored condition of ``report``'s posterior: its name, its chance times its stake at the
-    nominal onset (the weight) and the readiness credit of its benefit (nothing prepared yet)."""
+    nominal onset (the weight), the readiness credit of its benefit (nothing prepared yet) and the
+    minutes from the door to its best care at a hospital that readied nothing."""
     terms = []
     for condition, chance in report_condition_posterior(report).items():
         if condition in _NOT_SCORED or chance <= 0.0:
             continue
         weight = chance * stake(condition, _nominal_onset(condition))
-        terms.append((condition, chance, weight,
-                      _readiness_credit(0.0 if CONDITIONS[condition].needs_prep else 1.0)))
+        cond = CONDITIONS[condition]
+        terms.append((condition, chance, weight, _readiness_credit(0.0 if cond.needs_prep else 1.0),
+                      unprepared_wait(cond)))
     return tuple(terms)
 
 
@@ -250,11 +255,13 @@ def _unseen_condition(condition: str, delay: int, cpr: float) -> tuple[float, fl
     return benefit, reserve if reserve > 0.0 else 0.0
 
 
-def _caller_sums(report: str, delay: int, cpr: float) -> tuple[float, float, float]:
-    """The sums over ``report``'s posterior that move with the delay: weight x benefit kept,
-    weight x reserve, weight x benefit kept x readiness credit."""
+def _caller_sums(report: str, delay: int, cpr: float, left: int) -> tuple[float, float, float]:
+    """The sums over ``report``'s posterior that move with the delay: weight x benefit kept, x reserve,
+    x benefit kept x readiness credit (none for a condition whose care could not begin in ``left``)."""
     wk = wv = ready_wk = 0.0
-    for condition, _, weight, credit in _caller_terms(report):
+    for condition, _, weight, credit, wait in _caller_terms(report):
+        if wait > left:
+            continue
         benefit, reserve = _unseen_condition(condition, delay, cpr)
         kept = weight * benefit
         wk += kept
@@ -268,7 +275,7 @@ def _caller_given_up(report: str) -> _Entry:
     """``_caller_entry`` of a caller past hope: the expected scored mass, stake and stake of those
     to be taken to hospital under ``report``'s posterior, the sums that do not move with the delay."""
     n = w = load_w = 0.0
-    for condition, chance, weight, _ in _caller_terms(report):
+    for condition, chance, weight, _, _ in _caller_terms(report):
         n += chance
         w += weight
         load_w += weight if CONDITIONS[condition].transport else 0.0
@@ -284,7 +291,7 @@ def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
     if not hope:
         return given_up
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
-    wk, wv, ready_wk = _caller_sums(call.report, t - first_call, cpr)
+    wk, wv, ready_wk = _caller_sums(call.report, t - first_call, cpr, world.task.horizon_min - t)
     load_w = given_up.load_w
     return _Entry(given_up.n, 0.0, given_up.w, wk * hope, wv * hope, ready_wk * hope, load_w, load_w * hope,
                   0.0, 0.0, 0.0)

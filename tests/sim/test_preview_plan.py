@@ -6,14 +6,17 @@ cannot see."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 
 from codered_env.sim import CodeRedSim
 from codered_env.sim.conditions import CONDITIONS
+from codered_env.sim.dynamics.care import admit
+from codered_env.sim.params import PROCEDURE_DURATION_MIN
 from codered_env.sim.plan import plan_at, unprepared_wait
-from codered_env.sim.rubric import preview_score
+from codered_env.sim.rubric import _known_entry, preview_score
 
 DISPATCH = {"action_type": "dispatch_ambulance", "ambulance_id": "ALS1", "patient_id": "P1"}
 QUERY = {"action_type": "query_or_status", "hospital_id": "H1"}
@@ -82,3 +85,73 @@ def test_an_unseen_caller_expects_what_a_known_patient_would_wait(condition: str
     hospital = next(h for h in world.hospitals.values()
                     if (care := CONDITIONS[condition].care_at(h.tier)) and care.quality >= best.quality)
     assert plan_at(world, p, hospital, world.clock).extra == unprepared_wait(CONDITIONS[condition])
+
+
+def _queued_at_h1(*patient_ids: str) -> Any:
+    """Task3 seed 0 with ``patient_ids`` reached and admitted to H1 in that order (H1 has one
+    trauma theatre free and one in an elective case)."""
+    world = copy.deepcopy(CodeRedSim("task3", 0).world)
+    for pid in patient_ids:
+        p = world.patients[pid]
+        p.first_unit_at = world.clock
+        admit(world, p, world.hospitals["H1"])
+    return world
+
+
+def test_a_patient_queued_behind_more_urgent_ones_is_valued_after_their_cases() -> None:
+    """P1 and P2 (haemorrhage) are served before P3 (major trauma): one takes the free theatre,
+    the other the elective one once free, and P3 the first of them free again."""
+    alone, queued = _queued_at_h1("P3"), _queued_at_h1("P1", "P2", "P3")
+    h1 = queued.hospitals["H1"]
+    p2_start = plan_at(queued, queued.patients["P2"], h1, queued.clock).extra
+    p3_start = plan_at(queued, queued.patients["P3"], h1, queued.clock).extra
+    case = PROCEDURE_DURATION_MIN["trauma_surgery"]
+    assert p3_start >= min(p2_start, plan_at(queued, queued.patients["P1"], h1, queued.clock).extra) + case
+    assert p3_start > plan_at(alone, alone.patients["P3"], alone.hospitals["H1"], alone.clock).extra
+    assert preview_score(queued) < preview_score(_queued_at_h1("P1", "P2"))
+
+
+def test_a_more_urgent_patient_on_the_way_counts_ahead_once_near() -> None:
+    """P3 waits at H1 for the theatre whose elective case ends first; P1, on scene and bound
+    there, takes it if they could claim it by then, and not if they are far."""
+    def p3_start(road_minutes: float) -> int:
+        world = _queued_at_h1("P2", "P3")
+        p1 = world.patients["P1"]
+        p1.status, p1.destination, p1.first_unit_at = "on_scene", "H1", world.clock
+        world.net = _FixedRoads(world.net, road_minutes)
+        return plan_at(world, world.patients["P3"], world.hospitals["H1"], world.clock).extra
+
+    alone = _queued_at_h1("P2", "P3")
+    base = plan_at(alone, alone.patients["P3"], alone.hospitals["H1"], alone.clock).extra
+    assert p3_start(1.0) > base + 30  # the next theatre free after P1's and P2's cases
+    assert p3_start(500.0) == base
+
+
+class _FixedRoads:
+    """A road network whose every trip takes ``minutes`` (the rest as ``net``)."""
+
+    def __init__(self, net: Any, minutes: float) -> None:
+        self._net, self._minutes = net, minutes
+
+    def minutes(self, a: str, b: str) -> float:
+        return self._minutes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._net, name)
+
+
+def test_the_less_urgent_queue_does_not_delay_the_more_urgent() -> None:
+    first, behind = _queued_at_h1("P1", "P2"), _queued_at_h1("P3", "P1", "P2")
+    for pid in ("P1", "P2"):
+        assert (plan_at(behind, behind.patients[pid], behind.hospitals["H1"], behind.clock).extra
+                == plan_at(first, first.patients[pid], first.hospitals["H1"], first.clock).extra)
+
+
+def test_care_that_cannot_begin_by_the_horizon_is_worth_nothing_in_the_preview() -> None:
+    world = _queued_at_h1("P1", "P2", "P3")
+    start = plan_at(world, world.patients["P3"], world.hospitals["H1"], world.clock).extra
+    kept = {pid: _known_entry(world, world.patients[pid], False).wk for pid in ("P2", "P3")}
+    world.task = dataclasses.replace(world.task, horizon_min=start - 1)
+    assert kept["P3"] > 0.0
+    assert _known_entry(world, world.patients["P3"], False).wk == 0.0  # the final grade's "never treated"
+    assert _known_entry(world, world.patients["P2"], False).wk == kept["P2"]

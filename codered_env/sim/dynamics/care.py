@@ -6,6 +6,7 @@ transfers (docs/MODEL.md §4.4-§4.6, §8.1)."""
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from ..params import (
     O_NEG_RELEASE_MIN,
     OR_PREP_MIN_BY_TIER,
     PREP_LATE_ZERO_MIN,
+    PROCEDURE_DURATION_MIN,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     SPECIALIST_STAY_AFTER_CASE_MIN,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
@@ -29,6 +31,7 @@ from ..types import PATIENT_STATES, Hospital, OperatingRoom, Patient
 from .blood import issue_awaiting_sample, issue_on_arrival, transfuse
 from .blood import readiness as blood_readiness
 from .rooms import (
+    acuity,
     best_care_refused,
     care_for,
     claim,
@@ -221,13 +224,80 @@ def _room_ready_at(world: World, p: Patient, h: Hospital, procedure: str, at: tu
     room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
     room = room or room_for(world, h, procedure, p)
     if room is None:
-        waits = [_nominal_until(r, need) for r in h.ors if procedure in r.procedures]
-        return max(start, min(waits, default=t + world.task.horizon_min)) + need
+        return _queued_ready_at(world, p, h, procedure, at, need)
     if room.state == "idle":
         return start + need
     if room.state in ("ready", "in_use"):
         return min(room.ready_at, t)
     return max(_nominal_until(room, need), t)
+
+
+def _queued_ready_at(world: World, p: Patient, h: Hospital, procedure: str, at: tuple[int, int],
+                    need: int) -> float:
+    """``_room_ready_at`` of a patient with no room to take: as each room able to host
+    ``procedure`` comes free, the hospital readies it for the most urgent patient there or
+    arriving before it is ready (as urgent: the first there; ``_rivals``), each case readied and
+    run at its nominal minutes, until it is ``p``'s turn. ``p`` counts from their own arrival and
+    the answer is shifted back by it, as the preview values every patient at the door now."""
+    t, start = at
+    free = [_free_for_next(r, need, t) for r in h.ors if procedure in r.procedures]
+    if not free:
+        return max(start, t + world.task.horizon_min) + need
+    heapq.heapify(free)
+    lead = 0 if p.hospital == h.hospital_id else _minutes_to(world, p, h, t)
+    mine = (acuity(p), start + lead, len(world.patients))
+    pending = [*_rivals(world, p, h, procedure, t), mine]
+    case = need + PROCEDURE_DURATION_MIN.get(procedure, 0)
+    while True:
+        opens = max(free[0], min(rank[1] for rank in pending))
+        chosen = min(rank for rank in pending if rank[1] <= opens + need)
+        if chosen is mine:
+            return opens + need - lead
+        pending.remove(chosen)
+        heapq.heapreplace(free, opens + case)
+
+
+_ON_THE_WAY = frozenset(("on_scene", "transporting"))  # with a crew, bound for a hospital
+
+
+def _rivals(world: World, p: Patient, h: Hospital, procedure: str, t: int) -> list[tuple[int, int, int]]:
+    """The other patients with no room held at ``h`` who need a ``procedure`` room there, waiting
+    in it or on their way with a crew: (acuity, the minute they could claim one, their order)."""
+    rivals = []
+    for order, q in enumerate(world.patients.values()):
+        if q is p or not q.visible or (q.or_ref and q.or_ref[0] == h.hospital_id):
+            continue
+        if q.status == "at_hospital" and q.hospital == h.hospital_id:
+            lead = -(t - q.wait_started) if q.wait_started is not None else 0
+        elif q.status in _ON_THE_WAY and q.hospital is None and q.destination == h.hospital_id:
+            lead = _minutes_to(world, q, h, t)
+        else:
+            continue
+        care = care_for(q, h)
+        if care is not None and care.procedure == procedure:
+            rivals.append((acuity(q), t + max(0, care.activation_min + lead), order))
+    return rivals
+
+
+def _minutes_to(world: World, p: Patient, h: Hospital, t: int) -> int:
+    """Minutes until ``p`` could be at ``h`` as dispatch can tell: their ambulance's ETA, from a
+    scene the road minutes at transport speed, else 0."""
+    if p.status == "transporting":
+        unit = world.ambulances.get(p.ambulance_id or "")
+        if unit is not None and unit.trip is not None:
+            return unit.trip.eta_minutes(t)
+    if p.status == "on_scene" and p.node is not None:
+        return round(world.net.minutes(p.node, h.node) * TRANSPORT_FACTOR)
+    return 0
+
+
+def _free_for_next(room: OperatingRoom, need: int, t: int) -> float:
+    """When ``room`` could next be readied for another patient: after the case of a patient it is
+    held for, else as ``_nominal_until``."""
+    if room.patient_id is not None and room.state in ("preparing", "ready"):
+        ready = room.ready_at if room.state == "ready" else _nominal_until(room, need)
+        return max(ready, t) + PROCEDURE_DURATION_MIN.get(room.procedure or "", 0)
+    return _nominal_until(room, need)
 
 
 def _nominal_until(room: OperatingRoom, need: int) -> int:
