@@ -219,7 +219,7 @@ def _room_ready_at(world: World, p: Patient, h: Hospital, procedure: str, at: tu
     """The earliest minute a room could be ready for ``p`` as dispatch can tell (a room's own
     readying time is not shown, so a room being readied counts ``need`` minutes from its start):
     theirs, else the one they would get (``room_for``; an idle one readied from ``start``), else
-    the first to come free, readied after; ``at`` is (now, start)."""
+    their turn in the hospital's queue (``_queued_ready_at``); ``at`` is (now, start)."""
     t, start = at
     room = h.or_by_id(p.or_ref[1]) if p.or_ref and p.or_ref[0] == h.hospital_id else None
     room = room or room_for(world, h, procedure, p)
