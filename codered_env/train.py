@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -106,15 +105,13 @@ def machine_info() -> dict[str, Any]:
 
 def _commit() -> str | None:
     """The checkout's short commit, `` +changes`` when tracked files differ from it (None outside git)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=False).stdout.strip()
+    from .evaluation.provenance import git_commit
 
-    try:
-        head = git("rev-parse", "--short", "HEAD")
-        changed = bool(head) and bool(git("status", "--porcelain", "--untracked-files=no"))
-    except OSError:
+    commit = git_commit()
+    if commit is None:
         return None
-    return (head + (" +changes" if changed else "")) or None
+    head, _, dirty = commit.partition("+")
+    return head[:7] + (" +changes" if dirty else "")
 
 
 def _summary(steps: int, wall: float, grades: list[float]) -> dict[str, Any]:

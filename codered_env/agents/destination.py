@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..sim.conditions import CONDITIONS, Condition, benefit_kept
+from ..sim.conditions import CONDITIONS, Care, Condition, benefit_kept
 from ..sim.outcome import stake
 from ..sim.params import (
     CATH_LAB_PREP_RANGE,
@@ -290,7 +290,8 @@ class DestinationRule:
             legs[p["destination"]] = p["eta_min"]
         return legs
 
-    def _after_repair(self, p, cond, care, h, net, rooms: Rooms, wait, leg) -> float | None:
+    def _after_repair(self, p: Row, cond: Condition, care: Care, h: Row, net: Any, rooms: Rooms,
+                      wait: float, leg: float | None) -> float | None:
         """With every room in service claimed ahead of ``p``: the delay if they wait instead for
         a room whose repair is announced (None if none is)."""
         if not rooms.in_service:
