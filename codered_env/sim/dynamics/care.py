@@ -11,7 +11,6 @@ import math
 from typing import TYPE_CHECKING
 
 from ..conditions import CONDITIONS, Care, expected_outcome
-from ..obs_rows import patient_eta
 from ..params import (
     CATH_LAB_PREP_RANGE,
     DECISION_COST_MIN,
@@ -281,10 +280,12 @@ def _rivals(world: World, p: Patient, h: Hospital, procedure: str, t: int) -> li
 
 
 def _minutes_to(world: World, p: Patient, h: Hospital, t: int) -> int:
-    """Minutes until ``p`` could be at ``h`` as dispatch can tell: their ambulance's ETA (the
-    observation's), from a scene the road minutes at transport speed, else 0."""
+    """Minutes until ``p`` could be at ``h`` as dispatch can tell: their ambulance's ETA, from a
+    scene the road minutes at transport speed, else 0."""
     if p.status == "transporting":
-        return patient_eta(world, p) or 0
+        unit = world.ambulances.get(p.ambulance_id or "")
+        if unit is not None and unit.trip is not None:
+            return unit.trip.eta_minutes(t)
     if p.status == "on_scene" and p.node is not None:
         return round(world.net.minutes(p.node, h.node) * TRANSPORT_FACTOR)
     return 0
