@@ -217,7 +217,7 @@ def training() -> None:
               "10000-10009, \"best\" is the best of the periodic greedy evaluations (an optimistic "
               "pick), \"final\" the policy at the end.\n\n"
             + ("" if table.count("\n") > 1 else "No run is kept for the current Gymnasium ids "
-               "(`CodeRedEnv-taskN-v14`).\n\n")
+               "(`CodeRedEnv-taskN-v15`).\n\n")
             + table + "\n")
     (RESULTS / "training.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / 'training.md'}")

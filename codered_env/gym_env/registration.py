@@ -1,9 +1,9 @@
-"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v14`` .. ``CodeRedEnv-task5-v14`` (the flat
-``Discrete`` interface), ``CodeRedFactored-task1-v12`` .. ``CodeRedFactored-task5-v12`` (stable
+"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v15`` .. ``CodeRedEnv-task5-v15`` (the flat
+``Discrete`` interface), ``CodeRedFactored-task1-v13`` .. ``CodeRedFactored-task5-v13`` (stable
 slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env),
-``CodeRedFactored-gen-task1-v12`` .. (the same on a generated city per episode, drawn from the
-``train`` split; ``split="test"`` for the held-out cities) and ``CodeRedEnv-gen-task1-v14`` ..
-``-task5-v14`` (the flat interface on generated cities)."""
+``CodeRedFactored-gen-task1-v13`` .. (the same on a generated city per episode, drawn from the
+``train`` split; ``split="test"`` for the held-out cities) and ``CodeRedEnv-gen-task1-v15`` ..
+``-task5-v15`` (the flat interface on generated cities)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import gymnasium
 
 from ..sim.tasks import TASK_IDS
 
-FLAT_VERSION, FACTORED_VERSION = 14, 12
+FLAT_VERSION, FACTORED_VERSION = 15, 13
 
 
-GEN_FLAT_VERSION = 14  # CodeRedEnv-gen-taskN: the flat interface on generated cities
+GEN_FLAT_VERSION = 15  # CodeRedEnv-gen-taskN: the flat interface on generated cities
 
 
 def flat_id(task_id: str) -> str:
@@ -57,7 +57,7 @@ def register_envs() -> list[str]:
 
 
 def _register_gen_flat() -> list[str]:
-    """``CodeRedEnv-gen-task1-v14`` .. ``-task5-v14``: a city per episode from ``split`` (or ``city``)."""
+    """``CodeRedEnv-gen-task1-v15`` .. ``-task5-v15``: a city per episode from ``split`` (or ``city``)."""
     ids = []
     for task_id in TASK_IDS:
         gen = f"CodeRedEnv-gen-{task_id}-v{GEN_FLAT_VERSION}"

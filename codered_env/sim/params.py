@@ -267,6 +267,20 @@ PREP_READINESS_SHARE = 0.25
 # crew's ETA valued once sent) holding dispatch under-returned: 29 inversions [design choice]
 UNSEEN_CALLER_WINDOW_MIN = 30
 UNREACHED_PATIENT_WINDOW_MIN = 90
+# The preview expects a dispatcher to go on answering callers as they have so far (plan.answer_rate):
+# the value of every caller no crew has been sent to is scaled by (PRIOR + answered) / (PRIOR +
+# answered + unanswered), unanswered a caller left UNANSWERED_AFTER_MIN minutes while a crew that
+# could answer stood free (half the NAS 20-min response target) or advised, at the chance they
+# needed a crew. Good play leaves none (the rate stays 1); a policy serving nobody loses its
+# callers' value within minutes instead of over their window, whose early minutes a return
+# discounted per decision let padding buy (task5: a padded near-noop mix out-returned acting on
+# one decision in two by +0.036 with 1.9 more deaths/100). A prior of 2 answered callers: one left
+# unanswered takes a third of the others' value, two a half (a task has 1-18 callers). Taking
+# instead 1/10 of a caller's own value per such minute until a crew is sent removed that pair, but
+# every held dispatch then dipped until sent: 20 return inversions on tasks 3 and 5 (seeds
+# 1000-1059), held dispatches under-returning [design choice]
+UNANSWERED_AFTER_MIN = 10.0
+ANSWER_RATE_PRIOR = 2.0
 # Hospital-load credit lost per overcrowding diversion. The diversion's outcome cost (patients sent
 # farther) is already in every outcome-based component, so this process charge is sized to about
 # that cost (0.002-0.003 of the score per diversion, a few minutes' delay of one P1 patient): at 0.5

@@ -14,10 +14,13 @@ from .dynamics.care import parts_ready_at, readying_minutes, transfer_target
 from .dynamics.rooms import care_for, door_minutes
 from .dynamics.scene import transport_destination
 from .params import (
+    ANSWER_RATE_PRIOR,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     TRANSFER_DOOR_IN_DOOR_OUT_MIN,
     TRANSPORT_FACTOR,
+    UNANSWERED_AFTER_MIN,
 )
+from .triage import report_priority_posterior
 
 if TYPE_CHECKING:
     from .state import World
@@ -94,3 +97,38 @@ def unprepared_wait(cond: Condition) -> int:
     if best.specialist:
         legs.append(best.activation_min + SPECIALIST_PAGE_DELAY_BY_TIER[tier][0])
     return max(legs)
+
+
+def hope_share(appeared_at: int, t: int, horizon: int, window: int, answer_rate: float = 1.0) -> float:
+    """The preview's share of the value of a patient no crew has reached at minute ``t``: 1 when
+    they appeared, 0 at the horizon or ``window`` minutes later, so waiting costs as it happens;
+    reaching them restores it (reaching a caller is rewarded, not punished). While no crew has been
+    sent to them, times the dispatcher's ``answer_rate`` so far."""
+    span = min(horizon - appeared_at, window)
+    share = 1.0 if span <= 0 else min(1.0, max(0.0, 1.0 - (t - appeared_at) / span))
+    return share * answer_rate
+
+
+def answer_rate(world: World) -> float:
+    """How far the dispatcher has answered callers so far, as the preview expects them to go on:
+    ``(PRIOR + answered) / (PRIOR + answered + unanswered)``, answered a caller a crew was sent to,
+    unanswered one still without a crew though one that could answer them stood free for
+    ``UNANSWERED_AFTER_MIN`` of their minutes (``left_waiting``, charged with ``dispatch_wait``) or
+    closed with advice (the chance, given the report, that they needed one).
+    Read only from what dispatch sees: calls, the units sent, patients known in phase 1."""
+    answered, unanswered = 0, 0.0
+    if world.task.phase == 1:
+        for p in world.patients.values():
+            if p.ambulance_id is not None or p.first_unit_at is not None:
+                answered += 1
+            elif p.visible:
+                unanswered += p.left_waiting >= UNANSWERED_AFTER_MIN
+    else:
+        for call in world.calls.values():
+            if call.ambulance_id is not None:
+                answered += 1
+            elif call.status == "pending":
+                unanswered += call.left_waiting >= UNANSWERED_AFTER_MIN
+            elif call.status == "closed_advice":  # unanswered as far as the report says they needed a crew
+                unanswered += 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
+    return (ANSWER_RATE_PRIOR + answered) / (ANSWER_RATE_PRIOR + answered + unanswered)

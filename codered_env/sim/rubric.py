@@ -39,8 +39,10 @@ them (``plan.care_plans``: the chosen hospital's care once door time, room and s
 allow, the room after the cases of those the hospital serves first; nothing if no plan could
 begin by the horizon, as the final grade gives care never begun), times a share falling to 0
 over 90 min while no crew has reached them (an unseen caller: 30 min after the first call;
-``_hope``), and an unseen caller at the expectation under the report's posterior (nothing for
-a condition whose care could not begin by the horizon), never the hidden condition. A death
+``plan.hope_share``) and, until one is sent, times the share of callers the dispatcher has
+answered so far (``plan.answer_rate``), and an unseen caller at the expectation under the
+report's posterior (nothing for a condition whose care could not begin by the horizon), never
+the hidden condition. A death
 before care is charged in the step it happens. ``secondary_harm`` and ``cascade_score`` are
 ``None`` in tasks without cascades (their weight shared out in proportion); the final score is
 rounded to 4 decimals and clamped to [0.01, 0.99].
@@ -88,7 +90,7 @@ from .params import (
     UNREACHED_PATIENT_WINDOW_MIN,
     UNSEEN_CALLER_WINDOW_MIN,
 )
-from .plan import Plan, care_plans, unprepared_wait
+from .plan import Plan, answer_rate, care_plans, hope_share, unprepared_wait
 from .state import World
 from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
 from .types import FINAL_PATIENT_STATES, Call, Patient
@@ -117,14 +119,6 @@ def _secondary_gain_now(p: Patient, t: int, plans: list[Plan]) -> float:
 def _response_credit(minutes: int) -> float:
     span = SECONDARY_RESPONSE_ZERO_MIN - SECONDARY_RESPONSE_FULL_MIN
     return min(1.0, max(0.0, 1.0 - (minutes - SECONDARY_RESPONSE_FULL_MIN) / span))
-
-
-def _hope(appeared_at: int, t: int, horizon: int, window: int) -> float:
-    """The preview's share of the value of a patient no crew has reached at minute ``t``: 1 when
-    they appeared, 0 at the horizon or ``window`` minutes later, so waiting costs as it happens;
-    reaching them restores it (reaching a caller is rewarded, not punished)."""
-    span = min(horizon - appeared_at, window)
-    return 1.0 if span <= 0 else min(1.0, max(0.0, 1.0 - (t - appeared_at) / span))
 
 
 # ---------------------------------------------------------------- per-patient terms
@@ -174,7 +168,7 @@ def _prep(world: World, p: Patient, final: bool, plans: list[Plan] | None = None
     return sum(credits) / len(credits) if credits else None
 
 
-def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
+def _known_entry(world: World, p: Patient, final: bool, rate: float = 1.0) -> _Entry:
     """The terms of a patient whose condition the grade may read (a crew has seen them, or final)."""
     cond = CONDITIONS[p.condition]
     t = world.clock
@@ -184,7 +178,8 @@ def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     elif p.first_unit_at is not None:
         hope = 1.0  # a crew is with them: care is under way
     else:
-        hope = _hope(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
+        rate = rate if p.status == "awaiting_unit" else 1.0
+        hope = hope_share(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN, rate)
     plans = None
     if p.treatment_start is not None or p.status == "deceased":
         kept, vitals = patient_time_score(p), p.reserve_at_treatment or 0.0
@@ -282,12 +277,13 @@ def _caller_given_up(report: str) -> _Entry:
     return _Entry(n, 0.0, w, 0.0, 0.0, 0.0, load_w, 0.0, 0.0, 0.0, 0.0)
 
 
-def _caller_entry(world: World, call: Call, first_call: int) -> _Entry:
+def _caller_entry(world: World, call: Call, first_call: int, rate: float = 1.0) -> _Entry:
     """An unseen caller: the expectation under the latest report's posterior, since the first call,
     times the hope left."""
     t = world.clock
     given_up = _caller_given_up(call.report)
-    hope = _hope(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
+    rate = rate if call.ambulance_id is None else 1.0
+    hope = hope_share(first_call, t, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN, rate)
     if not hope:
         return given_up
     cpr = 0.0 if call.coded_p1_at is None else float(max(0, t - max(call.coded_p1_at, call.received_at)))
@@ -316,17 +312,19 @@ def _entries(world: World, final: bool,
     each caller no crew has seen, the posterior expectation given their latest call's report.
     ``memo`` (the preview's, kept by the episode) holds the terms of settled patients."""
     known = [p for p in world.patients.values() if p.condition not in _NOT_SCORED and (final or p.visible)]
+    rate = 1.0 if final else answer_rate(world)
     if final or memo is None:
-        entries = [_known_entry(world, p, final) for p in known]
+        entries = [_known_entry(world, p, final, rate) for p in known]
     else:
         settled = memo.setdefault("settled", {})
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
-                   else _known_entry(world, p, False) for p in known]
+                   else _known_entry(world, p, False, rate) for p in known]
     caused = caused_patients(world) if final else _caused_in_view(world)
     if caused:
         entries = [_as_loss(e) if p.patient_id in caused else e for p, e in zip(known, entries, strict=True)]
     if not final:
-        entries += [_caller_entry(world, c, first) for c, first in _by_calls(world, memo, _unseen_callers)]
+        callers = _by_calls(world, memo, _unseen_callers)
+        entries += [_caller_entry(world, c, first, rate) for c, first in callers]
     return known, entries
 
 

@@ -15,7 +15,7 @@ from codered_env.sim.clinical import CONDITION_NUMBERS
 from codered_env.sim.conditions import CONDITIONS
 from codered_env.sim.obs_rows import alert_count, alert_texts
 from codered_env.sim.params import STROKE_ONSET_BEFORE_CALL_RANGE, UNSEEN_CALLER_WINDOW_MIN
-from codered_env.sim.plan import unprepared_wait
+from codered_env.sim.plan import hope_share, unprepared_wait
 from codered_env.sim.triage import report_condition_posterior
 
 gym_env = pytest.importorskip("codered_env.gym_env")
@@ -149,7 +149,7 @@ def test_an_unseen_callers_terms_are_the_full_sum(task_id: str) -> None:
         for delay, coded in ((0, None), (7, 2), (29, 0), (30, None), (45, 12), (200, None)):
             world.clock, call.coded_p1_at = call.received_at + delay, coded
             first = call.received_at
-            hope = rubric._hope(first, world.clock, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
+            hope = hope_share(first, world.clock, world.task.horizon_min, UNSEEN_CALLER_WINDOW_MIN)
             cpr = 0.0 if coded is None else float(max(0, world.clock - max(coded, call.received_at)))
             b = _caller_reference(call.report, delay, cpr)
             full = rubric._Entry(b.n, 0.0, b.w, b.wk * hope, b.wv * hope, b.prep_wkr * hope, b.load_w,

@@ -4,7 +4,8 @@
 stands free costs the chance, given what the dispatcher knows, that it could (ALS for a P1, any
 crew for P2/P3); nothing while no such crew is free. The running preview's value of a patient no
 crew has reached falls to 0 over ``UNREACHED_PATIENT_WINDOW_MIN``, of an unseen caller over
-``UNSEEN_CALLER_WINDOW_MIN`` after the first call, which a callback does not restart.
+``UNSEEN_CALLER_WINDOW_MIN`` after the first call, which a callback does not restart; while no
+crew has been sent to them, times the dispatcher's answer rate so far (``plan.answer_rate``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from typing import Any
 
 import pytest
 
-from codered_env.sim import CodeRedSim
+from codered_env.agents import make_agent
+from codered_env.sim import CodeRedSim, rubric
 from codered_env.sim.dynamics.dispatch import charge_waiting
-from codered_env.sim.params import PENALTY, UNREACHED_PATIENT_WINDOW_MIN, UNSEEN_CALLER_WINDOW_MIN
-from codered_env.sim.rubric import _hope, preview_score
+from codered_env.sim.params import (
+    ANSWER_RATE_PRIOR,
+    PENALTY,
+    UNANSWERED_AFTER_MIN,
+    UNREACHED_PATIENT_WINDOW_MIN,
+    UNSEEN_CALLER_WINDOW_MIN,
+)
+from codered_env.sim.plan import answer_rate, hope_share
+from codered_env.sim.rubric import preview_score
 from codered_env.sim.state import World
 from codered_env.sim.triage import report_priority_posterior
 from codered_env.sim.types import Call
@@ -109,12 +118,12 @@ def test_a_pending_call_counts_the_chance_a_free_crew_could_answer_it() -> None:
 def test_the_preview_share_of_an_unreached_patient_falls_over_its_window() -> None:
     caller, known = UNSEEN_CALLER_WINDOW_MIN, UNREACHED_PATIENT_WINDOW_MIN
     assert caller < known
-    assert _hope(10, 10, 180, caller) == 1.0
-    assert _hope(10, 10 + caller // 2, 180, caller) == pytest.approx(0.5)
-    assert _hope(10, 10 + caller, 180, caller) == 0.0
-    assert _hope(10, 10 + caller, 180, known) == pytest.approx(1 - caller / known)
-    assert _hope(170, 175, 180, caller) == pytest.approx(0.5), "by the horizon when that comes first"
-    assert _hope(200, 200, 180, caller) == 1.0
+    assert hope_share(10, 10, 180, caller) == 1.0
+    assert hope_share(10, 10 + caller // 2, 180, caller) == pytest.approx(0.5)
+    assert hope_share(10, 10 + caller, 180, caller) == 0.0
+    assert hope_share(10, 10 + caller, 180, known) == pytest.approx(1 - caller / known)
+    assert hope_share(170, 175, 180, caller) == pytest.approx(0.5), "by the horizon when that comes first"
+    assert hope_share(200, 200, 180, caller) == 1.0
 
 
 def test_a_callback_does_not_restart_the_callers_wait() -> None:
@@ -125,7 +134,7 @@ def test_a_callback_does_not_restart_the_callers_wait() -> None:
     first = world.calls["C1"]
     assert not world.patients[first.patient_id].visible
 
-    def with_call(received_at: int, callback: bool) -> float:
+    def with_call(received_at: int, callback: bool) -> rubric._Entry:
         w = copy.deepcopy(world)
         if callback:
             w.calls[first.call_id].status = "closed_advice"
@@ -133,8 +142,65 @@ def test_a_callback_does_not_restart_the_callers_wait() -> None:
                                  first.true_priority, callback_of=first.call_id)
         else:
             w.calls[first.call_id].received_at = received_at
-        return preview_score(w)
+        mine = [(c, f) for c, f in rubric._unseen_callers(w) if c.patient_id == first.patient_id]
+        (call, first_ring), *_ = mine
+        return rubric._caller_entry(w, call, first_ring)
 
     now = world.clock
     assert with_call(now, callback=True) == with_call(first.received_at, callback=False)
     assert with_call(now, callback=False) > with_call(now, callback=True), "a fresh call is worth more"
+
+
+def test_minutes_left_waiting_with_a_crew_free_are_kept_per_caller() -> None:
+    world = copy.deepcopy(CodeRedSim("task4", 0).world)
+    (call,) = [c for c in world.calls.values() if c.status == "pending"]
+    chance = 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
+    for _ in range(3):
+        charge_waiting(world)
+    assert call.left_waiting == pytest.approx(3 * chance), "the chance dispatch_wait charges, per minute"
+    _busy(world, "ALS")
+    _busy(world, "BLS")
+    charge_waiting(world)
+    assert call.left_waiting == pytest.approx(3 * chance), "nothing while no crew that could answer is free"
+
+
+def test_a_caller_left_unanswered_lowers_the_hope_of_every_caller_no_crew_was_sent_to() -> None:
+    world = copy.deepcopy(CodeRedSim("task4", 0).world)
+    (call,) = [c for c in world.calls.values() if c.status == "pending"]
+    assert answer_rate(world) == 1.0
+    fresh = preview_score(world)
+    call.left_waiting = UNANSWERED_AFTER_MIN
+    assert answer_rate(world) == pytest.approx(ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + 1))
+    assert preview_score(world) < fresh
+    call.status = "closed_advice"
+    chance = 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
+    assert answer_rate(world) == pytest.approx(ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + chance))
+    call.status, call.ambulance_id = "dispatched", "ALS1"
+    assert answer_rate(world) == 1.0, "a crew sent answers the caller"
+    assert hope_share(10, 12, 180, UNSEEN_CALLER_WINDOW_MIN, 0.5) == pytest.approx(
+        0.5 * (1 - 2 / UNSEEN_CALLER_WINDOW_MIN))
+
+
+def test_a_known_patient_left_unanswered_counts_in_phase_1() -> None:
+    world = copy.deepcopy(CodeRedSim("task1", 0).world)
+    (p,) = [p for p in world.patients.values() if p.visible]
+    fresh = preview_score(world)
+    p.left_waiting = UNANSWERED_AFTER_MIN
+    assert answer_rate(world) == pytest.approx(ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + 1))
+    assert preview_score(world) < fresh
+    p.ambulance_id = "ALS1"
+    assert answer_rate(world) == 1.0
+
+
+@pytest.mark.parametrize("task_id", ["task4", "task5"])
+def test_the_heuristic_leaves_no_caller_unanswered(task_id: str) -> None:
+    """Good play barely meets the answer rate: no caller is left waiting unanswered through the
+    heuristic's episodes, and its advice to low-acuity callers counts only their small chance of a need."""
+    for seed in (3, 4):
+        sim, agent = CodeRedSim(task_id, seed), make_agent("heuristic", seed)
+        agent.reset(task_id, seed)
+        while not sim.done:
+            sim.step(agent.act(sim.observation()))
+            pending = [c for c in sim.world.calls.values() if c.status == "pending"]
+            assert all(c.left_waiting < UNANSWERED_AFTER_MIN for c in pending), f"{seed} t{sim.clock}"
+            assert answer_rate(sim.world) > 0.97, f"{task_id} seed {seed} minute {sim.clock}"

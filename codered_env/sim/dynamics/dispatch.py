@@ -90,7 +90,8 @@ def charge_waiting(world: World) -> None:
     an ALS crew for an immediate (P1) need, any crew for P2 or P3. Holding a response back costs
     from its first minute; waiting for the right kind of crew while only the other is free does
     not. A caller counts while a response could still keep their value (the preview's windows,
-    ``waiting_counts``); past it, their outcome alone charges the abandonment."""
+    ``waiting_counts``); past it, their outcome alone charges the abandonment. The same chance
+    adds to the caller's ``left_waiting``, which the running preview reads (``plan.answer_rate``)."""
     free = als_free = False
     for amb in world.ambulances.values():
         if amb.status in DISPATCHABLE:
@@ -104,13 +105,17 @@ def charge_waiting(world: World) -> None:
     if world.task.phase == 1:  # known patients; in phase 2 every patient comes with a call
         for p in world.patients.values():
             if p.status == "awaiting_unit" and p.visible and waiting_counts(world, p.appeared_at):
-                waiting += _answerable(priority_chances(p, None), als_free)
+                chance = _answerable(priority_chances(p, None), als_free)
+                p.left_waiting += chance
+                waiting += chance
     else:
         patients = world.patients  # a patient appears at their first call, the window's start
         for call in itertools.islice(world.calls.values(), world.first_pending, None):
             # a callback comes only after its first call was closed
             if call.status == "pending" and waiting_counts(world, patients[call.patient_id].appeared_at):
-                waiting += _answerable(report_priority_posterior(call.report), als_free)
+                chance = _answerable(report_priority_posterior(call.report), als_free)
+                call.left_waiting += chance
+                waiting += chance
     if waiting:
         world.count("dispatch_wait", waiting)
 
