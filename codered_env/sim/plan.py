@@ -110,25 +110,20 @@ def hope_share(appeared_at: int, t: int, horizon: int, window: int, answer_rate:
 
 
 def answer_rate(world: World) -> float:
-    """How far the dispatcher has answered callers so far, as the preview expects them to go on:
-    ``(PRIOR + answered) / (PRIOR + answered + unanswered)``, answered a caller a crew was sent to,
-    unanswered one still without a crew though one that could answer them stood free for
-    ``UNANSWERED_AFTER_MIN`` of their minutes (``left_waiting``, charged with ``dispatch_wait``) or
-    closed with advice (the chance, given the report, that they needed one).
-    Read only from what dispatch sees: calls, the units sent, patients known in phase 1."""
-    answered, unanswered = 0, 0.0
+    """How far the dispatcher has answered callers so far, as the preview expects them to go on
+    (call-queue tasks; 1 where every patient is known from the start): ``(PRIOR + answered) /
+    (PRIOR + answered + unanswered)``, answered a call a crew was sent to, unanswered one still
+    pending though a crew that could answer stood free for ``UNANSWERED_AFTER_MIN`` of its minutes
+    (``left_waiting``, charged with ``dispatch_wait``) or closed with advice (the chance, given the
+    report, that they needed a crew). Read only from what dispatch sees."""
     if world.task.phase == 1:
-        for p in world.patients.values():
-            if p.ambulance_id is not None or p.first_unit_at is not None:
-                answered += 1
-            elif p.visible:
-                unanswered += p.left_waiting >= UNANSWERED_AFTER_MIN
-    else:
-        for call in world.calls.values():
-            if call.ambulance_id is not None:
-                answered += 1
-            elif call.status == "pending":
-                unanswered += call.left_waiting >= UNANSWERED_AFTER_MIN
-            elif call.status == "closed_advice":  # unanswered as far as the report says they needed a crew
-                unanswered += 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
+        return 1.0
+    answered, unanswered = 0, 0.0
+    for call in world.calls.values():
+        if call.ambulance_id is not None:
+            answered += 1
+        elif call.status == "pending":
+            unanswered += call.left_waiting >= UNANSWERED_AFTER_MIN
+        elif call.status == "closed_advice":
+            unanswered += 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
     return (ANSWER_RATE_PRIOR + answered) / (ANSWER_RATE_PRIOR + answered + unanswered)

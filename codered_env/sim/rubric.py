@@ -38,9 +38,9 @@ from what the agent can see: an untreated patient at the benefit kept under the 
 them (``plan.care_plans``: the chosen hospital's care once door time, room and specialist
 allow, the room after the cases of those the hospital serves first; nothing if no plan could
 begin by the horizon, as the final grade gives care never begun), times a share falling to 0
-over 90 min while no crew has reached them (an unseen caller: 30 min after the first call;
-``plan.hope_share``) and, until one is sent, times the share of callers the dispatcher has
-answered so far (``plan.answer_rate``), and an unseen caller at the expectation under the
+over 90 min while no crew has reached them (an unseen caller: 30 min after the first call,
+times, until a crew is sent, the share of callers the dispatcher has answered so far;
+``plan.hope_share``, ``plan.answer_rate``), and an unseen caller at the expectation under the
 report's posterior (nothing for a condition whose care could not begin by the horizon), never
 the hidden condition. A death
 before care is charged in the step it happens. ``secondary_harm`` and ``cascade_score`` are
@@ -168,7 +168,7 @@ def _prep(world: World, p: Patient, final: bool, plans: list[Plan] | None = None
     return sum(credits) / len(credits) if credits else None
 
 
-def _known_entry(world: World, p: Patient, final: bool, rate: float = 1.0) -> _Entry:
+def _known_entry(world: World, p: Patient, final: bool) -> _Entry:
     """The terms of a patient whose condition the grade may read (a crew has seen them, or final)."""
     cond = CONDITIONS[p.condition]
     t = world.clock
@@ -178,8 +178,7 @@ def _known_entry(world: World, p: Patient, final: bool, rate: float = 1.0) -> _E
     elif p.first_unit_at is not None:
         hope = 1.0  # a crew is with them: care is under way
     else:
-        rate = rate if p.status == "awaiting_unit" else 1.0
-        hope = hope_share(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN, rate)
+        hope = hope_share(p.appeared_at, t, world.task.horizon_min, UNREACHED_PATIENT_WINDOW_MIN)
     plans = None
     if p.treatment_start is not None or p.status == "deceased":
         kept, vitals = patient_time_score(p), p.reserve_at_treatment or 0.0
@@ -312,18 +311,17 @@ def _entries(world: World, final: bool,
     each caller no crew has seen, the posterior expectation given their latest call's report.
     ``memo`` (the preview's, kept by the episode) holds the terms of settled patients."""
     known = [p for p in world.patients.values() if p.condition not in _NOT_SCORED and (final or p.visible)]
-    rate = 1.0 if final else answer_rate(world)
     if final or memo is None:
-        entries = [_known_entry(world, p, final, rate) for p in known]
+        entries = [_known_entry(world, p, final) for p in known]
     else:
         settled = memo.setdefault("settled", {})
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
-                   else _known_entry(world, p, False, rate) for p in known]
+                   else _known_entry(world, p, False) for p in known]
     caused = caused_patients(world) if final else _caused_in_view(world)
     if caused:
         entries = [_as_loss(e) if p.patient_id in caused else e for p, e in zip(known, entries, strict=True)]
     if not final:
-        callers = _by_calls(world, memo, _unseen_callers)
+        callers, rate = _by_calls(world, memo, _unseen_callers), answer_rate(world)
         entries += [_caller_entry(world, c, first, rate) for c, first in callers]
     return known, entries
 

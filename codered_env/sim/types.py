@@ -59,7 +59,6 @@ class Patient:
     blood_type_ready_at: int | None = None  # query result time
     band: int = 0  # index of the last vitals band crossed
     first_unit_at: int | None = None  # crew on scene
-    left_waiting: float = 0.0  # minutes left awaiting a unit while one could answer (charge_waiting)
     first_hospital_arrival: int | None = None
     arrival_prep: dict[str, float] | None = None  # prep credit measured at first arrival
     # prep_ready's reference (care.prompt_legs): the nearest unit's minutes to them and each

@@ -91,7 +91,7 @@ def charge_waiting(world: World) -> None:
     from its first minute; waiting for the right kind of crew while only the other is free does
     not. A caller counts while a response could still keep their value (the preview's windows,
     ``waiting_counts``); past it, their outcome alone charges the abandonment. The same chance
-    adds to the caller's ``left_waiting``, which the running preview reads (``plan.answer_rate``)."""
+    adds to a pending call's ``left_waiting``, which the running preview reads (``plan.answer_rate``)."""
     free = als_free = False
     for amb in world.ambulances.values():
         if amb.status in DISPATCHABLE:
@@ -105,9 +105,7 @@ def charge_waiting(world: World) -> None:
     if world.task.phase == 1:  # known patients; in phase 2 every patient comes with a call
         for p in world.patients.values():
             if p.status == "awaiting_unit" and p.visible and waiting_counts(world, p.appeared_at):
-                chance = _answerable(priority_chances(p, None), als_free)
-                p.left_waiting += chance
-                waiting += chance
+                waiting += _answerable(priority_chances(p, None), als_free)
     else:
         patients = world.patients  # a patient appears at their first call, the window's start
         for call in itertools.islice(world.calls.values(), world.first_pending, None):
