@@ -42,10 +42,9 @@ over 90 min while no crew has reached them (an unseen caller: 30 min after the f
 times, until a crew is sent, the share of callers the dispatcher has answered so far;
 ``plan.hope_share``, ``plan.answer_rate``), and an unseen caller at the expectation under the
 report's posterior (nothing for a condition whose care could not begin by the horizon), never
-the hidden condition. A death
-before care is charged in the step it happens. ``secondary_harm`` and ``cascade_score`` are
-``None`` in tasks without cascades (their weight shared out in proportion); the final score is
-rounded to 4 decimals and clamped to [0.01, 0.99].
+the hidden condition. A death before care is charged in the step it happens. ``secondary_harm``
+and ``cascade_score`` are ``None`` in tasks without cascades (their weight shared out in
+proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
 """
 
 from __future__ import annotations
