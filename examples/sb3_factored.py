@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2048)
     args = parser.parse_args()
     env = ActionMasker(
-        gymnasium.make(f"CodeRedFactored-{args.task}-v13"), lambda e: e.unwrapped.action_masks()
+        gymnasium.make(f"CodeRedFactored-{args.task}-v14"), lambda e: e.unwrapped.action_masks()
     )
     model = MaskablePPO("MultiInputPolicy", env, n_steps=256, batch_size=64, seed=0, device="cpu", verbose=0)
     model.learn(total_timesteps=args.steps)

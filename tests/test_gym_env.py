@@ -42,7 +42,7 @@ def masked_random_episode(env: CodeRedGymEnv, seed: int, rng: np.random.Generato
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_check_env_passes(task_id: str) -> None:
     check_env(CodeRedGymEnv(task_id), skip_render_check=True)
-    check_env(gymnasium.make(f"CodeRedEnv-{task_id}-v15", render_mode="ansi").unwrapped)
+    check_env(gymnasium.make(f"CodeRedEnv-{task_id}-v16", render_mode="ansi").unwrapped)
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -322,17 +322,17 @@ def test_info_carries_the_actions_only_on_request() -> None:
 
 @pytest.mark.parametrize("mode", ["rgb_array", "human", None])
 def test_render_modes_other_than_ansi_do_not_crash(mode: str | None) -> None:
-    env = gymnasium.make("CodeRedEnv-task1-v15", render_mode=mode)
+    env = gymnasium.make("CodeRedEnv-task1-v16", render_mode=mode)
     env.reset(seed=0)
     env.step(0)
     assert env.unwrapped.render() is None
 
 
 def test_make_render_and_action_masks_through_wrappers() -> None:
-    ids = [f"CodeRedEnv-{t}-v15" for t in TASK_IDS] + [f"CodeRedFactored-{t}-v13" for t in TASK_IDS]
-    ids += [f"CodeRedFactored-gen-{t}-v13" for t in TASK_IDS] + [f"CodeRedEnv-gen-{t}-v15" for t in TASK_IDS]
+    ids = [f"CodeRedEnv-{t}-v16" for t in TASK_IDS] + [f"CodeRedFactored-{t}-v14" for t in TASK_IDS]
+    ids += [f"CodeRedFactored-gen-{t}-v14" for t in TASK_IDS] + [f"CodeRedEnv-gen-{t}-v16" for t in TASK_IDS]
     assert gym_env.register_envs() == gym_env.register_envs() == ids
-    env = gymnasium.make("CodeRedEnv-task3-v15", render_mode="ansi")
+    env = gymnasium.make("CodeRedEnv-task3-v16", render_mode="ansi")
     _, info = env.reset(seed=0)
     assert env.render() == env.unwrapped.sim.render_text()
     mask = env.unwrapped.action_masks()
@@ -389,7 +389,7 @@ def test_task_features_tell_every_task_apart() -> None:
     budget = columns[0]
     seen, task_rows = {}, {}
     for task_id in TASK_IDS:
-        env = gymnasium.make(f"CodeRedEnv-{task_id}-v15")
+        env = gymnasium.make(f"CodeRedEnv-{task_id}-v16")
         obs, _ = env.reset(seed=0)
         seen[task_id] = float(obs["global"][budget])
         task_rows[task_id] = tuple(float(obs["global"][c]) for c in columns)

@@ -12,17 +12,17 @@ import pytest
 from codered_env.agents import make_agent
 from codered_env.sim import TASK_IDS, CodeRedSim
 
-# in call-queue tasks the preview values callers no crew has been sent to times the dispatcher's
-# answer rate so far (plan.answer_rate); the pace table re-measured: task4-5 step rewards moved, no
-# final score did (CHANGELOG.md)
-DIGEST_VERSION = "0.4.6"
+# the preview's answer rate is per code (plan.answer_rates) and a caller in a news cycle's surge
+# window counts as caused at the chance the surge brought them (call_sources); the pace table
+# re-measured: task4-5 step rewards moved, no final score did (CHANGELOG.md)
+DIGEST_VERSION = "0.4.7"
 SEEDS = (1000, 1001)
 EXPECTED: dict[str, str] = {
     "task1": "804a3617a9fec30a",
     "task2": "ebfc38b54f38254f",
     "task3": "027d5eebff454361",
-    "task4": "d53d1c0d8b9b8fc8",
-    "task5": "884661d3e28d6837",
+    "task4": "303b7b0364486449",
+    "task5": "9eb1971b1f6d0113",
 }
 
 

@@ -11,10 +11,10 @@ import gymnasium
 
 from ..sim.tasks import TASK_IDS
 
-FLAT_VERSION, FACTORED_VERSION = 15, 13
+FLAT_VERSION, FACTORED_VERSION = 16, 14
 
 
-GEN_FLAT_VERSION = 15  # CodeRedEnv-gen-taskN: the flat interface on generated cities
+GEN_FLAT_VERSION = 16  # CodeRedEnv-gen-taskN: the flat interface on generated cities
 
 
 def flat_id(task_id: str) -> str:

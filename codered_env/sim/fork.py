@@ -15,7 +15,7 @@ the ledger of the episode so far, and the timers the agent started (OR preparati
 
 Redrawn (from a ``random.Random`` seeded by the parent's task, seed, step and the fork seed):
 - callers nobody has reached (hidden patients): the true condition from
-  ``triage.condition_posterior(call, prior)``, with the prior the call's arrival minute implies
+  ``call_sources.call_posterior``, with the prior the call's arrival minute implies
   (the task's regular call mix, the news-cycle surge mix while a surge runs, the incident's
   injuries for the calls at a known incident's place and minute); nothing else the agent sees
   depends on the truth (a hidden death raises no event, a callback's timing comes from the report
@@ -45,11 +45,11 @@ id counters reveal nothing.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from random import Random
 
+from .call_sources import call_posterior, known_incident, source_key
 from .city import RoadNetwork
 from .clinical import TELEPHONE_CPR_FACTOR
 from .conditions import CONDITIONS
@@ -67,21 +67,14 @@ from .params import (
     BASELINE_HR_RANGE,
     BASELINE_SBP_RANGE,
     BLOOD_TYPE_FREQUENCY,
-    CALL_MIX,
     CATH_LAB_PREP_RANGE,
     ELECTIVE_REMAINING_RANGE,
-    INCIDENT_SECONDARY_DELAY_RANGE,
-    MEMO_ENTRIES,
-    NEWS_CYCLE_SURGE_CALLS,
-    NEWS_CYCLE_SURGE_SPREAD_MIN,
-    PHASE2_CALLS,
     SPECIALIST_PAGE_DELAY_BY_TIER,
     STROKE_ONSET_BEFORE_CALL_RANGE,
-    SURGE_MIX,
 )
 from .rng import randint, weighted_draw
 from .state import World
-from .triage import callback_plan, caller_report, condition_posterior, parse_report
+from .triage import callback_plan, caller_report, parse_report
 from .types import Call, Patient, PendingSpawn
 
 _MAX_DRAWS = 20
@@ -158,88 +151,17 @@ def _resample_callers(world: World, rng: Random) -> None:
     chains: dict[str, list[Call]] = {}
     for call in world.calls.values():  # in the order they came in
         chains.setdefault(call.patient_id, []).append(call)
-    known_incident = _known_incident(world)
+    incident_known = known_incident(world)
     for patient_id, chain in chains.items():
         p = world.patients[patient_id]
         if p.visible:
             continue
-        sources = _prior_sources(world, chain[0], known_incident)
-        condition = weighted_draw(rng, _posterior(chain[0].report, sources))
+        key = source_key(world, chain[0], incident_known)
+        condition = weighted_draw(rng, call_posterior(chain[0].report, key))
         priority = CONDITIONS[condition].true_priority
         for call in chain:
             call.true_priority = priority
         _redraw_patient(world, p, chain, condition, rng)
-
-
-@functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _posterior(report: str, sources: tuple[str, int, bool, int | None, int]) -> dict[str, float]:
-    """``triage.condition_posterior`` under ``_call_prior``, memoised (read only): a planner
-    forks the same episode, with the same callers waiting, again and again."""
-    return condition_posterior({"report": report}, _prior(*sources))
-
-
-def _call_prior(world: World, call: Call) -> dict[str, float]:
-    """P(condition) for a call at this minute and place before its report is read: each source
-    of calls (the task's schedule, a running news-cycle surge, a known incident) weighted by the
-    calls it is expected to bring to one place in that minute, times its condition mix."""
-    return _prior(*_prior_sources(world, call, _known_incident(world)))
-
-
-def _prior_sources(world: World, call: Call, known_incident: bool) -> tuple[str, int, bool, int | None, int]:
-    """What ``_call_prior`` depends on: the task, the call's minute, whether a news-cycle surge
-    runs then, the minutes since a known incident began if the call is at its place, and how
-    many places in the city calls come from."""
-    t = call.received_at
-    surge = world.news_cycle_at
-    in_surge = surge is not None and surge < t <= surge + NEWS_CYCLE_SURGE_SPREAD_MIN
-    at_incident = known_incident and call.node == world.incident_node
-    since = t - world.incident_start if at_incident else None
-    return world.task.task_id, t, in_surge, since, len(world.city.patient_nodes)
-
-
-@functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _prior(task_id: str, t: int, in_surge: bool, since_incident: int | None, places: int) -> dict[str, float]:
-    if task_id not in PHASE2_CALLS:
-        return CALL_MIX
-    n_calls, last_call = PHASE2_CALLS[task_id]
-    sources: list[tuple[float, dict[str, float]]] = []
-    if t == 0:
-        sources.append((1.0 / places, _schedule_mix(n_calls)))
-    elif t <= last_call:
-        sources.append(((n_calls - 1) / last_call / places, _schedule_mix(n_calls)))
-    if in_surge:
-        expected = sum(NEWS_CYCLE_SURGE_CALLS) / 2 / NEWS_CYCLE_SURGE_SPREAD_MIN
-        sources.append((expected / places, SURGE_MIX))
-    if since_incident is not None:
-        injuries = {"trauma_haemorrhage": 0.5, "trauma_major": 0.5}
-        if since_incident == 0:
-            sources.append((2.0, injuries))  # the incident's first two calls
-        lo, hi = INCIDENT_SECONDARY_DELAY_RANGE
-        if lo <= since_incident <= hi:
-            sources.append((1.0 / (hi - lo + 1), injuries))
-    prior: dict[str, float] = {}
-    for weight, mix in sources:
-        norm = sum(mix.values())
-        for condition, w in mix.items():
-            prior[condition] = prior.get(condition, 0.0) + weight * w / norm
-    total = sum(prior.values())
-    return {c: w / total for c, w in prior.items()} if total > 0 else CALL_MIX
-
-
-def _schedule_mix(n_calls: int) -> dict[str, float]:
-    """The condition of one scheduled call: three are fixed (STEMI, stroke or haemorrhage,
-    labour), the rest drawn from the call mix, in shuffled order (generator.draw_arrivals)."""
-    fixed = {"stemi": 1.0, "stroke": 0.5, "trauma_haemorrhage": 0.5, "labour": 1.0}
-    norm = sum(CALL_MIX.values())
-    mix = {c: (n_calls - 3) / n_calls * w / norm for c, w in CALL_MIX.items()}
-    for c, w in fixed.items():
-        mix[c] = mix.get(c, 0.0) + w / n_calls
-    return mix
-
-
-def _known_incident(world: World) -> bool:
-    """The task5 incident has begun: its first calls (two from one place in one minute) are in."""
-    return world.incident_node is not None and any(pid in world.patients for pid in world.mci)
 
 
 def _redraw_patient(world: World, p: Patient, chain: list[Call], condition: str, rng: Random) -> None:

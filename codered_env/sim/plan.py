@@ -20,11 +20,11 @@ from .params import (
     TRANSPORT_FACTOR,
     UNANSWERED_AFTER_MIN,
 )
-from .triage import report_priority_posterior
+from .triage import PRIORITIES, report_priority_posterior
 
 if TYPE_CHECKING:
     from .state import World
-    from .types import Hospital, Patient
+    from .types import Call, Hospital, Patient
 
 
 class Plan(NamedTuple):
@@ -103,27 +103,45 @@ def hope_share(appeared_at: int, t: int, horizon: int, window: int, answer_rate:
     """The preview's share of the value of a patient no crew has reached at minute ``t``: 1 when
     they appeared, 0 at the horizon or ``window`` minutes later, so waiting costs as it happens;
     reaching them restores it (reaching a caller is rewarded, not punished). While no crew has been
-    sent to them, times the dispatcher's ``answer_rate`` so far."""
+    sent to them, times the dispatcher's ``answer_rate`` so far (``answer_rates``)."""
     span = min(horizon - appeared_at, window)
     share = 1.0 if span <= 0 else min(1.0, max(0.0, 1.0 - (t - appeared_at) / span))
     return share * answer_rate
 
 
-def answer_rate(world: World) -> float:
-    """How far the dispatcher has answered callers so far, as the preview expects them to go on
-    (call-queue tasks; 1 where every patient is known from the start): ``(PRIOR + answered) /
-    (PRIOR + answered + unanswered)``, answered a call a crew was sent to, unanswered one still
+UNTRIAGED = "untriaged"
+_ANSWER_GROUPS = (*PRIORITIES, UNTRIAGED)
+
+
+def answer_rates(world: World) -> dict[str, float] | None:
+    """How far the dispatcher has answered callers like each one so far, as the preview expects
+    them to go on (call-queue tasks; None where every patient is known from the start): over the
+    calls given the same code, or those still untriaged (``answer_group``), ``(PRIOR + answered) /
+    (PRIOR + answered + unanswered)``. Answered: a call a crew was sent to; unanswered: one still
     pending though a crew that could answer stood free for ``UNANSWERED_AFTER_MIN`` of its minutes
-    (``left_waiting``, charged with ``dispatch_wait``) or closed with advice (the chance, given the
-    report, that they needed a crew). Read only from what dispatch sees."""
+    (``left_waiting``, charged with ``dispatch_wait``), or closed with advice (at the chance, given
+    the report, that they needed a crew). Read only from what dispatch sees."""
     if world.task.phase == 1:
-        return 1.0
-    answered, unanswered = 0, 0.0
+        return None
+    answered = dict.fromkeys(_ANSWER_GROUPS, 0.0)
+    unanswered = dict.fromkeys(_ANSWER_GROUPS, 0.0)
     for call in world.calls.values():
+        group = answer_group(call)
         if call.ambulance_id is not None:
-            answered += 1
+            answered[group] += 1.0
         elif call.status == "pending":
-            unanswered += call.left_waiting >= UNANSWERED_AFTER_MIN
+            unanswered[group] += call.left_waiting >= UNANSWERED_AFTER_MIN
         elif call.status == "closed_advice":
-            unanswered += 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
-    return (ANSWER_RATE_PRIOR + answered) / (ANSWER_RATE_PRIOR + answered + unanswered)
+            unanswered[group] += 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
+    return {group: (ANSWER_RATE_PRIOR + answered[group])
+            / (ANSWER_RATE_PRIOR + answered[group] + unanswered[group]) for group in _ANSWER_GROUPS}
+
+
+def answer_group(call: Call) -> str:
+    """The callers a call is judged with: those given the same code, or the untriaged."""
+    return call.priority or UNTRIAGED
+
+
+def answer_rate(rates: dict[str, float] | None, call: Call) -> float:
+    """The answer rate the preview expects for ``call``'s caller (``answer_rates``; 1 for none)."""
+    return 1.0 if rates is None else rates[answer_group(call)]

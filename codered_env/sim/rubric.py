@@ -39,10 +39,12 @@ them (``plan.care_plans``: the chosen hospital's care once door time, room and s
 allow, the room after the cases of those the hospital serves first; nothing if no plan could
 begin by the horizon, as the final grade gives care never begun), times a share falling to 0
 over 90 min while no crew has reached them (an unseen caller: 30 min after the first call,
-times, until a crew is sent, the share of callers the dispatcher has answered so far;
-``plan.hope_share``, ``plan.answer_rate``), and an unseen caller at the expectation under the
+times, until a crew is sent, the share of callers like them the dispatcher has answered so
+far; ``plan.hope_share``, ``plan.answer_rates``), and an unseen caller at the expectation under the
 report's posterior (nothing for a condition whose care could not begin by the horizon), never
-the hidden condition. A death before care is charged in the step it happens. ``secondary_harm``
+the hidden condition; a caller in a news cycle's surge window counts as caused at the chance
+the surge brought them (``call_sources.news_cycle_shares``: from the condition once seen, else
+the report). A death before care is charged in the step it happens. ``secondary_harm``
 and ``cascade_score`` are ``None`` in tasks without cascades (their weight shared out in
 proportion); the final score is rounded to 4 decimals and clamped to [0.01, 0.99].
 """
@@ -55,6 +57,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
+from .call_sources import news_cycle_shares
 from .clinical import CONDITION_NUMBERS
 from .conditions import CONDITIONS, expected_death
 from .dynamics.care import parts_ready_at, prep_part_credit
@@ -89,9 +92,9 @@ from .params import (
     UNREACHED_PATIENT_WINDOW_MIN,
     UNSEEN_CALLER_WINDOW_MIN,
 )
-from .plan import Plan, answer_rate, care_plans, hope_share, unprepared_wait
+from .plan import Plan, answer_rate, answer_rates, care_plans, hope_share, unprepared_wait
 from .state import World
-from .triage import PRIORITIES, report_condition_posterior, report_priority_posterior, triage_cost
+from .triage import report_condition_posterior, triage_accuracy
 from .types import FINAL_PATIENT_STATES, Call, Patient
 
 T = TypeVar("T")
@@ -317,27 +320,34 @@ def _entries(world: World, final: bool,
         entries = [_settled_entry(world, p, settled) if p.status in FINAL_PATIENT_STATES
                    else _known_entry(world, p, False) for p in known]
     caused = caused_patients(world) if final else _caused_in_view(world)
-    if caused:
-        entries = [_as_loss(e) if p.patient_id in caused else e for p, e in zip(known, entries, strict=True)]
+    surged = {} if final else _by_calls(world, memo, news_cycle_shares)
+    if caused or surged:
+        entries = [_as_loss(e, 1.0 if p.patient_id in caused else surged.get(p.patient_id, 0.0))
+                   for p, e in zip(known, entries, strict=True)]
     if not final:
-        callers, rate = _by_calls(world, memo, _unseen_callers), answer_rate(world)
-        entries += [_caller_entry(world, c, first, rate) for c, first in callers]
+        callers, rates = _by_calls(world, memo, _unseen_callers), answer_rates(world)
+        entries += [_as_loss(_caller_entry(world, c, first, answer_rate(rates, c)),
+                             surged.get(c.patient_id, 0.0)) for c, first in callers]
     return known, entries
 
 
 def _caused_in_view(world: World) -> frozenset[str]:
     """The caused patients the preview may name: the bystander once in view (an alert announces
-    them); which callers a news cycle brought is not shown, so they count as any caller."""
+    them; which callers a news cycle brought is not shown)."""
     bystander = world.patients.get(world.escalation_casualty or "")  # spawns the minute after
     return frozenset((bystander.patient_id,)) if bystander and bystander.visible else frozenset()
 
 
-def _as_loss(entry: _Entry) -> _Entry:
+def _as_loss(entry: _Entry, chance: float = 1.0) -> _Entry:
     """A patient the play brought about (``caused_patients``) enters by their loss alone: each credit
-    as its shortfall from full, no mass or stake in the bases (as ``clinical_outcomes``)."""
-    w, load_w = entry.w, entry.load_w
-    return entry._replace(n=0.0, reached=0.0, w=0.0, wk=entry.wk - w, wv=entry.wv - w,
-                          prep_wkr=entry.prep_wkr - w, load_w=0.0, load_wd=entry.load_wd - load_w)
+    as its shortfall from full, no mass or stake in the bases (as ``clinical_outcomes``); one who
+    was brought about at ``chance``, in that proportion."""
+    if not chance:
+        return entry
+    w, load_w, kept = entry.w * chance, entry.load_w * chance, 1.0 - chance
+    return entry._replace(n=entry.n * kept, reached=entry.reached * kept, w=entry.w - w, wk=entry.wk - w,
+                          wv=entry.wv - w, prep_wkr=entry.prep_wkr - w, load_w=entry.load_w - load_w,
+                          load_wd=entry.load_wd - load_w)
 
 
 def _unseen_callers(world: World) -> list[tuple[Call, int]]:
@@ -392,18 +402,6 @@ def _penalties(world: World) -> dict[str, float]:
 
 def _waste(counts: dict[str, float]) -> float:
     return sum(PENALTY[k] * c for k, c in counts.items() if k in PENALTY)
-
-
-def triage_accuracy(call: Call) -> float:
-    """1 minus the expected triage cost of the code given, under the posterior given the report
-    (what the code could be judged on when it was given); 0 if untriaged."""
-    return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
-
-
-@functools.lru_cache(maxsize=MEMO_ENTRIES)
-def _expected_accuracy(report: str, code: str) -> float:
-    chances = report_priority_posterior(report)
-    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(code, level) for level in PRIORITIES)
 
 
 def _triage_mean(world: World) -> float:

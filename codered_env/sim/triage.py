@@ -40,6 +40,8 @@ Public functions
     ``callback_plan(report, rng)`` -- whether and when a caller advised at P4 rings back, drawn
     from the model's predictive distribution given the report alone (so a callback's timing
     and words never depend on the caller's hidden truth).
+    ``triage_accuracy(call)`` -- 1 minus the expected triage cost of the code given, under the
+    posterior given the report (the rubric's phase-2 triage credit).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import math
 import re
 from dataclasses import dataclass
 from random import Random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .conditions import CONDITIONS
 from .params import (
@@ -69,6 +71,9 @@ from .params import (
     UNDER_TRIAGE_COST_PER_LEVEL,
 )
 from .rng import choice, randint, shuffle, weighted_draw
+
+if TYPE_CHECKING:
+    from .types import Call
 
 PRIORITIES: tuple[str, ...] = ("P1", "P2", "P3", "P4")
 
@@ -363,3 +368,15 @@ def triage_rates(pairs: list[tuple[str, str]]) -> dict[str, float]:
         "p1_sent_cold": sum(g not in HOT_PRIORITIES for g in p1_given) / max(1, len(p1_given)),
         "exact": sum(t == g for t, g in pairs) / max(1, len(pairs)),
     }
+
+
+def triage_accuracy(call: Call) -> float:
+    """1 minus the expected triage cost of the code given, under the posterior given the report
+    (what the code could be judged on when it was given); 0 if untriaged."""
+    return 0.0 if call.priority is None else _expected_accuracy(call.report, call.priority)
+
+
+@functools.lru_cache(maxsize=MEMO_ENTRIES)
+def _expected_accuracy(report: str, code: str) -> float:
+    chances = report_priority_posterior(report)
+    return 1.0 - sum(chances.get(level, 0.0) * triage_cost(code, level) for level in PRIORITIES)

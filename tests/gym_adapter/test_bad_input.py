@@ -109,7 +109,7 @@ def test_the_vector_env_checks_the_batch_and_its_reset_before_changing_anything(
 
 @pytest.mark.parametrize("make", [lambda: CodeRedGymEnv("task2"), lambda: CodeRedGenGymEnv("task2"),
                                   lambda: CodeRedFactoredEnv("task2"),
-                                  lambda: gymnasium.make("CodeRedEnv-task2-v15")])
+                                  lambda: gymnasium.make("CodeRedEnv-task2-v16")])
 def test_a_bad_reset_option_raises_and_leaves_the_episode_as_it_was(make: Any) -> None:
     env = make()
     env.reset(seed=6)

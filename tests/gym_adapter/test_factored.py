@@ -1,4 +1,4 @@
-"""The factored interface (``CodeRedFactored-taskN-v13``): masks exact against the simulation's
+"""The factored interface (``CodeRedFactored-taskN-v14``): masks exact against the simulation's
 legal actions, stable slots, nothing hidden shown, invalid actions refused, the vector env equal
 to single episodes, rows kept while unchanged equal to rows written afresh, and the flat env's
 ``action_args`` coding."""
@@ -221,7 +221,7 @@ def _legal_type(env: CodeRedFactoredEnv, name: str) -> bool:
 
 
 def test_vector_env_equals_single_episodes_and_autoresets() -> None:
-    vec = gymnasium.make_vec("CodeRedFactored-task2-v13", num_envs=3)
+    vec = gymnasium.make_vec("CodeRedFactored-task2-v14", num_envs=3)
     assert isinstance(vec, CodeRedFactoredVectorEnv)
     singles = [CodeRedFactoredEnv("task2") for _ in range(3)]
     obs, _ = vec.reset(seed=20)
@@ -346,11 +346,11 @@ def test_flat_action_args_are_the_factored_coding_and_change_nothing(task_id: st
 
 
 def test_registered_ids_and_spaces() -> None:
-    env = gymnasium.make("CodeRedFactored-task4-v13")
+    env = gymnasium.make("CodeRedFactored-task4-v14")
     assert isinstance(env.action_space, gymnasium.spaces.MultiDiscrete)
     assert env.action_space.nvec.tolist() == list(NVEC)
     obs, info = env.reset(seed=0)
-    vec = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("CodeRedFactored-task4-v13")] * 2)
+    vec = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("CodeRedFactored-task4-v14")] * 2)
     _, infos = vec.reset(seed=0)  # the infos merge across envs
     assert infos["action_mask"].shape == (2, sum(NVEC))
     assert obs["action_mask"].shape == (sum(NVEC),) and obs["action_mask"].dtype == np.bool_

@@ -142,7 +142,7 @@ def test_the_city_draw_and_the_episode_are_deterministic() -> None:
 
 
 def test_vector_env_equals_single_episodes_on_a_split() -> None:
-    vec = gymnasium.make_vec("CodeRedFactored-gen-task2-v13", num_envs=2)
+    vec = gymnasium.make_vec("CodeRedFactored-gen-task2-v14", num_envs=2)
     assert isinstance(vec, CodeRedFactoredVectorEnv)
     singles = [CodeRedFactoredEnv("task2", split="train") for _ in range(2)]
     obs, _ = vec.reset(seed=40)
@@ -162,7 +162,7 @@ def test_vector_env_equals_single_episodes_on_a_split() -> None:
 
 
 def test_spaces_follow_the_maxima() -> None:
-    plain = gymnasium.make("CodeRedFactored-task3-v13")
+    plain = gymnasium.make("CodeRedFactored-task3-v14")
     assert plain.action_space.nvec.tolist() == list(NVEC) == [14, 7, 64, 3, 144]
     assert {k: v.shape for k, v in plain.observation_space.items()} == {
         "global": (14,),
@@ -176,7 +176,7 @@ def test_spaces_follow_the_maxima() -> None:
         "action_mask": (232,),
         "type_masks": (14, 218),
     }
-    gen = gymnasium.make("CodeRedFactored-gen-task3-v13")
+    gen = gymnasium.make("CodeRedFactored-gen-task3-v14")
     units = GENERATED_MAXIMA.units + len(MUTUAL_AID_IDS)
     assert gen.action_space.nvec.tolist()[:4] == [
         14,

@@ -1,4 +1,4 @@
-"""The flat Gymnasium family on generated cities (``CodeRedEnv-gen-taskN-v15``): padded schema,
+"""The flat Gymnasium family on generated cities (``CodeRedEnv-gen-taskN-v16``): padded schema,
 exact masks against the simulation's legal actions, hidden truth, determinism, clear errors."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_whole_random_episodes_on_drawn_cities(task_id: str) -> None:
 def test_check_env_and_registered_ids() -> None:
     check_env(CodeRedGenGymEnv("task3", city=41), skip_render_check=True)
     for task_id in TASK_IDS:
-        env = gymnasium.make(f"CodeRedEnv-gen-{task_id}-v15", split="test")
+        env = gymnasium.make(f"CodeRedEnv-gen-{task_id}-v16", split="test")
         _, info = env.reset(seed=5)
         assert generate_city(int(info["city"].removeprefix("gen-"))).seed in CITY_SPLITS["test"]
         env.close()

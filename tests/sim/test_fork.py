@@ -12,7 +12,7 @@ import pytest
 
 from codered_env.agents import HeuristicAgent
 from codered_env.sim import TASK_IDS, CodeRedSim, Snapshot
-from codered_env.sim.fork import _call_prior
+from codered_env.sim.call_sources import call_prior, source_key
 from codered_env.sim.params import CALL_MIX, SURGE_MIX
 from codered_env.sim.triage import callback_report
 
@@ -197,15 +197,15 @@ def test_call_prior_follows_the_sources_of_calls_at_that_minute() -> None:
     sim = advance("task5", SEED, 0)
     w = sim.world
     first = w.calls["C1"]
-    prior = _call_prior(w, first)
+    prior = call_prior(source_key(w, first))
     assert sum(prior.values()) == pytest.approx(1.0)
     assert prior.keys() == CALL_MIX.keys()
     assert prior["stemi"] > CALL_MIX["stemi"]  # one call of the task's schedule is always a STEMI
     late = copy.copy(first)
     late.received_at = 60  # after the schedule's last call, before any surge: nothing expected
-    assert _call_prior(w, late) == CALL_MIX
+    assert call_prior(source_key(w, late)) == CALL_MIX
     w.news_cycle_at = 55
-    assert _call_prior(w, late).keys() == SURGE_MIX.keys()
+    assert call_prior(source_key(w, late)).keys() == SURGE_MIX.keys()
 
 
 def advised_episode(task_id: str, steps: int) -> CodeRedSim:

@@ -535,8 +535,7 @@ def test_a_cold_response_is_charged_the_chance_the_caller_needed_more(coded: str
 
 def test_triage_accuracy_is_the_expected_cost_under_the_report_posterior() -> None:
     """Judged on what the report supports, never on the hidden truth; under-triage dearer."""
-    from codered_env.sim.rubric import triage_accuracy
-    from codered_env.sim.triage import PRIORITIES, triage_cost
+    from codered_env.sim.triage import PRIORITIES, triage_accuracy, triage_cost
 
     assert triage_cost("P3", "P1") > triage_cost("P1", "P3")
     assert triage_cost("P2", "P1") > triage_cost("P1", "P2")

@@ -5,7 +5,8 @@ stands free costs the chance, given what the dispatcher knows, that it could (AL
 crew for P2/P3); nothing while no such crew is free. The running preview's value of a patient no
 crew has reached falls to 0 over ``UNREACHED_PATIENT_WINDOW_MIN``, of an unseen caller over
 ``UNSEEN_CALLER_WINDOW_MIN`` after the first call, which a callback does not restart; while no
-crew has been sent to them, times the dispatcher's answer rate so far (``plan.answer_rate``).
+crew has been sent to them, times the dispatcher's answer rate so far for callers like them
+(``plan.answer_rates``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from codered_env.sim.params import (
     UNREACHED_PATIENT_WINDOW_MIN,
     UNSEEN_CALLER_WINDOW_MIN,
 )
-from codered_env.sim.plan import answer_rate, hope_share
+from codered_env.sim.plan import UNTRIAGED, answer_group, answer_rate, answer_rates, hope_share
 from codered_env.sim.rubric import preview_score
 from codered_env.sim.state import World
 from codered_env.sim.triage import report_priority_posterior
@@ -164,21 +165,53 @@ def test_minutes_left_waiting_with_a_crew_free_are_kept_per_caller() -> None:
     assert call.left_waiting == pytest.approx(3 * chance), "nothing while no crew that could answer is free"
 
 
-def test_a_caller_left_unanswered_lowers_the_hope_of_every_caller_no_crew_was_sent_to() -> None:
+def test_a_caller_left_unanswered_lowers_the_hope_of_every_caller_like_them_no_crew_was_sent_to() -> None:
     world = copy.deepcopy(CodeRedSim("task4", 0).world)
     (call,) = [c for c in world.calls.values() if c.status == "pending"]
-    assert answer_rate(world) == 1.0
+    assert answer_rate(answer_rates(world), call) == 1.0
     fresh = preview_score(world)
     call.left_waiting = UNANSWERED_AFTER_MIN
-    assert answer_rate(world) == pytest.approx(ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + 1))
+    one_left = ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + 1)
+    assert answer_rate(answer_rates(world), call) == pytest.approx(one_left)
     assert preview_score(world) < fresh
     call.status = "closed_advice"
     chance = 1.0 - report_priority_posterior(call.report).get("P4", 0.0)
-    assert answer_rate(world) == pytest.approx(ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + chance))
+    assert answer_rate(answer_rates(world), call) == pytest.approx(
+        ANSWER_RATE_PRIOR / (ANSWER_RATE_PRIOR + chance))
     call.status, call.ambulance_id = "dispatched", "ALS1"
-    assert answer_rate(world) == 1.0, "a crew sent answers the caller"
+    assert answer_rate(answer_rates(world), call) == 1.0, "a crew sent answers the caller"
     assert hope_share(10, 12, 180, UNSEEN_CALLER_WINDOW_MIN, 0.5) == pytest.approx(
         0.5 * (1 - 2 / UNSEEN_CALLER_WINDOW_MIN))
+
+
+def test_callers_are_judged_with_those_given_the_same_code() -> None:
+    """A dispatcher who answers every P1 but leaves P3 calls waiting keeps the value of a P1 caller
+    not yet sent to; callers not triaged yet are judged with the other untriaged calls."""
+    world = copy.deepcopy(CodeRedSim("task4", 0).world)
+    (template,) = [c for c in world.calls.values() if c.status == "pending"]
+    world.calls.clear()
+
+    def add(call_id: str, code: str | None, **fields: Any) -> Call:
+        call = copy.copy(template)
+        call.call_id, call.priority = call_id, code
+        for name, value in fields.items():
+            setattr(call, name, value)
+        world.calls[call_id] = call
+        return call
+
+    for i in range(3):
+        add(f"A{i}", "P1", status="dispatched", ambulance_id="ALS1")
+        add(f"L{i}", "P3", left_waiting=UNANSWERED_AFTER_MIN)
+    fresh = add("F", "P1")
+    rates = answer_rates(world)
+    assert rates is not None
+    prior = ANSWER_RATE_PRIOR
+    assert answer_rate(rates, fresh) == 1.0
+    assert rates["P3"] == pytest.approx(prior / (prior + 3))
+    fresh.priority = None
+    assert answer_group(fresh) == UNTRIAGED and answer_rate(rates, fresh) == 1.0
+    add("U", None, left_waiting=UNANSWERED_AFTER_MIN)
+    assert answer_rate(answer_rates(world), fresh) == pytest.approx(prior / (prior + 1))
 
 
 def test_known_patients_keep_their_value_whoever_waits() -> None:
@@ -188,7 +221,7 @@ def test_known_patients_keep_their_value_whoever_waits() -> None:
     for _ in range(15):
         sim.step(QUERY)
     assert sim.world.ledger.get("dispatch_wait", 0.0) > UNANSWERED_AFTER_MIN
-    assert answer_rate(sim.world) == 1.0
+    assert answer_rates(sim.world) is None
 
 
 @pytest.mark.parametrize("task_id", ["task4", "task5"])
@@ -202,4 +235,5 @@ def test_the_heuristic_leaves_no_caller_unanswered(task_id: str) -> None:
             sim.step(agent.act(sim.observation()))
             pending = [c for c in sim.world.calls.values() if c.status == "pending"]
             assert all(c.left_waiting < UNANSWERED_AFTER_MIN for c in pending), f"{seed} t{sim.clock}"
-            assert answer_rate(sim.world) > 0.97, f"{task_id} seed {seed} minute {sim.clock}"
+            rates = answer_rates(sim.world)
+            assert rates is not None and min(rates.values()) > 0.95, f"{task_id} {seed} t{sim.clock}"

@@ -89,7 +89,7 @@ def test_sb3_make_vec_env_runs_the_registered_envs() -> None:
 
     import codered_env.gym_env  # noqa: F401  registers the ids
 
-    venv = make_vec_env("CodeRedEnv-task1-v15", n_envs=2, seed=0)
+    venv = make_vec_env("CodeRedEnv-task1-v16", n_envs=2, seed=0)
     venv.reset()
     for _ in range(5):
         _, rewards, _, infos = venv.step([0, 0])

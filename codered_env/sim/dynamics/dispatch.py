@@ -91,7 +91,7 @@ def charge_waiting(world: World) -> None:
     from its first minute; waiting for the right kind of crew while only the other is free does
     not. A caller counts while a response could still keep their value (the preview's windows,
     ``waiting_counts``); past it, their outcome alone charges the abandonment. The same chance
-    adds to a pending call's ``left_waiting``, which the running preview reads (``plan.answer_rate``)."""
+    adds to a pending call's ``left_waiting``, which the running preview reads (``plan.answer_rates``)."""
     free = als_free = False
     for amb in world.ambulances.values():
         if amb.status in DISPATCHABLE:
