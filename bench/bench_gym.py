@@ -1,7 +1,7 @@
 """Speed of the Gymnasium adapter through ``gymnasium.make``, side by side with CartPole-v1.
 
 A masked uniform-random policy (``rng.integers`` over the legal prefix of ``action_masks()``)
-plays whole episodes of each task through ``gymnasium.make("CodeRedEnv-<task>-v15")`` with its
+plays whole episodes of each task through ``gymnasium.make("CodeRedEnv-<task>-v16")`` with its
 default wrappers; resets are included (they are part of training). ``CartPole-v1`` runs in the
 same process with a fixed action, reset on episode end. Each measurement is repeated and the
 fastest repeat is kept (slower repeats measure interference from other processes).

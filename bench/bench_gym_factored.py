@@ -7,12 +7,12 @@ the action choice is not. The policy is a masked random one that picks the actio
 the next seed (the reset is timed with the step that needs it). Every measurement is repeated
 ``--rounds`` times, alternating the contenders, and the median round is kept.
 
-- single: ``gymnasium.make("CodeRedFactored-<task>-v13")`` vs ``gymnasium.make("CartPole-v1")``
-  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v15")`` (the flat interface, uniform
+- single: ``gymnasium.make("CodeRedFactored-<task>-v14")`` vs ``gymnasium.make("CartPole-v1")``
+  (fixed action) and ``gymnasium.make("CodeRedEnv-<task>-v16")`` (the flat interface, uniform
   over its legal indices), and the simulation's own step under the same policy (episodes of
   its own: a twin sent the same actions would find the simulation's memos warm) for the share
   of a step that is the adapters';
-- vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v13", num_envs=N)`` (the native vector
+- vector: ``gymnasium.make_vec("CodeRedFactored-<task>-v14", num_envs=N)`` (the native vector
   env) vs ``gymnasium.vector.SyncVectorEnv`` of N ``gymnasium.make`` envs, both autoresetting.
 
 - split (``--split TASK``, task5 by default): the unwrapped factored step of one task played

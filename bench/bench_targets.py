@@ -13,7 +13,7 @@ Measured per round (each the cost of one step, CPU time of this process by defau
 ``core_rollout``, ``rollout_view``  ``core`` and ``heuristic_view`` with ``sim.rewards = False``:
                no step reward, the preview computed only when read, as a planner's rollout
                plays (checkouts without the switch compute the reward anyway)
-``gym``        ``gym.make("CodeRedEnv-<task>-v15")`` with masked uniform-random actions,
+``gym``        ``gym.make("CodeRedEnv-<task>-v16")`` with masked uniform-random actions,
                resets included
 ``fork``       ``CodeRedSim.fork(seed)`` at steps 10, 20, 35 of the recorded episodes, in
                units of the same episodes' mean core step (a fresh fork: the episode pickled

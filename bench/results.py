@@ -204,6 +204,8 @@ def training_table(root: Path) -> str:
 
 
 def training() -> None:
+    from codered_env.gym_env.registration import FLAT_VERSION
+
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     root = RESULTS / "training"
     command = "uv run python bench/results.py training"
@@ -217,7 +219,7 @@ def training() -> None:
               "10000-10009, \"best\" is the best of the periodic greedy evaluations (an optimistic "
               "pick), \"final\" the policy at the end.\n\n"
             + ("" if table.count("\n") > 1 else "No run is kept for the current Gymnasium ids "
-               "(`CodeRedEnv-taskN-v15`).\n\n")
+               f"(`CodeRedEnv-taskN-v{FLAT_VERSION}`).\n\n")
             + table + "\n")
     (RESULTS / "training.md").write_text(text, encoding="utf-8")
     print(f"wrote {RESULTS / 'training.md'}")

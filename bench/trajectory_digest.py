@@ -7,7 +7,7 @@ trainer can see along the way:
   illegal action every 4th step) through ``CodeRedSim``: per step the reward, done flag, error,
   the observation dict (JSON, sorted keys), ``render_text()`` and the running ``grade()``;
   the final grade at the end.
-- ``gym``: a masked uniform-random policy through ``gymnasium.make("CodeRedEnv-<task>-v15")``
+- ``gym``: a masked uniform-random policy through ``gymnasium.make("CodeRedEnv-<task>-v16")``
   (even seeds built with ``info_actions=True`` and rendered each step, odd seeds plain): per
   step every feature array (dtype, shape, bytes), the reward, terminated/truncated, the info
   dict (mask bytes, actions list) and ``render()``; 10% of the actions are masked-out indices.

@@ -382,8 +382,8 @@ def train(
     gamma: Annotated[float, typer.Option(min=0.0, max=1.0, help="discount factor per decision")] = 0.995,
     gamma_minute: Annotated[float, typer.Option(min=0.0, max=1.0, help="factored: discount per simulated "
                                                 "minute instead (0: --gamma per decision)")] = 0.0,
-    interface: Annotated[str, typer.Option(help="flat (MaskablePPO, CodeRedEnv-taskN-v15) or "
-                                                 "factored (factored-head PPO on CodeRedFactored-taskN-v13)")
+    interface: Annotated[str, typer.Option(help="flat (MaskablePPO, CodeRedEnv-taskN-v16) or "
+                                                 "factored (factored-head PPO on CodeRedFactored-taskN-v14)")
                          ] = "flat",
     bc_episodes: Annotated[int, typer.Option(min=0, help="factored: heuristic episodes to clone first")] = 0,
     maxima: Annotated[str, typer.Option(help="factored: the slot maxima the policy is built for: "

@@ -5,10 +5,10 @@ Two interfaces (docs/GYM.md is the reference)::
     import gymnasium
     import codered_env.gym_env  # registers the ids
 
-    env = gymnasium.make("CodeRedEnv-task3-v15")       # flat: Discrete index into the legal list
-    env = gymnasium.make("CodeRedFactored-task3-v13")  # factored: stable slots, MultiDiscrete
-    env = gymnasium.make("CodeRedEnv-gen-task3-v15")   # flat, a generated city per episode
-    vec = gymnasium.make_vec("CodeRedFactored-task3-v13", num_envs=8)  # native vector env
+    env = gymnasium.make("CodeRedEnv-task3-v16")       # flat: Discrete index into the legal list
+    env = gymnasium.make("CodeRedFactored-task3-v14")  # factored: stable slots, MultiDiscrete
+    env = gymnasium.make("CodeRedEnv-gen-task3-v16")   # flat, a generated city per episode
+    vec = gymnasium.make_vec("CodeRedFactored-task3-v14", num_envs=8)  # native vector env
 
 Modules: ``schema``, ``actions``, ``rows``, ``features``, ``focus`` and ``env`` (the flat
 interface); ``slots``, ``factored_actions``, ``factored_features``, ``factored_env`` and

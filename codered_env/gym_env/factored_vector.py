@@ -1,6 +1,6 @@
 """``CodeRedFactoredVectorEnv``: N factored episodes stepped in one process, each writing its
 observation straight into its row of the batch arrays (no per-env copies, dicts or wrappers).
-``gymnasium.make_vec("CodeRedFactored-task5-v13", num_envs=N)`` builds it."""
+``gymnasium.make_vec("CodeRedFactored-task5-v14", num_envs=N)`` builds it."""
 
 from __future__ import annotations
 

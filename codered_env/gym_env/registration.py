@@ -1,9 +1,9 @@
-"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v15`` .. ``CodeRedEnv-task5-v15`` (the flat
-``Discrete`` interface), ``CodeRedFactored-task1-v13`` .. ``CodeRedFactored-task5-v13`` (stable
+"""Registration of the Gymnasium ids: ``CodeRedEnv-task1-v16`` .. ``CodeRedEnv-task5-v16`` (the flat
+``Discrete`` interface), ``CodeRedFactored-task1-v14`` .. ``CodeRedFactored-task5-v14`` (stable
 slots, factored ``MultiDiscrete`` actions; ``gymnasium.make_vec`` gives its native vector env),
-``CodeRedFactored-gen-task1-v13`` .. (the same on a generated city per episode, drawn from the
-``train`` split; ``split="test"`` for the held-out cities) and ``CodeRedEnv-gen-task1-v15`` ..
-``-task5-v15`` (the flat interface on generated cities)."""
+``CodeRedFactored-gen-task1-v14`` .. (the same on a generated city per episode, drawn from the
+``train`` split; ``split="test"`` for the held-out cities) and ``CodeRedEnv-gen-task1-v16`` ..
+``-task5-v16`` (the flat interface on generated cities)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def register_envs() -> list[str]:
 
 
 def _register_gen_flat() -> list[str]:
-    """``CodeRedEnv-gen-task1-v15`` .. ``-task5-v15``: a city per episode from ``split`` (or ``city``)."""
+    """``CodeRedEnv-gen-task1-v16`` .. ``-task5-v16``: a city per episode from ``split`` (or ``city``)."""
     ids = []
     for task_id in TASK_IDS:
         gen = f"CodeRedEnv-gen-{task_id}-v{GEN_FLAT_VERSION}"
