@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+from .generator import INCIDENT_INJURIES, SCHEDULED_CALLS
 from .params import (
     CALL_MIX,
     INCIDENT_SECONDARY_DELAY_RANGE,
@@ -26,7 +27,7 @@ from .state import World
 from .triage import condition_posterior
 from .types import Call
 
-_INCIDENT_INJURIES = {"trauma_haemorrhage": 0.5, "trauma_major": 0.5}
+_INCIDENT_INJURIES = {injury: 1.0 / len(INCIDENT_INJURIES) for injury in INCIDENT_INJURIES}
 
 
 class SourceKey(NamedTuple):
@@ -86,11 +87,14 @@ def _sources(key: SourceKey) -> tuple[_Source, ...]:
 
 
 def _schedule_mix(n_calls: int) -> dict[str, float]:
-    """The condition of one scheduled call: three are fixed (STEMI, stroke or haemorrhage,
-    labour), the rest drawn from the call mix, in shuffled order (generator.draw_arrivals)."""
-    fixed = {"stemi": 1.0, "stroke": 0.5, "trauma_haemorrhage": 0.5, "labour": 1.0}
+    """The condition of one scheduled call: some always come (``generator.SCHEDULED_CALLS``), the
+    rest are drawn from the call mix, in shuffled order (generator.draw_arrivals)."""
+    fixed: dict[str, float] = {}
+    for either in SCHEDULED_CALLS:
+        for c in either:
+            fixed[c] = fixed.get(c, 0.0) + 1.0 / len(either)
     norm = sum(CALL_MIX.values())
-    mix = {c: (n_calls - 3) / n_calls * w / norm for c, w in CALL_MIX.items()}
+    mix = {c: (n_calls - len(SCHEDULED_CALLS)) / n_calls * w / norm for c, w in CALL_MIX.items()}
     for c, w in fixed.items():
         mix[c] = mix.get(c, 0.0) + w / n_calls
     return mix

@@ -441,10 +441,17 @@ def _phase2(rng: Random, ids: _Ids, task: TaskSpec, city: City):
     return {}, {}, spawns, incident, mci
 
 
+# A call-queue task's schedule always holds one call of each entry (one of its conditions, drawn
+# uniformly); the rest come from CALL_MIX. An incident brings one call of each injury, and a
+# secondary casualty with one of them.
+SCHEDULED_CALLS: tuple[tuple[str, ...], ...] = (("stemi",), ("stroke", "trauma_haemorrhage"), ("labour",))
+INCIDENT_INJURIES: tuple[str, ...] = ("trauma_haemorrhage", "trauma_major")
+
+
 def _phase2_plan(rng: Random, task: TaskSpec, city: City) -> tuple[list[_Planned], str | None]:
     n_calls, last_call = PHASE2_CALLS[task.task_id]
     times = sorted([0] + [randint(rng, 1, last_call) for _ in range(n_calls - 1)])
-    conditions = ["stemi", choice(rng, ("stroke", "trauma_haemorrhage")), "labour"]
+    conditions = [either[0] if len(either) == 1 else choice(rng, either) for either in SCHEDULED_CALLS]
     conditions += [weighted_draw(rng, CALL_MIX) for _ in range(n_calls - len(conditions))]
     shuffle(rng, conditions)
     planned = [
@@ -455,9 +462,9 @@ def _phase2_plan(rng: Random, task: TaskSpec, city: City) -> tuple[list[_Planned
     if task.cascades:
         incident = choice(rng, city.incident_nodes)
         at = randint(rng, *INCIDENT_CALL_RANGE)
-        planned += [(at, cond, incident, "incident call") for cond in ("trauma_haemorrhage", "trauma_major")]
+        planned += [(at, cond, incident, "incident call") for cond in INCIDENT_INJURIES]
         later = at + randint(rng, *INCIDENT_SECONDARY_DELAY_RANGE)
-        cond = choice(rng, ("trauma_haemorrhage", "trauma_major"))
+        cond = choice(rng, INCIDENT_INJURIES)
         planned.append((later, cond, incident, "secondary casualty at the incident"))
     draw = rng.random
     return sorted([(at, draw(), cond, node, reason) for at, cond, node, reason in planned]), incident

@@ -267,25 +267,25 @@ PREP_READINESS_SHARE = 0.25
 # crew's ETA valued once sent) holding dispatch under-returned: 29 inversions [design choice]
 UNSEEN_CALLER_WINDOW_MIN = 30
 UNREACHED_PATIENT_WINDOW_MIN = 90
-# In call-queue tasks the preview expects a dispatcher to answer callers as they have answered callers
-# like them (plan.answer_rates: those given the same code, or the untriaged): the value of every
-# caller no crew has been sent to is scaled by (PRIOR + answered) / (PRIOR + answered + unanswered)
-# over their group, unanswered a caller left UNANSWERED_AFTER_MIN minutes
-# while a crew that could answer stood free (half the NAS 20-min response target) or advised, at
-# the chance they needed a crew. Good play leaves none (the rate stays 1); a policy serving nobody loses its
+# In call-queue tasks the preview expects a dispatcher to answer callers as they have answered
+# callers like them (plan.answer_rates: those given the same code, or the untriaged): the value of
+# every caller no crew has been sent to is scaled by (PRIOR + answered) / (PRIOR + answered +
+# unanswered) over their group, unanswered a caller left UNANSWERED_AFTER_MIN minutes while a crew
+# that could answer stood free (half the NAS 20-min response target) or advised, at the chance they
+# needed a crew. Good play leaves none (the rate stays 1); a policy serving nobody loses its
 # callers' value within minutes instead of over their window, whose early minutes a return
 # discounted per decision let padding buy (task5: a padded near-noop mix out-returned acting on
-# one decision in two by +0.036 with 1.9 more deaths/100). A prior of 2 answered callers a level: one left
-# unanswered takes a third of the others' value, two a half (8-18 callers a task). Where every
-# patient is known from the start no fresh callers arrive to pad, and the rate hit lazy play: task3
-# `mix4.22+hold-assign-5` out-returned `mix4.1` (+0.022 +- 0.008, 1.1 more deaths/100, 66000-66099).
-# Taking instead 1/10 of a caller's own value per such minute until a crew is sent, every held
-# dispatch dipped until sent: 20 return inversions on tasks 3 and 5 (1000-1059). One pool for every
-# caller dipped the P1 callers of a mix that served only P1 while it held their triage 5 min (the
-# P2 callers it never served emptied the pool): a worse-outcome mix out-returned it (task5, 2.0 more
-# deaths/100, 53000-53059: +0.036 +- 0.014; with news-cycle callers at their chance, +0.029).
-# Grouping untriaged callers by their report's likeliest level left them dipped (+0.024); starting
-# each group at the other groups' rate, more so (+0.032) [design choice]
+# one decision in two by +0.036 with 1.9 more deaths/100). A prior of 2 answered callers a group:
+# one left unanswered takes a third of the others' value, two a half (8-18 callers a task). Where
+# every patient is known from the start no fresh callers arrive to pad, and the rate hit lazy play:
+# task3 `mix4.22+hold-assign-5` out-returned `mix4.1` (+0.022 +- 0.008, 1.1 more deaths/100,
+# 66000-66099). Taking instead 1/10 of a caller's own value per such minute until a crew is sent,
+# every held dispatch dipped until sent: 20 return inversions on tasks 3 and 5 (1000-1059). One
+# pool for every caller dipped the P1 callers of a mix that served only P1 while it held their
+# triage 5 min (the P2 callers it never served emptied the pool): a worse-outcome mix out-returned
+# it (task5, 2.0 more deaths/100, 53000-53059: +0.036 +- 0.014; with news-cycle callers at their
+# chance, +0.029). Grouping untriaged callers by their report's likeliest level left them dipped
+# (+0.024); starting each group at the other groups' rate, more so (+0.032) [design choice]
 UNANSWERED_AFTER_MIN = 10.0
 ANSWER_RATE_PRIOR = 2.0
 # Hospital-load credit lost per overcrowding diversion. The diversion's outcome cost (patients sent

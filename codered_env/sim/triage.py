@@ -30,7 +30,7 @@ Public functions
     ``condition_posterior(call, prior=None)`` -- the exact posterior over true conditions given
     only what the dispatcher sees of ``call`` (its report text), normalised, deterministic;
     ``prior`` defaults to the phase-2 call mix ``CALL_MIX`` (incident and news-cycle surge calls
-    come from other mixes: pass ``INCIDENT_MIX``-style priors explicitly if you know better).
+    come from other mixes: pass ``call_sources.call_prior`` of the call if you know better).
     ``priority_posterior(call)`` -- the same, summed per priority level.
     ``best_guess_priority(post)`` -- the most probable level ("trust the best guess").
     ``cautious_priority(post)`` -- the level with the least expected triage cost under the
